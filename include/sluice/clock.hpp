@@ -1,0 +1,44 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace sluice {
+
+/// Time in integer microseconds. Points in time are microseconds since the Unix epoch
+/// (wall clock), because fixed windows are epoch-aligned and Redis TIME is wall time.
+using Micros = std::int64_t;
+
+inline constexpr Micros kMicrosPerMilli = 1'000;
+inline constexpr Micros kMicrosPerSecond = 1'000'000;
+
+/// The only source of "now" (STYLE.md habit 2). Implementations are thread-safe.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  /// Microseconds since the Unix epoch.
+  virtual Micros nowMicros() const = 0;
+};
+
+/// The real clock: std::chrono::system_clock.
+class SystemClock final : public Clock {
+ public:
+  Micros nowMicros() const override;
+};
+
+/// A clock that moves only when told to; for tests. Thread-safe.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(Micros start = 1'700'000'000LL * kMicrosPerSecond) : now_(start) {}
+  Micros nowMicros() const override { return now_.load(std::memory_order_relaxed); }
+  void set(Micros now) { now_.store(now, std::memory_order_relaxed); }
+  void advance(std::chrono::microseconds by) {
+    now_.fetch_add(by.count(), std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<Micros> now_;
+};
+
+}  // namespace sluice

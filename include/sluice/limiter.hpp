@@ -1,0 +1,81 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sluice/clock.hpp"
+
+/// The rate-limiting algorithms as pure functions of (state, now, cost): no I/O, no clock
+/// reads. The memory store keeps BucketState in process; the Redis store runs Lua scripts
+/// that make identical decisions (DESIGN.md §4).
+namespace sluice {
+
+enum class Algorithm : std::uint8_t {
+  kFixedWindow,
+  kSlidingWindowLog,
+  kSlidingWindowCounter,
+  kTokenBucket,
+  kLeakyBucket,
+};
+
+/// "fixed_window", "sliding_window_log", ...
+std::string_view algorithmName(Algorithm algorithm);
+/// Parses the YAML spelling; nullopt when unknown.
+std::optional<Algorithm> parseAlgorithm(std::string_view name);
+
+/// Everything an algorithm needs to know about one limit.
+struct LimitParams {
+  Algorithm algorithm = Algorithm::kFixedWindow;
+  std::int64_t limit = 0;              ///< L: requests per window (0 blocks everything)
+  Micros window_us = kMicrosPerSecond; ///< W = unit x unit_multiplier, > 0
+  std::int64_t burst = 0;              ///< B for token/leaky bucket; 0 means B = L
+  Micros min_interval_us = 0;          ///< sliding_window_log: min gap between admitted requests
+  bool count_rejected = false;         ///< a denied attempt is recorded too
+  Micros warmup_us = 0;                ///< token_bucket: Guava SmoothWarmingUp period (0 = off)
+  bool shape = false;                  ///< leaky_bucket: the server holds the answer for delay
+};
+
+/// One logged request of a sliding_window_log bucket.
+struct LogEntry {
+  Micros at = 0;
+  std::int64_t cost = 0;
+};
+
+/// The stored state of one bucket. The meaning of the scalar fields depends on the
+/// algorithm (documented in src/limiter/); a default-constructed state is a fresh bucket.
+struct BucketState {
+  std::int64_t a = 0;
+  std::int64_t b = 0;
+  std::int64_t c = 0;
+  std::vector<LogEntry> log;  ///< sliding_window_log only
+};
+
+/// What one limit says about one request.
+struct Outcome {
+  bool allowed = true;
+  std::int64_t remaining = 0;   ///< requests left after this one (allowed) / now (denied), >= 0
+  Micros reset_after_us = 0;    ///< until the bucket is entirely fresh again
+  Micros retry_after_us = 0;    ///< 0 when allowed; exact wait until the same request passes
+  Micros delay_us = 0;          ///< leaky_bucket: until this request leaves the queue
+  bool never = false;           ///< the cost exceeds what the limit can ever admit
+};
+
+/// The result of evaluating one limit: the outcome and the state to write back.
+struct Evaluation {
+  Outcome outcome;
+  /// The state with this attempt recorded: to be stored when the whole request is allowed,
+  /// or when params.count_rejected (the attempt counts even if denied).
+  BucketState next;
+  /// How long `next` must be kept before it is indistinguishable from a fresh bucket.
+  Micros ttl_us = 0;
+};
+
+/// Evaluates one limit at `now` for a request of `cost` (0 = check without consuming).
+/// Pure and deterministic: the Lua scripts must return the same decision, remaining,
+/// reset_after and retry_after for the same inputs.
+Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
+                    std::int64_t cost);
+
+}  // namespace sluice

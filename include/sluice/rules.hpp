@@ -1,0 +1,140 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/limiter.hpp"
+
+/// The rules model (envoyproxy/ratelimit's YAML schema plus Sluice's extensions), the
+/// loader/validator and the matcher. Pure: no Asio, no hiredis, no clock reads.
+namespace sluice {
+
+enum class TimeUnit : std::uint8_t { kSecond, kMinute, kHour, kDay, kWeek, kMonth, kYear };
+
+/// Length of one unit in microseconds (month = 30 days, year = 365 days).
+Micros unitMicros(TimeUnit unit);
+/// "second", "minute", ... (lower case, as envoyproxy/ratelimit spells them).
+std::string_view unitName(TimeUnit unit);
+/// Case-insensitive parse; nullopt when unknown.
+std::optional<TimeUnit> parseUnit(std::string_view text);
+
+/// Where something is in a rules file; line and column are 1-based.
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+/// One rate limit (a `rate_limit:` block, one item of `rate_limits:`, or a domain-level one).
+struct RateLimit {
+  std::string name;                 ///< explicit `name`, else generated from the node path
+  bool explicit_name = false;
+  TimeUnit unit = TimeUnit::kSecond;
+  std::int64_t unit_multiplier = 1;
+  std::int64_t requests_per_unit = 0;
+  bool unlimited = false;
+  bool shadow_mode = false;         ///< from the owning node
+  LimitParams params;               ///< ready for the limiter (limit, window, algorithm, ...)
+  std::vector<std::string> replaces;
+  /// Identity of this limit within its node, part of the bucket key: counters survive a
+  /// reload while domain, node path, slot and algorithm stay the same.
+  std::string slot;
+  SourceLocation location;
+};
+
+/// One node of the `descriptors` tree.
+struct DescriptorNode {
+  std::string key;
+  std::optional<std::string> value;  ///< nullopt: key-only node (each value counted apart)
+  bool wildcard = false;             ///< value contains '*'
+  bool share_threshold = false;      ///< all values matching the wildcard share one counter
+  bool shadow_mode = false;
+  bool detailed_metric = false;
+  bool value_to_metric = false;
+  std::string metadata_json;         ///< `metadata` as compact JSON text ("" if none)
+  std::vector<RateLimit> limits;     ///< empty: no limit at this node
+  std::vector<DescriptorNode> children;
+  SourceLocation location;
+};
+
+/// One domain: one rules file.
+struct DomainConfig {
+  std::string domain;
+  std::vector<DescriptorNode> descriptors;
+  std::vector<RateLimit> domain_limits;  ///< applied when a request sends no descriptors
+  SourceLocation location;
+};
+
+/// An immutable snapshot of all rules; swapped atomically on reload (STYLE.md habit 6).
+struct RuleSet {
+  std::map<std::string, DomainConfig, std::less<>> domains;
+  std::vector<std::string> files;   ///< the files it came from
+  std::string hash;                 ///< content hash, hex
+  std::int64_t loaded_at_ms = 0;    ///< set by whoever loads it (the loader does not read clocks)
+
+  const DomainConfig* findDomain(std::string_view domain) const;
+  /// Number of limits (all nodes, all domains).
+  std::size_t limitCount() const;
+};
+using RuleSetPtr = std::shared_ptr<const RuleSet>;
+
+/// A validation error; toString() is "file:line:column: message".
+struct RuleError {
+  SourceLocation location;
+  std::string message;
+  std::string toString() const;
+};
+
+struct LoadResult {
+  RuleSetPtr rules;               ///< null when errors is not empty
+  std::vector<RuleError> errors;  ///< every error found, in file order
+};
+
+/// Loads a rules file or a directory of *.yaml / *.yml (hidden files and editor temporaries
+/// ignored), validates all of it as one, and reports every error.
+LoadResult loadRules(const std::string& path);
+/// Loads already-read documents: (file name, YAML text) pairs. For tests and fuzzing.
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files);
+
+/// One key/value pair of a request descriptor.
+struct Entry {
+  std::string key;
+  std::string value;
+};
+using Descriptor = std::vector<Entry>;
+
+/// A limit that applies to a request.
+struct MatchedLimit {
+  const RateLimit* limit = nullptr;     ///< points into the RuleSet: keep the snapshot alive
+  const DescriptorNode* node = nullptr; ///< null for the domain-level limit
+  /// The counter's identity without store prefix and client: escaped domain, descriptor
+  /// entries (wildcard values replaced by the pattern under share_threshold), slot and
+  /// algorithm. Two different descriptors never yield the same bucket key.
+  std::string bucket_key;
+};
+
+/// The limits of one request descriptor; empty when no rule matched it.
+struct DescriptorMatch {
+  std::vector<MatchedLimit> limits;
+};
+
+/// One entry per request descriptor (or a single one for the domain-level limit when the
+/// request has no descriptors). `replaces` is already applied; unlimited limits are kept
+/// (limit->unlimited) so they can be reported, and must not be evaluated.
+struct RequestMatch {
+  std::vector<DescriptorMatch> descriptors;
+};
+
+RequestMatch matchRequest(const DomainConfig& domain, const std::vector<Descriptor>& descriptors);
+
+/// Escapes one part of a store key so that the separators of a key (and '{', '}') never
+/// occur inside a part: bytes outside [A-Za-z0-9_.-] become %XX.
+std::string escapeKeyPart(std::string_view part);
+
+}  // namespace sluice

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/limiter.hpp"
+#include "sluice/result.hpp"
+
+namespace sluice {
+
+/// One limit of a store request.
+struct StoreLimit {
+  std::string key;      ///< full bucket key (client + MatchedLimit::bucket_key), unique
+  LimitParams params;
+  bool shadow = false;  ///< evaluated and charged as usual, but never denies the request
+};
+
+/// All limits of one decision; evaluated atomically.
+struct StoreRequest {
+  std::vector<StoreLimit> limits;
+  std::int64_t cost = 1;  ///< hits; 0 checks without consuming
+  /// Client id (may be empty): the Redis stores hash-tag every key of a request with it
+  /// so that they share one cluster slot.
+  std::string client;
+};
+
+struct StoreResponse {
+  std::vector<Outcome> outcomes;  ///< one per StoreRequest::limits, same order
+  bool allowed = true;            ///< every non-shadow limit allowed
+  bool degraded = false;          ///< answered by a failure mode, not by the store itself
+};
+
+/// Where counters live. Semantics (DESIGN.md §4): the request is allowed iff every
+/// non-shadow limit allows; then every limit that allowed is charged. Otherwise nothing
+/// is charged, except that limits with count_rejected record the attempt either way.
+class Store {
+ public:
+  using Callback = std::function<void(Result<StoreResponse>)>;
+  using ResetCallback = std::function<void(Result<std::size_t>)>;
+
+  virtual ~Store() = default;
+
+  /// Evaluates and charges all limits of one request atomically. Called on an I/O thread;
+  /// the callback runs on the same thread, possibly before evaluate() returns. Errors:
+  /// kTimeout, kConnection, kScript.
+  virtual void evaluate(const StoreRequest& request, Callback done) = 0;
+
+  /// Deletes the buckets whose keys start with any of `key_prefixes` (admin reset).
+  /// The callback gets the number of buckets removed.
+  virtual void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) = 0;
+
+  /// True while the store can answer (used by /readyz). Thread-safe.
+  virtual bool healthy() const = 0;
+
+  /// "memory", "redis", "redis_cluster".
+  virtual std::string_view kind() const = 0;
+};
+
+using StorePtr = std::shared_ptr<Store>;
+
+}  // namespace sluice

@@ -1,0 +1,217 @@
+#include "sluice/metrics.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace sluice {
+namespace {
+
+std::string fullName(std::string_view name) {
+  if (name.starts_with("sluice_")) {
+    return std::string(name);
+  }
+  return "sluice_" + std::string(name);
+}
+
+void appendEscaped(std::string& out, std::string_view value) {
+  for (char ch : value) {
+    switch (ch) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      default: out += ch;
+    }
+  }
+}
+
+std::string formatNumber(double v) {
+  char buf[64];
+  if (v == static_cast<double>(static_cast<std::int64_t>(v)) && v < 1e15 && v > -1e15) {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+  }
+  return buf;
+}
+
+// Adds an extra label inside an already rendered label set.
+std::string withLabel(const std::string& rendered, std::string_view key, std::string_view value) {
+  std::string extra = std::string(key) + "=\"" + std::string(value) + "\"";
+  if (rendered.empty()) {
+    return "{" + extra + "}";
+  }
+  return rendered.substr(0, rendered.size() - 1) + "," + extra + "}";
+}
+
+}  // namespace
+
+void Gauge::add(double v) {
+  double cur = value_.load(std::memory_order_relaxed);
+  while (!value_.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
+  }
+}
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)),
+      counts_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1)) {
+  std::sort(bounds_.begin(), bounds_.end());
+}
+
+void Histogram::observe(double v) {
+  auto it = std::lower_bound(bounds_.begin(), bounds_.end(), v);
+  counts_[static_cast<std::size_t>(it - bounds_.begin())].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  double cur = sum_.load(std::memory_order_relaxed);
+  while (!sum_.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
+  }
+}
+
+std::vector<std::uint64_t> Histogram::cumulativeCounts() const {
+  std::vector<std::uint64_t> out(bounds_.size() + 1);
+  std::uint64_t running = 0;
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
+    running += counts_[i].load(std::memory_order_relaxed);
+    out[i] = running;
+  }
+  return out;
+}
+
+double Histogram::sum() const { return sum_.load(std::memory_order_relaxed); }
+std::uint64_t Histogram::count() const { return count_.load(std::memory_order_relaxed); }
+
+std::vector<double> latencyBuckets() {
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+          0.25,    0.5,    1.0};
+}
+
+std::string renderLabels(const Labels& labels) {
+  if (labels.empty()) {
+    return {};
+  }
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [k, v] : labels) {
+    if (!first) {
+      out += ',';
+    }
+    first = false;
+    out += k;
+    out += "=\"";
+    appendEscaped(out, v);
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+void Metrics::describe(std::string_view name, Type type, std::string_view help,
+                       std::vector<double> buckets) {
+  std::unique_lock lock(mutex_);
+  auto& fam = families_[fullName(name)];
+  fam.type = type;
+  fam.help = std::string(help);
+  if (!buckets.empty()) {
+    fam.buckets = std::move(buckets);
+  }
+}
+
+Metrics::Family& Metrics::family(std::string_view name, Type type) {
+  auto& fam = families_[fullName(name)];
+  if (fam.help.empty() && fam.counters.empty() && fam.gauges.empty() && fam.histograms.empty()) {
+    fam.type = type;
+  }
+  return fam;
+}
+
+Counter& Metrics::counter(std::string_view name, const Labels& labels) {
+  std::string key = renderLabels(labels);
+  {
+    std::shared_lock lock(mutex_);
+    auto fam = families_.find(fullName(name));
+    if (fam != families_.end()) {
+      auto it = fam->second.counters.find(key);
+      if (it != fam->second.counters.end()) {
+        return *it->second;
+      }
+    }
+  }
+  std::unique_lock lock(mutex_);
+  auto& slot = family(name, Type::kCounter).counters[key];
+  if (!slot) {
+    slot = std::make_unique<Counter>();
+  }
+  return *slot;
+}
+
+Gauge& Metrics::gauge(std::string_view name, const Labels& labels) {
+  std::string key = renderLabels(labels);
+  {
+    std::shared_lock lock(mutex_);
+    auto fam = families_.find(fullName(name));
+    if (fam != families_.end()) {
+      auto it = fam->second.gauges.find(key);
+      if (it != fam->second.gauges.end()) {
+        return *it->second;
+      }
+    }
+  }
+  std::unique_lock lock(mutex_);
+  auto& slot = family(name, Type::kGauge).gauges[key];
+  if (!slot) {
+    slot = std::make_unique<Gauge>();
+  }
+  return *slot;
+}
+
+Histogram& Metrics::histogram(std::string_view name, const Labels& labels) {
+  std::string key = renderLabels(labels);
+  {
+    std::shared_lock lock(mutex_);
+    auto fam = families_.find(fullName(name));
+    if (fam != families_.end()) {
+      auto it = fam->second.histograms.find(key);
+      if (it != fam->second.histograms.end()) {
+        return *it->second;
+      }
+    }
+  }
+  std::unique_lock lock(mutex_);
+  auto& fam = family(name, Type::kHistogram);
+  auto& slot = fam.histograms[key];
+  if (!slot) {
+    slot = std::make_unique<Histogram>(fam.buckets.empty() ? latencyBuckets() : fam.buckets);
+  }
+  return *slot;
+}
+
+std::string Metrics::render() const {
+  std::shared_lock lock(mutex_);
+  std::ostringstream out;
+  for (const auto& [name, fam] : families_) {
+    const char* type = fam.type == Type::kCounter ? "counter"
+                       : fam.type == Type::kGauge ? "gauge"
+                                                  : "histogram";
+    out << "# HELP " << name << ' ' << (fam.help.empty() ? name : fam.help) << '\n';
+    out << "# TYPE " << name << ' ' << type << '\n';
+    for (const auto& [labels, c] : fam.counters) {
+      out << name << labels << ' ' << c->value() << '\n';
+    }
+    for (const auto& [labels, g] : fam.gauges) {
+      out << name << labels << ' ' << formatNumber(g->value()) << '\n';
+    }
+    for (const auto& [labels, h] : fam.histograms) {
+      auto counts = h->cumulativeCounts();
+      for (std::size_t i = 0; i < h->bounds().size(); ++i) {
+        out << name << "_bucket" << withLabel(labels, "le", formatNumber(h->bounds()[i])) << ' '
+            << counts[i] << '\n';
+      }
+      out << name << "_bucket" << withLabel(labels, "le", "+Inf") << ' ' << counts.back() << '\n';
+      out << name << "_sum" << labels << ' ' << formatNumber(h->sum()) << '\n';
+      out << name << "_count" << labels << ' ' << h->count() << '\n';
+    }
+  }
+  return out.str();
+}
+
+}  // namespace sluice
