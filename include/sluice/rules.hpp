@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,9 +44,23 @@ struct RateLimit {
   LimitParams params;               ///< ready for the limiter (limit, window, algorithm, ...)
   std::vector<std::string> replaces;
   /// Identity of this limit within its node, part of the bucket key: counters survive a
-  /// reload while domain, node path, slot and algorithm stay the same.
+  /// reload while domain, node path, slot and algorithm stay the same. Already key-safe:
+  /// "n" + escapeKeyPart(name) for an explicitly named limit, "i<index>" otherwise (index in
+  /// `rate_limits:`, 0 for a single `rate_limit:`).
   std::string slot;
   SourceLocation location;
+};
+
+/// Lookup table over one level of the descriptors tree, built by the loader (indices into
+/// that level's vector). Lets the matcher find the exact node in O(log n); when it is empty
+/// (a hand-built tree) the matcher scans the level instead, with the same result.
+struct DescriptorLevelIndex {
+  struct ForKey {
+    std::map<std::string, std::size_t, std::less<>> exact;  ///< explicit, non-wildcard values
+    std::vector<std::size_t> wildcards;                     ///< in file order
+    std::optional<std::size_t> key_only;
+  };
+  std::map<std::string, ForKey, std::less<>> by_key;
 };
 
 /// One node of the `descriptors` tree.
@@ -60,6 +75,7 @@ struct DescriptorNode {
   std::string metadata_json;         ///< `metadata` as compact JSON text ("" if none)
   std::vector<RateLimit> limits;     ///< empty: no limit at this node
   std::vector<DescriptorNode> children;
+  DescriptorLevelIndex children_index;
   SourceLocation location;
 };
 
@@ -68,6 +84,7 @@ struct DomainConfig {
   std::string domain;
   std::vector<DescriptorNode> descriptors;
   std::vector<RateLimit> domain_limits;  ///< applied when a request sends no descriptors
+  DescriptorLevelIndex descriptors_index;
   SourceLocation location;
 };
 
@@ -84,7 +101,8 @@ struct RuleSet {
 };
 using RuleSetPtr = std::shared_ptr<const RuleSet>;
 
-/// A validation error; toString() is "file:line:column: message".
+/// A validation error; toString() is "file:line:column: message" ("file: message" for an
+/// error without a position, such as an unreadable file; line is then 0).
 struct RuleError {
   SourceLocation location;
   std::string message;
@@ -122,6 +140,10 @@ struct MatchedLimit {
 /// The limits of one request descriptor; empty when no rule matched it.
 struct DescriptorMatch {
   std::vector<MatchedLimit> limits;
+  /// A node with at least one limit matched (even if all its limits are unlimited or were
+  /// dropped by `replaces`); always true for the domain-level limit.
+  bool matched = false;
+  const DescriptorNode* node = nullptr;  ///< the matched node; null for the domain-level limit
 };
 
 /// One entry per request descriptor (or a single one for the domain-level limit when the
@@ -132,6 +154,20 @@ struct RequestMatch {
 };
 
 RequestMatch matchRequest(const DomainConfig& domain, const std::vector<Descriptor>& descriptors);
+
+/// Parses a duration with a unit: `500us`, `250ms`, `2s`, `5m`, `1h`, `1d` (a non-negative
+/// integer, then the unit). nullopt when malformed or out of range.
+std::optional<Micros> parseDuration(std::string_view text);
+
+/// Renders a RuleSet as JSON for `GET /rules`: {"hash", "loaded_at_ms", "files",
+/// "limit_count", "domains": {name: {"file", "line", "rate_limits": [...], "descriptors":
+/// [{"key", "value"?, "wildcard", ..., "rate_limits": [...], "descriptors": [...]}]}}}.
+std::string rulesToJson(const RuleSet& rules);
+
+/// The `--validate` command: loads `path` (file or directory), prints every error to `out`
+/// as `file:line:column: message` (one per line) or a one-line summary when valid.
+/// Returns the process exit code: 0 when valid, 1 otherwise.
+int validateRulesCommand(const std::string& path, std::ostream& out);
 
 /// Escapes one part of a store key so that the separators of a key (and '{', '}') never
 /// occur inside a part: bytes outside [A-Za-z0-9_.-] become %XX.

@@ -1,0 +1,836 @@
+#include "sluice/rules.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <span>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "rules/algorithm_spelling.hpp"
+#include "rules/suggest.hpp"
+
+namespace sluice {
+namespace {
+
+namespace fs = std::filesystem;
+using rules_detail::algorithmFromSpelling;
+using rules_detail::algorithmSpelling;
+using rules_detail::closestMatch;
+
+/// A rules file larger than this is refused: rules are hand-written, and the cap keeps a
+/// mistaken path (a log file, a binary) from being read into memory.
+constexpr std::uintmax_t kMaxFileBytes = 16U * 1024U * 1024U;
+/// envoyproxy/ratelimit stores requests_per_unit as uint32; Sluice keeps the same range.
+constexpr std::int64_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
+
+constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "rate_limit",
+                                                   "rate_limits"};
+constexpr std::array<std::string_view, 10> kDescriptorKeys{
+    "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
+    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
+constexpr std::array<std::string_view, 12> kLimitKeys{
+    "unit",      "requests_per_unit", "unlimited",       "name",           "replaces",
+    "algorithm", "burst",             "unit_multiplier", "count_rejected", "min_interval",
+    "shape",     "warmup"};
+constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
+constexpr std::array<std::string_view, 7> kUnitNames{"second", "minute", "hour", "day",
+                                                    "week",   "month",  "year"};
+constexpr std::array<std::string_view, 5> kAlgorithmNames{
+    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket",
+    "leaky_bucket"};
+
+/// Which algorithms each optional algorithm parameter applies to.
+struct ParamRule {
+  std::string_view key;
+  std::vector<Algorithm> algorithms;
+};
+
+const std::vector<ParamRule>& paramRules() {
+  static const std::vector<ParamRule> kRules{
+      {"burst", {Algorithm::kTokenBucket, Algorithm::kLeakyBucket}},
+      {"min_interval", {Algorithm::kSlidingWindowLog}},
+      {"count_rejected",
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter}},
+      {"shape", {Algorithm::kLeakyBucket}},
+      {"warmup", {Algorithm::kTokenBucket}},
+  };
+  return kRules;
+}
+
+bool contains(std::span<const std::string_view> list, std::string_view word) {
+  return std::find(list.begin(), list.end(), word) != list.end();
+}
+
+std::string inQuotes(std::string_view text) {
+  std::string out = "'";
+  out += text;
+  out += '\'';
+  return out;
+}
+
+/// One `key: value` pair of a YAML mapping, with both nodes for their positions.
+struct Field {
+  YAML::Node key;
+  YAML::Node value;
+};
+using Fields = std::map<std::string, Field, std::less<>>;
+
+/// A `replaces` reference, checked once the whole domain is known.
+struct ReplacesRef {
+  std::string name;
+  SourceLocation location;
+};
+
+/// Converts `metadata` (any YAML) to JSON: plain scalars keep their YAML type, quoted ones
+/// stay strings.
+nlohmann::json yamlToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence: {
+      nlohmann::json array = nlohmann::json::array();
+      for (const auto& item : node) {
+        array.push_back(yamlToJson(item));
+      }
+      return array;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json object = nlohmann::json::object();
+      for (const auto& item : node) {
+        const std::string key =
+            item.first.IsScalar() ? item.first.Scalar() : YAML::Dump(item.first);
+        object[key] = yamlToJson(item.second);
+      }
+      return object;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& text = node.Scalar();
+      if (node.Tag() == "!") {
+        return text;
+      }
+      if (text == "true" || text == "True" || text == "TRUE") {
+        return true;
+      }
+      if (text == "false" || text == "False" || text == "FALSE") {
+        return false;
+      }
+      if (text == "null" || text == "~" || text == "Null" || text == "NULL") {
+        return nullptr;
+      }
+      std::int64_t integer = 0;
+      const auto [int_end, int_ec] =
+          std::from_chars(text.data(), text.data() + text.size(), integer);
+      if (int_ec == std::errc{} && int_end == text.data() + text.size()) {
+        return integer;
+      }
+      double real = 0;
+      const auto [real_end, real_ec] = std::from_chars(text.data(), text.data() + text.size(), real);
+      if (real_ec == std::errc{} && real_end == text.data() + text.size()) {
+        return real;
+      }
+      return text;
+    }
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return nullptr;
+}
+
+/// Parses and validates one rules document, collecting every error instead of stopping at
+/// the first one.
+class FileParser {
+ public:
+  FileParser(std::string file, std::vector<RuleError>& errors)
+      : file_(std::move(file)), errors_(errors) {}
+
+  std::optional<DomainConfig> parseDocument(const YAML::Node& root) {
+    const std::size_t errors_before = errors_.size();
+    if (!root.IsDefined() || root.IsNull()) {
+      error(SourceLocation{file_, 1, 1},
+            "the file is empty: expected a mapping with 'domain' and 'descriptors'");
+      return std::nullopt;
+    }
+    if (!root.IsMap()) {
+      error(at(root), "the file must be a mapping with 'domain' and 'descriptors'");
+      return std::nullopt;
+    }
+    const Fields fields = readFields(root, kRootKeys, "at the top level");
+    DomainConfig domain;
+    domain.location = at(root);
+    if (const auto it = fields.find("domain"); it == fields.end()) {
+      error(at(root), "missing 'domain'");
+    } else if (auto name = readString(it->second, "domain")) {
+      if (name->empty()) {
+        error(at(it->second), "'domain' must not be empty");
+      }
+      domain.domain = std::move(*name);
+      domain.location = at(it->second);
+    }
+    domain_ = domain.domain;
+    domain.domain_limits = parseNodeLimits(fields, domain.domain, false);
+    if (const auto it = fields.find("descriptors"); it != fields.end()) {
+      parseDescriptors(it->second, domain.domain, domain.descriptors, domain.descriptors_index);
+    }
+    checkReplaces();
+    if (errors_.size() != errors_before) {
+      return std::nullopt;
+    }
+    return domain;
+  }
+
+ private:
+  void error(SourceLocation location, std::string message) {
+    errors_.push_back(RuleError{std::move(location), std::move(message)});
+  }
+
+  SourceLocation at(const YAML::Mark& mark) const {
+    if (mark.is_null() || mark.line < 0) {
+      return SourceLocation{file_, 1, 1};
+    }
+    return SourceLocation{file_, mark.line + 1, mark.column + 1};
+  }
+  SourceLocation at(const YAML::Node& node) const { return at(node.Mark()); }
+  /// The value's position, or the key's when the value is empty (yaml-cpp places an empty
+  /// value at the start of the next token, often on the next line).
+  SourceLocation at(const Field& field) const {
+    if (!field.value.IsDefined() || field.value.IsNull() || field.value.Mark().is_null()) {
+      return at(field.key);
+    }
+    return at(field.value);
+  }
+
+  /// Reads a mapping's fields; reports unknown keys (with a did-you-mean), non-string keys
+  /// and keys given twice.
+  Fields readFields(const YAML::Node& map, std::span<const std::string_view> allowed,
+                    std::string_view where) {
+    Fields fields;
+    for (const auto& item : map) {
+      const YAML::Node& key = item.first;
+      if (!key.IsScalar()) {
+        error(at(key), "a key must be a plain string " + std::string(where));
+        continue;
+      }
+      const std::string& name = key.Scalar();
+      if (!contains(allowed, name)) {
+        error(at(key), unknownKeyMessage(name, allowed, where));
+        continue;
+      }
+      if (const auto it = fields.find(name); it != fields.end()) {
+        error(at(key), "duplicate key " + inQuotes(name) + " (first given at line " +
+                           std::to_string(at(it->second.key).line) + ")");
+        continue;
+      }
+      fields.emplace(name, Field{key, item.second});
+    }
+    return fields;
+  }
+
+  static std::string unknownKeyMessage(const std::string& name,
+                                       std::span<const std::string_view> allowed,
+                                       std::string_view where) {
+    std::string message = "unknown key " + inQuotes(name) + " " + std::string(where);
+    if (const auto suggestion = closestMatch(name, allowed)) {
+      return message + " (did you mean " + inQuotes(*suggestion) + "?)";
+    }
+    const bool at_limit = allowed.data() == kLimitKeys.data();
+    if (!at_limit && contains(kLimitKeys, name)) {
+      return message + " (" + inQuotes(name) + " belongs inside 'rate_limit')";
+    }
+    if (at_limit && contains(kDescriptorKeys, name)) {
+      return message + " (" + inQuotes(name) + " belongs to the descriptor, next to 'rate_limit')";
+    }
+    if (const auto elsewhere = closestMatch(name, kLimitKeys); elsewhere && !at_limit) {
+      return message + " (did you mean " + inQuotes(*elsewhere) + " inside 'rate_limit'?)";
+    }
+    std::string expected;
+    for (const std::string_view key : allowed) {
+      expected += expected.empty() ? "" : ", ";
+      expected += key;
+    }
+    return message + " (expected one of: " + expected + ")";
+  }
+
+  std::optional<std::string> readString(const Field& field, std::string_view name) {
+    if (field.value.IsNull()) {
+      return std::string();
+    }
+    if (!field.value.IsScalar()) {
+      error(at(field), inQuotes(name) + " must be a string, not a " + kindOf(field.value));
+      return std::nullopt;
+    }
+    return field.value.Scalar();
+  }
+
+  std::optional<bool> readBool(const Field& field, std::string_view name) {
+    if (field.value.IsScalar() && field.value.Tag() != "!") {
+      std::string text = field.value.Scalar();
+      std::transform(text.begin(), text.end(), text.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (text == "true" || text == "yes" || text == "on") {
+        return true;
+      }
+      if (text == "false" || text == "no" || text == "off") {
+        return false;
+      }
+    }
+    error(at(field), inQuotes(name) + " must be true or false, got " + describe(field.value));
+    return std::nullopt;
+  }
+
+  std::optional<std::int64_t> readInteger(const Field& field, std::string_view name,
+                                          std::int64_t min, std::int64_t max) {
+    const std::string requirement =
+        min == 0 ? "a non-negative integer" : "an integer >= " + std::to_string(min);
+    if (!field.value.IsScalar() || field.value.Tag() == "!") {
+      error(at(field), inQuotes(name) + " must be " + requirement + ", got " +
+                           describe(field.value));
+      return std::nullopt;
+    }
+    const std::string& text = field.value.Scalar();
+    std::string_view digits = text;
+    if (!digits.empty() && digits.front() == '+') {
+      digits.remove_prefix(1);
+    }
+    const bool all_digits =
+        !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        });
+    std::int64_t value = 0;
+    if (all_digits) {
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+      if (ec == std::errc::result_out_of_range || (ec == std::errc{} && value > max)) {
+        error(at(field), inQuotes(name) + " is too large: " + text + " (at most " +
+                             std::to_string(max) + ")");
+        return std::nullopt;
+      }
+      if (ec == std::errc{} && end == digits.data() + digits.size() && value >= min) {
+        return value;
+      }
+    }
+    error(at(field), inQuotes(name) + " must be " + requirement + ", got " + inQuotes(text));
+    return std::nullopt;
+  }
+
+  std::optional<Micros> readDuration(const Field& field, std::string_view name) {
+    if (field.value.IsScalar()) {
+      if (const auto duration = parseDuration(field.value.Scalar())) {
+        return duration;
+      }
+    }
+    error(at(field), "malformed duration " + describe(field.value) + " for " + inQuotes(name) +
+                         " (expected a whole number and a unit: us, ms, s, m, h or d, "
+                         "e.g. 250ms or 2s)");
+    return std::nullopt;
+  }
+
+  static std::string kindOf(const YAML::Node& node) {
+    if (node.IsMap()) {
+      return "mapping";
+    }
+    if (node.IsSequence()) {
+      return "list";
+    }
+    return node.IsNull() ? "null" : "string";
+  }
+
+  static std::string describe(const YAML::Node& node) {
+    if (node.IsScalar()) {
+      return node.Tag() == "!" ? "the string \"" + node.Scalar() + "\"" : inQuotes(node.Scalar());
+    }
+    return "a " + kindOf(node);
+  }
+
+  /// Parses a `descriptors:` list into `out` and indexes it; reports duplicates.
+  void parseDescriptors(const Field& field, const std::string& parent_name,
+                        std::vector<DescriptorNode>& out, DescriptorLevelIndex& index) {
+    if (field.value.IsNull()) {
+      return;
+    }
+    if (!field.value.IsSequence()) {
+      error(at(field), "'descriptors' must be a list of mappings with 'key', not a " +
+                           kindOf(field.value));
+      return;
+    }
+    // Composite key (key, value) -> line, to report duplicates at one level.
+    std::map<std::pair<std::string, std::string>, int> seen;
+    for (const auto& item : field.value) {
+      if (!item.IsMap()) {
+        error(at(item), "each item of 'descriptors' must be a mapping with 'key', not a " +
+                            kindOf(item));
+        continue;
+      }
+      auto node = parseDescriptor(item, parent_name);
+      if (!node) {
+        continue;
+      }
+      const std::string value_part = node->value ? "_" + *node->value : "";
+      const auto [it, inserted] =
+          seen.emplace(std::make_pair(node->key, node->value.value_or("")), node->location.line);
+      if (!inserted) {
+        error(node->location, "duplicate descriptor composite key " +
+                                  inQuotes(parent_name + "." + node->key + value_part) +
+                                  " (first defined at line " + std::to_string(it->second) + ")");
+        continue;
+      }
+      const std::size_t position = out.size();
+      auto& for_key = index.by_key[node->key];
+      if (!node->value) {
+        for_key.key_only = position;
+      } else if (node->wildcard) {
+        for_key.wildcards.push_back(position);
+      } else {
+        for_key.exact.emplace(*node->value, position);
+      }
+      out.push_back(std::move(*node));
+    }
+  }
+
+  std::optional<DescriptorNode> parseDescriptor(const YAML::Node& map,
+                                                const std::string& parent_name) {
+    const std::size_t errors_before = errors_.size();
+    const Fields fields = readFields(map, kDescriptorKeys, "in a descriptor");
+    DescriptorNode node;
+    node.location = at(map);
+    if (const auto it = fields.find("key"); it == fields.end()) {
+      error(at(map), "descriptor is missing 'key'");
+    } else if (auto key = readString(it->second, "key")) {
+      if (key->empty()) {
+        error(at(it->second), "descriptor has an empty 'key'");
+      }
+      node.key = std::move(*key);
+    }
+    if (const auto it = fields.find("value"); it != fields.end()) {
+      if (auto value = readString(it->second, "value"); value && !value->empty()) {
+        // As in envoyproxy/ratelimit, an empty value means a key-only node.
+        node.wildcard = value->find('*') != std::string::npos;
+        node.value = std::move(*value);
+      }
+    }
+    const auto flag = [&](std::string_view name, bool& out) {
+      if (const auto it = fields.find(name); it != fields.end()) {
+        if (const auto value = readBool(it->second, name)) {
+          out = *value;
+        }
+      }
+    };
+    flag("shadow_mode", node.shadow_mode);
+    flag("detailed_metric", node.detailed_metric);
+    flag("value_to_metric", node.value_to_metric);
+    flag("share_threshold", node.share_threshold);
+    if (node.share_threshold && !node.wildcard) {
+      error(at(fields.find("share_threshold")->second),
+            "'share_threshold' needs a wildcard 'value' (one containing '*')");
+    }
+    if (const auto it = fields.find("metadata"); it != fields.end()) {
+      node.metadata_json = yamlToJson(it->second.value).dump();
+    }
+    const std::string name =
+        parent_name + "." + node.key + (node.value ? "_" + *node.value : std::string());
+    node.limits = parseNodeLimits(fields, name, node.shadow_mode);
+    if (const auto it = fields.find("descriptors"); it != fields.end()) {
+      parseDescriptors(it->second, name, node.children, node.children_index);
+    }
+    if (errors_.size() != errors_before) {
+      return std::nullopt;
+    }
+    return node;
+  }
+
+  /// The limits of one node (or of the domain): `rate_limit:` or `rate_limits:`.
+  std::vector<RateLimit> parseNodeLimits(const Fields& fields, const std::string& base_name,
+                                         bool shadow) {
+    std::vector<RateLimit> limits;
+    const auto single = fields.find("rate_limit");
+    const auto list = fields.find("rate_limits");
+    if (single != fields.end() && list != fields.end()) {
+      error(at(list->second.key),
+            "use either 'rate_limit' or 'rate_limits' on one node, not both");
+      return limits;
+    }
+    if (single != fields.end()) {
+      if (!single->second.value.IsMap()) {
+        error(at(single->second), "'rate_limit' must be a mapping with 'unit' and "
+                                  "'requests_per_unit', not a " +
+                                      kindOf(single->second.value));
+      } else if (auto limit = parseLimit(single->second.value, base_name, 0, shadow)) {
+        limits.push_back(std::move(*limit));
+      }
+    }
+    if (list != fields.end()) {
+      const YAML::Node& items = list->second.value;
+      if (!items.IsSequence() || items.size() == 0) {
+        error(at(list->second), "'rate_limits' must be a non-empty list of rate limits");
+        return limits;
+      }
+      std::map<std::string, int> names;
+      std::size_t index = 0;
+      for (const auto& item : items) {
+        if (!item.IsMap()) {
+          error(at(item), "each item of 'rate_limits' must be a mapping with 'unit' and "
+                          "'requests_per_unit', not a " +
+                              kindOf(item));
+        } else if (auto limit = parseLimit(item, base_name + "[" + std::to_string(index) + "]",
+                                           index, shadow)) {
+          if (limit->explicit_name) {
+            const auto [it, inserted] = names.emplace(limit->name, limit->location.line);
+            if (!inserted) {
+              error(limit->location, "duplicate rate limit name " + inQuotes(limit->name) +
+                                         " on one node (first at line " +
+                                         std::to_string(it->second) + ")");
+            }
+          }
+          limits.push_back(std::move(*limit));
+        }
+        ++index;
+      }
+    }
+    return limits;
+  }
+
+  std::optional<RateLimit> parseLimit(const YAML::Node& map, const std::string& generated_name,
+                                      std::size_t index, bool shadow) {
+    const std::size_t errors_before = errors_.size();
+    const Fields fields = readFields(map, kLimitKeys, "in a rate limit");
+    const auto find = [&](std::string_view key) -> const Field* {
+      const auto it = fields.find(key);
+      return it == fields.end() ? nullptr : &it->second;
+    };
+    RateLimit limit;
+    limit.location = at(map);
+    limit.shadow_mode = shadow;
+    if (const Field* field = find("unlimited")) {
+      limit.unlimited = readBool(*field, "unlimited").value_or(false);
+    }
+    if (const Field* field = find("unit")) {
+      if (limit.unlimited) {
+        error(at(field->key), "should not specify 'unit' when 'unlimited' is true");
+      } else if (const auto text = readString(*field, "unit")) {
+        if (const auto unit = parseUnit(*text)) {
+          limit.unit = *unit;
+        } else {
+          std::string message = "invalid unit " + inQuotes(*text) +
+                                " (expected second, minute, hour, day, week, month or year)";
+          if (const auto suggestion = closestMatch(*text, kUnitNames)) {
+            message += "; did you mean " + inQuotes(*suggestion) + "?";
+          }
+          error(at(*field), message);
+        }
+      }
+    } else if (!limit.unlimited) {
+      error(at(map), "rate limit is missing 'unit'");
+    }
+    if (const Field* field = find("requests_per_unit")) {
+      limit.requests_per_unit = readInteger(*field, "requests_per_unit", 0, kMaxCount).value_or(0);
+    } else if (!limit.unlimited) {
+      error(at(map),
+            "rate limit is missing 'requests_per_unit' (envoyproxy/ratelimit would read it as 0 "
+            "and block all traffic; write 'requests_per_unit: 0' if that is intended)");
+    }
+    if (const Field* field = find("unit_multiplier")) {
+      if (const auto multiplier = readInteger(*field, "unit_multiplier", 1, kMaxCount)) {
+        if (*multiplier > std::numeric_limits<Micros>::max() / unitMicros(limit.unit)) {
+          error(at(*field), "'unit_multiplier' " + std::to_string(*multiplier) +
+                                " makes the window too long");
+        } else {
+          limit.unit_multiplier = *multiplier;
+        }
+      }
+    }
+    if (const Field* field = find("name")) {
+      if (auto name = readString(*field, "name")) {
+        if (name->empty()) {
+          error(at(*field), "'name' must not be empty");
+        } else {
+          limit.name = std::move(*name);
+          limit.explicit_name = true;
+          names_.insert(limit.name);
+        }
+      }
+    }
+    // After `name`, wherever the keys are in the file, so a self-reference is caught.
+    if (const Field* field = find("replaces")) {
+      parseReplaces(*field, limit);
+    }
+    bool algorithm_known = true;
+    if (const Field* field = find("algorithm")) {
+      if (const auto text = readString(*field, "algorithm")) {
+        if (const auto algorithm = algorithmFromSpelling(*text)) {
+          limit.params.algorithm = *algorithm;
+        } else {
+          algorithm_known = false;
+          std::string message = "unknown algorithm " + inQuotes(*text) + " (expected one of " +
+                                std::string(rules_detail::algorithmSpellingList()) + ")";
+          if (const auto suggestion = closestMatch(*text, kAlgorithmNames)) {
+            message += "; did you mean " + inQuotes(*suggestion) + "?";
+          }
+          error(at(*field), message);
+        }
+      } else {
+        algorithm_known = false;
+      }
+    }
+    const Algorithm algorithm = limit.params.algorithm;
+    std::optional<std::int64_t> burst;
+    for (const ParamRule& rule : paramRules()) {
+      const Field* field = find(rule.key);
+      if (field == nullptr) {
+        continue;
+      }
+      if (algorithm_known && std::find(rule.algorithms.begin(), rule.algorithms.end(),
+                                       algorithm) == rule.algorithms.end()) {
+        std::string applies;
+        for (const Algorithm a : rule.algorithms) {
+          applies += applies.empty() ? "" : ", ";
+          applies += algorithmSpelling(a);
+        }
+        error(at(field->key), inQuotes(rule.key) + " does not apply to algorithm " +
+                                  inQuotes(algorithmSpelling(algorithm)) + " (only to " + applies +
+                                  ")");
+        continue;
+      }
+      if (rule.key == "burst") {
+        burst = readInteger(*field, "burst", 1, kMaxCount);
+      } else if (rule.key == "min_interval") {
+        limit.params.min_interval_us = readDuration(*field, "min_interval").value_or(0);
+      } else if (rule.key == "count_rejected") {
+        limit.params.count_rejected = readBool(*field, "count_rejected").value_or(false);
+      } else if (rule.key == "shape") {
+        limit.params.shape = readBool(*field, "shape").value_or(false);
+      } else if (rule.key == "warmup") {
+        limit.params.warmup_us = readDuration(*field, "warmup").value_or(0);
+      }
+    }
+    if (errors_.size() != errors_before) {
+      return std::nullopt;
+    }
+    if (!limit.explicit_name) {
+      limit.name = generated_name;
+    }
+    limit.slot = limit.explicit_name ? "n" + escapeKeyPart(limit.name) : "i" + std::to_string(index);
+    limit.params.limit = limit.requests_per_unit;
+    limit.params.window_us = unitMicros(limit.unit) * limit.unit_multiplier;
+    const bool bucket =
+        algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket;
+    limit.params.burst = bucket ? burst.value_or(limit.requests_per_unit) : 0;
+    return limit;
+  }
+
+  void parseReplaces(const Field& field, RateLimit& limit) {
+    if (!field.value.IsSequence()) {
+      error(at(field), "'replaces' must be a list of mappings with 'name', not a " +
+                           kindOf(field.value));
+      return;
+    }
+    for (const auto& item : field.value) {
+      if (!item.IsMap()) {
+        error(at(item), "each 'replaces' entry must be a mapping with 'name', not a " +
+                            kindOf(item));
+        continue;
+      }
+      const Fields entry = readFields(item, kReplacesKeys, "in a 'replaces' entry");
+      const auto it = entry.find("name");
+      std::optional<std::string> name;
+      if (it != entry.end()) {
+        name = readString(it->second, "name");
+        if (!name) {
+          continue;
+        }
+      }
+      if (!name || name->empty()) {
+        error(at(item), "should not have an empty 'replaces' entry: it needs a 'name'");
+        continue;
+      }
+      if (limit.explicit_name && *name == limit.name) {
+        error(at(it->second), "a rate limit cannot replace itself (" + inQuotes(*name) + ")");
+        continue;
+      }
+      limit.replaces.push_back(*name);
+      replaces_refs_.push_back(ReplacesRef{*name, at(it->second)});
+    }
+  }
+
+  /// Runs after the whole domain is read: no limit replaces itself, every replaced name exists.
+  void checkReplaces() {
+    for (const ReplacesRef& ref : replaces_refs_) {
+      if (names_.count(ref.name) == 0) {
+        error(ref.location, "replaces " + inQuotes(ref.name) + ", but no rate limit in domain " +
+                                inQuotes(domain_) + " has that name");
+      }
+    }
+  }
+
+  std::string file_;
+  std::vector<RuleError>& errors_;
+  std::string domain_;
+  std::set<std::string> names_;
+  std::vector<ReplacesRef> replaces_refs_;
+};
+
+std::uint64_t fnv1a(std::uint64_t hash, std::string_view bytes) {
+  for (const char ch : bytes) {
+    hash ^= static_cast<unsigned char>(ch);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+/// FNV-1a 64 over the files sorted by name: each name and content, length-prefixed so that
+/// moving bytes between name and content changes the hash.
+std::string contentHash(std::vector<std::pair<std::string, std::string>> files) {
+  std::sort(files.begin(), files.end());
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const auto& [name, content] : files) {
+    const std::string base = fs::path(name).filename().string();
+    hash = fnv1a(hash, std::to_string(base.size()) + ":" + base);
+    hash = fnv1a(hash, std::to_string(content.size()) + ":" + content);
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+bool isRulesFileName(const std::string& name) {
+  if (name.empty() || name.front() == '.') {
+    return false;
+  }
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto ends_with = [&](std::string_view suffix) {
+    return lower.size() > suffix.size() &&
+           lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".yaml") || ends_with(".yml");
+}
+
+std::optional<std::string> readWholeFile(const fs::path& path, std::vector<RuleError>& errors) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) {
+    errors.push_back(RuleError{{path.string(), 0, 0}, "cannot read the file: " + ec.message()});
+    return std::nullopt;
+  }
+  if (size > kMaxFileBytes) {
+    errors.push_back(RuleError{{path.string(), 0, 0},
+                               "the file is too large (" + std::to_string(size) +
+                                   " bytes; rules files are limited to 16 MiB)"});
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    errors.push_back(RuleError{{path.string(), 0, 0}, "cannot open the file"});
+    return std::nullopt;
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) {
+    errors.push_back(RuleError{{path.string(), 0, 0}, "cannot read the file"});
+    return std::nullopt;
+  }
+  return content.str();
+}
+
+}  // namespace
+
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files) {
+  LoadResult result;
+  auto rules = std::make_shared<RuleSet>();
+  std::map<std::string, SourceLocation, std::less<>> domain_origin;
+  for (const auto& [name, content] : files) {
+    rules->files.push_back(name);
+    std::vector<YAML::Node> documents;
+    try {
+      documents = YAML::LoadAll(content);
+    } catch (const YAML::ParserException& e) {
+      const int line = e.mark.is_null() ? 1 : e.mark.line + 1;
+      const int column = e.mark.is_null() ? 1 : e.mark.column + 1;
+      result.errors.push_back(RuleError{{name, line, column}, "YAML syntax error: " + e.msg});
+      continue;
+    } catch (const YAML::Exception& e) {
+      result.errors.push_back(RuleError{{name, 1, 1}, "YAML error: " + e.msg});
+      continue;
+    }
+    if (documents.size() > 1) {
+      const YAML::Mark mark = documents[1].Mark();
+      result.errors.push_back(RuleError{
+          {name, mark.is_null() ? 1 : mark.line + 1, mark.is_null() ? 1 : mark.column + 1},
+          "only one YAML document (one domain) per file"});
+      continue;
+    }
+    FileParser parser(name, result.errors);
+    auto domain = parser.parseDocument(documents.empty() ? YAML::Node() : documents.front());
+    if (!domain) {
+      continue;
+    }
+    if (const auto it = domain_origin.find(domain->domain); it != domain_origin.end()) {
+      result.errors.push_back(RuleError{
+          domain->location, "duplicate domain " + inQuotes(domain->domain) + " (already defined at " +
+                                it->second.file + ":" + std::to_string(it->second.line) + ":" +
+                                std::to_string(it->second.column) + ")"});
+      continue;
+    }
+    domain_origin.emplace(domain->domain, domain->location);
+    std::string key = domain->domain;
+    rules->domains.emplace(std::move(key), std::move(*domain));
+  }
+  if (!result.errors.empty()) {
+    return result;
+  }
+  rules->hash = contentHash(files);
+  result.rules = std::move(rules);
+  return result;
+}
+
+LoadResult loadRules(const std::string& path) {
+  LoadResult result;
+  std::error_code ec;
+  const fs::path root(path);
+  const auto status = fs::status(root, ec);
+  if (ec || !fs::exists(status)) {
+    result.errors.push_back(RuleError{{path, 0, 0}, "the rules path does not exist"});
+    return result;
+  }
+  std::vector<fs::path> paths;
+  if (fs::is_directory(status)) {
+    for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      std::error_code type_ec;
+      if (isRulesFileName(name) && it->is_regular_file(type_ec)) {
+        paths.push_back(it->path());
+      }
+    }
+    if (ec) {
+      result.errors.push_back(
+          RuleError{{path, 0, 0}, "cannot list the rules directory: " + ec.message()});
+      return result;
+    }
+    std::sort(paths.begin(), paths.end());
+  } else {
+    paths.push_back(root);
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const fs::path& file : paths) {
+    if (auto content = readWholeFile(file, result.errors)) {
+      files.emplace_back(file.string(), std::move(*content));
+    }
+  }
+  LoadResult loaded = loadRulesFromStrings(files);
+  if (!result.errors.empty()) {
+    result.errors.insert(result.errors.end(), loaded.errors.begin(), loaded.errors.end());
+    return result;
+  }
+  return loaded;
+}
+
+}  // namespace sluice

@@ -1,0 +1,206 @@
+#include "sluice/rules.hpp"
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <limits>
+#include <string>
+
+#include "rules/algorithm_spelling.hpp"
+
+namespace sluice {
+namespace {
+
+struct UnitSpelling {
+  TimeUnit unit;
+  std::string_view name;
+  Micros micros;
+};
+
+constexpr Micros kDayMicros = 86'400 * kMicrosPerSecond;
+
+constexpr std::array<UnitSpelling, 7> kUnits{{
+    {TimeUnit::kSecond, "second", kMicrosPerSecond},
+    {TimeUnit::kMinute, "minute", 60 * kMicrosPerSecond},
+    {TimeUnit::kHour, "hour", 3'600 * kMicrosPerSecond},
+    {TimeUnit::kDay, "day", kDayMicros},
+    {TimeUnit::kWeek, "week", 7 * kDayMicros},
+    {TimeUnit::kMonth, "month", 30 * kDayMicros},
+    {TimeUnit::kYear, "year", 365 * kDayMicros},
+}};
+
+struct AlgorithmEntry {
+  Algorithm algorithm;
+  std::string_view name;
+};
+
+constexpr std::array<AlgorithmEntry, 5> kAlgorithms{{
+    {Algorithm::kFixedWindow, "fixed_window"},
+    {Algorithm::kSlidingWindowLog, "sliding_window_log"},
+    {Algorithm::kSlidingWindowCounter, "sliding_window_counter"},
+    {Algorithm::kTokenBucket, "token_bucket"},
+    {Algorithm::kLeakyBucket, "leaky_bucket"},
+}};
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool isKeySafe(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+         c == '_' || c == '.' || c == '-';
+}
+
+}  // namespace
+
+namespace rules_detail {
+
+std::string_view algorithmSpelling(Algorithm algorithm) {
+  for (const auto& entry : kAlgorithms) {
+    if (entry.algorithm == algorithm) {
+      return entry.name;
+    }
+  }
+  return "unknown";
+}
+
+std::optional<Algorithm> algorithmFromSpelling(std::string_view text) {
+  for (const auto& entry : kAlgorithms) {
+    if (entry.name == text) {
+      return entry.algorithm;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view algorithmSpellingList() {
+  return "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket";
+}
+
+}  // namespace rules_detail
+
+Micros unitMicros(TimeUnit unit) {
+  for (const auto& entry : kUnits) {
+    if (entry.unit == unit) {
+      return entry.micros;
+    }
+  }
+  return kMicrosPerSecond;
+}
+
+std::string_view unitName(TimeUnit unit) {
+  for (const auto& entry : kUnits) {
+    if (entry.unit == unit) {
+      return entry.name;
+    }
+  }
+  return "second";
+}
+
+std::optional<TimeUnit> parseUnit(std::string_view text) {
+  for (const auto& entry : kUnits) {
+    if (equalsIgnoreCase(entry.name, text)) {
+      return entry.unit;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Micros> parseDuration(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0) {
+    return std::nullopt;
+  }
+  std::int64_t amount = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, amount);
+  if (ec != std::errc{} || end != text.data() + digits) {
+    return std::nullopt;
+  }
+  const std::string_view suffix = text.substr(digits);
+  Micros scale = 0;
+  if (suffix == "us") {
+    scale = 1;
+  } else if (suffix == "ms") {
+    scale = kMicrosPerMilli;
+  } else if (suffix == "s") {
+    scale = kMicrosPerSecond;
+  } else if (suffix == "m") {
+    scale = 60 * kMicrosPerSecond;
+  } else if (suffix == "h") {
+    scale = 3'600 * kMicrosPerSecond;
+  } else if (suffix == "d") {
+    scale = kDayMicros;
+  } else {
+    return std::nullopt;
+  }
+  if (amount > std::numeric_limits<Micros>::max() / scale) {
+    return std::nullopt;
+  }
+  return amount * scale;
+}
+
+std::string escapeKeyPart(std::string_view part) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(part.size());
+  for (const char ch : part) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (isKeySafe(c)) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0x0F]);
+    }
+  }
+  return out;
+}
+
+std::string RuleError::toString() const {
+  std::string out = location.file;
+  if (location.line > 0) {
+    out += ':' + std::to_string(location.line) + ':' + std::to_string(location.column);
+  }
+  out += ": ";
+  out += message;
+  return out;
+}
+
+const DomainConfig* RuleSet::findDomain(std::string_view domain) const {
+  const auto it = domains.find(domain);
+  return it == domains.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+std::size_t countLimits(const std::vector<DescriptorNode>& nodes) {
+  std::size_t count = 0;
+  for (const auto& node : nodes) {
+    count += node.limits.size() + countLimits(node.children);
+  }
+  return count;
+}
+
+}  // namespace
+
+std::size_t RuleSet::limitCount() const {
+  std::size_t count = 0;
+  for (const auto& [name, domain] : domains) {
+    count += domain.domain_limits.size() + countLimits(domain.descriptors);
+  }
+  return count;
+}
+
+}  // namespace sluice
