@@ -37,6 +37,14 @@ struct LimitParams {
   bool shape = false;                  ///< leaky_bucket: the server holds the answer for delay
 };
 
+/// Outcome::retry_after_us of a request that can never pass (cost > limit or > burst).
+inline constexpr Micros kRetryNever = -1;
+
+/// B for token_bucket / leaky_bucket: `burst`, or L when burst is 0.
+inline std::int64_t effectiveBurst(const LimitParams& params) {
+  return params.burst > 0 ? params.burst : params.limit;
+}
+
 /// One logged request of a sliding_window_log bucket.
 struct LogEntry {
   Micros at = 0;
@@ -44,7 +52,14 @@ struct LogEntry {
 };
 
 /// The stored state of one bucket. The meaning of the scalar fields depends on the
-/// algorithm (documented in src/limiter/); a default-constructed state is a fresh bucket.
+/// algorithm; a default-constructed state is a fresh bucket. All times are microseconds
+/// since the Unix epoch (src/limiter/algorithms.hpp has the full formulas):
+/// - fixed_window:           a = window start, b = count in that window
+/// - sliding_window_log:     log = (at, cost) entries, oldest first; a = last admitted request,
+///                           b = 1 when a is set (min_interval)
+/// - sliding_window_counter: a = current window start, b = its count, c = previous window's count
+/// - token/leaky_bucket:     a = TAT whole microseconds, b = TAT remainder in 1/L microseconds
+///                           (0 <= b < L), c = warm-up stored time in microseconds (token only)
 struct BucketState {
   std::int64_t a = 0;
   std::int64_t b = 0;
@@ -57,7 +72,8 @@ struct Outcome {
   bool allowed = true;
   std::int64_t remaining = 0;   ///< requests left after this one (allowed) / now (denied), >= 0
   Micros reset_after_us = 0;    ///< until the bucket is entirely fresh again
-  Micros retry_after_us = 0;    ///< 0 when allowed; exact wait until the same request passes
+  Micros retry_after_us = 0;    ///< 0 when allowed; exact wait until the same request passes;
+                                ///< kRetryNever (-1) when it never can (`never`)
   Micros delay_us = 0;          ///< leaky_bucket: until this request leaves the queue
   bool never = false;           ///< the cost exceeds what the limit can ever admit
 };
@@ -68,7 +84,8 @@ struct Evaluation {
   /// The state with this attempt recorded: to be stored when the whole request is allowed,
   /// or when params.count_rejected (the attempt counts even if denied).
   BucketState next;
-  /// How long `next` must be kept before it is indistinguishable from a fresh bucket.
+  /// How long `next` must be kept before it is indistinguishable from a fresh bucket;
+  /// 0 when `next` already is (nothing needs storing).
   Micros ttl_us = 0;
 };
 

@@ -1,0 +1,75 @@
+#include "sluice/limiter.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "limiter/algorithms.hpp"
+
+namespace sluice {
+namespace {
+
+constexpr std::array<std::pair<Algorithm, std::string_view>, 5> kNames{{
+    {Algorithm::kFixedWindow, "fixed_window"},
+    {Algorithm::kSlidingWindowLog, "sliding_window_log"},
+    {Algorithm::kSlidingWindowCounter, "sliding_window_counter"},
+    {Algorithm::kTokenBucket, "token_bucket"},
+    {Algorithm::kLeakyBucket, "leaky_bucket"},
+}};
+
+/// L = 0 blocks everything: any positive cost can never pass; a check (cost 0) is allowed
+/// with nothing remaining. The state is left as it is.
+Evaluation evaluateBlocked(const BucketState& state, std::int64_t cost) {
+  Evaluation e;
+  e.next = state;
+  e.outcome.remaining = 0;
+  if (cost > 0) {
+    e.outcome.allowed = false;
+    e.outcome.never = true;
+    e.outcome.retry_after_us = kRetryNever;
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string_view algorithmName(Algorithm algorithm) {
+  for (const auto& [value, name] : kNames) {
+    if (value == algorithm) {
+      return name;
+    }
+  }
+  return "unknown";
+}
+
+std::optional<Algorithm> parseAlgorithm(std::string_view name) {
+  for (const auto& [value, spelling] : kNames) {
+    if (spelling == name) {
+      return value;
+    }
+  }
+  return std::nullopt;
+}
+
+Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
+                    std::int64_t cost) {
+  cost = std::max<std::int64_t>(cost, 0);
+  if (params.limit <= 0 || params.window_us <= 0) {
+    return evaluateBlocked(state, cost);
+  }
+  switch (params.algorithm) {
+    case Algorithm::kFixedWindow:
+      return limiter_detail::evaluateFixedWindow(params, state, now, cost);
+    case Algorithm::kSlidingWindowLog:
+      return limiter_detail::evaluateSlidingWindowLog(params, state, now, cost);
+    case Algorithm::kSlidingWindowCounter:
+      return limiter_detail::evaluateSlidingWindowCounter(params, state, now, cost);
+    case Algorithm::kTokenBucket:
+      return limiter_detail::evaluateGcra(params, state, now, cost, /*leaky=*/false);
+    case Algorithm::kLeakyBucket:
+      return limiter_detail::evaluateGcra(params, state, now, cost, /*leaky=*/true);
+  }
+  return evaluateBlocked(state, cost);
+}
+
+}  // namespace sluice

@@ -1,0 +1,201 @@
+#include "sluice/memory_store.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "store/memory/bucket_table.hpp"
+
+namespace sluice {
+namespace {
+
+using memory_detail::BucketTable;
+using memory_detail::Evictions;
+
+/// How often a shard touched by requests looks for idle entries to drop.
+constexpr Micros kSweepInterval = kMicrosPerSecond;
+
+class MemoryStore final : public Store {
+ public:
+  MemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics)
+      : clock_(clock),
+        keys_(describeGauge(metrics)),
+        evicted_expired_(metrics.counter("memory_store_evictions_total", {{"reason", "expired"}})),
+        evicted_capacity_(
+            metrics.counter("memory_store_evictions_total", {{"reason", "capacity"}})) {
+    // The bound is exact: the shards' capacities add up to max_keys (LRU is per shard).
+    const std::size_t max_keys = std::max<std::size_t>(options.max_keys, 1);
+    const std::size_t count = std::clamp<std::size_t>(options.shards, 1, max_keys);
+    shards_.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t capacity = max_keys / count + (i < max_keys % count ? 1 : 0);
+      shards_.push_back(std::make_unique<Shard>(capacity));
+    }
+  }
+
+  void evaluate(const StoreRequest& request, Callback done) override {
+    const Micros now = clock_.nowMicros();
+    const std::size_t n = request.limits.size();
+    std::vector<Work> work(n);
+    std::vector<std::uint32_t> involved;
+    involved.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t h = std::hash<std::string_view>{}(request.limits[i].key);
+      work[i].hash = static_cast<std::uint32_t>(h);
+      work[i].shard = static_cast<std::uint32_t>((h >> 32) % shards_.size());
+      involved.push_back(work[i].shard);
+    }
+    // Shards are locked in ascending order, so two requests never wait on each other in a
+    // cycle; holding all of them makes check-then-charge atomic across the limits.
+    std::sort(involved.begin(), involved.end());
+    involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(involved.size());
+    std::vector<std::size_t> sizes_before;
+    sizes_before.reserve(involved.size());
+    for (const std::uint32_t s : involved) {
+      locks.emplace_back(shards_[s]->mutex);
+      sizes_before.push_back(shards_[s]->table.size());
+    }
+
+    StoreResponse response;
+    response.outcomes.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const StoreLimit& limit = request.limits[i];
+      Work& w = work[i];
+      BucketTable& table = shards_[w.shard]->table;
+      w.index = table.find(limit.key, w.hash);
+      if (w.index != BucketTable::kNone) {
+        table.touch(w.index);
+        w.loaded = table.load(w.index);
+        w.expired = table.expiresAt(w.index) <= now;
+      }
+      w.eval = sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now,
+                                request.cost);
+      if (!limit.shadow && !w.eval.outcome.allowed) {
+        response.allowed = false;
+      }
+      response.outcomes.push_back(w.eval.outcome);
+    }
+
+    // Existing entries first (save, drop or give back), then new keys: an insert may evict,
+    // and must not do so under an index still in use.
+    Evictions evictions;
+    for (std::size_t i = 0; i < n; ++i) {
+      Work& w = work[i];
+      if (w.index == BucketTable::kNone) {
+        continue;
+      }
+      BucketTable& table = shards_[w.shard]->table;
+      if (!charged(request.limits[i], w, response.allowed)) {
+        table.restore(w.index, std::move(w.loaded.log));
+      } else if (w.eval.ttl_us > 0) {
+        table.save(w.index, std::move(w.eval.next), now + w.eval.ttl_us);
+      } else {
+        table.erase(w.index);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      Work& w = work[i];
+      if (w.index != BucketTable::kNone || w.eval.ttl_us <= 0 ||
+          !charged(request.limits[i], w, response.allowed)) {
+        continue;
+      }
+      BucketTable& table = shards_[w.shard]->table;
+      const std::string& key = request.limits[i].key;
+      const std::uint32_t existing = table.find(key, w.hash);  // the same key twice
+      if (existing != BucketTable::kNone) {
+        table.save(existing, std::move(w.eval.next), now + w.eval.ttl_us);
+      } else {
+        table.insert(key, w.hash, std::move(w.eval.next), now + w.eval.ttl_us, now, evictions);
+      }
+    }
+
+    double delta = 0;
+    for (std::size_t k = 0; k < involved.size(); ++k) {
+      Shard& shard = *shards_[involved[k]];
+      if (now >= shard.next_sweep_at) {
+        evictions.expired += shard.table.sweep(now);
+        shard.next_sweep_at = now + kSweepInterval;
+      }
+      delta += static_cast<double>(shard.table.size()) - static_cast<double>(sizes_before[k]);
+    }
+    locks.clear();
+    record(delta, evictions);
+    done(std::move(response));
+  }
+
+  void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
+    std::size_t removed = 0;
+    for (auto& shard : shards_) {
+      std::lock_guard lock(shard->mutex);
+      removed += shard->table.erasePrefixes(key_prefixes);
+    }
+    record(-static_cast<double>(removed), Evictions{});
+    done(removed);
+  }
+
+  bool healthy() const override { return true; }
+  std::string_view kind() const override { return "memory"; }
+
+ private:
+  struct Shard {
+    explicit Shard(std::size_t capacity) : table(capacity) {}
+    std::mutex mutex;
+    BucketTable table;
+    Micros next_sweep_at = 0;
+  };
+
+  /// One limit of the request being evaluated.
+  struct Work {
+    std::uint32_t hash = 0;
+    std::uint32_t shard = 0;
+    std::uint32_t index = BucketTable::kNone;
+    bool expired = false;  // the stored entry outlived its ttl: evaluate a fresh bucket
+    BucketState loaded;
+    Evaluation eval;
+  };
+
+  /// Store semantics: an allowed request charges every limit that allowed; count_rejected
+  /// limits record the attempt whatever the outcome.
+  static bool charged(const StoreLimit& limit, const Work& w, bool request_allowed) {
+    return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected;
+  }
+
+  static Gauge& describeGauge(Metrics& metrics) {
+    metrics.describe("memory_store_keys", Metrics::Type::kGauge,
+                     "Buckets held by the memory store.");
+    metrics.describe("memory_store_evictions_total", Metrics::Type::kCounter,
+                     "Buckets dropped by the memory store, by reason (expired idle, capacity).");
+    return metrics.gauge("memory_store_keys");
+  }
+
+  void record(double key_delta, const Evictions& evictions) {
+    if (key_delta != 0) {
+      keys_.add(key_delta);
+    }
+    if (evictions.expired > 0) {
+      evicted_expired_.inc(evictions.expired);
+    }
+    if (evictions.capacity > 0) {
+      evicted_capacity_.inc(evictions.capacity);
+    }
+  }
+
+  const Clock& clock_;
+  Gauge& keys_;
+  Counter& evicted_expired_;
+  Counter& evicted_capacity_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace
+
+StorePtr makeMemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics) {
+  return std::make_shared<MemoryStore>(options, clock, metrics);
+}
+
+}  // namespace sluice
