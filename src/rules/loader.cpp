@@ -18,15 +18,12 @@
 #include <system_error>
 #include <utility>
 
-#include "rules/algorithm_spelling.hpp"
 #include "rules/suggest.hpp"
 
 namespace sluice {
 namespace {
 
 namespace fs = std::filesystem;
-using rules_detail::algorithmFromSpelling;
-using rules_detail::algorithmSpelling;
 using rules_detail::closestMatch;
 
 /// A rules file larger than this is refused: rules are hand-written, and the cap keeps a
@@ -47,6 +44,8 @@ constexpr std::array<std::string_view, 12> kLimitKeys{
 constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 constexpr std::array<std::string_view, 7> kUnitNames{"second", "minute", "hour", "day",
                                                     "week",   "month",  "year"};
+constexpr const char* kAlgorithmList =
+    "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket";
 constexpr std::array<std::string_view, 5> kAlgorithmNames{
     "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket",
     "leaky_bucket"};
@@ -565,12 +564,12 @@ class FileParser {
     bool algorithm_known = true;
     if (const Field* field = find("algorithm")) {
       if (const auto text = readString(*field, "algorithm")) {
-        if (const auto algorithm = algorithmFromSpelling(*text)) {
+        if (const auto algorithm = parseAlgorithm(*text)) {
           limit.params.algorithm = *algorithm;
         } else {
           algorithm_known = false;
           std::string message = "unknown algorithm " + inQuotes(*text) + " (expected one of " +
-                                std::string(rules_detail::algorithmSpellingList()) + ")";
+                                kAlgorithmList + ")";
           if (const auto suggestion = closestMatch(*text, kAlgorithmNames)) {
             message += "; did you mean " + inQuotes(*suggestion) + "?";
           }
@@ -592,10 +591,10 @@ class FileParser {
         std::string applies;
         for (const Algorithm a : rule.algorithms) {
           applies += applies.empty() ? "" : ", ";
-          applies += algorithmSpelling(a);
+          applies += algorithmName(a);
         }
         error(at(field->key), inQuotes(rule.key) + " does not apply to algorithm " +
-                                  inQuotes(algorithmSpelling(algorithm)) + " (only to " + applies +
+                                  inQuotes(algorithmName(algorithm)) + " (only to " + applies +
                                   ")");
         continue;
       }

@@ -3,7 +3,6 @@
 #include <set>
 #include <string>
 
-#include "rules/algorithm_spelling.hpp"
 
 namespace sluice {
 namespace {
@@ -84,7 +83,7 @@ void appendLimits(const std::vector<RateLimit>& limits, const DescriptorNode* no
     key += ';';
     key += limit.slot;
     key += ';';
-    key += rules_detail::algorithmSpelling(limit.params.algorithm);
+    key += algorithmName(limit.params.algorithm);
     match.limits.push_back(MatchedLimit{&limit, node, std::move(key)});
   }
 }

@@ -6,7 +6,6 @@
 #include <limits>
 #include <string>
 
-#include "rules/algorithm_spelling.hpp"
 
 namespace sluice {
 namespace {
@@ -29,19 +28,6 @@ constexpr std::array<UnitSpelling, 7> kUnits{{
     {TimeUnit::kYear, "year", 365 * kDayMicros},
 }};
 
-struct AlgorithmEntry {
-  Algorithm algorithm;
-  std::string_view name;
-};
-
-constexpr std::array<AlgorithmEntry, 5> kAlgorithms{{
-    {Algorithm::kFixedWindow, "fixed_window"},
-    {Algorithm::kSlidingWindowLog, "sliding_window_log"},
-    {Algorithm::kSlidingWindowCounter, "sliding_window_counter"},
-    {Algorithm::kTokenBucket, "token_bucket"},
-    {Algorithm::kLeakyBucket, "leaky_bucket"},
-}};
-
 bool equalsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) {
     return false;
@@ -61,32 +47,6 @@ bool isKeySafe(unsigned char c) {
 }
 
 }  // namespace
-
-namespace rules_detail {
-
-std::string_view algorithmSpelling(Algorithm algorithm) {
-  for (const auto& entry : kAlgorithms) {
-    if (entry.algorithm == algorithm) {
-      return entry.name;
-    }
-  }
-  return "unknown";
-}
-
-std::optional<Algorithm> algorithmFromSpelling(std::string_view text) {
-  for (const auto& entry : kAlgorithms) {
-    if (entry.name == text) {
-      return entry.algorithm;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view algorithmSpellingList() {
-  return "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket";
-}
-
-}  // namespace rules_detail
 
 Micros unitMicros(TimeUnit unit) {
   for (const auto& entry : kUnits) {

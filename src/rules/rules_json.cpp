@@ -4,7 +4,6 @@
 
 #include <ostream>
 
-#include "rules/algorithm_spelling.hpp"
 
 namespace sluice {
 namespace {
@@ -31,7 +30,7 @@ json limitToJson(const RateLimit& limit) {
     out["unit_multiplier"] = limit.unit_multiplier;
     out["requests_per_unit"] = limit.requests_per_unit;
     out["window_ms"] = params.window_us / kMicrosPerMilli;
-    out["algorithm"] = rules_detail::algorithmSpelling(params.algorithm);
+    out["algorithm"] = algorithmName(params.algorithm);
     if (params.algorithm == Algorithm::kTokenBucket ||
         params.algorithm == Algorithm::kLeakyBucket) {
       out["burst"] = params.burst;

@@ -88,6 +88,18 @@ descriptors:
   EXPECT_EQ(e.window_us, 86'400 * kMicrosPerSecond);
 }
 
+TEST(LoaderTest, AcceptsEveryAlgorithmSpelling) {
+  for (const Algorithm algorithm : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
+                                    Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
+                                    Algorithm::kLeakyBucket}) {
+    const RuleSetPtr rules = loadOne(
+        "domain: d\nrate_limit: {unit: second, requests_per_unit: 1, algorithm: " +
+        std::string(algorithmName(algorithm)) + "}\n");
+    ASSERT_TRUE(rules);
+    EXPECT_EQ(rules->findDomain("d")->domain_limits[0].params.algorithm, algorithm);
+  }
+}
+
 TEST(LoaderTest, ReadsEnvoyFieldsAndMetadata) {
   const RuleSetPtr rules = loadOne(R"(
 domain: d

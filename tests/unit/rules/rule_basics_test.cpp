@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "rules/algorithm_spelling.hpp"
-
 namespace sluice {
 namespace {
 
@@ -56,15 +54,6 @@ TEST(EscapeKeyPartTest, KeepsSafeBytesAndEscapesTheRest) {
 TEST(RuleErrorTest, FormatsFileLineColumn) {
   EXPECT_EQ((RuleError{{"a.yaml", 3, 7}, "bad"}).toString(), "a.yaml:3:7: bad");
   EXPECT_EQ((RuleError{{"missing", 0, 0}, "gone"}).toString(), "missing: gone");
-}
-
-TEST(AlgorithmSpellingTest, RoundTrips) {
-  for (const Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
-                            Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
-                            Algorithm::kLeakyBucket}) {
-    EXPECT_EQ(rules_detail::algorithmFromSpelling(rules_detail::algorithmSpelling(a)), a);
-  }
-  EXPECT_EQ(rules_detail::algorithmFromSpelling("gcra"), std::nullopt);
 }
 
 }  // namespace
