@@ -7,7 +7,7 @@ level=${1:-build}
 packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhiredis-dev
           libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev)
 if [[ $level == test || $level == bench ]]; then
-  packages+=(libgtest-dev redis-server redis-tools curl nginx-light)
+  packages+=(libgtest-dev redis-server redis-tools curl nginx-light docker-compose)
 fi
 if [[ $level == bench ]]; then
   packages+=(wrk haproxy gnuplot-nox nodejs npm python3)

@@ -1,0 +1,93 @@
+// Validates docker-compose.yml offline with `docker-compose config` (no engine needed):
+// the file parses, every service's keys are valid for the Compose specification, and the
+// optional Envoy and Traefik profiles resolve too. Skipped when docker-compose is absent.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  ///< stdout and stderr
+};
+
+CommandResult runShell(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) {
+    return result;
+  }
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    result.output.append(buffer.data(), n);
+  }
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+bool haveDockerCompose() { return runShell("command -v docker-compose").exit_code == 0; }
+
+std::string inSourceDir(const std::string& command) {
+  return std::string("cd '") + SLUICE_SOURCE_DIR + "' && " + command;
+}
+
+TEST(ComposeConfigTest, DefaultStackIsValid) {
+  if (!haveDockerCompose()) {
+    GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
+  }
+  CommandResult result = runShell(inSourceDir("docker-compose -f docker-compose.yml config"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const char* service : {"redis:", "sluice:", "nginx:", "upstream:"}) {
+    EXPECT_NE(result.output.find(service), std::string::npos) << service << "\n" << result.output;
+  }
+  // Sluice waits for a healthy Redis and uses it.
+  EXPECT_NE(result.output.find("condition: service_healthy"), std::string::npos);
+  EXPECT_NE(result.output.find("SLUICE_STORE: redis"), std::string::npos) << result.output;
+  // The optional gateways sit behind profiles, out of a plain `docker compose up`.
+  EXPECT_NE(result.output.find("profiles:"), std::string::npos) << result.output;
+}
+
+TEST(ComposeConfigTest, EnvoyAndTraefikProfilesAreValid) {
+  if (!haveDockerCompose()) {
+    GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
+  }
+  CommandResult result = runShell(inSourceDir(
+      "docker-compose -f docker-compose.yml --profile envoy --profile traefik config"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const char* service : {"envoy:", "traefik:", "sluice-edge:"}) {
+    EXPECT_NE(result.output.find(service), std::string::npos) << service << "\n" << result.output;
+  }
+}
+
+TEST(ComposeConfigTest, EveryMountedFileExists) {
+  if (!haveDockerCompose()) {
+    GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
+  }
+  // `config` does not check bind-mount sources; a missing one would only fail at `up`.
+  CommandResult result = runShell(inSourceDir(
+      "docker-compose -f docker-compose.yml --profile envoy --profile traefik config | "
+      "sed -n 's/^ *- \\(\\/[^:]*\\):.*/\\1/p' | sort -u"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_FALSE(result.output.empty()) << "no bind mounts found";
+  std::size_t start = 0;
+  int checked = 0;
+  while (start < result.output.size()) {
+    std::size_t end = result.output.find('\n', start);
+    std::string path = result.output.substr(start, end - start);
+    start = end == std::string::npos ? result.output.size() : end + 1;
+    if (path.empty()) {
+      continue;
+    }
+    EXPECT_EQ(runShell("test -e '" + path + "'").exit_code, 0) << "missing mount source " << path;
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
+}  // namespace
