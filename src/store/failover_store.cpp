@@ -1,0 +1,251 @@
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "sluice/redis_store.hpp"
+
+namespace sluice {
+namespace {
+
+constexpr std::array<std::pair<FailureMode, std::string_view>, 3> kModeNames{{
+    {FailureMode::kOpen, "open"},
+    {FailureMode::kClosed, "closed"},
+    {FailureMode::kLocal, "local"},
+}};
+
+std::string_view errorKindLabel(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidArgument: return "invalid_argument";
+    case ErrorKind::kNotFound: return "not_found";
+    case ErrorKind::kTimeout: return "timeout";
+    case ErrorKind::kConnection: return "connection";
+    case ErrorKind::kScript: return "script";
+    case ErrorKind::kUnavailable: return "unavailable";
+    case ErrorKind::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+constexpr std::array<ErrorKind, 7> kAllKinds = {
+    ErrorKind::kInvalidArgument, ErrorKind::kNotFound, ErrorKind::kTimeout,
+    ErrorKind::kConnection, ErrorKind::kScript, ErrorKind::kUnavailable, ErrorKind::kInternal};
+
+/// The failover stores of one process that share a fallback (one per I/O thread) form a
+/// group, so that an outage is logged and counted once, not once per thread: the group is
+/// failing while any member is.
+class FailoverGroup {
+ public:
+  static std::shared_ptr<FailoverGroup> of(const Store* fallback) {
+    static std::mutex mutex;
+    static std::map<const Store*, std::weak_ptr<FailoverGroup>> groups;
+    std::lock_guard lock(mutex);
+    std::erase_if(groups, [](const auto& kv) { return kv.second.expired(); });
+    auto& slot = groups[fallback];
+    auto group = slot.lock();
+    if (!group) {
+      group = std::make_shared<FailoverGroup>();
+      slot = group;
+    }
+    return group;
+  }
+
+  /// True when this made the group start failing.
+  bool memberFails() { return failing_.fetch_add(1, std::memory_order_acq_rel) == 0; }
+  /// True when this made the group healthy again.
+  bool memberRecovers() { return failing_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+
+ private:
+  std::atomic<int> failing_{0};
+};
+
+class FailoverStore final : public Store {
+ public:
+  FailoverStore(StorePtr primary, StorePtr fallback, FailureMode mode, Metrics& metrics)
+      : primary_(std::move(primary)),
+        fallback_(std::move(fallback)),
+        mode_(mode),
+        group_(FailoverGroup::of(fallback_.get())),
+        activations_(describe(metrics).counter("store_failure_mode_activations_total",
+                                               {{"mode", std::string(failureModeName(mode))}})),
+        degraded_(metrics.counter("store_degraded_decisions_total",
+                                  {{"mode", std::string(failureModeName(mode))}})) {
+    for (std::size_t i = 0; i < kAllKinds.size(); ++i) {
+      errors_[i] = &metrics.counter("store_errors_total",
+                                    {{"kind", std::string(errorKindLabel(kAllKinds[i]))}});
+    }
+  }
+
+  ~FailoverStore() override {
+    if (failing_) {
+      group_->memberRecovers();
+    }
+  }
+
+  void evaluate(const StoreRequest& request, Callback done) override {
+    if (mode_ == FailureMode::kLocal && fallback_ && !primary_->healthy()) {
+      // Not connected: do not even try; the primary reconnects on its own and is asked
+      // again as soon as it reports healthy.
+      enterFailure("the " + std::string(primary_->kind()) + " store is not connected");
+      answerLocally(request, std::move(done));
+      return;
+    }
+    std::shared_ptr<const StoreRequest> copy;
+    if (mode_ == FailureMode::kLocal || mode_ == FailureMode::kOpen) {
+      copy = std::make_shared<const StoreRequest>(request);
+    }
+    primary_->evaluate(request, [this, copy, done = std::move(done)](
+                                    Result<StoreResponse> result) mutable {
+      if (result) {
+        leaveFailure();
+        done(std::move(result));
+        return;
+      }
+      const Error& error = result.error();
+      errors_[static_cast<std::size_t>(kindIndex(error.kind))]->inc();
+      enterFailure(error.message);
+      switch (mode_) {
+        case FailureMode::kClosed:
+          done(std::move(result));
+          return;
+        case FailureMode::kOpen:
+          done(allowAll(*copy));
+          return;
+        case FailureMode::kLocal:
+          if (fallback_) {
+            answerLocally(*copy, std::move(done));
+          } else {
+            done(allowAll(*copy));
+          }
+          return;
+      }
+    });
+  }
+
+  void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
+    if (fallback_) {
+      fallback_->reset(key_prefixes, [](Result<std::size_t>) {});
+    }
+    primary_->reset(key_prefixes, std::move(done));
+  }
+
+  /// `closed` is healthy only while the primary is; `open` and `local` always answer.
+  bool healthy() const override {
+    return mode_ != FailureMode::kClosed || primary_->healthy();
+  }
+
+  std::string_view kind() const override { return primary_->kind(); }
+
+ private:
+  static Metrics& describe(Metrics& metrics) {
+    metrics.describe("store_errors_total", Metrics::Type::kCounter,
+                     "Failed store calls, by error kind.");
+    metrics.describe("store_failure_mode_activations_total", Metrics::Type::kCounter,
+                     "Times the store started failing and the failure mode took over.");
+    metrics.describe("store_degraded_decisions_total", Metrics::Type::kCounter,
+                     "Decisions answered by the failure mode instead of the store.");
+    return metrics;
+  }
+
+  static std::size_t kindIndex(ErrorKind kind) {
+    for (std::size_t i = 0; i < kAllKinds.size(); ++i) {
+      if (kAllKinds[i] == kind) {
+        return i;
+      }
+    }
+    return kAllKinds.size() - 1;
+  }
+
+  StoreResponse allowAll(const StoreRequest& request) {
+    degraded_.inc();
+    StoreResponse response;
+    response.allowed = true;
+    response.degraded = true;
+    response.outcomes.reserve(request.limits.size());
+    for (const StoreLimit& limit : request.limits) {
+      Outcome o;
+      o.allowed = true;
+      o.remaining = std::max<std::int64_t>(limit.params.limit, 0);  // nothing known
+      response.outcomes.push_back(o);
+    }
+    return response;
+  }
+
+  void answerLocally(const StoreRequest& request, Callback done) {
+    degraded_.inc();
+    fallback_->evaluate(request, [done = std::move(done)](Result<StoreResponse> result) {
+      if (result) {
+        result->degraded = true;
+      }
+      done(std::move(result));
+    });
+  }
+
+  void enterFailure(const std::string& reason) {
+    if (failing_) {
+      return;
+    }
+    failing_ = true;
+    if (group_->memberFails()) {
+      activations_.inc();
+      spdlog::warn("store {} failing ({}): failure mode '{}' {}", primary_->kind(), reason,
+                   failureModeName(mode_),
+                   mode_ == FailureMode::kOpen     ? "allows every request (degraded)"
+                   : mode_ == FailureMode::kClosed ? "answers 503"
+                                                   : "decides from the local memory store");
+    }
+  }
+
+  void leaveFailure() {
+    if (!failing_) {
+      return;
+    }
+    failing_ = false;
+    if (group_->memberRecovers()) {
+      spdlog::warn("store {} healthy again: failure mode '{}' off", primary_->kind(),
+                   failureModeName(mode_));
+    }
+  }
+
+  StorePtr primary_;
+  StorePtr fallback_;
+  FailureMode mode_;
+  std::shared_ptr<FailoverGroup> group_;
+  Counter& activations_;
+  Counter& degraded_;
+  std::array<Counter*, kAllKinds.size()> errors_{};
+  bool failing_ = false;  // this instance (one I/O thread)
+};
+
+}  // namespace
+
+std::string_view failureModeName(FailureMode mode) {
+  for (const auto& [value, name] : kModeNames) {
+    if (value == mode) {
+      return name;
+    }
+  }
+  return "closed";
+}
+
+Result<FailureMode> parseFailureMode(std::string_view text) {
+  for (const auto& [value, name] : kModeNames) {
+    if (name == text) {
+      return value;
+    }
+  }
+  return makeError(ErrorKind::kInvalidArgument,
+                   "unknown failure mode '" + std::string(text) + "' (open, closed or local)");
+}
+
+StorePtr makeFailoverStore(StorePtr primary, StorePtr fallback, FailureMode mode,
+                           Metrics& metrics) {
+  return std::make_shared<FailoverStore>(std::move(primary), std::move(fallback), mode, metrics);
+}
+
+}  // namespace sluice

@@ -1,0 +1,575 @@
+#include "store/redis/redis_connection.hpp"
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <cstdint>
+#include <iterator>
+
+#include "store/redis/redis_errors.hpp"
+
+namespace sluice::redis {
+
+namespace net = boost::asio;
+
+void AsyncContextDeleter::operator()(redisAsyncContext* context) const {
+  // Runs every pending callback with a null reply, then the ev.cleanup hook; when called
+  // from inside a hiredis callback the free is deferred until that callback returns.
+  redisAsyncFree(context);
+}
+
+/// The hiredis event hooks mapped onto an Asio stream_descriptor. hiredis owns the file
+/// descriptor: the descriptor is release()d (never closed) when hiredis cleans up.
+/// Pending waits keep this object alive through shared_from_this; once closed they do
+/// nothing.
+class AsioSocket : public std::enable_shared_from_this<AsioSocket> {
+ public:
+  AsioSocket(net::io_context& io, redisAsyncContext* context, RedisConnection* owner)
+      : descriptor_(io), context_(context), owner_(owner) {}
+
+  ~AsioSocket() { close(); }
+
+  /// Registers the hooks; false when Asio cannot watch the descriptor.
+  bool attach(std::string& error) {
+    boost::system::error_code ec;
+    descriptor_.assign(context_->c.fd, ec);
+    if (ec) {
+      error = ec.message();
+      return false;
+    }
+    context_->ev.data = this;
+    context_->ev.addRead = [](void* p) { static_cast<AsioSocket*>(p)->want(kRead, true); };
+    context_->ev.delRead = [](void* p) { static_cast<AsioSocket*>(p)->want(kRead, false); };
+    context_->ev.addWrite = [](void* p) { static_cast<AsioSocket*>(p)->want(kWrite, true); };
+    context_->ev.delWrite = [](void* p) { static_cast<AsioSocket*>(p)->want(kWrite, false); };
+    context_->ev.cleanup = [](void* p) {
+      auto* self = static_cast<AsioSocket*>(p);
+      self->close();
+      self->owner_->onContextGone(self);
+    };
+    return true;
+  }
+
+  /// Stops watching; the fd stays open for hiredis to close.
+  void close() {
+    if (closed_) {
+      return;
+    }
+    closed_ = true;
+    context_ = nullptr;
+    if (descriptor_.is_open()) {
+      // release() cancels the outstanding waits (their handlers see operation_aborted)
+      // and hands the fd back without closing it.
+      descriptor_.release();
+    }
+  }
+
+ private:
+  enum Direction { kRead = 0, kWrite = 1 };
+
+  void want(Direction d, bool on) {
+    wanted_[d] = on;
+    if (on) {
+      arm(d);
+    }
+  }
+
+  void arm(Direction d) {
+    if (closed_ || !wanted_[d] || armed_[d]) {
+      return;
+    }
+    armed_[d] = true;
+    auto kind = d == kRead ? net::posix::stream_descriptor::wait_read
+                           : net::posix::stream_descriptor::wait_write;
+    descriptor_.async_wait(kind, [self = shared_from_this(), d](boost::system::error_code ec) {
+      self->onReady(d, ec);
+    });
+  }
+
+  void onReady(Direction d, boost::system::error_code ec) {
+    armed_[d] = false;
+    if (closed_ || ec == net::error::operation_aborted || !wanted_[d]) {
+      return;
+    }
+    // Any other wait error is left to hiredis: its read/write will see the socket error.
+    auto keep_alive = shared_from_this();
+    if (d == kRead) {
+      redisAsyncHandleRead(context_);
+    } else {
+      redisAsyncHandleWrite(context_);
+    }
+    arm(d);
+  }
+
+  net::posix::stream_descriptor descriptor_;
+  redisAsyncContext* context_;
+  RedisConnection* owner_;
+  bool closed_ = false;
+  bool wanted_[2] = {false, false};
+  bool armed_[2] = {false, false};
+};
+
+namespace {
+
+Reply copyReply(const redisReply* r) {
+  Reply out;
+  switch (r->type) {
+    case REDIS_REPLY_INTEGER:
+      out.type = Reply::Type::kInteger;
+      out.integer = r->integer;
+      break;
+    case REDIS_REPLY_STRING:
+      out.type = Reply::Type::kString;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = Reply::Type::kStatus;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = Reply::Type::kArray;
+      out.elements.reserve(r->elements);
+      for (std::size_t i = 0; i < r->elements; ++i) {
+        out.elements.push_back(copyReply(r->element[i]));
+      }
+      break;
+    default:
+      out.type = Reply::Type::kNil;
+      break;
+  }
+  return out;
+}
+
+void replyThunk(redisAsyncContext* context, void* reply, void* privdata) {
+  auto* self = static_cast<RedisConnection*>(context->data);
+  self->onReply(reinterpret_cast<std::uintptr_t>(privdata), static_cast<redisReply*>(reply),
+                context);
+}
+
+// Commands whose reply nobody waits for (the SCRIPT LOAD before a NOSCRIPT retry).
+constexpr std::uint64_t kIgnoredReply = 0;
+
+std::string describe(const RedisOptions& o) {
+  if (!o.unix_path.empty()) {
+    return "unix:" + o.unix_path;
+  }
+  return o.host + ":" + std::to_string(o.port);
+}
+
+}  // namespace
+
+std::shared_ptr<RedisConnection> RedisConnection::create(net::io_context& io,
+                                                         ConnectionOptions options) {
+  return std::shared_ptr<RedisConnection>(new RedisConnection(io, std::move(options)));
+}
+
+RedisConnection::RedisConnection(net::io_context& io, ConnectionOptions options)
+    : io_(io),
+      options_(std::move(options)),
+      endpoint_(describe(options_.redis)),
+      resolver_(io),
+      timer_(io),
+      reconnect_(io),
+      backoff_(options_.initial_backoff) {
+  shas_.resize(options_.scripts.size());
+}
+
+RedisConnection::~RedisConnection() {
+  // Handlers are dropped, not called: their owners may already be gone.
+  destroying_ = true;
+  state_ = State::kStopped;
+  pending_.clear();
+  deadlines_.clear();
+  context_.reset();
+  socket_.reset();
+}
+
+void RedisConnection::start() {
+  if (state_ == State::kIdle) {
+    connect();
+  }
+}
+
+void RedisConnection::stop() {
+  if (state_ == State::kStopped) {
+    return;
+  }
+  state_ = State::kStopped;
+  ready_.store(false, std::memory_order_release);
+  resolver_.cancel();
+  reconnect_.cancel();
+  timer_.cancel();
+  auto pending = std::move(pending_);
+  pending_.clear();
+  deadlines_.clear();
+  context_.reset();
+  socket_.reset();
+  for (auto& [id, p] : pending) {
+    p.done(makeError(ErrorKind::kUnavailable, "redis store is shutting down"));
+  }
+}
+
+void RedisConnection::connect() {
+  state_ = State::kConnecting;
+  const std::uint64_t attempt = ++attempt_;
+  // The connect watchdog: resolution, TCP connect and the handshake must all finish
+  // within connect_timeout.
+  reconnect_.expires_after(options_.redis.connect_timeout);
+  reconnect_.async_wait([weak = weak_from_this(), attempt](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->attempt_ != attempt || self->state_ != State::kConnecting) {
+      return;
+    }
+    self->fail("connect timed out after " +
+               std::to_string(self->options_.redis.connect_timeout.count()) + " ms");
+  });
+
+  if (!options_.redis.unix_path.empty()) {
+    AsyncContextPtr context(redisAsyncConnectUnix(options_.redis.unix_path.c_str()));
+    attach(std::move(context));
+    return;
+  }
+  boost::system::error_code ec;
+  net::ip::make_address(options_.redis.host, ec);
+  if (!ec) {
+    onResolved(attempt, options_.redis.host);
+    return;
+  }
+  // Host names are resolved by Asio (off the I/O thread), never by hiredis' blocking
+  // getaddrinfo.
+  resolver_.async_resolve(
+      options_.redis.host, std::to_string(options_.redis.port),
+      [weak = weak_from_this(), attempt](boost::system::error_code rec,
+                                         net::ip::tcp::resolver::results_type results) {
+        auto self = weak.lock();
+        if (!self || self->attempt_ != attempt || self->state_ != State::kConnecting) {
+          return;
+        }
+        if (rec || results.empty()) {
+          self->fail("cannot resolve " + self->options_.redis.host + ": " + rec.message());
+          return;
+        }
+        self->onResolved(attempt, results.begin()->endpoint().address().to_string());
+      });
+}
+
+void RedisConnection::onResolved(std::uint64_t attempt, const std::string& ip) {
+  if (attempt != attempt_ || state_ != State::kConnecting) {
+    return;
+  }
+  AsyncContextPtr context(redisAsyncConnect(ip.c_str(), options_.redis.port));
+  attach(std::move(context));
+}
+
+void RedisConnection::attach(AsyncContextPtr context) {
+  if (!context) {
+    fail("cannot allocate a hiredis context");
+    return;
+  }
+  if (context->err != 0) {
+    std::string reason = redisError(FailureSource::kContext, context->err, context->errstr).message;
+    context.reset();  // no hooks attached yet: a plain free
+    fail(reason);
+    return;
+  }
+  context->data = this;
+  auto socket = std::make_shared<AsioSocket>(io_, context.get(), this);
+  std::string error;
+  if (!socket->attach(error)) {
+    context.reset();
+    fail("cannot watch the redis socket: " + error);
+    return;
+  }
+  socket_ = std::move(socket);
+  context_ = std::move(context);
+  sendHandshake();
+}
+
+void RedisConnection::sendHandshake() {
+  std::vector<std::vector<std::string>> steps;
+  if (!options_.redis.password.empty()) {
+    if (options_.redis.user.empty()) {
+      steps.push_back({"AUTH", options_.redis.password});
+    } else {
+      steps.push_back({"AUTH", options_.redis.user, options_.redis.password});
+    }
+  }
+  if (options_.redis.db != 0) {
+    steps.push_back({"SELECT", std::to_string(options_.redis.db)});
+  }
+  for (const auto& source : options_.scripts) {
+    steps.push_back({"SCRIPT", "LOAD", source});
+  }
+  steps.push_back({"PING"});
+  const std::uint64_t attempt = attempt_;
+  const std::size_t count = steps.size();
+  auto deadline = Clock::now() + options_.redis.connect_timeout;
+  for (std::size_t i = 0; i < count; ++i) {
+    enqueue(std::move(steps[i]), deadline, std::nullopt,
+            [weak = weak_from_this(), attempt, i, count](Result<Reply> reply) {
+              if (auto self = weak.lock()) {
+                self->onHandshakeStep(attempt, i == count - 1 ? SIZE_MAX : i, std::move(reply));
+              }
+            });
+  }
+}
+
+void RedisConnection::onHandshakeStep(std::uint64_t attempt, std::size_t step,
+                                      Result<Reply> reply) {
+  if (attempt != attempt_ || state_ != State::kConnecting) {
+    return;
+  }
+  if (!reply) {
+    fail("handshake failed: " + reply.error().message);
+    return;
+  }
+  // Steps: [AUTH] [SELECT] SCRIPT LOAD x N, PING (step == SIZE_MAX).
+  std::size_t first_script = (options_.redis.password.empty() ? 0 : 1) +
+                             (options_.redis.db != 0 ? 1 : 0);
+  if (step != SIZE_MAX && step >= first_script) {
+    if (reply->type != Reply::Type::kString) {
+      fail("SCRIPT LOAD returned no SHA");
+      return;
+    }
+    shas_[step - first_script] = reply->str;
+    return;
+  }
+  if (step != SIZE_MAX) {
+    return;
+  }
+  reconnect_.cancel();
+  state_ = State::kReady;
+  backoff_ = options_.initial_backoff;
+  connects_.fetch_add(1, std::memory_order_relaxed);
+  ready_.store(true, std::memory_order_release);
+  if (down_logged_) {
+    spdlog::warn("redis {}: connection re-established", endpoint_);
+    down_logged_ = false;
+  } else {
+    spdlog::info("redis {}: connected", endpoint_);
+  }
+}
+
+void RedisConnection::fail(const std::string& reason) {
+  if (state_ == State::kStopped) {
+    return;
+  }
+  if (!down_logged_) {
+    // Logged once per outage, not per reconnect attempt.
+    spdlog::warn("redis {}: {}; reconnecting with backoff up to {} ms", endpoint_, reason,
+                 options_.redis.max_reconnect_backoff.count());
+    down_logged_ = true;
+  } else {
+    spdlog::debug("redis {}: {}", endpoint_, reason);
+  }
+  state_ = State::kBackoff;
+  ready_.store(false, std::memory_order_release);
+  in_flight_.clear();
+  // Frees the context: in-flight commands complete with kConnection via null replies.
+  context_.reset();
+  socket_.reset();
+  scheduleReconnect();
+}
+
+void RedisConnection::scheduleReconnect() {
+  state_ = State::kBackoff;
+  const std::uint64_t attempt = attempt_;
+  reconnect_.expires_after(backoff_);
+  reconnect_.async_wait([weak = weak_from_this(), attempt](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->attempt_ != attempt || self->state_ != State::kBackoff) {
+      return;
+    }
+    self->connect();
+  });
+  backoff_ = std::min(backoff_ * 2, options_.redis.max_reconnect_backoff);
+}
+
+void RedisConnection::onContextGone(AsioSocket* socket) {
+  if (socket != socket_.get()) {
+    return;
+  }
+  std::string reason = "connection closed";
+  if (context_) {
+    // hiredis freed the context on its own (EOF, I/O error, failed connect).
+    redisAsyncContext* raw = context_.release();
+    if (raw->err != 0) {
+      reason = redisError(FailureSource::kContext, raw->err, raw->errstr).message;
+    }
+  }
+  in_flight_.clear();
+  if (destroying_ || state_ == State::kStopped || state_ == State::kBackoff) {
+    return;
+  }
+  // Our own fail() already cleared context_ and socket_; this path is hiredis' initiative.
+  // socket_ is still referenced by the caller (the cleanup hook): keep it alive until the
+  // hook returns by moving it to a local that dies after fail() drops the context.
+  auto keep = std::move(socket_);
+  fail(reason);
+}
+
+std::uint64_t RedisConnection::enqueue(std::vector<std::string> argv, Clock::time_point deadline,
+                                       std::optional<std::size_t> script, ReplyHandler done) {
+  const std::uint64_t id = next_id_++;
+  auto it = deadlines_.emplace(deadline, id);
+  Pending& p = pending_[id];
+  p.done = std::move(done);
+  p.deadline = deadline;
+  p.deadline_it = it;
+  p.script = script;
+  p.argv = std::move(argv);
+  if (!write(id, p.argv)) {
+    complete(id, redisError(FailureSource::kDisconnected, 0,
+                            context_ && context_->errstr ? context_->errstr : "cannot send"));
+    return id;
+  }
+  armTimer();
+  return id;
+}
+
+bool RedisConnection::write(std::uint64_t id, const std::vector<std::string>& argv) {
+  if (!context_) {
+    return false;
+  }
+  std::vector<const char*> args;
+  std::vector<std::size_t> lens;
+  args.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (const auto& a : argv) {
+    args.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  int rc = redisAsyncCommandArgv(context_.get(), replyThunk, reinterpret_cast<void*>(id),
+                                 static_cast<int>(args.size()), args.data(), lens.data());
+  if (rc != REDIS_OK) {
+    return false;
+  }
+  in_flight_.push_back(Clock::now());
+  return true;
+}
+
+void RedisConnection::evalScript(std::size_t script, std::vector<std::string> keys,
+                                 std::vector<std::string> args, std::chrono::milliseconds timeout,
+                                 ReplyHandler done) {
+  if (state_ != State::kReady || script >= shas_.size()) {
+    done(redisError(FailureSource::kNotReady, 0, endpoint_));
+    return;
+  }
+  std::vector<std::string> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.emplace_back("EVALSHA");
+  argv.push_back(shas_[script]);
+  argv.push_back(std::to_string(keys.size()));
+  std::move(keys.begin(), keys.end(), std::back_inserter(argv));
+  std::move(args.begin(), args.end(), std::back_inserter(argv));
+  enqueue(std::move(argv), Clock::now() + timeout, script, std::move(done));
+}
+
+void RedisConnection::command(std::vector<std::string> argv, std::chrono::milliseconds timeout,
+                              ReplyHandler done) {
+  if (state_ != State::kReady) {
+    done(redisError(FailureSource::kNotReady, 0, endpoint_));
+    return;
+  }
+  enqueue(std::move(argv), Clock::now() + timeout, std::nullopt, std::move(done));
+}
+
+void RedisConnection::onReply(std::uint64_t id, redisReply* reply,
+                              const redisAsyncContext* context) {
+  if (reply != nullptr && !in_flight_.empty()) {
+    in_flight_.pop_front();
+  }
+  if (destroying_ || id == kIgnoredReply) {
+    return;
+  }
+  auto it = pending_.find(id);
+  if (it == pending_.end()) {
+    return;  // the deadline already answered this request: a late reply is dropped
+  }
+  if (reply == nullptr) {
+    complete(id, redisError(FailureSource::kDisconnected, context->err,
+                            context->errstr != nullptr ? context->errstr : ""));
+    return;
+  }
+  if (reply->type == REDIS_REPLY_ERROR) {
+    std::string_view text(reply->str, reply->len);
+    Pending& p = it->second;
+    if (isNoScript(text) && p.script && !p.retried && context_) {
+      // The script cache lost our script: load it and retry once, pipelined, within the
+      // original deadline.
+      p.retried = true;
+      std::vector<std::string> load = {"SCRIPT", "LOAD", options_.scripts[*p.script]};
+      std::vector<const char*> args = {load[0].data(), load[1].data(), load[2].data()};
+      std::vector<std::size_t> lens = {load[0].size(), load[1].size(), load[2].size()};
+      if (redisAsyncCommandArgv(context_.get(), replyThunk, reinterpret_cast<void*>(kIgnoredReply),
+                                3, args.data(), lens.data()) == REDIS_OK) {
+        in_flight_.push_back(Clock::now());
+        if (write(id, p.argv)) {
+          return;
+        }
+      }
+      complete(id, redisError(FailureSource::kDisconnected, 0, "cannot resend after NOSCRIPT"));
+      return;
+    }
+    complete(id, redisError(FailureSource::kReply, 0, text));
+    return;
+  }
+  complete(id, copyReply(reply));
+}
+
+void RedisConnection::complete(std::uint64_t id, Result<Reply> result) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) {
+    return;
+  }
+  ReplyHandler done = std::move(it->second.done);
+  deadlines_.erase(it->second.deadline_it);
+  pending_.erase(it);
+  done(std::move(result));
+}
+
+void RedisConnection::armTimer() {
+  std::optional<Clock::time_point> next;
+  if (!deadlines_.empty()) {
+    next = deadlines_.begin()->first;
+  }
+  if (!in_flight_.empty()) {
+    auto stall = in_flight_.front() + options_.stall_timeout;
+    next = next ? std::min(*next, stall) : stall;
+  }
+  if (!next || (timer_at_ && *timer_at_ <= *next)) {
+    return;
+  }
+  timer_at_ = next;
+  timer_.expires_at(*next);
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!self || ec == net::error::operation_aborted) {
+      return;
+    }
+    self->onTimer();
+  });
+}
+
+void RedisConnection::onTimer() {
+  timer_at_.reset();
+  if (state_ == State::kStopped) {
+    return;
+  }
+  auto now = Clock::now();
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    std::uint64_t id = deadlines_.begin()->second;
+    complete(id, redisError(FailureSource::kDeadline, 0,
+                            endpoint_ + " did not answer in time"));
+  }
+  if (context_ && !in_flight_.empty() && now - in_flight_.front() >= options_.stall_timeout) {
+    fail("no reply for " + std::to_string(options_.stall_timeout.count()) + " ms");
+  }
+  armTimer();
+}
+
+}  // namespace sluice::redis

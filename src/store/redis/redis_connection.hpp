@@ -1,0 +1,153 @@
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sluice/redis_store.hpp"
+#include "sluice/result.hpp"
+
+struct redisAsyncContext;
+struct redisReply;
+
+namespace sluice::redis {
+
+/// An owned copy of a Redis reply (hiredis frees its own reply when the callback returns).
+struct Reply {
+  enum class Type { kNil, kInteger, kString, kStatus, kArray };
+  Type type = Type::kNil;
+  long long integer = 0;
+  std::string str;
+  std::vector<Reply> elements;
+};
+
+/// Completes exactly once: with the reply, or with a typed error (an error reply, the
+/// deadline, a lost connection). Runs on the connection's io_context thread.
+using ReplyHandler = std::function<void(Result<Reply>)>;
+
+struct ConnectionOptions {
+  RedisOptions redis;
+  /// Lua sources loaded with SCRIPT LOAD on every (re)connect; evalScript(i) runs scripts[i].
+  std::vector<std::string> scripts;
+  /// First reconnect delay; doubles per failed attempt up to redis.max_reconnect_backoff.
+  std::chrono::milliseconds initial_backoff{25};
+  /// A connection whose oldest command has had no reply for this long is dropped and
+  /// re-established (a server that accepts but never answers).
+  std::chrono::milliseconds stall_timeout{1000};
+};
+
+struct AsyncContextDeleter {
+  void operator()(redisAsyncContext* context) const;
+};
+using AsyncContextPtr = std::unique_ptr<redisAsyncContext, AsyncContextDeleter>;
+
+class AsioSocket;
+
+/// One hiredis async connection driven by one Asio io_context: commands are pipelined,
+/// each with a deadline; the connection re-establishes itself with capped exponential
+/// backoff, re-authenticates, re-selects the database and reloads the scripts. Nothing
+/// blocks: name resolution, connect and I/O are asynchronous.
+/// All methods except ready() must be called on the io_context's thread.
+class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
+ public:
+  static std::shared_ptr<RedisConnection> create(boost::asio::io_context& io,
+                                                 ConnectionOptions options);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  /// Starts connecting (asynchronously).
+  void start();
+  /// Fails every pending command with kUnavailable and closes; no reconnect afterwards.
+  void stop();
+
+  /// True once connected, authenticated and with every script loaded. Thread-safe.
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+
+  /// EVALSHA of scripts[script] with a deadline of `timeout` from now. A NOSCRIPT reply
+  /// (Redis restarted, SCRIPT FLUSH) reloads the script and retries once, transparently,
+  /// within the same deadline. Fails at once with kConnection when not ready().
+  void evalScript(std::size_t script, std::vector<std::string> keys,
+                  std::vector<std::string> args, std::chrono::milliseconds timeout,
+                  ReplyHandler done);
+
+  /// Any other command, with a deadline of `timeout` from now.
+  void command(std::vector<std::string> argv, std::chrono::milliseconds timeout,
+               ReplyHandler done);
+
+  /// Number of successful handshakes so far (tests, logs).
+  std::uint64_t connectCount() const { return connects_.load(std::memory_order_relaxed); }
+
+  /// Called by AsioSocket when hiredis releases the context (error, EOF, or our free).
+  void onContextGone(AsioSocket* socket);
+  /// The hiredis reply trampoline.
+  void onReply(std::uint64_t id, redisReply* reply, const redisAsyncContext* context);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  struct Pending {
+    ReplyHandler done;
+    Clock::time_point deadline;
+    std::multimap<Clock::time_point, std::uint64_t>::iterator deadline_it;
+    std::optional<std::size_t> script;  ///< set for EVALSHA: NOSCRIPT retry
+    bool retried = false;
+    std::vector<std::string> argv;      ///< kept for a NOSCRIPT retry only
+  };
+
+  RedisConnection(boost::asio::io_context& io, ConnectionOptions options);
+
+  void connect();
+  void onResolved(std::uint64_t attempt, const std::string& ip);
+  void attach(AsyncContextPtr context);
+  void sendHandshake();
+  void onHandshakeStep(std::uint64_t attempt, std::size_t step, Result<Reply> reply);
+  void fail(const std::string& reason);
+  void scheduleReconnect();
+
+  std::uint64_t enqueue(std::vector<std::string> argv, Clock::time_point deadline,
+                        std::optional<std::size_t> script, ReplyHandler done);
+  bool write(std::uint64_t id, const std::vector<std::string>& argv);
+  void complete(std::uint64_t id, Result<Reply> result);
+  void armTimer();
+  void onTimer();
+
+  boost::asio::io_context& io_;
+  ConnectionOptions options_;
+  std::string endpoint_;  ///< for logs
+  boost::asio::ip::tcp::resolver resolver_;
+  boost::asio::steady_timer timer_;      ///< deadlines and stall detection
+  boost::asio::steady_timer reconnect_;  ///< backoff
+  std::optional<Clock::time_point> timer_at_;
+
+  AsyncContextPtr context_;
+  std::shared_ptr<AsioSocket> socket_;
+  std::vector<std::string> shas_;
+
+  enum class State { kIdle, kConnecting, kReady, kBackoff, kStopped };
+  State state_ = State::kIdle;
+  std::atomic<bool> ready_{false};
+  std::atomic<std::uint64_t> connects_{0};
+  std::uint64_t attempt_ = 0;
+  std::chrono::milliseconds backoff_;
+  bool down_logged_ = false;
+  bool destroying_ = false;
+
+  std::uint64_t next_id_ = 1;
+  std::unordered_map<std::uint64_t, Pending> pending_;
+  std::multimap<Clock::time_point, std::uint64_t> deadlines_;
+  std::deque<Clock::time_point> in_flight_;  ///< send times of unanswered hiredis commands
+};
+
+}  // namespace sluice::redis

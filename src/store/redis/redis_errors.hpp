@@ -1,0 +1,31 @@
+#pragma once
+
+#include <string_view>
+
+#include "sluice/result.hpp"
+
+namespace sluice::redis {
+
+/// Where a Redis failure was seen; together with hiredis' code or the server's error text
+/// it decides the ErrorKind.
+enum class FailureSource {
+  kContext,      ///< hiredis context error: `code` is REDIS_ERR_*, `text` is errstr
+  kReply,        ///< an error reply from the server: `text` is the reply ("NOSCRIPT ...")
+  kDeadline,     ///< the per-request deadline passed
+  kDisconnected, ///< the connection went away with the command in flight
+  kNotReady,     ///< no usable connection at the moment (connecting, backing off)
+  kProtocol,     ///< the reply had an unexpected shape
+};
+
+/// The one place where hiredis and Redis failures become typed errors:
+///   context I/O, EOF, protocol, other -> kConnection; OOM -> kInternal;
+///   replies NOSCRIPT / ERR Error running script / ... -> kScript;
+///   LOADING, BUSY, MASTERDOWN, READONLY, CLUSTERDOWN, TRYAGAIN, OOM -> kUnavailable;
+///   NOAUTH, WRONGPASS, NOPERM -> kConnection (the connection is unusable as configured);
+///   deadline -> kTimeout; disconnected / not ready -> kConnection; bad shape -> kScript.
+Error redisError(FailureSource source, int code, std::string_view text);
+
+/// True for a NOSCRIPT error reply (the script cache lost our script).
+bool isNoScript(std::string_view reply_error);
+
+}  // namespace sluice::redis

@@ -1,0 +1,405 @@
+#include "sluice/redis_store.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sluice/rules.hpp"
+#include "store/redis/lua_scripts.hpp"
+#include "store/redis/redis_connection.hpp"
+#include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_store_internal.hpp"
+
+namespace sluice {
+
+namespace net = boost::asio;
+
+namespace {
+
+constexpr std::string_view kProductionPrelude = "00_time_redis";
+constexpr std::string_view kTestPrelude = "00_time_test";
+constexpr std::string_view kMainScript = "99_evaluate";
+constexpr int kValuesPerLimit = 7;
+constexpr int kRepliesPerLimit = 6;
+constexpr int kFlagCountRejected = 1;
+constexpr int kFlagShadow = 2;
+constexpr std::size_t kResetScanCount = 1000;
+
+std::string sanitizePrefix(std::string_view prefix) {
+  std::string out;
+  for (char ch : prefix) {
+    if (ch == '{') {
+      out += "%7B";
+    } else if (ch == '}') {
+      out += "%7D";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+// Glob-escapes a literal for SCAN MATCH.
+std::string globEscape(std::string_view text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') {
+      out += '\\';
+    }
+    out += ch;
+  }
+  return out;
+}
+
+Micros steadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// What Redis last said about a denied key.
+struct CacheEntry {
+  Micros denied_until = 0;   ///< local time
+  Micros reset_until = 0;    ///< local time
+  std::int64_t cost = 0;     ///< the denied cost; any cost >= it is denied too
+  std::int64_t remaining = 0;
+  LimitParams params;        ///< a reload that changes the limit invalidates the entry
+};
+
+bool sameParams(const LimitParams& a, const LimitParams& b) {
+  return a.algorithm == b.algorithm && a.limit == b.limit && a.window_us == b.window_us &&
+         a.burst == b.burst && a.min_interval_us == b.min_interval_us &&
+         a.count_rejected == b.count_rejected && a.warmup_us == b.warmup_us;
+}
+
+class RedisStore final : public Store {
+ public:
+  RedisStore(net::io_context& io, const RedisOptions& options, Metrics& metrics,
+             const Clock* test_clock)
+      : options_(options),
+        prefix_(sanitizePrefix(options.key_prefix)),
+        test_clock_(test_clock),
+        duration_(describe(metrics).histogram("store_call_duration_seconds", {{"store", "redis"}})),
+        cache_hits_(metrics.counter("local_cache_hits_total")) {
+    redis::ConnectionOptions copts;
+    copts.redis = options;
+    copts.stall_timeout = options.stall_timeout;
+    copts.scripts.push_back(redis::composeScript(test_clock != nullptr));
+    connection_ = redis::RedisConnection::create(io, std::move(copts));
+    // The connection is started on its own thread: the factory may run elsewhere.
+    net::post(io, [weak = std::weak_ptr<redis::RedisConnection>(connection_)] {
+      if (auto c = weak.lock()) {
+        c->start();
+      }
+    });
+  }
+
+  ~RedisStore() override = default;
+
+  void evaluate(const StoreRequest& request, Callback done) override {
+    if (request.limits.empty()) {
+      done(StoreResponse{});
+      return;
+    }
+    if (options_.local_cache && answerFromCache(request, done)) {
+      return;
+    }
+    std::vector<std::string> keys;
+    keys.reserve(request.limits.size());
+    std::vector<std::string> args;
+    args.reserve(2 + request.limits.size() * kValuesPerLimit);
+    const Micros sent_at = localNow();
+    args.push_back(test_clock_ != nullptr ? std::to_string(sent_at) : std::string());
+    args.push_back(std::to_string(std::max<std::int64_t>(request.cost, 0)));
+    for (const StoreLimit& limit : request.limits) {
+      keys.push_back(redisBucketKey(prefix_, request.client, limit.key));
+      const LimitParams& p = limit.params;
+      args.push_back(std::to_string(static_cast<int>(p.algorithm)));
+      args.push_back(std::to_string(p.limit));
+      args.push_back(std::to_string(p.window_us));
+      args.push_back(std::to_string(p.burst));
+      args.push_back(std::to_string(p.min_interval_us));
+      args.push_back(std::to_string((p.count_rejected ? kFlagCountRejected : 0) |
+                                    (limit.shadow ? kFlagShadow : 0)));
+      args.push_back(std::to_string(p.warmup_us));
+    }
+    // The reply handler needs the keys and limits for the local cache only.
+    std::shared_ptr<const std::vector<std::string>> cache_keys;
+    std::shared_ptr<StoreRequest> cache_request;
+    if (options_.local_cache && !hasCountRejected(request)) {
+      cache_keys = std::make_shared<const std::vector<std::string>>(keys);
+      cache_request = std::make_shared<StoreRequest>(request);
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const std::size_t n = request.limits.size();
+    connection_->evalScript(
+        0, std::move(keys), std::move(args), options_.request_timeout,
+        [this, n, started, sent_at, cache_keys, cache_request,
+         done = std::move(done)](Result<redis::Reply> reply) {
+          duration_.observe(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+          if (!reply) {
+            done(reply.error());
+            return;
+          }
+          Result<StoreResponse> response = parse(*reply, n);
+          if (response && cache_request) {
+            remember(*cache_request, *cache_keys, *response, sent_at);
+          }
+          done(std::move(response));
+        });
+  }
+
+  void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
+    cache_.clear();
+    auto state = std::make_shared<ResetState>();
+    for (const auto& p : key_prefixes) {
+      state->patterns.push_back(globEscape(prefix_) + ":{*}:" + globEscape(p) + "*");
+    }
+    state->done = std::move(done);
+    scanNext(std::move(state));
+  }
+
+  bool healthy() const override { return connection_->ready(); }
+  std::string_view kind() const override { return "redis"; }
+
+ private:
+  struct ResetState {
+    std::vector<std::string> patterns;
+    std::size_t pattern = 0;
+    std::string cursor = "0";
+    std::size_t removed = 0;
+    ResetCallback done;
+  };
+
+  static Metrics& describe(Metrics& metrics) {
+    metrics.describe("store_call_duration_seconds", Metrics::Type::kHistogram,
+                     "Latency of store calls (one Redis round trip per decision).",
+                     latencyBuckets());
+    metrics.describe("local_cache_hits_total", Metrics::Type::kCounter,
+                     "Requests denied from the local over-limit cache without a Redis call.");
+    return metrics;
+  }
+
+  static bool hasCountRejected(const StoreRequest& request) {
+    return std::any_of(request.limits.begin(), request.limits.end(),
+                       [](const StoreLimit& l) { return l.params.count_rejected; });
+  }
+
+  Micros localNow() const {
+    return test_clock_ != nullptr ? test_clock_->nowMicros() : steadyMicros();
+  }
+
+  static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n) {
+    const std::size_t expected = 1 + n * kRepliesPerLimit;
+    if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != expected) {
+      return redis::redisError(redis::FailureSource::kProtocol, 0,
+                               "the script returned " + std::to_string(reply.elements.size()) +
+                                   " values, expected " + std::to_string(expected));
+    }
+    for (const auto& e : reply.elements) {
+      if (e.type != redis::Reply::Type::kInteger) {
+        return redis::redisError(redis::FailureSource::kProtocol, 0,
+                                 "the script returned a non-integer");
+      }
+    }
+    StoreResponse response;
+    response.allowed = reply.elements[0].integer != 0;
+    response.outcomes.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto* v = &reply.elements[1 + i * kRepliesPerLimit];
+      Outcome o;
+      o.allowed = v[0].integer != 0;
+      o.remaining = v[1].integer;
+      o.reset_after_us = v[2].integer;
+      o.retry_after_us = v[3].integer;
+      o.delay_us = v[4].integer;
+      o.never = v[5].integer != 0;
+      response.outcomes.push_back(o);
+    }
+    return response;
+  }
+
+  /// Denies from the cache when a non-shadow limit of the request is known to deny this
+  /// cost until later. Exact for the decision and retry_after: a denied request consumes
+  /// nothing (requests with count_rejected limits never come here), and the bucket can only
+  /// fill up further until then. Only the cached limit is evaluated: the others report
+  /// allowed with remaining 0 (not evaluated).
+  bool answerFromCache(const StoreRequest& request, Callback& done) {
+    if (cache_.empty() || request.cost <= 0 || hasCountRejected(request)) {
+      return false;
+    }
+    const Micros now = localNow();
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
+      if (limit.shadow) {
+        continue;
+      }
+      auto it = cache_.find(redisBucketKey(prefix_, request.client, limit.key));
+      if (it == cache_.end()) {
+        continue;
+      }
+      const CacheEntry& entry = it->second;
+      if (entry.denied_until <= now || !sameParams(entry.params, limit.params)) {
+        cache_.erase(it);
+        continue;
+      }
+      if (request.cost < entry.cost) {
+        continue;
+      }
+      StoreResponse response;
+      response.allowed = false;
+      response.outcomes.resize(request.limits.size());
+      Outcome& o = response.outcomes[i];
+      o.allowed = false;
+      o.remaining = entry.remaining;
+      o.retry_after_us = entry.denied_until - now;
+      o.reset_after_us = std::max(entry.reset_until - now, o.retry_after_us);
+      cache_hits_.inc();
+      done(std::move(response));
+      return true;
+    }
+    return false;
+  }
+
+  void remember(const StoreRequest& request, const std::vector<std::string>& keys,
+                const StoreResponse& response, Micros sent_at) {
+    if (request.cost <= 0) {
+      return;
+    }
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const Outcome& o = response.outcomes[i];
+      const StoreLimit& limit = request.limits[i];
+      if (o.allowed || o.never || limit.shadow || o.retry_after_us <= 0) {
+        continue;
+      }
+      if (cache_.size() >= options_.local_cache_max_keys) {
+        evictExpired(sent_at);
+        if (cache_.size() >= options_.local_cache_max_keys) {
+          return;
+        }
+      }
+      // Measured from the send time: Redis decided no earlier, so the local entry expires
+      // no later than the real denial does.
+      CacheEntry& entry = cache_[keys[i]];
+      entry.denied_until = sent_at + o.retry_after_us;
+      entry.reset_until = sent_at + o.reset_after_us;
+      entry.cost = request.cost;
+      entry.remaining = o.remaining;
+      entry.params = limit.params;
+    }
+  }
+
+  void evictExpired(Micros now) {
+    std::erase_if(cache_, [now](const auto& kv) { return kv.second.denied_until <= now; });
+  }
+
+  void scanNext(std::shared_ptr<ResetState> state) {
+    if (state->pattern >= state->patterns.size()) {
+      auto done = std::move(state->done);
+      done(state->removed);
+      return;
+    }
+    connection_->command(
+        {"SCAN", state->cursor, "MATCH", state->patterns[state->pattern], "COUNT",
+         std::to_string(kResetScanCount)},
+        options_.connect_timeout, [this, state](Result<redis::Reply> reply) {
+          if (!reply) {
+            auto done = std::move(state->done);
+            done(reply.error());
+            return;
+          }
+          if (reply->type != redis::Reply::Type::kArray || reply->elements.size() != 2) {
+            auto done = std::move(state->done);
+            done(redis::redisError(redis::FailureSource::kProtocol, 0, "SCAN reply"));
+            return;
+          }
+          state->cursor = reply->elements[0].str;
+          if (state->cursor == "0") {
+            ++state->pattern;
+          }
+          std::vector<std::string> unlink = {"UNLINK"};
+          for (const auto& k : reply->elements[1].elements) {
+            unlink.push_back(k.str);
+          }
+          if (unlink.size() == 1) {
+            scanNext(state);
+            return;
+          }
+          connection_->command(std::move(unlink), options_.connect_timeout,
+                               [this, state](Result<redis::Reply> r) {
+                                 if (!r) {
+                                   auto done = std::move(state->done);
+                                   done(r.error());
+                                   return;
+                                 }
+                                 state->removed += static_cast<std::size_t>(r->integer);
+                                 scanNext(state);
+                               });
+        });
+  }
+
+  RedisOptions options_;
+  std::string prefix_;
+  const Clock* test_clock_;
+  Histogram& duration_;
+  Counter& cache_hits_;
+  std::shared_ptr<redis::RedisConnection> connection_;
+  std::unordered_map<std::string, CacheEntry> cache_;
+};
+
+}  // namespace
+
+std::string redisBucketKey(std::string_view prefix, std::string_view client,
+                           std::string_view bucket_key) {
+  std::string key;
+  std::string escaped_client = client.empty() ? std::string() : escapeKeyPart(client);
+  key.reserve(prefix.size() + escaped_client.size() + bucket_key.size() + 4);
+  if (prefix.find_first_of("{}") != std::string_view::npos) {
+    key += sanitizePrefix(prefix);
+  } else {
+    key.append(prefix);
+  }
+  key += ":{";
+  key += escaped_client;
+  key += "}:";
+  key.append(bucket_key);
+  return key;
+}
+
+namespace redis {
+
+std::string composeScript(bool test_time) {
+  std::string out(lua::script(test_time ? kTestPrelude : kProductionPrelude));
+  out += '\n';
+  for (std::string_view name : lua::scriptNames()) {
+    if (name.starts_with("00_") || name == kMainScript) {
+      continue;
+    }
+    out += lua::script(name);
+    out += '\n';
+  }
+  out += lua::script(kMainScript);
+  return out;
+}
+
+StorePtr makeRedisStoreForTesting(net::io_context& io, const RedisOptions& options,
+                                  Metrics& metrics, const Clock& script_clock) {
+  return std::make_shared<RedisStore>(io, options, metrics, &script_clock);
+}
+
+}  // namespace redis
+
+StorePtr makeRedisStore(net::io_context& io, const RedisOptions& options, Metrics& metrics) {
+  return std::make_shared<RedisStore>(io, options, metrics, nullptr);
+}
+
+}  // namespace sluice

@@ -1,0 +1,313 @@
+#include "sluice/redis_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <optional>
+#include <string>
+
+#include "sluice/metrics.hpp"
+#include "support/redis_server.hpp"
+
+namespace sluice {
+namespace {
+
+using std::chrono::milliseconds;
+using test::RedisServer;
+using test::runFor;
+using test::runUntil;
+
+StoreLimit fixedWindow(std::string key, std::int64_t limit, Micros window = 60 * kMicrosPerSecond) {
+  StoreLimit l;
+  l.key = std::move(key);
+  l.params.algorithm = Algorithm::kFixedWindow;
+  l.params.limit = limit;
+  l.params.window_us = window;
+  return l;
+}
+
+class RedisStoreTest : public ::testing::Test {
+ protected:
+  RedisOptions optionsFor(const std::string& url) {
+    auto o = parseRedisUrl(url);
+    EXPECT_TRUE(o.ok());
+    RedisOptions options = *o;
+    // A per-test prefix keeps tests apart even on a shared server.
+    options.key_prefix = std::string("t-") +
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    return options;
+  }
+
+  void open(const RedisOptions& options) {
+    store_ = makeRedisStore(io_, options, metrics_);
+  }
+
+  bool waitHealthy(milliseconds timeout = milliseconds(3000)) {
+    return runUntil(io_, [&] { return store_->healthy(); }, timeout);
+  }
+
+  Result<StoreResponse> call(const StoreRequest& request) {
+    std::optional<Result<StoreResponse>> result;
+    int calls = 0;
+    store_->evaluate(request, [&](Result<StoreResponse> r) {
+      ++calls;
+      result.emplace(std::move(r));
+    });
+    EXPECT_TRUE(runUntil(io_, [&] { return result.has_value(); }));
+    // A late reply must never complete a request twice.
+    runFor(io_, milliseconds(1));
+    EXPECT_EQ(calls, 1);
+    if (!result) {
+      return makeError(ErrorKind::kInternal, "no answer");
+    }
+    return std::move(*result);
+  }
+
+  StoreRequest request(std::vector<StoreLimit> limits, std::int64_t cost = 1,
+                       std::string client = "c1") {
+    StoreRequest r;
+    r.limits = std::move(limits);
+    r.cost = cost;
+    r.client = std::move(client);
+    return r;
+  }
+
+  boost::asio::io_context io_;
+  Metrics metrics_;
+  StorePtr store_;
+};
+
+TEST_F(RedisStoreTest, AdmitsExactlyTheLimitThenDeniesWithRetryAfter) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  for (int i = 0; i < 3; ++i) {
+    auto r = call(request({fixedWindow("d:k=v:i0:fixed_window", 3)}));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(r->allowed);
+    EXPECT_EQ(r->outcomes[0].remaining, 2 - i);
+    EXPECT_GT(r->outcomes[0].reset_after_us, 0);
+  }
+  auto denied = call(request({fixedWindow("d:k=v:i0:fixed_window", 3)}));
+  ASSERT_TRUE(denied.ok());
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->outcomes[0].remaining, 0);
+  EXPECT_GT(denied->outcomes[0].retry_after_us, 0);
+  EXPECT_LE(denied->outcomes[0].retry_after_us, 60 * kMicrosPerSecond);
+}
+
+TEST_F(RedisStoreTest, EveryWrittenKeyHasATtl) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  StoreLimit a = fixedWindow("d:a", 5);
+  StoreLimit b = fixedWindow("d:b", 5);
+  b.params.algorithm = Algorithm::kSlidingWindowLog;
+  ASSERT_TRUE(call(request({a, b})).ok());
+  auto keys = server.command({"KEYS", "*"});
+  ASSERT_EQ(keys->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(keys->elements, 2u);
+  for (std::size_t i = 0; i < keys->elements; ++i) {
+    auto ttl = server.command({"PTTL", keys->element[i]->str});
+    EXPECT_GT(ttl->integer, 0) << keys->element[i]->str;
+    EXPECT_LE(ttl->integer, 60'000) << keys->element[i]->str;
+  }
+}
+
+TEST_F(RedisStoreTest, DeniedMultiLimitRequestChargesNothing) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  ASSERT_TRUE(call(request({fixedWindow("d:tight", 1)})).ok());
+  auto r = call(request({fixedWindow("d:loose", 10), fixedWindow("d:tight", 1)}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->allowed);
+  EXPECT_TRUE(r->outcomes[0].allowed);
+  EXPECT_FALSE(r->outcomes[1].allowed);
+  auto loose = call(request({fixedWindow("d:loose", 10)}, 0));
+  ASSERT_TRUE(loose.ok());
+  EXPECT_EQ(loose->outcomes[0].remaining, 10);
+}
+
+TEST_F(RedisStoreTest, ShadowLimitNeverDenies) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  StoreLimit shadow = fixedWindow("d:shadow", 1);
+  shadow.shadow = true;
+  ASSERT_TRUE(call(request({shadow})).ok());
+  auto r = call(request({shadow}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->allowed);
+  EXPECT_FALSE(r->outcomes[0].allowed);
+}
+
+TEST_F(RedisStoreTest, ClientsGetSeparateBuckets) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  for (const char* client : {"a", "a}", "{a", "a:b", "a b", "a\n", "é", ""}) {
+    auto r = call(request({fixedWindow("d:k", 1)}, 1, client));
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->allowed) << "client '" << client << "' shared a bucket";
+  }
+}
+
+TEST_F(RedisStoreTest, AuthenticatesWithUserAndPasswordAndSelectsTheDb) {
+  test::RedisServerOptions so;
+  so.password = "adminpw";
+  so.extra_args = {"--user", "alice", "on", ">wonder", "~*", "+@all"};
+  RedisServer server(so);
+  open(optionsFor("redis://alice:wonder@127.0.0.1:" + std::to_string(server.port()) + "/2"));
+  ASSERT_TRUE(waitHealthy());
+  ASSERT_TRUE(call(request({fixedWindow("d:k", 5)})).ok());
+  EXPECT_EQ(server.command({"DBSIZE"})->integer, 0);  // db 0 untouched
+  server.command({"SELECT", "2"});
+  EXPECT_EQ(server.command({"DBSIZE"})->integer, 1);
+}
+
+TEST_F(RedisStoreTest, WrongPasswordStaysUnhealthyAndFailsFast) {
+  test::RedisServerOptions so;
+  so.password = "right";
+  RedisServer server(so);
+  open(optionsFor("redis://:wrong@127.0.0.1:" + std::to_string(server.port()) + "/0"));
+  EXPECT_FALSE(waitHealthy(milliseconds(300)));
+  auto r = call(request({fixedWindow("d:k", 5)}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kConnection);
+}
+
+TEST_F(RedisStoreTest, ConnectsOverAUnixSocket) {
+  test::RedisServerOptions so;
+  so.unix_socket = true;
+  RedisServer server(so);
+  open(optionsFor(server.unixUrl()));
+  ASSERT_TRUE(waitHealthy());
+  auto r = call(request({fixedWindow("d:k", 5)}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->allowed);
+}
+
+TEST_F(RedisStoreTest, ResolvesHostNamesWithoutBlocking) {
+  RedisServer server;
+  open(optionsFor("redis://localhost:" + std::to_string(server.port()) + "/0"));
+  ASSERT_TRUE(waitHealthy());
+  EXPECT_TRUE(call(request({fixedWindow("d:k", 5)})).ok());
+}
+
+TEST_F(RedisStoreTest, DeadlineHoldsWhenRedisDoesNotAnswer) {
+  RedisServer server;
+  RedisOptions options = optionsFor(server.url());
+  options.request_timeout = milliseconds(20);
+  open(options);
+  ASSERT_TRUE(waitHealthy());
+  server.command({"CLIENT", "PAUSE", "400", "ALL"});
+  auto start = std::chrono::steady_clock::now();
+  auto r = call(request({fixedWindow("d:k", 5)}));
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kTimeout);
+  EXPECT_LT(took, milliseconds(200));
+  // The late reply arrives after the pause and is dropped; the connection keeps working.
+  runFor(io_, milliseconds(500));
+  auto after = call(request({fixedWindow("d:k", 5)}));
+  ASSERT_TRUE(after.ok()) << after.error().message;
+}
+
+TEST_F(RedisStoreTest, AServerThatNeverAnswersNeverHangsACall) {
+  test::BlackholeServer blackhole;
+  RedisOptions options = optionsFor(blackhole.url());
+  options.connect_timeout = milliseconds(200);
+  open(options);
+  runFor(io_, milliseconds(50));
+  EXPECT_FALSE(store_->healthy());
+  auto start = std::chrono::steady_clock::now();
+  auto r = call(request({fixedWindow("d:k", 5)}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kConnection);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(100));
+  // The handshake times out and the connection is retried with backoff.
+  runFor(io_, milliseconds(700));
+  EXPECT_GE(blackhole.acceptedConnections(), 2);
+}
+
+TEST_F(RedisStoreTest, ReconnectsAfterRedisRestarts) {
+  RedisServer server;
+  RedisOptions options = optionsFor(server.url());
+  open(options);
+  ASSERT_TRUE(waitHealthy());
+  ASSERT_TRUE(call(request({fixedWindow("d:k", 5)})).ok());
+  server.stop();
+  auto down = call(request({fixedWindow("d:k", 5)}));
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.error().kind, ErrorKind::kConnection);
+  EXPECT_FALSE(store_->healthy());
+  server.restart();
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(waitHealthy(milliseconds(3000)));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(1500));
+  auto r = call(request({fixedWindow("d:k", 5)}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->allowed);
+}
+
+TEST_F(RedisStoreTest, ScriptFlushIsTransparent) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  ASSERT_TRUE(call(request({fixedWindow("d:k", 5)})).ok());
+  server.command({"SCRIPT", "FLUSH"});
+  auto r = call(request({fixedWindow("d:k", 5)}));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcomes[0].remaining, 3);
+}
+
+TEST_F(RedisStoreTest, LocalCacheDeniesWithoutARoundTrip) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  ASSERT_TRUE(call(request({fixedWindow("d:k", 1)})).ok());
+  auto first = call(request({fixedWindow("d:k", 1)}));
+  ASSERT_TRUE(first.ok());
+  ASSERT_FALSE(first->allowed);
+  Counter& hits = metrics_.counter("local_cache_hits_total");
+  const auto before = hits.value();
+  server.stop();  // proves there is no round trip
+  auto second = call(request({fixedWindow("d:k", 1)}));
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(second->allowed);
+  EXPECT_EQ(hits.value(), before + 1);
+  EXPECT_GT(second->outcomes[0].retry_after_us, 0);
+  EXPECT_LE(second->outcomes[0].retry_after_us, first->outcomes[0].retry_after_us);
+}
+
+TEST_F(RedisStoreTest, LocalCacheIsOffForCountRejected) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  StoreLimit l = fixedWindow("d:k", 1);
+  l.params.count_rejected = true;
+  ASSERT_TRUE(call(request({l})).ok());
+  ASSERT_FALSE(call(request({l}))->allowed);
+  server.stop();
+  auto r = call(request({l}));
+  EXPECT_FALSE(r.ok());  // asked Redis, which is down
+  EXPECT_EQ(metrics_.counter("local_cache_hits_total").value(), 0u);
+}
+
+TEST_F(RedisStoreTest, ResetDeletesBucketsByPrefix) {
+  RedisServer server;
+  open(optionsFor(server.url()));
+  ASSERT_TRUE(waitHealthy());
+  ASSERT_TRUE(call(request({fixedWindow("auth:a", 5), fixedWindow("auth:b", 5)}, 1, "x")).ok());
+  ASSERT_TRUE(call(request({fixedWindow("auth:a", 5), fixedWindow("api:c", 5)}, 1, "y")).ok());
+  std::optional<Result<std::size_t>> removed;
+  store_->reset({"auth:"}, [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
+  ASSERT_TRUE(runUntil(io_, [&] { return removed.has_value(); }));
+  ASSERT_TRUE(removed->ok()) << removed->error().message;
+  EXPECT_EQ(**removed, 3u);
+  EXPECT_EQ(server.command({"DBSIZE"})->integer, 1);
+}
+
+}  // namespace
+}  // namespace sluice
