@@ -19,8 +19,10 @@ namespace sluice::limiter_detail {
 // With B = burst (or L), N = (now, 0), base = max(TAT, N):
 //   never    iff c > B:                        denied, retry = -1, nothing recorded
 //   allowed  iff base + D(c) <= N + D(B):      TAT' = base + D(c) + (extra, 0)
-//   denied otherwise; with count_rejected the attempt is charged as if allowed (TAT' as above),
-//     else TAT' = TAT.
+//   denied otherwise: TAT' = TAT, or with count_rejected TAT' = N + D(B) (S' = S): the
+//     attempt empties the bucket, so a client hammering faster than c per T stays blocked
+//     until it pauses, and one that pauses waits c * T at most (rejected attempts never push
+//     TAT further, unlike an unbounded charge).
 //   remaining = the largest k in [0, B] with X + D(k) <= N + D(B), X = TAT' if allowed else base
 //   retry (denied) = max(0, ceil(TAT' + D(c) - D(B)) - now): the first whole microsecond at
 //     which the same request passes (until then max(TAT', t) = TAT').
@@ -174,7 +176,7 @@ Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Mic
     o.allowed = false;
     o.remaining = g.fits(base, ceiling, burst);
     if (params.count_rejected) {
-      charge();
+      next = ceiling;  // denied implies TAT > now, so no idle time is credited to S
     }
     const Time passes_at = g.sub(g.add(next, g.span(cost)), g.span(burst));
     o.retry_after_us = std::max<Micros>(0, ceilMicros(passes_at) - now);

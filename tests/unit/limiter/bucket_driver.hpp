@@ -8,7 +8,7 @@
 
 namespace sluice::testing {
 
-/// 2023-11-14T22:13:20Z: a multiple of every window up to 10 s, so windows start here.
+/// 2023-11-14T22:13:20Z: a multiple of 1, 2, 4, 5 and 10 s, so windows of those start here.
 inline constexpr Micros kT0 = 1'700'000'000LL * kMicrosPerSecond;
 
 inline LimitParams makeParams(Algorithm algorithm, std::int64_t limit, Micros window_us) {
