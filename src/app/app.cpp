@@ -1,0 +1,214 @@
+#include "app/app.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "app/options.hpp"
+#include "http/decision_service.hpp"
+#include "http/routes.hpp"
+#include "http/server.hpp"
+#include "sluice/clock.hpp"
+#include "sluice/memory_store.hpp"
+#include "sluice/metrics.hpp"
+#include "sluice/redis_store.hpp"
+#include "sluice/rules.hpp"
+
+namespace sluice::app {
+namespace {
+
+namespace net = boost::asio;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+/// The current rules snapshot, swapped atomically (STYLE.md habit 6).
+class RulesHolder {
+ public:
+  RuleSetPtr current() const { return std::atomic_load(&rules_); }
+
+  /// Loads and validates the whole rule set; keeps the old one on any error.
+  bool reload(const std::string& path, bool initial) {
+    LoadResult loaded = loadRules(path);
+    if (!loaded.errors.empty() || !loaded.rules) {
+      for (const auto& error : loaded.errors) {
+        spdlog::error("rules: {}", error.toString());
+      }
+      spdlog::error("rules: {} refused ({} error(s)){}", path, loaded.errors.size(),
+                    initial ? "" : "; the previous rules keep serving");
+      return false;
+    }
+    auto rules = std::make_shared<RuleSet>(*loaded.rules);
+    rules->loaded_at_ms = SystemClock().nowMicros() / kMicrosPerMilli;
+    std::atomic_store(&rules_, RuleSetPtr(std::move(rules)));
+    return true;
+  }
+
+ private:
+  RuleSetPtr rules_;
+};
+
+void setUpLogging(const std::string& level) {
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+std::optional<FailureMode> failureMode(const std::string& name) {
+  if (name == "open") {
+    return FailureMode::kOpen;
+  }
+  if (name == "closed") {
+    return FailureMode::kClosed;
+  }
+  if (name == "local") {
+    return FailureMode::kLocal;
+  }
+  return std::nullopt;
+}
+
+/// What one I/O thread owns besides its io_context: its store (Redis connections are per
+/// thread) and its DecisionService.
+struct ThreadServices {
+  StorePtr store;
+  std::unique_ptr<DecisionService> decisions;
+};
+
+int serve(const AppOptions& options) {
+  if (options.store == "redis_cluster") {
+    std::cerr << "sluice: --store redis_cluster is not available in this build; use "
+                 "--store memory or --store redis\n";
+    return kExitUsage;
+  }
+  std::optional<RedisOptions> redis_options;
+  if (options.store == "redis") {
+    RedisOptions base;
+    base.key_prefix = options.redis_prefix;
+    base.request_timeout = options.redis_timeout;
+    auto parsed = parseRedisUrl(options.redis_url, base);
+    if (!parsed) {
+      std::cerr << "sluice: --redis: " << parsed.error().message << "\n";
+      return kExitUsage;
+    }
+    redis_options = std::move(*parsed);
+  }
+
+  RulesHolder rules;
+  if (!rules.reload(options.rules, true)) {
+    return kExitFailure;
+  }
+
+  Metrics metrics;
+  SystemClock clock;
+  http::describeHttpMetrics(metrics);
+
+  http::ServerOptions server_options;
+  server_options.host = options.listen_host;
+  server_options.port = options.listen_port;
+  server_options.threads =
+      options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  server_options.max_body_bytes = options.max_body_bytes;
+  server_options.drain_timeout = options.drain_timeout;
+  server_options.request_timeout = options.request_timeout;
+  server_options.idle_timeout = options.idle_timeout;
+  // Declared before the per-thread services so that they are destroyed first, while the
+  // io_contexts their Redis connections live on still exist.
+  http::Server server(server_options, metrics);
+  if (auto status = server.listen(); !status) {
+    spdlog::critical("{}", status.error().message);
+    return kExitFailure;
+  }
+
+  MemoryStoreOptions memory_options;
+  memory_options.max_keys = options.memory_max_keys;
+  StorePtr memory = makeMemoryStore(memory_options, clock, metrics);
+
+  std::vector<ThreadServices> threads(server.threadCount());
+  for (unsigned i = 0; i < server.threadCount(); ++i) {
+    ThreadServices& t = threads[i];
+    if (redis_options) {
+      t.store = makeFailoverStore(makeRedisStore(server.ioContext(i), *redis_options, metrics),
+                                  memory, *failureMode(options.failure_mode), metrics);
+    } else {
+      t.store = memory;
+    }
+    t.decisions = http::makeDecisionService([&rules] { return rules.current(); }, t.store,
+                                            metrics);
+    http::HandlerContext context;
+    context.decisions = t.decisions.get();
+    context.metrics = &metrics;
+    context.rules = [&rules] { return rules.current(); };
+    context.store_healthy = [store = t.store.get()] { return store->healthy(); };
+    context.default_domain = options.default_domain;
+    auto router = std::make_shared<http::Router>();
+    http::addDecisionPortRoutes(*router, context);
+    server.setRouter(i, std::move(router));
+  }
+
+  net::signal_set signals(server.controlContext(), SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int signal) {
+        if (ec) {
+          return;
+        }
+        if (signal == SIGHUP) {
+          if (rules.reload(options.rules, false)) {
+            spdlog::info("rules reloaded on SIGHUP: {} limit(s)", rules.current()->limitCount());
+          }
+        } else {
+          spdlog::info("received {}, draining in-flight requests",
+                       signal == SIGTERM ? "SIGTERM" : "SIGINT");
+          server.stop();
+        }
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
+
+  RuleSetPtr loaded = rules.current();
+  spdlog::info("sluice listening on {}:{} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
+               "in {} domain(s)",
+               options.listen_host, server.port(), server.threadCount(), options.store,
+               redis_options ? " (failure mode " + options.failure_mode + ")" : "",
+               options.rules, loaded->limitCount(), loaded->domains.size());
+  server.run();
+  signals.cancel();
+  spdlog::info("sluice stopped");
+  return kExitOk;
+}
+
+}  // namespace
+
+int runMain(int argc, char** argv) {
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  auto options = parseOptions(args, [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+  });
+  if (!options) {
+    std::cerr << "sluice: " << options.error().message << "\n";
+    return kExitUsage;
+  }
+  if (options->help) {
+    std::cout << helpText();
+    return kExitOk;
+  }
+  if (options->validate) {
+    return validateRulesCommand(options->rules, std::cout);
+  }
+  setUpLogging(options->log_level);
+  try {
+    return serve(*options);
+  } catch (const std::exception& e) {
+    spdlog::critical("sluice failed to start: {}", e.what());
+    return kExitFailure;
+  }
+}
+
+}  // namespace sluice::app

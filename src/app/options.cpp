@@ -1,0 +1,354 @@
+#include "app/options.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <utility>
+
+namespace sluice::app {
+namespace {
+
+constexpr std::size_t kMaxBodyLimit = 64 << 20;
+constexpr unsigned kMaxThreads = 1024;
+
+/// One flag: `--name VALUE` (or `--name=VALUE`), env SLUICE_<NAME>, config key `name`.
+struct Flag {
+  std::string_view name;
+  std::string_view metavar;  ///< empty: a switch without value
+  std::string_view help;
+  Status (*apply)(AppOptions&, std::string_view);
+  bool in_env_and_config = true;
+};
+
+Error invalid(std::string message) { return makeError(ErrorKind::kInvalidArgument, std::move(message)); }
+
+template <typename T>
+Result<T> parseNumber(std::string_view text, T min, T max) {
+  T value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    return invalid("must be an integer from " + std::to_string(min) + " to " +
+                   std::to_string(max) + ", got \"" + std::string(text) + "\"");
+  }
+  return value;
+}
+
+Status oneOf(std::string_view text, std::initializer_list<std::string_view> allowed,
+             std::string& out) {
+  for (auto a : allowed) {
+    if (text == a) {
+      out = std::string(text);
+      return {};
+    }
+  }
+  std::string list;
+  for (auto a : allowed) {
+    list += list.empty() ? "" : ", ";
+    list += a;
+  }
+  return invalid("must be one of " + list + ", got \"" + std::string(text) + "\"");
+}
+
+Status nonEmpty(std::string_view text, std::string& out) {
+  if (text.empty()) {
+    return invalid("must not be empty");
+  }
+  out = std::string(text);
+  return {};
+}
+
+const std::vector<Flag>& flags() {
+  static const std::vector<Flag> kFlags{
+      {"config", "FILE", "server YAML file with the same keys as these flags",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.config_file); }, false},
+      {"listen", "HOST:PORT", "address to serve on (default 127.0.0.1:8080)",
+       [](AppOptions& o, std::string_view v) { return parseListen(v, o.listen_host, o.listen_port); }},
+      {"rules", "PATH", "a rules file or a directory of *.yaml (default config/rules)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.rules); }},
+      {"store", "KIND", "memory | redis | redis_cluster (default memory)",
+       [](AppOptions& o, std::string_view v) {
+         return oneOf(v, {"memory", "redis", "redis_cluster"}, o.store);
+       }},
+      {"redis", "URL", "redis://[user:password@]host:port/db or unix:///path (default "
+                       "redis://127.0.0.1:6379/0)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.redis_url); }},
+      {"failure-mode", "MODE", "open | closed | local: when the store fails (default open)",
+       [](AppOptions& o, std::string_view v) {
+         return oneOf(v, {"open", "closed", "local"}, o.failure_mode);
+       }},
+      {"threads", "N", "I/O threads (default: one per core)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto n = parseNumber<unsigned>(v, 1, kMaxThreads);
+         if (!n) {
+           return n.error();
+         }
+         o.threads = *n;
+         return {};
+       }},
+      {"log-level", "LEVEL", "trace | debug | info | warn | error | critical | off (default info)",
+       [](AppOptions& o, std::string_view v) {
+         return oneOf(v, {"trace", "debug", "info", "warn", "error", "critical", "off"},
+                      o.log_level);
+       }},
+      {"validate", "", "check the rules, print every error as file:line:column: message, "
+                       "exit 0 or 1",
+       [](AppOptions& o, std::string_view) -> Status {
+         o.validate = true;
+         return {};
+       }, false},
+      {"default-domain", "NAME", "domain of requests that name none (default \"default\")",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.default_domain); }},
+      {"max-body-bytes", "N", "larger request bodies get 413 (default 1048576)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto n = parseNumber<std::size_t>(v, 1, kMaxBodyLimit);
+         if (!n) {
+           return n.error();
+         }
+         o.max_body_bytes = *n;
+         return {};
+       }},
+      {"redis-timeout-ms", "MS", "per-request Redis deadline (default 20)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto n = parseNumber<long>(v, 1, 60'000);
+         if (!n) {
+           return n.error();
+         }
+         o.redis_timeout = std::chrono::milliseconds(*n);
+         return {};
+       }},
+      {"redis-prefix", "PREFIX", "prefix of every Redis key (default sluice)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.redis_prefix); }},
+      {"drain-timeout-ms", "MS", "on SIGTERM, how long in-flight requests may finish "
+                                 "(default 30000)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto n = parseNumber<long>(v, 0, 3'600'000);
+         if (!n) {
+           return n.error();
+         }
+         o.drain_timeout = std::chrono::milliseconds(*n);
+         return {};
+       }},
+      {"request-timeout-ms", "MS", "a request must arrive whole within this, from its first "
+                                   "byte (default 10000)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto n = parseNumber<long>(v, 1, 3'600'000);
+         if (!n) {
+           return n.error();
+         }
+         o.request_timeout = std::chrono::milliseconds(*n);
+         return {};
+       }},
+      {"idle-timeout-ms", "MS", "idle keep-alive connections are closed after this "
+                                "(default 60000)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto n = parseNumber<long>(v, 1, 3'600'000);
+         if (!n) {
+           return n.error();
+         }
+         o.idle_timeout = std::chrono::milliseconds(*n);
+         return {};
+       }},
+      {"memory-max-keys", "N", "bound on the memory store's buckets (default 1000000)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto n = parseNumber<std::size_t>(v, 1, std::size_t{1} << 32);
+         if (!n) {
+           return n.error();
+         }
+         o.memory_max_keys = *n;
+         return {};
+       }},
+      {"help", "", "print this help and exit",
+       [](AppOptions& o, std::string_view) -> Status {
+         o.help = true;
+         return {};
+       }, false},
+  };
+  return kFlags;
+}
+
+const Flag* findFlag(std::string_view name) {
+  for (const auto& f : flags()) {
+    if (f.name == name) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+std::string envName(std::string_view flag) {
+  std::string name = "SLUICE_";
+  for (char ch : flag) {
+    name += ch == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
+  return name;
+}
+
+std::string location(const std::string& file, const YAML::Mark& mark) {
+  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+Status applyConfigFile(AppOptions& options) {
+  const std::string& file = options.config_file;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file);
+  } catch (const YAML::BadFile&) {
+    return invalid(file + ": cannot read the server config file");
+  } catch (const YAML::Exception& e) {
+    return invalid(location(file, e.mark) + ": " + e.msg);
+  }
+  if (root.IsNull()) {
+    return {};
+  }
+  if (!root.IsMap()) {
+    return invalid(location(file, root.Mark()) + ": the server config must be a mapping");
+  }
+  for (const auto& item : root) {
+    std::string key = item.first.as<std::string>("");
+    std::string flag_name = key;
+    std::replace(flag_name.begin(), flag_name.end(), '_', '-');
+    std::string where = location(file, item.first.Mark());
+    if (std::find(std::begin(kDelegatedSections), std::end(kDelegatedSections), key) !=
+        std::end(kDelegatedSections)) {
+      continue;
+    }
+    const Flag* flag = findFlag(flag_name);
+    if (flag == nullptr || !flag->in_env_and_config) {
+      return invalid(where + ": unknown key \"" + key + "\" (the keys are the flags of --help)");
+    }
+    if (!item.second.IsScalar()) {
+      return invalid(location(file, item.second.Mark()) + ": " + key + ": must be a scalar");
+    }
+    if (auto status = flag->apply(options, item.second.Scalar()); !status) {
+      return invalid(location(file, item.second.Mark()) + ": " + key + ": " +
+                     status.error().message);
+    }
+  }
+  options.config_root = std::make_shared<const YAML::Node>(root);
+  return {};
+}
+
+}  // namespace
+
+Status parseListen(std::string_view text, std::string& host, std::uint16_t& port) {
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return invalid("must be HOST:PORT, got \"" + std::string(text) + "\"");
+  }
+  std::string_view h = text.substr(0, colon);
+  if (h.front() == '[') {
+    if (h.back() != ']' || h.size() < 3) {
+      return invalid("must be HOST:PORT ([::1]:8080 for IPv6), got \"" + std::string(text) +
+                     "\"");
+    }
+    h = h.substr(1, h.size() - 2);
+  }
+  auto p = parseNumber<unsigned>(text.substr(colon + 1), 0, 65535);
+  if (!p) {
+    return invalid("port " + p.error().message);
+  }
+  host = std::string(h);
+  port = static_cast<std::uint16_t>(*p);
+  return {};
+}
+
+Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvLookup& env) {
+  // Split "--name value" and "--name=value" first, so the config file can be applied
+  // before the environment and the flags that override it.
+  std::vector<std::pair<const Flag*, std::string>> given;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "-h") {
+      arg = "--help";
+    }
+    if (!arg.starts_with("--")) {
+      return invalid("unexpected argument \"" + std::string(arg) + "\" (see --help)");
+    }
+    std::string_view name = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string_view::npos) {
+      value = std::string(name.substr(eq + 1));
+      name = name.substr(0, eq);
+    }
+    const Flag* flag = findFlag(name);
+    if (flag == nullptr) {
+      return invalid("unknown flag --" + std::string(name) + " (see --help)");
+    }
+    if (flag->metavar.empty()) {
+      if (value) {
+        return invalid("--" + std::string(name) + " takes no value");
+      }
+      value = "";
+    } else if (!value) {
+      if (i + 1 >= args.size()) {
+        return invalid("--" + std::string(name) + " needs a value " + std::string(flag->metavar));
+      }
+      value = args[++i];
+    }
+    given.emplace_back(flag, std::move(*value));
+  }
+
+  AppOptions options;
+  for (const auto& [flag, value] : given) {
+    if (flag->name == "help") {
+      options.help = true;
+      return options;
+    }
+  }
+  if (auto config = env("SLUICE_CONFIG")) {
+    options.config_file = *config;
+  }
+  for (const auto& [flag, value] : given) {
+    if (flag->name == "config") {
+      options.config_file = value;
+    }
+  }
+  if (!options.config_file.empty()) {
+    if (auto status = applyConfigFile(options); !status) {
+      return status.error();
+    }
+  }
+  for (const auto& flag : flags()) {
+    if (!flag.in_env_and_config) {
+      continue;
+    }
+    std::string name = envName(flag.name);
+    if (auto value = env(name)) {
+      if (auto status = flag.apply(options, *value); !status) {
+        return invalid(name + ": " + status.error().message);
+      }
+    }
+  }
+  for (const auto& [flag, value] : given) {
+    if (auto status = flag->apply(options, value); !status) {
+      return invalid("--" + std::string(flag->name) + ": " + status.error().message);
+    }
+  }
+  return options;
+}
+
+std::string helpText() {
+  std::string text =
+      "Usage: sluice [FLAGS]\n"
+      "Sluice: an HTTP rate-limiter sidecar (POST /shouldAllowRequest, POST /json,\n"
+      "GET /healthz, /readyz, /rules, /metrics).\n\n"
+      "Flags (each also settable as SLUICE_<NAME> in the environment, e.g. SLUICE_LISTEN,\n"
+      "and as a key of the --config YAML; flags win over the environment, which wins over\n"
+      "the file):\n";
+  for (const auto& flag : flags()) {
+    std::string left = "  --" + std::string(flag.name);
+    if (!flag.metavar.empty()) {
+      left += " " + std::string(flag.metavar);
+    }
+    left.resize(std::max<std::size_t>(left.size() + 2, 30), ' ');
+    text += left + std::string(flag.help) + "\n";
+  }
+  text +=
+      "\nSignals: SIGTERM/SIGINT drain in-flight requests and exit 0; SIGHUP reloads the "
+      "rules.\n";
+  return text;
+}
+
+}  // namespace sluice::app

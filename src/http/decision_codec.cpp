@@ -1,0 +1,511 @@
+#include "http/decision_codec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "http/rate_limit_headers.hpp"
+
+namespace sluice::http {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+Error fieldError(const std::string& path, std::string_view what) {
+  return makeError(ErrorKind::kInvalidArgument, path + ": " + std::string(what));
+}
+
+std::string indexed(const std::string& path, std::size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; users need the rest.
+std::string withoutExceptionTag(std::string_view what) {
+  auto pos = what.find("] ");
+  return std::string(pos == std::string_view::npos ? what : what.substr(pos + 2));
+}
+
+Result<Json> parseBody(std::string_view body) {
+  try {
+    Json json = Json::parse(body);
+    if (!json.is_object()) {
+      return makeError(ErrorKind::kInvalidArgument, "body: must be a JSON object");
+    }
+    return json;
+  } catch (const Json::exception& e) {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "body: invalid JSON: " + withoutExceptionTag(e.what()));
+  }
+}
+
+/// A bounded string field; `allow_empty` for descriptor values.
+Result<std::string> stringField(const Json& value, const std::string& path, bool allow_empty) {
+  if (!value.is_string()) {
+    return fieldError(path, allow_empty ? "must be a string" : "must be a non-empty string");
+  }
+  const auto& text = value.get_ref<const std::string&>();
+  if (text.empty() && !allow_empty) {
+    return fieldError(path, "must be a non-empty string");
+  }
+  if (text.size() > kMaxStringBytes) {
+    return fieldError(path, "must be at most " + std::to_string(kMaxStringBytes) + " bytes");
+  }
+  return text;
+}
+
+/// A count in [0, kMaxHits]; proto3 JSON also spells integers as strings ("3").
+Result<std::int64_t> hitsField(const Json& value, const std::string& path, bool allow_string) {
+  std::string bounds = "must be an integer from 0 to " + std::to_string(kMaxHits);
+  if (value.is_number_unsigned()) {
+    auto v = value.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(kMaxHits)) {
+      return fieldError(path, bounds);
+    }
+    return static_cast<std::int64_t>(v);
+  }
+  if (value.is_number_integer()) {
+    return fieldError(path, bounds);  // a negative integer
+  }
+  if (allow_string && value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    std::int64_t v = -1;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || v < 0 || v > kMaxHits) {
+      return fieldError(path, bounds);
+    }
+    return v;
+  }
+  return fieldError(path, bounds);
+}
+
+Result<Entry> parseEntry(const Json& json, const std::string& path) {
+  if (!json.is_object()) {
+    return fieldError(path, "must be an object {\"key\": ..., \"value\": ...}");
+  }
+  for (const auto& [name, unused] : json.items()) {
+    if (name != "key" && name != "value") {
+      return fieldError(path, "unknown field \"" + name + "\" (expected \"key\" and \"value\")");
+    }
+  }
+  auto key_it = json.find("key");
+  if (key_it == json.end()) {
+    return fieldError(path + ".key", "is required");
+  }
+  auto key = stringField(*key_it, path + ".key", false);
+  if (!key) {
+    return key.error();
+  }
+  auto value_it = json.find("value");
+  if (value_it == json.end()) {
+    return fieldError(path + ".value", "is required");
+  }
+  auto value = stringField(*value_it, path + ".value", true);
+  if (!value) {
+    return value.error();
+  }
+  return Entry{std::move(*key), std::move(*value)};
+}
+
+Result<Descriptor> parseEntries(const Json& json, const std::string& path) {
+  if (!json.is_array()) {
+    return fieldError(path, "must be an array of {\"key\", \"value\"} objects");
+  }
+  if (json.empty()) {
+    return fieldError(path, "must not be empty");
+  }
+  if (json.size() > kMaxEntries) {
+    return fieldError(path, "must have at most " + std::to_string(kMaxEntries) + " entries");
+  }
+  Descriptor descriptor;
+  descriptor.reserve(json.size());
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    auto entry = parseEntry(json[i], indexed(path, i));
+    if (!entry) {
+      return entry.error();
+    }
+    descriptor.push_back(std::move(*entry));
+  }
+  return descriptor;
+}
+
+struct ParsedDescriptor {
+  Descriptor entries;
+  std::optional<std::int64_t> hits;
+};
+
+/// Both shapes: {"entries": [...], "hits_addend"?} or a bare list of entries.
+Result<ParsedDescriptor> parseDescriptor(const Json& json, const std::string& path,
+                                         bool envoy) {
+  if (json.is_array()) {
+    if (envoy) {
+      return fieldError(path, "must be an object {\"entries\": [...]}");
+    }
+    auto entries = parseEntries(json, path);
+    if (!entries) {
+      return entries.error();
+    }
+    return ParsedDescriptor{std::move(*entries), std::nullopt};
+  }
+  if (!json.is_object()) {
+    return fieldError(path, "must be an object {\"entries\": [...]} or an array of entries");
+  }
+  ParsedDescriptor parsed;
+  bool has_entries = false;
+  for (const auto& [name, value] : json.items()) {
+    std::string field = path + "." + name;
+    if (name == "entries") {
+      auto entries = parseEntries(value, field);
+      if (!entries) {
+        return entries.error();
+      }
+      parsed.entries = std::move(*entries);
+      has_entries = true;
+    } else if (name == "hits_addend" || name == "hitsAddend") {
+      if (value.is_null()) {
+        continue;
+      }
+      auto hits = hitsField(value, field, envoy);
+      if (!hits) {
+        return hits.error();
+      }
+      parsed.hits = *hits;
+    } else if (name == "limit") {
+      return fieldError(field, "per-request limit overrides are not supported");
+    } else {
+      return fieldError(path, "unknown field \"" + name + "\"");
+    }
+  }
+  if (!has_entries) {
+    return fieldError(path + ".entries", "is required");
+  }
+  return parsed;
+}
+
+Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) {
+  if (!json.is_array()) {
+    return fieldError("descriptors", "must be an array");
+  }
+  if (json.size() > kMaxDescriptors) {
+    return fieldError("descriptors",
+                      "must have at most " + std::to_string(kMaxDescriptors) + " descriptors");
+  }
+  bool any_hits = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    auto parsed = parseDescriptor(json[i], indexed("descriptors", i), envoy);
+    if (!parsed) {
+      return parsed.error();
+    }
+    request.descriptors.push_back(std::move(parsed->entries));
+    request.descriptor_hits.push_back(parsed->hits);
+    any_hits = any_hits || parsed->hits.has_value();
+  }
+  if (!any_hits) {
+    request.descriptor_hits.clear();
+  }
+  return {};
+}
+
+std::string_view envoyUnit(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kSecond: return "SECOND";
+    case TimeUnit::kMinute: return "MINUTE";
+    case TimeUnit::kHour: return "HOUR";
+    case TimeUnit::kDay: return "DAY";
+    case TimeUnit::kWeek: return "WEEK";
+    case TimeUnit::kMonth: return "MONTH";
+    case TimeUnit::kYear: return "YEAR";
+  }
+  return "UNKNOWN";
+}
+
+OrderedJson limitJson(const LimitStatus& limit) {
+  OrderedJson json;
+  json["name"] = limit.name;
+  if (limit.unlimited) {
+    json["unlimited"] = true;
+    json["shadow"] = limit.shadow;
+    return json;
+  }
+  const Outcome& o = limit.outcome;
+  json["allowed"] = o.allowed;
+  json["limit"] = limit.limit;
+  json["unit"] = std::string(unitName(limit.unit));
+  json["unit_multiplier"] = limit.unit_multiplier;
+  json["window_s"] = ceilSeconds(limit.window_us);
+  json["algorithm"] = std::string(algorithmName(limit.algorithm));
+  json["remaining"] = std::max<std::int64_t>(0, o.remaining);
+  json["reset_after_ms"] = ceilMillis(o.reset_after_us);
+  json["retry_after_ms"] = ceilMillis(o.retry_after_us);
+  if (limit.algorithm == Algorithm::kLeakyBucket) {
+    json["delay_ms"] = ceilMillis(o.delay_us);
+    json["shaped"] = limit.shape;
+  }
+  json["shadow"] = limit.shadow;
+  if (o.never) {
+    json["never"] = true;
+  }
+  return json;
+}
+
+std::string dumpBody(const OrderedJson& json) {
+  return json.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
+}
+
+bool digits(std::string_view text, std::size_t pos, std::size_t count, int& out) {
+  if (pos + count > text.size()) {
+    return false;
+  }
+  out = 0;
+  for (std::size_t i = pos; i < pos + count; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+      return false;
+    }
+    out = out * 10 + (text[i] - '0');
+  }
+  return true;
+}
+
+int daysInMonth(int year, int month) {
+  static constexpr std::array<int, 12> kDays{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[static_cast<std::size_t>(month - 1)];
+}
+
+}  // namespace
+
+bool isIso8601DateTime(std::string_view s) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!digits(s, 0, 4, year) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, month) ||
+      s[7] != '-' || !digits(s, 8, 2, day) || (s[10] != 'T' && s[10] != 't') ||
+      !digits(s, 11, 2, hour) || s[13] != ':' || !digits(s, 14, 2, minute) || s[16] != ':' ||
+      !digits(s, 17, 2, second)) {
+    return false;
+  }
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 ||
+      minute > 59 || second > 60) {
+    return false;
+  }
+  std::size_t pos = 19;
+  if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) {
+    std::size_t start = ++pos;
+    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) {
+      ++pos;
+    }
+    if (pos == start) {
+      return false;
+    }
+  }
+  if (pos == s.size()) {
+    return true;  // local time, allowed by ISO 8601
+  }
+  if ((s[pos] == 'Z' || s[pos] == 'z') && pos + 1 == s.size()) {
+    return true;
+  }
+  int off_hour = 0, off_minute = 0;
+  if ((s[pos] == '+' || s[pos] == '-') && pos + 6 == s.size() && digits(s, pos + 1, 2, off_hour) &&
+      s[pos + 3] == ':' && digits(s, pos + 4, 2, off_minute)) {
+    return off_hour <= 23 && off_minute <= 59;
+  }
+  return false;
+}
+
+Result<DecisionRequest> parseDecisionRequest(std::string_view body,
+                                             std::string_view default_domain) {
+  auto parsed = parseBody(body);
+  if (!parsed) {
+    return parsed.error();
+  }
+  const Json& json = *parsed;
+  DecisionRequest request;
+  request.domain = std::string(default_domain);
+  for (const auto& [name, value] : json.items()) {
+    if (value.is_null()) {
+      continue;  // an explicit null means "not given" for every optional field
+    }
+    if (name == "domain") {
+      auto domain = stringField(value, "domain", false);
+      if (!domain) {
+        return domain.error();
+      }
+      request.domain = std::move(*domain);
+    } else if (name == "clientId") {
+      auto client = stringField(value, "clientId", true);
+      if (!client) {
+        return client.error();
+      }
+      request.client_id = std::move(*client);
+    } else if (name == "descriptors") {
+      if (auto status = parseDescriptors(value, false, request); !status) {
+        return status.error();
+      }
+    } else if (name == "hits") {
+      auto hits = hitsField(value, "hits", false);
+      if (!hits) {
+        return hits.error();
+      }
+      request.hits = *hits;
+    } else if (name == "timestamp") {
+      if (!value.is_string() || !isIso8601DateTime(value.get_ref<const std::string&>())) {
+        return fieldError("timestamp",
+                          "must be an ISO-8601 date-time string like 2023-07-13T07:20:50.52Z");
+      }
+    } else {
+      return makeError(ErrorKind::kInvalidArgument,
+                       "body: unknown field \"" + name +
+                           "\" (expected domain, clientId, descriptors, hits, timestamp)");
+    }
+  }
+  return request;
+}
+
+Result<DecisionRequest> parseEnvoyRequest(std::string_view body) {
+  auto parsed = parseBody(body);
+  if (!parsed) {
+    return parsed.error();
+  }
+  const Json& json = *parsed;
+  DecisionRequest request;
+  bool has_descriptors = false;
+  for (const auto& [name, value] : json.items()) {
+    if (value.is_null()) {
+      continue;
+    }
+    if (name == "domain") {
+      auto domain = stringField(value, "domain", false);
+      if (!domain) {
+        return domain.error();
+      }
+      request.domain = std::move(*domain);
+    } else if (name == "descriptors") {
+      if (auto status = parseDescriptors(value, true, request); !status) {
+        return status.error();
+      }
+      has_descriptors = !request.descriptors.empty();
+    } else if (name == "hits_addend" || name == "hitsAddend") {
+      auto hits = hitsField(value, name, true);
+      if (!hits) {
+        return hits.error();
+      }
+      request.hits = std::max<std::int64_t>(1, *hits);
+    } else {
+      return makeError(ErrorKind::kInvalidArgument,
+                       "body: unknown field \"" + name +
+                           "\" (expected domain, descriptors, hits_addend)");
+    }
+  }
+  if (request.domain.empty()) {
+    return fieldError("domain", "is required (a non-empty string)");
+  }
+  if (!has_descriptors) {
+    return fieldError("descriptors", "must be a non-empty array");
+  }
+  return request;
+}
+
+Micros shapingDelay(const Decision& decision) {
+  Micros delay = 0;
+  if (!decision.allowed) {
+    return 0;
+  }
+  for (const auto& d : decision.descriptors) {
+    for (const auto& l : d.limits) {
+      if (l.shape && !l.unlimited && l.outcome.allowed) {
+        delay = std::max(delay, l.outcome.delay_us);
+      }
+    }
+  }
+  return delay;
+}
+
+Response decisionResponse(const DecisionRequest& request, const Decision& decision) {
+  OrderedJson body;
+  body["allowed"] = decision.allowed;
+  body["domain"] = request.domain;
+  if (!request.client_id.empty()) {
+    body["clientId"] = request.client_id;
+  }
+  if (decision.degraded) {
+    body["degraded"] = true;
+  }
+  if (!decision.domain_known) {
+    body["reason"] = "unknown domain";
+  }
+  OrderedJson descriptors = OrderedJson::array();
+  for (const auto& d : decision.descriptors) {
+    OrderedJson limits = OrderedJson::array();
+    for (const auto& l : d.limits) {
+      limits.push_back(limitJson(l));
+    }
+    descriptors.push_back(OrderedJson{{"matched", d.matched}, {"limits", std::move(limits)}});
+  }
+  body["descriptors"] = std::move(descriptors);
+
+  Response response;
+  response.status = decision.allowed ? 200 : 429;
+  if (const LimitStatus* binding = decision.binding()) {
+    if (binding->outcome.never) {
+      body["reason"] = "the cost exceeds what limit \"" + binding->name + "\" can ever admit";
+    }
+    response.headers = rateLimitHeaders(*binding, !decision.allowed);
+  }
+  if (decision.degraded) {
+    response.headers.push_back({"X-Sluice-Degraded", "true"});
+  }
+  response.hold = std::chrono::microseconds(shapingDelay(decision));
+  response.body = dumpBody(body);
+  return response;
+}
+
+Response envoyResponse(const Decision& decision) {
+  OrderedJson statuses = OrderedJson::array();
+  for (const auto& d : decision.descriptors) {
+    // One status per descriptor, as envoy has one limit per descriptor: the descriptor's
+    // own binding limit (the denying one, else the least remaining).
+    const LimitStatus* binding = nullptr;
+    for (const auto& l : d.limits) {
+      if (l.unlimited) {
+        continue;
+      }
+      bool denies = !l.shadow && !l.outcome.allowed;
+      bool binding_denies = binding && !binding->shadow && !binding->outcome.allowed;
+      if (!binding || (denies && !binding_denies) ||
+          (denies == binding_denies && l.outcome.remaining < binding->outcome.remaining)) {
+        binding = &l;
+      }
+    }
+    OrderedJson status;
+    if (!binding) {
+      status["code"] = "OK";
+      statuses.push_back(std::move(status));
+      continue;
+    }
+    bool over = !binding->shadow && !binding->outcome.allowed;
+    status["code"] = over ? "OVER_LIMIT" : "OK";
+    status["currentLimit"] = OrderedJson{{"requestsPerUnit", binding->limit},
+                                         {"unit", std::string(envoyUnit(binding->unit))},
+                                         {"name", binding->name}};
+    status["limitRemaining"] = std::max<std::int64_t>(0, binding->outcome.remaining);
+    status["durationUntilReset"] =
+        std::to_string(ceilSeconds(binding->outcome.reset_after_us)) + "s";
+    statuses.push_back(std::move(status));
+  }
+  OrderedJson body;
+  body["overallCode"] = decision.allowed ? "OK" : "OVER_LIMIT";
+  body["statuses"] = std::move(statuses);
+  Response response;
+  response.status = decision.allowed ? 200 : 429;
+  if (decision.degraded) {
+    response.headers.push_back({"X-Sluice-Degraded", "true"});
+  }
+  response.body = dumpBody(body);
+  return response;
+}
+
+}  // namespace sluice::http

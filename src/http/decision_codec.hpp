@@ -1,0 +1,45 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "http/message.hpp"
+#include "sluice/decision.hpp"
+#include "sluice/result.hpp"
+
+/// JSON in and out of the decision endpoints: Sluice's own `POST /shouldAllowRequest`
+/// (DESIGN.md §2) and envoyproxy/ratelimit's `POST /json`. Pure functions; every parse
+/// error is kInvalidArgument with a message that starts with the offending field's path,
+/// e.g. `descriptors[0].entries[1].key: must be a non-empty string`.
+namespace sluice::http {
+
+/// Bounds on one request, so that a single body cannot cost unbounded work.
+inline constexpr std::size_t kMaxDescriptors = 64;
+inline constexpr std::size_t kMaxEntries = 32;
+inline constexpr std::size_t kMaxStringBytes = 1024;
+inline constexpr std::int64_t kMaxHits = 1'000'000'000;
+
+/// Parses a /shouldAllowRequest body. A missing `domain` becomes `default_domain`.
+Result<DecisionRequest> parseDecisionRequest(std::string_view body,
+                                             std::string_view default_domain);
+
+/// The /shouldAllowRequest answer: 200 or 429 with the JSON body and the headers of the
+/// binding limit; 200 without limit headers when no limit was evaluated. `hold` is set
+/// for an allowed request whose shaped leaky bucket asks for a delay.
+Response decisionResponse(const DecisionRequest& request, const Decision& decision);
+
+/// Parses envoyproxy/ratelimit's RateLimitRequest in proto3 JSON (`hits_addend` and
+/// `hitsAddend` both accepted; a request-level 0 means 1, as envoy does).
+Result<DecisionRequest> parseEnvoyRequest(std::string_view body);
+
+/// envoyproxy/ratelimit's RateLimitResponse: `overallCode`, `statuses[]`; 200 or 429.
+Response envoyResponse(const Decision& decision);
+
+/// True for an ISO-8601 / RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.frac][Z|±HH:MM]`
+/// with calendar ranges checked (leap years included).
+bool isIso8601DateTime(std::string_view text);
+
+/// The hold for an allowed request: the longest delay among its shaped leaky buckets.
+Micros shapingDelay(const Decision& decision);
+
+}  // namespace sluice::http

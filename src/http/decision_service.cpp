@@ -1,0 +1,178 @@
+#include "http/decision_service.hpp"
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace sluice::http {
+namespace {
+
+constexpr std::string_view kDecisionsMetric = "decisions_total";
+constexpr std::string_view kUnknownDomainLabel = "_unknown";
+
+LimitStatus statusOf(const MatchedLimit& matched) {
+  const RateLimit& rule = *matched.limit;
+  LimitStatus status;
+  status.name = rule.name;
+  status.limit = rule.requests_per_unit;
+  status.unit = rule.unit;
+  status.unit_multiplier = rule.unit_multiplier;
+  status.window_us = rule.params.window_us;
+  status.algorithm = rule.params.algorithm;
+  status.shadow = rule.shadow_mode;
+  status.unlimited = rule.unlimited;
+  status.shape = rule.params.shape;
+  status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
+  return status;
+}
+
+class DecisionServiceImpl final : public DecisionService {
+ public:
+  DecisionServiceImpl(RulesProvider rules, StorePtr store, Metrics& metrics)
+      : rules_(std::move(rules)), store_(std::move(store)), metrics_(metrics) {
+    describeHttpMetrics(metrics_);
+  }
+
+  void decide(DecisionRequest request, Callback done) override {
+    RuleSetPtr rules = rules_();
+    if (!rules) {
+      done(makeError(ErrorKind::kUnavailable, "rules are not loaded"));
+      return;
+    }
+    Decision decision;
+    decision.rules = rules;
+    const DomainConfig* domain = rules->findDomain(request.domain);
+    if (domain == nullptr) {
+      decision.domain_known = false;
+      decision.descriptors.resize(request.descriptors.size());
+      count(kUnknownDomainLabel, "", "unknown_domain");
+      done(std::move(decision));
+      return;
+    }
+
+    RequestMatch match = matchRequest(*domain, request.descriptors);
+    StoreRequest store_request;
+    store_request.client = request.client_id;
+    // (descriptor index, limit index) of each store limit, to put outcomes back.
+    std::vector<std::pair<std::size_t, std::size_t>> slots;
+    std::optional<std::int64_t> cost;
+    decision.descriptors.resize(match.descriptors.size());
+    for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
+      const DescriptorMatch& dm = match.descriptors[d];
+      DescriptorStatus& ds = decision.descriptors[d];
+      ds.matched = dm.matched;
+      std::int64_t descriptor_cost = request.hits;
+      if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
+        descriptor_cost = *request.descriptor_hits[d];
+      }
+      for (const MatchedLimit& ml : dm.limits) {
+        ds.limits.push_back(statusOf(ml));
+        if (ml.limit->unlimited) {
+          continue;
+        }
+        if (cost && *cost != descriptor_cost) {
+          // One store call charges one cost atomically; mixing costs would need several
+          // calls and lose all-or-nothing.
+          done(makeError(ErrorKind::kInvalidArgument,
+                         "descriptors[" + std::to_string(d) +
+                             "].hits_addend: all limited descriptors of one request must use "
+                             "the same hits"));
+          return;
+        }
+        cost = descriptor_cost;
+        store_request.limits.push_back(
+            StoreLimit{storeKey(request.client_id, ml.bucket_key), ml.limit->params,
+                       ml.limit->shadow_mode});
+        slots.emplace_back(d, ds.limits.size() - 1);
+      }
+    }
+    if (store_request.limits.empty()) {
+      record(domain->domain, decision);
+      done(std::move(decision));
+      return;
+    }
+    store_request.cost = cost.value_or(request.hits);
+    // `domain` points into decision.rules, which the callback keeps alive.
+    store_->evaluate(store_request, [this, domain, decision = std::move(decision),
+                                     slots = std::move(slots), done = std::move(done)](
+                                        Result<StoreResponse> response) mutable {
+      if (!response) {
+        done(response.error());
+        return;
+      }
+      const StoreResponse& r = *response;
+      for (std::size_t i = 0; i < slots.size() && i < r.outcomes.size(); ++i) {
+        auto [d, l] = slots[i];
+        decision.descriptors[d].limits[l].outcome = r.outcomes[i];
+      }
+      decision.allowed = r.allowed;
+      decision.degraded = r.degraded;
+      record(domain->domain, decision);
+      done(std::move(decision));
+    });
+  }
+
+ private:
+  void record(std::string_view domain, const Decision& decision) {
+    for (const auto& d : decision.descriptors) {
+      if (!d.matched) {
+        count(domain, "", "no_rule");
+        continue;
+      }
+      for (const auto& l : d.limits) {
+        if (l.unlimited || l.outcome.allowed) {
+          count(domain, l.name, "allowed");
+        } else {
+          count(domain, l.name, l.shadow ? "shadow_denied" : "denied");
+        }
+      }
+    }
+  }
+
+  void count(std::string_view domain, std::string_view rule, std::string_view outcome) {
+    std::string key;
+    key.reserve(domain.size() + rule.size() + outcome.size() + 2);
+    key.append(domain).append(1, '\0').append(rule).append(1, '\0').append(outcome);
+    auto it = counters_.find(key);
+    if (it == counters_.end()) {
+      Counter& c = metrics_.counter(kDecisionsMetric, {{"domain", std::string(domain)},
+                                                       {"rule", std::string(rule)},
+                                                       {"outcome", std::string(outcome)}});
+      it = counters_.emplace(std::move(key), &c).first;
+    }
+    it->second->inc();
+  }
+
+  RulesProvider rules_;
+  StorePtr store_;
+  Metrics& metrics_;
+  std::unordered_map<std::string, Counter*> counters_;
+};
+
+}  // namespace
+
+std::string storeKey(std::string_view client_id, std::string_view bucket_key) {
+  std::string key = escapeKeyPart(client_id);
+  key += '|';
+  key += bucket_key;
+  return key;
+}
+
+void describeHttpMetrics(Metrics& metrics) {
+  metrics.describe(kDecisionsMetric, Metrics::Type::kCounter,
+                   "Rate-limit decisions by domain, rule and outcome (allowed, denied, "
+                   "shadow_denied, no_rule, unknown_domain).");
+  metrics.describe("http_request_duration_seconds", Metrics::Type::kHistogram,
+                   "Time from a complete request to its answer being ready, by endpoint "
+                   "(excludes leaky-bucket shaping holds).",
+                   latencyBuckets());
+}
+
+std::unique_ptr<DecisionService> makeDecisionService(RulesProvider rules, StorePtr store,
+                                                     Metrics& metrics) {
+  return std::make_unique<DecisionServiceImpl>(std::move(rules), std::move(store), metrics);
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,55 @@
+#include "http/message.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace sluice::http {
+namespace {
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+std::string_view Request::header(std::string_view name) const {
+  for (const auto& h : headers) {
+    if (equalsIgnoreCase(h.name, name)) {
+      return h.value;
+    }
+  }
+  return {};
+}
+
+Response jsonError(int status, std::string_view message) {
+  Response response;
+  response.status = status;
+  // dump() with replace: a message quoting invalid UTF-8 input must still be valid JSON.
+  response.body = nlohmann::json{{"error", std::string(message)}}.dump(
+                      -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                  "\n";
+  return response;
+}
+
+std::string_view reasonPhrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+  }
+}
+
+}  // namespace sluice::http

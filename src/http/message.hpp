@@ -1,0 +1,54 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// The HTTP messages the router and the handlers see. They carry no Beast types, so the
+/// handlers, codecs and their tests compile without Beast; only server.cpp converts.
+namespace sluice::http {
+
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+/// One parsed request. The body is complete (bounded by ServerOptions::max_body_bytes).
+struct Request {
+  std::string method;  ///< "GET", "POST", ... as sent
+  std::string target;  ///< request-target as sent, e.g. "/rules?x=1"
+  std::string path;    ///< target without the query string
+  std::vector<Header> headers;
+  std::string body;
+  std::string peer;    ///< the TCP peer's address without port, e.g. "127.0.0.1", "::1"
+
+  /// The first header with this name (case-insensitive); empty when absent.
+  std::string_view header(std::string_view name) const;
+};
+
+/// One answer. `hold` delays sending it (leaky-bucket shaping) on a timer of the session's
+/// I/O thread; no thread blocks.
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::vector<Header> headers;
+  std::string body;
+  std::chrono::microseconds hold{0};
+};
+
+/// Hands a response back to the session. Must be called exactly once, on the I/O thread
+/// that received the request (synchronously or later).
+using Respond = std::function<void(Response)>;
+
+/// Serves one request. The request reference is valid only during the call.
+using Handler = std::function<void(const Request&, Respond)>;
+
+/// `{"error": message}` with the given status.
+Response jsonError(int status, std::string_view message);
+
+/// The standard reason phrase ("Too Many Requests"); "Unknown" for others.
+std::string_view reasonPhrase(int status);
+
+}  // namespace sluice::http

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http/message.hpp"
+#include "sluice/clock.hpp"
+#include "sluice/decision.hpp"
+
+/// The rate-limit response headers of DESIGN.md §2, computed from the binding limit.
+namespace sluice::http {
+
+/// Whole seconds, rounded up; 0 stays 0, negative durations count as 0.
+std::int64_t ceilSeconds(Micros duration);
+
+/// Whole seconds for Retry-After: rounded up and at least 1.
+std::int64_t retryAfterSeconds(Micros retry_after);
+
+/// Whole milliseconds, rounded up (for the JSON bodies).
+std::int64_t ceilMillis(Micros duration);
+
+/// A structured-field string (RFC 8941 sf-string) for the IETF headers: quoted, with '"'
+/// and '\' escaped and bytes outside printable ASCII dropped.
+std::string sfString(std::string_view text);
+
+/// X-Ratelimit-Limit/-Remaining/-Reset, RateLimit-Policy and RateLimit; when `denied`
+/// also X-Ratelimit-Retry-After and Retry-After (unless the request can never pass, where
+/// a retry time would be a lie).
+std::vector<Header> rateLimitHeaders(const LimitStatus& binding, bool denied);
+
+}  // namespace sluice::http

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "http/decision_service.hpp"
+#include "http/router.hpp"
+#include "sluice/decision.hpp"
+#include "sluice/metrics.hpp"
+
+namespace sluice::http {
+
+/// What the handlers of one I/O thread need. Pointers are non-owning: the app keeps the
+/// objects alive until Server::run() has returned.
+struct HandlerContext {
+  DecisionService* decisions = nullptr;  ///< this thread's service
+  Metrics* metrics = nullptr;
+  RulesProvider rules;                   ///< the current rules snapshot (null: not loaded)
+  std::function<bool()> store_healthy;   ///< thread-safe
+  std::string default_domain = "default";
+};
+
+/// Registers every endpoint of the decision port. Another module adds its endpoints with
+/// one line here (e.g. `addForwardAuthRoutes(router, context);`).
+void addDecisionPortRoutes(Router& router, const HandlerContext& context);
+
+/// POST /shouldAllowRequest and POST /json.
+void addDecisionRoutes(Router& router, const HandlerContext& context);
+/// GET /healthz, /readyz, /rules, /metrics.
+void addOperationsRoutes(Router& router, const HandlerContext& context);
+
+/// The HTTP status for a failed decision: 400 for kInvalidArgument, 503 when the store or
+/// the rules are unavailable (failure mode `closed`), 500 otherwise.
+Response decisionErrorResponse(const Error& error);
+
+}  // namespace sluice::http

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/child_process.hpp"
+#include "support/http_client.hpp"
+
+namespace sluice::test {
+
+/// The seed example (DESIGN.md, issue 2): domain auth, auth_type=login, 5 per minute; and
+/// a default domain with a domain-level limit of 100 per minute.
+extern const char* const kSeedAuthRules;
+extern const char* const kSeedDefaultRules;
+
+struct SluiceOptions {
+  /// Rule files written into a fresh rules directory: file name -> YAML.
+  std::map<std::string, std::string> rule_files{{"auth.yaml", kSeedAuthRules},
+                                                {"default.yaml", kSeedDefaultRules}};
+  std::vector<std::string> args{"--threads", "2"};  ///< more flags
+  std::vector<std::pair<std::string, std::string>> env;
+  bool wait_healthy = true;
+  std::chrono::milliseconds start_timeout{10'000};
+};
+
+/// The real `sluice` binary (SLUICE_BINARY) on a free loopback port with its own rules
+/// directory; output goes to a log file in the test's temporary directory. Starting waits
+/// for GET /healthz (throws std::runtime_error with the log when it does not come up).
+/// The destructor kills the process and removes the directory.
+class SluiceProcess {
+ public:
+  explicit SluiceProcess(SluiceOptions options = {});
+  ~SluiceProcess();
+  SluiceProcess(const SluiceProcess&) = delete;
+  SluiceProcess& operator=(const SluiceProcess&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  const std::string& dir() const { return dir_; }
+  std::string rulesDir() const { return dir_ + "/rules"; }
+  HttpClient client(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) const {
+    return HttpClient("127.0.0.1", port_, timeout);
+  }
+
+  /// (Re)writes one rule file atomically (write + rename).
+  void writeRuleFile(const std::string& name, const std::string& yaml) const;
+
+  void signal(int signal_number) { process_->signal(signal_number); }
+  std::optional<int> wait(std::chrono::milliseconds timeout) { return process_->wait(timeout); }
+  bool running() { return process_->running(); }
+  std::string log() const { return process_->output(); }
+
+ private:
+  bool waitHealthy(std::chrono::milliseconds timeout);
+
+  SluiceOptions options_;
+  std::string dir_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<ChildProcess> process_;
+};
+
+/// Runs `sluice` with `args` to completion (e.g. --help, --validate): exit code and output.
+std::pair<int, std::string> runSluice(const std::vector<std::string>& args,
+                                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+/// A fresh temporary directory (removed by the caller).
+std::string makeTempDir(const std::string& prefix);
+
+}  // namespace sluice::test
