@@ -117,6 +117,11 @@ struct LoadResult {
 /// Loads a rules file or a directory of *.yaml / *.yml (hidden files and editor temporaries
 /// ignored), validates all of it as one, and reports every error.
 LoadResult loadRules(const std::string& path);
+/// As above, stamping the new RuleSet's loaded_at_ms (the loader itself reads no clock).
+LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms);
+/// True for the names a rules directory loads: `*.yaml` / `*.yml` (any case), not hidden.
+/// Editor temporaries (`a.yaml~`, `.a.yaml.swp`, `#a.yaml#`, `a.yaml.tmp`) are all excluded.
+bool isRulesFileName(std::string_view name);
 /// Loads already-read documents: (file name, YAML text) pairs. For tests and fuzzing.
 LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files);
 

@@ -699,11 +699,13 @@ std::string contentHash(std::vector<std::pair<std::string, std::string>> files) 
   return text;
 }
 
-bool isRulesFileName(const std::string& name) {
+}  // namespace
+
+bool isRulesFileName(std::string_view name) {
   if (name.empty() || name.front() == '.') {
     return false;
   }
-  std::string lower = name;
+  std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   const auto ends_with = [&](std::string_view suffix) {
@@ -712,6 +714,8 @@ bool isRulesFileName(const std::string& name) {
   };
   return ends_with(".yaml") || ends_with(".yml");
 }
+
+namespace {
 
 std::optional<std::string> readWholeFile(const fs::path& path, std::vector<RuleError>& errors) {
   std::error_code ec;
@@ -740,9 +744,9 @@ std::optional<std::string> readWholeFile(const fs::path& path, std::vector<RuleE
   return content.str();
 }
 
-}  // namespace
-
-LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files) {
+/// Parses and validates every file as one set; stamps the result with `loaded_at_ms`.
+LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& files,
+                       std::int64_t loaded_at_ms) {
   LoadResult result;
   auto rules = std::make_shared<RuleSet>();
   std::map<std::string, SourceLocation, std::less<>> domain_origin;
@@ -787,11 +791,18 @@ LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::st
     return result;
   }
   rules->hash = contentHash(files);
+  rules->loaded_at_ms = loaded_at_ms;
   result.rules = std::move(rules);
   return result;
 }
 
-LoadResult loadRules(const std::string& path) {
+}  // namespace
+
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files) {
+  return loadStrings(files, 0);
+}
+
+LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms) {
   LoadResult result;
   std::error_code ec;
   const fs::path root(path);
@@ -824,12 +835,14 @@ LoadResult loadRules(const std::string& path) {
       files.emplace_back(file.string(), std::move(*content));
     }
   }
-  LoadResult loaded = loadRulesFromStrings(files);
+  LoadResult loaded = loadStrings(files, loaded_at_ms);
   if (!result.errors.empty()) {
     result.errors.insert(result.errors.end(), loaded.errors.begin(), loaded.errors.end());
     return result;
   }
   return loaded;
 }
+
+LoadResult loadRules(const std::string& path) { return loadRules(path, 0); }
 
 }  // namespace sluice
