@@ -236,6 +236,28 @@ TEST_F(LoaderDirTest, LoadsYamlAndYmlIgnoringHiddenAndTemporaryFiles) {
             (std::vector<std::string>{(dir_ / "a.yaml").string(), (dir_ / "b.yml").string()}));
 }
 
+TEST_F(LoaderDirTest, StampsTheLoadTime) {
+  write("a.yaml", "domain: a\n");
+  EXPECT_EQ(loadRules(dir_.string(), 1234).rules->loaded_at_ms, 1234);
+  EXPECT_EQ(loadRules(dir_.string()).rules->loaded_at_ms, 0);
+}
+
+TEST_F(LoaderDirTest, EmptyDirectoryIsAnEmptyRuleSet) {
+  const LoadResult result = loadRules(dir_.string());
+  ASSERT_TRUE(result.rules);
+  EXPECT_TRUE(result.rules->domains.empty());
+}
+
+TEST(RulesFileNameTest, AcceptsYamlAndSkipsHiddenAndTemporaries) {
+  EXPECT_TRUE(isRulesFileName("a.yaml"));
+  EXPECT_TRUE(isRulesFileName("a.yml"));
+  EXPECT_TRUE(isRulesFileName("A.YAML"));
+  for (const char* name : {".a.yaml", ".#a.yaml", "a.yaml~", "a.yaml.swp", "#a.yaml#",
+                           "a.yaml.tmp", "a.txt", ".yaml", "", "4913"}) {
+    EXPECT_FALSE(isRulesFileName(name)) << name;
+  }
+}
+
 TEST_F(LoaderDirTest, LoadsASingleFile) {
   write("rules.conf", "domain: a\n");
   const LoadResult result = loadRules((dir_ / "rules.conf").string());
