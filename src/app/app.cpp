@@ -13,6 +13,7 @@
 
 #include "app/options.hpp"
 #include "http/decision_service.hpp"
+#include "http/forward_auth.hpp"
 #include "http/routes.hpp"
 #include "http/server.hpp"
 #include "sluice/clock.hpp"
@@ -147,6 +148,7 @@ int serve(const AppOptions& options) {
     context.rules = [&rules] { return rules.current(); };
     context.store_healthy = [store = t.store.get()] { return store->healthy(); };
     context.default_domain = options.default_domain;
+    context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options.forward_auth);
     auto router = std::make_shared<http::Router>();
     http::addDecisionPortRoutes(*router, context);
     server.setRouter(i, std::move(router));

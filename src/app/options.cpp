@@ -98,6 +98,26 @@ const std::vector<Flag>& flags() {
          o.validate = true;
          return {};
        }, false},
+      {"forward-auth-domain", "NAME", "/check: the domain (default: forward_auth.domain, else "
+                                      "the default domain)",
+       [](AppOptions& o, std::string_view v) {
+         return http::applyForwardAuthOption(o.forward_auth, "domain", v);
+       }},
+      {"forward-auth-deny-status", "STATUS", "/check: the answer to a denied request (default "
+                                             "429; 403 for nginx auth_request)",
+       [](AppOptions& o, std::string_view v) {
+         return http::applyForwardAuthOption(o.forward_auth, "deny-status", v);
+       }},
+      {"forward-auth-client", "SOURCES", "/check: the client id, first source with a value, e.g. "
+                                         "header:X-User-Id,cookie:sid,ip (default ip)",
+       [](AppOptions& o, std::string_view v) {
+         return http::applyForwardAuthOption(o.forward_auth, "client", v);
+       }},
+      {"trusted-proxies", "CIDRS", "/check: peers whose X-Forwarded-For is believed, e.g. "
+                                   "10.0.0.0/8,127.0.0.1 (default none)",
+       [](AppOptions& o, std::string_view v) {
+         return http::applyForwardAuthOption(o.forward_auth, "trusted-proxies", v);
+       }},
       {"default-domain", "NAME", "domain of requests that name none (default \"default\")",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.default_domain); }},
       {"max-body-bytes", "N", "larger request bodies get 413 (default 1048576)",
@@ -212,6 +232,13 @@ Status applyConfigFile(AppOptions& options) {
     std::string where = location(file, item.first.Mark());
     if (std::find(std::begin(kDelegatedSections), std::end(kDelegatedSections), key) !=
         std::end(kDelegatedSections)) {
+      if (key == "forward_auth") {
+        auto forward_auth = http::parseForwardAuthConfig(item.second, file);
+        if (!forward_auth) {
+          return forward_auth.error();
+        }
+        options.forward_auth = std::move(*forward_auth);
+      }
       continue;
     }
     const Flag* flag = findFlag(flag_name);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "http/forward_auth.hpp"
 #include "sluice/result.hpp"
 
 namespace YAML {
@@ -40,6 +41,7 @@ struct AppOptions {
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::size_t memory_max_keys = 1'000'000;
+  http::ForwardAuthConfig forward_auth;  ///< `forward_auth:` of --config, then the flags
   /// The server YAML's root when --config was given: its sections that belong to other
   /// modules (kDelegatedSections) are parsed by their owners, with their own locations.
   std::shared_ptr<const YAML::Node> config_root;

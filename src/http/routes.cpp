@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "http/decision_codec.hpp"
+#include "http/forward_auth.hpp"
 
 namespace sluice::http {
 namespace {
@@ -111,6 +112,7 @@ void addOperationsRoutes(Router& router, const HandlerContext& context) {
 void addDecisionPortRoutes(Router& router, const HandlerContext& context) {
   addDecisionRoutes(router, context);
   addOperationsRoutes(router, context);
+  addForwardAuthRoutes(router, context);
 }
 
 }  // namespace sluice::http

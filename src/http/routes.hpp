@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "http/decision_service.hpp"
@@ -10,6 +11,8 @@
 
 namespace sluice::http {
 
+struct ForwardAuthConfig;
+
 /// What the handlers of one I/O thread need. Pointers are non-owning: the app keeps the
 /// objects alive until Server::run() has returned.
 struct HandlerContext {
@@ -18,6 +21,7 @@ struct HandlerContext {
   RulesProvider rules;                   ///< the current rules snapshot (null: not loaded)
   std::function<bool()> store_healthy;   ///< thread-safe
   std::string default_domain = "default";
+  std::shared_ptr<const ForwardAuthConfig> forward_auth;  ///< /check (null: the defaults)
 };
 
 /// Registers every endpoint of the decision port. Another module adds its endpoints with
