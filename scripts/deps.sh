@@ -10,7 +10,15 @@ if [[ $level == test || $level == bench ]]; then
   packages+=(libgtest-dev redis-server redis-tools curl nginx-light docker-compose)
 fi
 if [[ $level == bench ]]; then
-  packages+=(wrk haproxy gnuplot-nox nodejs npm python3)
+  # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as
+  # NodeSource's does) conflicts with Debian's npm package, so npm is added only when missing.
+  packages+=(wrk haproxy nginx-light redis-server redis-tools gnuplot-nox python3 util-linux)
+  if ! command -v node >/dev/null 2>&1; then
+    packages+=(nodejs)
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    packages+=(npm)
+  fi
 fi
 
 missing=()

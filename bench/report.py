@@ -1,0 +1,255 @@
+"""Markdown table and PNG plot of a benchmark result (bench/bench.py's latest.json).
+
+Usage on its own: python3 bench/report.py bench/results/latest.json [out-dir]
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+SYSTEMS = ["sluice-memory", "nginx", "haproxy", "sluice-redis", "node", "redis-benchmark",
+           "redis-benchmark-P16"]
+TITLES = {"sluice-memory": "Sluice memory", "nginx": "nginx limit_req",
+          "haproxy": "HAProxy stick table", "sluice-redis": "Sluice Redis",
+          "node": "Node RLF+ioredis", "redis-benchmark": "redis-benchmark EVALSHA",
+          "redis-benchmark-P16": "redis-benchmark EVALSHA -P16"}
+# (numerator, denominator, target ratio or None)
+RATIOS = [("sluice-memory", "nginx", 1.0), ("sluice-memory", "haproxy", None),
+          ("sluice-redis", "redis-benchmark", 1.0), ("sluice-redis", "node", 3.0),
+          ("sluice-redis", "redis-benchmark-P16", None)]
+
+
+def med(point, key="rps"):
+    if not point:
+        return None
+    s = point["summary"].get(key)
+    return s["median"] if s else None
+
+
+def fmt_rps(point):
+    if not point:
+        return "—"
+    s = point["summary"]["rps"]
+    return f"{s['median']:,.0f} ±{s['spread_pct'] / 2:.0f}%"
+
+
+def fmt_ms(us):
+    return "—" if us is None else f"{us / 1000:.3f}"
+
+
+def ratio(a, b):
+    if a is None or not b:
+        return None
+    return a / b
+
+
+def markdown(doc):
+    tp = doc["throughput"]
+    wls = [w for w in doc["workloads"] if w["id"] in tp]
+    present = [s for s in SYSTEMS if any(s in tp[w["id"]] for w in wls)]
+    m = doc["machine"]
+    st = doc["settings"]
+    lines = [
+        "# Sluice benchmark: decisions per second, latency, CPU and memory against peers",
+        "",
+        f"Generated {doc['generated_at']} at commit `{doc['git_commit']}` by `{doc['command']}` "
+        f"({doc['profile']} profile, {doc['elapsed_s']:.0f} s).",
+        f"Machine: {m.get('cpu')}, {m.get('cores')} cores, Linux {m.get('kernel')}; "
+        f"{m.get('nginx')}; {m.get('haproxy')}; {m.get('redis')}; node {m.get('node')} with "
+        + ", ".join(f"{k} {v}" for k, v in (m.get("node_packages") or {}).items()) + "; "
+        f"{m.get('wrk')}.",
+        f"Each point: {st['runs']} runs of {st['duration_s']} s, systems alternated run by run; "
+        f"median, and ± half the spread (max − min) between runs. wrk -t1 -c{st['connections']} "
+        f"on CPU {st['load_cpu']}; the system under test on CPU {st['server_cpu']} with one "
+        f"thread/worker; redis-server (Redis-backed systems) on CPU {st['redis_cpu']}.",
+        "",
+        "## Decisions per second",
+        "",
+        "| workload | " + " | ".join(TITLES[s] for s in present) + " |",
+        "|---|" + "---:|" * len(present),
+    ]
+    for w in wls:
+        row = tp[w["id"]]
+        lines.append(f"| {w['label']} | " + " | ".join(fmt_rps(row.get(s)) for s in present) + " |")
+    lines += ["", "Ratios (medians; target in brackets):", "",
+              "| workload | " + " | ".join(
+                  f"{TITLES[a]} / {TITLES[b]}" + (f" [≥ {t:g}×]" if t else "")
+                  for a, b, t in RATIOS) + " |",
+              "|---|" + "---:|" * len(RATIOS)]
+    for w in wls:
+        row = tp[w["id"]]
+        cells = []
+        for a, b, t in RATIOS:
+            r = ratio(med(row.get(a)), med(row.get(b)))
+            if r is None:
+                cells.append("—")
+            else:
+                mark = "" if t is None else (" ✓" if r >= t else " ✗")
+                cells.append(f"{r:.2f}×{mark}")
+        lines.append(f"| {w['label']} | " + " | ".join(cells) + " |")
+
+    deny = tp.get("10k_deny", {})
+    if deny:
+        lines += ["", "Denied share in the mostly-denied workload: " + ", ".join(
+            f"{TITLES[s]} {med(deny[s], 'denied_share') * 100:.1f}%" for s in present
+            if s in deny and med(deny[s], "denied_share") is not None) + "."]
+
+    lat = doc.get("latency", {})
+    if lat:
+        lines += ["", "## Latency at half of each system's maximum (10k clients, all allowed)", "",
+                  "| system | offered req/s | achieved req/s | p50 ms | p99 ms | p99.9 ms | "
+                  "target p99 |", "|---|---:|---:|---:|---:|---:|---|"]
+        for s in SYSTEMS:
+            if s not in lat:
+                continue
+            p = lat[s]
+            target = {"sluice-memory": 1000, "sluice-redis": 2000}.get(s)
+            p99 = med(p, "p99_us")
+            tcell = "" if target is None else (
+                f"≤ {target / 1000:g} ms " + ("✓" if p99 is not None and p99 <= target else "✗"))
+            lines.append(f"| {TITLES[s]} | {p['offered_rps']:,.0f} | {med(p):,.0f} | "
+                         f"{fmt_ms(med(p, 'p50_us'))} | {fmt_ms(p99)} | "
+                         f"{fmt_ms(med(p, 'p999_us'))} | {tcell} |")
+        lines += ["", "Constant rate without wrk2 (not in Debian): the wrk script hands out send "
+                  "slots every 1/rate s on a monotonic clock (LuaJIT FFI); latency is wrk's, from "
+                  "the moment a request is written to its response (no coordinated-omission "
+                  "correction)."]
+
+    base = tp.get("10k_allow", {})
+    if base:
+        lines += ["", "## CPU per decision (10k clients, all allowed, at maximum load)", "",
+                  "| system | µs CPU / decision (server) | µs CPU / decision (redis-server) | "
+                  "total |", "|---|---:|---:|---:|"]
+        for s in SYSTEMS:
+            if s not in base:
+                continue
+            a = med(base[s], "cpu_us_per_decision")
+            r = med(base[s], "redis_cpu_us_per_decision")
+            tot = (a or 0) + (r or 0)
+            lines.append(f"| {TITLES[s]} | {'—' if a is None else f'{a:.1f}'} | "
+                         f"{'—' if r is None else f'{r:.1f}'} | {tot:.1f} |")
+        lines += ["", "From utime+stime in /proc/<pid>/stat over each run, divided by the "
+                  "requests answered (redis-benchmark: redis-server only)."]
+
+    mem = doc.get("memory", {})
+    if mem:
+        lines += ["", "## Memory per tracked key", ""]
+        sm = mem.get("sluice-memory")
+        if sm:
+            ok = "✓" if sm["bytes_per_key"] <= 100 else "✗"
+            lines.append(f"- Sluice memory store: **{sm['bytes_per_key']:.0f} bytes/key** "
+                         f"(RSS growth over {sm['keys']:,} fixed_window keys; target ≤ 100 {ok}).")
+        for s in ("sluice-redis", "node"):
+            e = mem.get(s)
+            if not e:
+                continue
+            per = ", ".join(f"{a} {v['bytes']:.0f} B" for a, v in
+                            e["per_algorithm_memory_usage"].items() if v["bytes"] is not None)
+            lines.append(f"- {TITLES[s]}: Redis `MEMORY USAGE` per key: {per}; used_memory "
+                         f"growth {e['bytes_per_key_used_memory']:.0f} B/key over "
+                         f"{e['keys']:,} keys.")
+        lines.append("- nginx documents 64–128 bytes per limit_req state on 64-bit "
+                     "platforms (its zone is preallocated shared memory, so RSS cannot tell).")
+
+    if doc.get("ceiling_script_sha"):
+        same = doc.get("ceiling_script_is_sluices")
+        lines += ["", f"The ceiling ran script `{doc['ceiling_script_sha'][:12]}…` composed from "
+                  "src/store/redis/lua as the Redis store does"
+                  + (" — the Redis store had loaded the very same SHA." if same else
+                     (" (the Redis store's SHA differed!)." if same is False else "."))]
+    if doc.get("skipped"):
+        lines += ["", "Skipped: " + "; ".join(f"{k}: {v}" for k, v in doc["skipped"].items())]
+    lines += ["", "Peers' semantics differ: nginx's limit_req is a leaky bucket "
+              "(its smallest rate is 1 per minute), HAProxy's http_req_rate a sliding counter that "
+              "counts denied requests; both get the client in a header and parse no body. Sluice "
+              "and the Node peer parse the same JSON request. The Node peer's three limits are "
+              "RateLimiterUnion (three Redis calls, not all-or-nothing); Sluice's Redis store "
+              "sends one EVALSHA per request and denies locally while a key is known to be over "
+              "its limit.", "", "![benchmark](latest.png)", ""]
+    return "\n".join(lines)
+
+
+GNUPLOT = r"""
+set terminal pngcairo size 1400,900 font "DejaVu Sans,11" noenhanced
+set output "{png}"
+set multiplot layout 2,1 title "Sluice vs peers — {title}"
+set style data histograms
+set style histogram clustered gap 1 errorbars lw 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set grid ytics
+set key outside right top vertical
+set ylabel "decisions per second (median, min–max)"
+set format y "%.0s%c"
+set xtics nomirror
+set yrange [0:*]
+plot for [i=0:{nsys}-1] "{dat}" index 0 using (column(2+3*i)):(column(3+3*i)):(column(4+3*i)):xtic(1) title columnhead(2+3*i)
+set title "Latency at half of each system's maximum (10k clients)"
+set style histogram clustered gap 1
+unset errorbars
+set ylabel "milliseconds"
+set format y "%g"
+set logscale y
+set yrange [0.01:*]
+plot "{dat}" index 1 using 2:xtic(1) title "p50", "" index 1 using 3 title "p99", "" index 1 using 4 title "p99.9"
+unset multiplot
+"""
+
+
+def plot(doc, out):
+    if not shutil.which("gnuplot"):
+        print("[bench] gnuplot is not installed (Debian: gnuplot-nox): no latest.png",
+              flush=True)
+        return False
+    tp = doc["throughput"]
+    wls = [w for w in doc["workloads"] if w["id"] in tp and not w["id"].startswith("10k_") or
+           w["id"] in ("10k_allow", "10k_deny", "10k_allow_3desc")]
+    wls = [w for w in wls if w["id"] in tp]
+    present = [s for s in SYSTEMS if any(s in tp[w["id"]] for w in wls)]
+    dat = os.path.join(out, "latest.dat")
+    with open(dat, "w") as f:
+        f.write('"workload" ' + " ".join(f'"{TITLES[s]}" "lo" "hi"' for s in present) + "\n")
+        for w in wls:
+            cells = []
+            for s in present:
+                p = tp[w["id"]].get(s)
+                if p:
+                    r = p["summary"]["rps"]
+                    cells += [f"{r['median']:.0f}", f"{r['min']:.0f}", f"{r['max']:.0f}"]
+                else:
+                    cells += ["0", "0", "0"]
+            f.write(f'"{w["label"]}" ' + " ".join(cells) + "\n")
+        f.write("\n\n")
+        lat = doc.get("latency", {})
+        for s in SYSTEMS:
+            if s in lat:
+                p = lat[s]
+                f.write(f'"{TITLES[s]}" {med(p, "p50_us") / 1000:.4f} '
+                        f'{med(p, "p99_us") / 1000:.4f} {med(p, "p999_us") / 1000:.4f}\n')
+        if not lat:
+            f.write('"none" 0.01 0.01 0.01\n')
+    png = os.path.join(out, "latest.png")
+    script = GNUPLOT.format(png=png, dat=dat, nsys=len(present),
+                            title=f"{doc['generated_at']} ({doc['profile']})")
+    res = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True)
+    os.remove(dat)
+    if res.returncode != 0:
+        print("[bench] gnuplot failed: " + res.stderr, flush=True)
+        return False
+    return True
+
+
+def write(doc, out):
+    with open(os.path.join(out, "latest.md"), "w") as f:
+        f.write(markdown(doc))
+    plot(doc, out)
+
+
+if __name__ == "__main__":
+    path = sys.argv[1]
+    with open(path) as f:
+        d = json.load(f)
+    write(d, sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(path))
