@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app/options.hpp"
+#include "app/rules_watcher.hpp"
 #include "http/decision_service.hpp"
 #include "http/forward_auth.hpp"
 #include "http/routes.hpp"
@@ -30,32 +31,6 @@ namespace net = boost::asio;
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
-
-/// The current rules snapshot, swapped atomically (STYLE.md habit 6).
-class RulesHolder {
- public:
-  RuleSetPtr current() const { return std::atomic_load(&rules_); }
-
-  /// Loads and validates the whole rule set; keeps the old one on any error.
-  bool reload(const std::string& path, bool initial) {
-    LoadResult loaded = loadRules(path);
-    if (!loaded.errors.empty() || !loaded.rules) {
-      for (const auto& error : loaded.errors) {
-        spdlog::error("rules: {}", error.toString());
-      }
-      spdlog::error("rules: {} refused ({} error(s)){}", path, loaded.errors.size(),
-                    initial ? "" : "; the previous rules keep serving");
-      return false;
-    }
-    auto rules = std::make_shared<RuleSet>(*loaded.rules);
-    rules->loaded_at_ms = SystemClock().nowMicros() / kMicrosPerMilli;
-    std::atomic_store(&rules_, RuleSetPtr(std::move(rules)));
-    return true;
-  }
-
- private:
-  RuleSetPtr rules_;
-};
 
 void setUpLogging(const std::string& level) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
@@ -101,11 +76,6 @@ int serve(const AppOptions& options) {
     redis_options = std::move(*parsed);
   }
 
-  RulesHolder rules;
-  if (!rules.reload(options.rules, true)) {
-    return kExitFailure;
-  }
-
   Metrics metrics;
   SystemClock clock;
   http::describeHttpMetrics(metrics);
@@ -122,6 +92,12 @@ int serve(const AppOptions& options) {
   // Declared before the per-thread services so that they are destroyed first, while the
   // io_contexts their Redis connections live on still exist.
   http::Server server(server_options, metrics);
+  // Polls and SIGHUP reloads run on the control context, never on an I/O thread.
+  auto watcher = RulesWatcher::create(server.controlContext().get_executor(),
+                                      RulesWatcher::Options{options.rules}, metrics, clock);
+  if (watcher->reloadNow().status == RulesWatcher::Status::kRejected) {
+    return kExitFailure;  // every error is logged with its location
+  }
   if (auto status = server.listen(); !status) {
     spdlog::critical("{}", status.error().message);
     return kExitFailure;
@@ -140,12 +116,12 @@ int serve(const AppOptions& options) {
     } else {
       t.store = memory;
     }
-    t.decisions = http::makeDecisionService([&rules] { return rules.current(); }, t.store,
+    t.decisions = http::makeDecisionService([&watcher] { return watcher->current(); }, t.store,
                                             metrics);
     http::HandlerContext context;
     context.decisions = t.decisions.get();
     context.metrics = &metrics;
-    context.rules = [&rules] { return rules.current(); };
+    context.rules = [&watcher] { return watcher->current(); };
     context.store_healthy = [store = t.store.get()] { return store->healthy(); };
     context.default_domain = options.default_domain;
     context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options.forward_auth);
@@ -161,9 +137,8 @@ int serve(const AppOptions& options) {
           return;
         }
         if (signal == SIGHUP) {
-          if (rules.reload(options.rules, false)) {
-            spdlog::info("rules reloaded on SIGHUP: {} limit(s)", rules.current()->limitCount());
-          }
+          spdlog::info("received SIGHUP, reloading the rules");
+          watcher->requestReload();
         } else {
           spdlog::info("received {}, draining in-flight requests",
                        signal == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -173,13 +148,15 @@ int serve(const AppOptions& options) {
       };
   signals.async_wait(on_signal);
 
-  RuleSetPtr loaded = rules.current();
+  watcher->start();
+  RuleSetPtr loaded = watcher->current();
   spdlog::info("sluice listening on {}:{} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
                "in {} domain(s)",
                options.listen_host, server.port(), server.threadCount(), options.store,
                redis_options ? " (failure mode " + options.failure_mode + ")" : "",
                options.rules, loaded->limitCount(), loaded->domains.size());
   server.run();
+  watcher->stop();
   signals.cancel();
   spdlog::info("sluice stopped");
   return kExitOk;

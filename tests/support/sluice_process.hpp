@@ -29,6 +29,22 @@ struct SluiceOptions {
   std::chrono::milliseconds start_timeout{10'000};
 };
 
+/// Options with these flags (and the seed rules).
+inline SluiceOptions withArgs(std::vector<std::string> args) {
+  SluiceOptions options;
+  options.args = std::move(args);
+  return options;
+}
+
+/// Options with these rule files and flags.
+inline SluiceOptions withRules(std::map<std::string, std::string> rule_files,
+                               std::vector<std::string> args = {"--threads", "2"}) {
+  SluiceOptions options;
+  options.rule_files = std::move(rule_files);
+  options.args = std::move(args);
+  return options;
+}
+
 /// The real `sluice` binary (SLUICE_BINARY) on a free loopback port with its own rules
 /// directory; output goes to a log file in the test's temporary directory. Starting waits
 /// for GET /healthz (throws std::runtime_error with the log when it does not come up).

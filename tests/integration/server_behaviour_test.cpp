@@ -1,0 +1,200 @@
+// The HTTP server's limits, timeouts and shutdown, over real sockets against the binary.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/http_client.hpp"
+#include "support/sluice_process.hpp"
+
+namespace sluice::test {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kShapedRules = R"(domain: shaped
+descriptors:
+  - key: queue
+    value: q
+    rate_limit:
+      unit: second
+      requests_per_unit: 2
+      algorithm: leaky_bucket
+      burst: 10
+      shape: true
+)";
+
+std::string rawPost(const std::string& target, const std::string& body, bool close = false) {
+  return "POST " + target + " HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n" +
+         (close ? "Connection: close\r\n" : "") +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+int statusOf(const std::string& raw_response) {
+  if (raw_response.size() < 12 || raw_response.rfind("HTTP/1.1 ", 0) != 0) {
+    return 0;
+  }
+  return std::stoi(raw_response.substr(9, 3));
+}
+
+TEST(ServerBehaviourTest, TwoMebibyteBodyIs413) {
+  SluiceProcess sluice;
+  HttpResponse r = sluice.client().post("/shouldAllowRequest", std::string(2 << 20, 'a'));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(json::parse(r.body)["error"], "body: larger than the limit of 1048576 bytes");
+  // The server stays healthy for everyone else.
+  EXPECT_EQ(sluice.client().get("/healthz").status, 200);
+}
+
+TEST(ServerBehaviourTest, BodyLimitIsConfigurable) {
+  SluiceProcess sluice(withArgs({"--threads", "1", "--max-body-bytes", "64"}));
+  HttpResponse r = sluice.client().post("/shouldAllowRequest", std::string(65, ' ') + "{}");
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(sluice.client().post("/shouldAllowRequest", "{}").status, 200);
+}
+
+TEST(ServerBehaviourTest, HugeHeaderIs431) {
+  SluiceProcess sluice;
+  HttpResponse r = sluice.client().request("GET", "/healthz", "",
+                                           {{"X-Padding", std::string(32 << 10, 'x')}});
+  EXPECT_EQ(r.status, 431);
+  EXPECT_TRUE(json::parse(r.body).contains("error"));
+}
+
+TEST(ServerBehaviourTest, MalformedHttpIs400AndClosed) {
+  SluiceProcess sluice;
+  RawConnection raw("127.0.0.1", sluice.port());
+  ASSERT_TRUE(raw.send("GET /healthz HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n"));
+  std::string response = raw.readUntilClosed(milliseconds(3000));
+  EXPECT_EQ(statusOf(response), 400) << response;
+}
+
+TEST(ServerBehaviourTest, PipelinedRequestsAreAnsweredInOrder) {
+  SluiceProcess sluice;
+  RawConnection raw("127.0.0.1", sluice.port());
+  ASSERT_TRUE(raw.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n" +
+                       rawPost("/shouldAllowRequest", "{}") +
+                       "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  EXPECT_EQ(statusOf(raw.readResponse(milliseconds(3000))), 200);
+  EXPECT_EQ(statusOf(raw.readResponse(milliseconds(3000))), 404);
+  EXPECT_EQ(statusOf(raw.readResponse(milliseconds(3000))), 200);
+  EXPECT_EQ(statusOf(raw.readResponse(milliseconds(3000))), 200);
+  EXPECT_TRUE(raw.waitClosed(milliseconds(3000)));
+}
+
+TEST(ServerBehaviourTest, StalledClientDoesNotBlockOthersAndIsDropped) {
+  // One I/O thread: the stalled connection shares it with the healthy client.
+  SluiceProcess sluice(withArgs({"--threads", "1", "--request-timeout-ms", "1000"}));
+  RawConnection stalled("127.0.0.1", sluice.port());
+  ASSERT_TRUE(stalled.send("POST /shouldAllowRequest HTTP/1.1\r\nHost: t\r\nContent-Le"));
+  auto start = Clock::now();
+  HttpClient client = sluice.client();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(client.post("/shouldAllowRequest", "{}").status, 200);
+  }
+  EXPECT_LT(Clock::now() - start, milliseconds(900));
+  EXPECT_TRUE(stalled.waitClosed(milliseconds(3000)));
+  EXPECT_GE(Clock::now() - start, milliseconds(900));
+}
+
+TEST(ServerBehaviourTest, SlowBodyIsDropped) {
+  SluiceProcess sluice(withArgs({"--threads", "1", "--request-timeout-ms", "800"}));
+  RawConnection slow("127.0.0.1", sluice.port());
+  ASSERT_TRUE(slow.send("POST /shouldAllowRequest HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{"));
+  EXPECT_TRUE(slow.waitClosed(milliseconds(3000)));
+}
+
+TEST(ServerBehaviourTest, IdleKeepAliveConnectionIsClosed) {
+  SluiceProcess sluice(withArgs({"--threads", "1", "--idle-timeout-ms", "300"}));
+  RawConnection idle("127.0.0.1", sluice.port());
+  ASSERT_TRUE(idle.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(statusOf(idle.readResponse(milliseconds(2000))), 200);
+  auto start = Clock::now();
+  EXPECT_TRUE(idle.waitClosed(milliseconds(3000)));
+  EXPECT_GE(Clock::now() - start, milliseconds(200));
+}
+
+TEST(ServerBehaviourTest, ShapedLeakyBucketHoldsAnswersWithoutBlockingTheThread) {
+  SluiceProcess sluice(withRules({{"shaped.yaml", kShapedRules}}, {"--threads", "1"}));
+  std::string body = R"({"domain":"shaped","descriptors":[[{"key":"queue","value":"q"}]]})";
+  std::vector<std::unique_ptr<RawConnection>> connections;
+  auto start = Clock::now();
+  for (int i = 0; i < 3; ++i) {
+    connections.push_back(std::make_unique<RawConnection>("127.0.0.1", sluice.port()));
+    ASSERT_TRUE(connections.back()->send(rawPost("/shouldAllowRequest", body)));
+  }
+  // The one I/O thread still answers others while three answers are held.
+  EXPECT_EQ(sluice.client().get("/healthz").status, 200);
+  EXPECT_LT(Clock::now() - start, milliseconds(400));
+  std::vector<milliseconds> arrival;
+  for (auto& c : connections) {
+    std::string response = c->readResponse(milliseconds(5000));
+    EXPECT_EQ(statusOf(response), 200) << response;
+    arrival.push_back(std::chrono::duration_cast<milliseconds>(Clock::now() - start));
+  }
+  // Two per second: the answers leave about 0, 0.5 and 1.0 s after the requests.
+  EXPECT_GE(arrival[2], milliseconds(900));
+  EXPECT_LT(arrival[2], milliseconds(2500));
+}
+
+TEST(ServerBehaviourTest, SigtermFinishesInFlightRequestsThenExitsZero) {
+  SluiceProcess sluice(withRules({{"shaped.yaml", kShapedRules}}, {"--threads", "2"}));
+  std::string body = R"({"domain":"shaped","descriptors":[[{"key":"queue","value":"q"}]]})";
+  std::vector<std::unique_ptr<RawConnection>> in_flight;
+  for (int i = 0; i < 4; ++i) {
+    in_flight.push_back(std::make_unique<RawConnection>("127.0.0.1", sluice.port()));
+    ASSERT_TRUE(in_flight.back()->send(rawPost("/shouldAllowRequest", body)));
+  }
+  RawConnection idle("127.0.0.1", sluice.port());
+  std::this_thread::sleep_for(milliseconds(200));  // the requests are read and held
+  sluice.signal(SIGTERM);
+  // An idle keep-alive connection is closed at once ...
+  EXPECT_TRUE(idle.waitClosed(milliseconds(1000)));
+  // ... new connections are refused ...
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_THROW(HttpClient("127.0.0.1", sluice.port(), milliseconds(500)).get("/healthz"),
+               std::runtime_error);
+  // ... and every held answer is still delivered; those sent while draining say
+  // Connection: close (the first one left before SIGTERM: its delay was 0).
+  int closing = 0;
+  for (auto& c : in_flight) {
+    std::string response = c->readResponse(milliseconds(5000));
+    EXPECT_EQ(statusOf(response), 200) << response;
+    closing += response.find("Connection: close") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_GE(closing, 3);
+  auto code = sluice.wait(milliseconds(5000));
+  ASSERT_TRUE(code.has_value()) << sluice.log();
+  EXPECT_EQ(*code, 0) << sluice.log();
+  EXPECT_NE(sluice.log().find("received SIGTERM"), std::string::npos);
+}
+
+TEST(ServerBehaviourTest, SigintIsGracefulToo) {
+  SluiceProcess sluice;
+  sluice.signal(SIGINT);
+  auto code = sluice.wait(milliseconds(5000));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+}
+
+TEST(ServerBehaviourTest, PortInUseFailsWithAClearMessage) {
+  SluiceProcess first;
+  auto [code, output] = runSluice({"--listen", "127.0.0.1:" + std::to_string(first.port()),
+                                   "--rules", first.rulesDir()});
+  EXPECT_EQ(code, 1) << output;
+  EXPECT_NE(output.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(first.client().get("/healthz").status, 200);
+}
+
+}  // namespace
+}  // namespace sluice::test

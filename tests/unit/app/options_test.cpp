@@ -1,0 +1,128 @@
+#include "app/options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace sluice::app {
+namespace {
+
+EnvLookup envFrom(std::map<std::string, std::string> vars) {
+  return [vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+Result<AppOptions> parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  return parseOptions(args, envFrom(std::move(env)));
+}
+
+std::string writeTemp(const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("sluice-options-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(OptionsTest, Defaults) {
+  auto o = parse({});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->listen_host, "127.0.0.1");
+  EXPECT_EQ(o->listen_port, 8080);
+  EXPECT_EQ(o->rules, "config/rules");
+  EXPECT_EQ(o->store, "memory");
+  EXPECT_EQ(o->default_domain, "default");
+  EXPECT_EQ(o->max_body_bytes, 1u << 20);
+  EXPECT_FALSE(o->validate);
+}
+
+TEST(OptionsTest, FlagsInBothSpellings) {
+  auto o = parse({"--listen", "0.0.0.0:9000", "--threads=3", "--store", "redis", "--validate",
+                  "--redis-timeout-ms", "50"});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->listen_host, "0.0.0.0");
+  EXPECT_EQ(o->listen_port, 9000);
+  EXPECT_EQ(o->threads, 3u);
+  EXPECT_EQ(o->store, "redis");
+  EXPECT_TRUE(o->validate);
+  EXPECT_EQ(o->redis_timeout, std::chrono::milliseconds(50));
+}
+
+TEST(OptionsTest, Ipv6Listen) {
+  auto o = parse({"--listen", "[::1]:8081"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->listen_host, "::1");
+  EXPECT_EQ(o->listen_port, 8081);
+}
+
+TEST(OptionsTest, BadValuesNameTheFlag) {
+  EXPECT_EQ(parse({"--store", "etcd"}).error().message,
+            "--store: must be one of memory, redis, redis_cluster, got \"etcd\"");
+  EXPECT_EQ(parse({"--threads", "0"}).error().message,
+            "--threads: must be an integer from 1 to 1024, got \"0\"");
+  EXPECT_EQ(parse({"--listen", "8080"}).error().message,
+            "--listen: must be HOST:PORT, got \"8080\"");
+  EXPECT_EQ(parse({"--listen", "h:99999"}).error().message,
+            "--listen: port must be an integer from 0 to 65535, got \"99999\"");
+  EXPECT_EQ(parse({"--bogus"}).error().message, "unknown flag --bogus (see --help)");
+  EXPECT_EQ(parse({"--rules"}).error().message, "--rules needs a value PATH");
+  EXPECT_EQ(parse({"stray"}).error().message, "unexpected argument \"stray\" (see --help)");
+  EXPECT_EQ(parse({"--validate=yes"}).error().message, "--validate takes no value");
+}
+
+TEST(OptionsTest, EnvironmentMirrorsFlagsAndFlagsWin) {
+  auto o = parse({"--rules", "/flag"}, {{"SLUICE_RULES", "/env"}, {"SLUICE_FAILURE_MODE", "closed"},
+                                       {"SLUICE_MAX_BODY_BYTES", "2048"}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->rules, "/flag");
+  EXPECT_EQ(o->failure_mode, "closed");
+  EXPECT_EQ(o->max_body_bytes, 2048u);
+  EXPECT_EQ(parse({}, {{"SLUICE_THREADS", "x"}}).error().message,
+            "SLUICE_THREADS: must be an integer from 1 to 1024, got \"x\"");
+}
+
+TEST(OptionsTest, ConfigFileIsOverriddenByEnvironmentAndFlags) {
+  std::string file = writeTemp(
+      "listen: 127.0.0.1:7000\nrules: /file\nstore: memory\ndefault_domain: web\n"
+      "failure-mode: local\nforward_auth:\n  domain: x\n");
+  auto o = parse({"--config", file, "--listen", "127.0.0.1:7001"}, {{"SLUICE_RULES", "/env"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->listen_port, 7001);
+  EXPECT_EQ(o->rules, "/env");
+  EXPECT_EQ(o->default_domain, "web");
+  EXPECT_EQ(o->failure_mode, "local");
+  ASSERT_NE(o->config_root, nullptr);
+  std::remove(file.c_str());
+}
+
+TEST(OptionsTest, ConfigFileErrorsHaveALocation) {
+  std::string file = writeTemp("listen: 127.0.0.1:7000\nthreds: 2\n");
+  auto o = parse({"--config", file});
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.error().message,
+            file + ":2:1: unknown key \"threds\" (the keys are the flags of --help)");
+  std::remove(file.c_str());
+  EXPECT_NE(parse({"--config", "/does/not/exist.yaml"}).error().message.find("cannot read"),
+            std::string::npos);
+}
+
+TEST(OptionsTest, HelpListsEveryFlag) {
+  auto o = parse({"--help", "--bogus-after-help-is-fine-too"});
+  ASSERT_FALSE(o.ok());  // unknown flags are reported even with --help
+  o = parse({"-h"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->help);
+  std::string help = helpText();
+  for (const char* flag : {"--config", "--listen", "--rules", "--store", "--redis ", "--failure-mode",
+                           "--threads", "--log-level", "--validate", "--default-domain",
+                           "--max-body-bytes", "--redis-timeout-ms", "--redis-prefix"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::app

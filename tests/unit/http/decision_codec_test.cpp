@@ -1,0 +1,255 @@
+#include "http/decision_codec.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace sluice::http {
+namespace {
+
+using nlohmann::json;
+
+std::string parseError(std::string_view body) {
+  auto parsed = parseDecisionRequest(body, "default");
+  EXPECT_FALSE(parsed.ok()) << body;
+  if (parsed.ok()) {
+    return {};
+  }
+  EXPECT_EQ(parsed.error().kind, ErrorKind::kInvalidArgument);
+  return parsed.error().message;
+}
+
+std::string envoyError(std::string_view body) {
+  auto parsed = parseEnvoyRequest(body);
+  EXPECT_FALSE(parsed.ok()) << body;
+  return parsed.ok() ? std::string() : parsed.error().message;
+}
+
+TEST(DecisionCodecTest, ParsesTheFullRequest) {
+  auto r = parseDecisionRequest(
+      R"({"domain":"auth","clientId":"user-123","hits":3,"timestamp":"2023-07-13T07:20:50.52Z",
+          "descriptors":[{"entries":[{"key":"auth_type","value":"login"},{"key":"b","value":""}]}]})",
+      "default");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->domain, "auth");
+  EXPECT_EQ(r->client_id, "user-123");
+  EXPECT_EQ(r->hits, 3);
+  ASSERT_EQ(r->descriptors.size(), 1u);
+  ASSERT_EQ(r->descriptors[0].size(), 2u);
+  EXPECT_EQ(r->descriptors[0][0].key, "auth_type");
+  EXPECT_EQ(r->descriptors[0][0].value, "login");
+  EXPECT_EQ(r->descriptors[0][1].value, "");
+  EXPECT_TRUE(r->descriptor_hits.empty());
+}
+
+TEST(DecisionCodecTest, DefaultsDomainAndHits) {
+  auto r = parseDecisionRequest(R"({"clientId":"123"})", "fallback");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->domain, "fallback");
+  EXPECT_EQ(r->hits, 1);
+  EXPECT_TRUE(r->descriptors.empty());
+}
+
+TEST(DecisionCodecTest, AcceptsTheBareListShape) {
+  auto r = parseDecisionRequest(R"({"descriptors":[[{"key":"a","value":"1"}],
+                                                   {"entries":[{"key":"b","value":"2"}]}]})",
+                                "d");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->descriptors.size(), 2u);
+  EXPECT_EQ(r->descriptors[0][0].key, "a");
+  EXPECT_EQ(r->descriptors[1][0].key, "b");
+}
+
+TEST(DecisionCodecTest, NullMeansAbsent) {
+  auto r = parseDecisionRequest(R"({"domain":null,"clientId":null,"hits":null})", "d");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->domain, "d");
+  EXPECT_EQ(r->hits, 1);
+}
+
+TEST(DecisionCodecTest, DescriptorHitsAddendIsKeptPerDescriptor) {
+  auto r = parseDecisionRequest(
+      R"({"descriptors":[{"entries":[{"key":"a","value":"1"}],"hits_addend":4},[{"key":"b","value":"2"}]]})",
+      "d");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->descriptor_hits.size(), 2u);
+  EXPECT_EQ(r->descriptor_hits[0], 4);
+  EXPECT_FALSE(r->descriptor_hits[1].has_value());
+}
+
+TEST(DecisionCodecTest, EveryMalformedShapeNamesTheField) {
+  EXPECT_EQ(parseError("").substr(0, 24), "body: invalid JSON: pars");
+  EXPECT_EQ(parseError("{").substr(0, 19), "body: invalid JSON:");
+  EXPECT_EQ(parseError("[1]"), "body: must be a JSON object");
+  EXPECT_EQ(parseError("\"x\""), "body: must be a JSON object");
+  EXPECT_EQ(parseError(R"({"domain":5})"), "domain: must be a non-empty string");
+  EXPECT_EQ(parseError(R"({"domain":""})"), "domain: must be a non-empty string");
+  EXPECT_EQ(parseError(R"({"clientId":7})"), "clientId: must be a string");
+  EXPECT_EQ(parseError(R"({"hits":-1})"), "hits: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(parseError(R"({"hits":1.5})"), "hits: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(parseError(R"({"hits":"2"})"), "hits: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(parseError(R"({"hits":true})"), "hits: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(parseError(R"({"hits":1000000001})"),
+            "hits: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(parseError(R"({"timestamp":5})").substr(0, 10), "timestamp:");
+  EXPECT_EQ(parseError(R"({"timestamp":"yesterday"})").substr(0, 10), "timestamp:");
+  EXPECT_EQ(parseError(R"({"descriptors":{}})"), "descriptors: must be an array");
+  EXPECT_EQ(parseError(R"({"descriptors":[5]})"),
+            "descriptors[0]: must be an object {\"entries\": [...]} or an array of entries");
+  EXPECT_EQ(parseError(R"({"descriptors":[{}]})"), "descriptors[0].entries: is required");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[]}]})"),
+            "descriptors[0].entries: must not be empty");
+  EXPECT_EQ(parseError(R"({"descriptors":[[]]})"), "descriptors[0]: must not be empty");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":{}}]})"),
+            "descriptors[0].entries: must be an array of {\"key\", \"value\"} objects");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":["a"]}]})"),
+            "descriptors[0].entries[0]: must be an object {\"key\": ..., \"value\": ...}");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"value":"x"}]}]})"),
+            "descriptors[0].entries[0].key: is required");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"k"}]}]})"),
+            "descriptors[0].entries[0].value: is required");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"","value":"x"}]}]})"),
+            "descriptors[0].entries[0].key: must be a non-empty string");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":1,"value":"x"}]}]})"),
+            "descriptors[0].entries[0].key: must be a non-empty string");
+  EXPECT_EQ(parseError(R"({"descriptors":[[{"key":"a","value":"1"}],[{"key":"b","value":null}]]})"),
+            "descriptors[1][0].value: must be a string");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"a","value":"1","x":2}]}]})"),
+            "descriptors[0].entries[0]: unknown field \"x\" (expected \"key\" and \"value\")");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"a","value":"1"}],"extra":1}]})"),
+            "descriptors[0]: unknown field \"extra\"");
+  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"a","value":"1"}],"hits_addend":-2}]})"),
+            "descriptors[0].hits_addend: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(parseError(R"({"descriptor":[]})"),
+            "body: unknown field \"descriptor\" (expected domain, clientId, descriptors, hits, "
+            "timestamp)");
+}
+
+TEST(DecisionCodecTest, BoundsAreEnforced) {
+  std::string long_value(kMaxStringBytes + 1, 'x');
+  EXPECT_EQ(parseError(R"({"clientId":")" + long_value + "\"}"),
+            "clientId: must be at most 1024 bytes");
+  std::string many = R"({"descriptors":[)";
+  for (std::size_t i = 0; i <= kMaxDescriptors; ++i) {
+    many += (i ? "," : "") + std::string(R"([{"key":"a","value":"b"}])");
+  }
+  many += "]}";
+  EXPECT_EQ(parseError(many), "descriptors: must have at most 64 descriptors");
+}
+
+TEST(DecisionCodecTest, Iso8601Validation) {
+  EXPECT_TRUE(isIso8601DateTime("2023-07-13T07:20:50.52Z"));
+  EXPECT_TRUE(isIso8601DateTime("2023-07-13T07:20:50Z"));
+  EXPECT_TRUE(isIso8601DateTime("2023-07-13t07:20:50z"));
+  EXPECT_TRUE(isIso8601DateTime("2023-07-13T07:20:50+02:00"));
+  EXPECT_TRUE(isIso8601DateTime("2023-07-13T07:20:50.123456-05:30"));
+  EXPECT_TRUE(isIso8601DateTime("2024-02-29T00:00:00Z"));
+  EXPECT_TRUE(isIso8601DateTime("2023-07-13T07:20:50"));
+  EXPECT_FALSE(isIso8601DateTime("2023-02-29T00:00:00Z"));
+  EXPECT_FALSE(isIso8601DateTime("1900-02-29T00:00:00Z"));
+  EXPECT_FALSE(isIso8601DateTime("2023-13-01T00:00:00Z"));
+  EXPECT_FALSE(isIso8601DateTime("2023-07-13T24:00:00Z"));
+  EXPECT_FALSE(isIso8601DateTime("2023-07-13T07:60:00Z"));
+  EXPECT_FALSE(isIso8601DateTime("2023-07-13 07:20:50Z"));
+  EXPECT_FALSE(isIso8601DateTime("2023-07-13T07:20:50.Z"));
+  EXPECT_FALSE(isIso8601DateTime("2023-07-13T07:20:50+2:00"));
+  EXPECT_FALSE(isIso8601DateTime("2023-07-13T07:20:50ZZ"));
+  EXPECT_FALSE(isIso8601DateTime("2023-07-13"));
+  EXPECT_FALSE(isIso8601DateTime(""));
+}
+
+TEST(DecisionCodecTest, EnvoyRequestShape) {
+  auto r = parseEnvoyRequest(
+      R"({"domain":"auth","descriptors":[{"entries":[{"key":"auth_type","value":"login"}],"hitsAddend":"2"}],"hits_addend":0})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->domain, "auth");
+  EXPECT_EQ(r->hits, 1);  // envoy treats 0 as 1
+  ASSERT_EQ(r->descriptor_hits.size(), 1u);
+  EXPECT_EQ(r->descriptor_hits[0], 2);
+}
+
+TEST(DecisionCodecTest, EnvoyRequestErrors) {
+  EXPECT_EQ(envoyError(R"({"descriptors":[{"entries":[{"key":"a","value":"b"}]}]})"),
+            "domain: is required (a non-empty string)");
+  EXPECT_EQ(envoyError(R"({"domain":"d"})"), "descriptors: must be a non-empty array");
+  EXPECT_EQ(envoyError(R"({"domain":"d","descriptors":[]})"),
+            "descriptors: must be a non-empty array");
+  EXPECT_EQ(envoyError(R"({"domain":"d","descriptors":[[{"key":"a","value":"b"}]]})"),
+            "descriptors[0]: must be an object {\"entries\": [...]}");
+  EXPECT_EQ(envoyError(R"({"domain":"d","descriptors":[{"entries":[{"key":"a","value":"b"}],"limit":{}}]})"),
+            "descriptors[0].limit: per-request limit overrides are not supported");
+  EXPECT_EQ(envoyError(R"({"domain":"d","hits_addend":"x","descriptors":[{"entries":[{"key":"a","value":"b"}]}]})"),
+            "hits_addend: must be an integer from 0 to 1000000000");
+}
+
+LimitStatus loginLimit(bool allowed, std::int64_t remaining) {
+  LimitStatus l;
+  l.name = "auth.auth_type_login";
+  l.limit = 5;
+  l.unit = TimeUnit::kMinute;
+  l.window_us = 60 * kMicrosPerSecond;
+  l.outcome.allowed = allowed;
+  l.outcome.remaining = remaining;
+  l.outcome.reset_after_us = 41'500'000;
+  l.outcome.retry_after_us = allowed ? 0 : 41'500'000;
+  return l;
+}
+
+TEST(DecisionCodecTest, DeniedResponseCarriesBodyAndHeaders) {
+  DecisionRequest request;
+  request.domain = "auth";
+  request.client_id = "u1";
+  Decision decision;
+  decision.allowed = false;
+  decision.descriptors.push_back(DescriptorStatus{true, {loginLimit(false, 0)}});
+  Response r = decisionResponse(request, decision);
+  EXPECT_EQ(r.status, 429);
+  json body = json::parse(r.body);
+  EXPECT_EQ(body["allowed"], false);
+  EXPECT_EQ(body["clientId"], "u1");
+  EXPECT_EQ(body["descriptors"][0]["limits"][0]["retry_after_ms"], 41500);
+  EXPECT_EQ(body["descriptors"][0]["limits"][0]["unit"], "minute");
+  bool retry_after = false;
+  for (const auto& h : r.headers) {
+    if (h.name == "Retry-After") {
+      retry_after = true;
+      EXPECT_EQ(h.value, "42");
+    }
+  }
+  EXPECT_TRUE(retry_after);
+}
+
+TEST(DecisionCodecTest, EnvoyResponseShape) {
+  Decision decision;
+  decision.allowed = false;
+  decision.descriptors.push_back(DescriptorStatus{true, {loginLimit(false, 0)}});
+  decision.descriptors.push_back(DescriptorStatus{false, {}});
+  Response r = envoyResponse(decision);
+  EXPECT_EQ(r.status, 429);
+  json body = json::parse(r.body);
+  EXPECT_EQ(body["overallCode"], "OVER_LIMIT");
+  ASSERT_EQ(body["statuses"].size(), 2u);
+  EXPECT_EQ(body["statuses"][0]["code"], "OVER_LIMIT");
+  EXPECT_EQ(body["statuses"][0]["currentLimit"]["requestsPerUnit"], 5);
+  EXPECT_EQ(body["statuses"][0]["currentLimit"]["unit"], "MINUTE");
+  EXPECT_EQ(body["statuses"][0]["currentLimit"]["name"], "auth.auth_type_login");
+  EXPECT_EQ(body["statuses"][0]["limitRemaining"], 0);
+  EXPECT_EQ(body["statuses"][0]["durationUntilReset"], "42s");
+  EXPECT_EQ(body["statuses"][1], json({{"code", "OK"}}));
+}
+
+TEST(DecisionCodecTest, ShapedLeakyBucketHoldsTheAnswer) {
+  Decision decision;
+  LimitStatus l = loginLimit(true, 3);
+  l.algorithm = Algorithm::kLeakyBucket;
+  l.shape = true;
+  l.outcome.delay_us = 250'000;
+  decision.descriptors.push_back(DescriptorStatus{true, {l}});
+  Response r = decisionResponse(DecisionRequest{}, decision);
+  EXPECT_EQ(r.hold, std::chrono::microseconds(250'000));
+  EXPECT_EQ(json::parse(r.body)["descriptors"][0]["limits"][0]["delay_ms"], 250);
+}
+
+}  // namespace
+}  // namespace sluice::http

@@ -1,0 +1,203 @@
+#include "http/decision_service.hpp"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "sluice/clock.hpp"
+#include "sluice/memory_store.hpp"
+
+namespace sluice::http {
+namespace {
+
+constexpr const char* kRules = R"(domain: auth
+descriptors:
+  - key: auth_type
+    value: login
+    rate_limit:
+      unit: minute
+      requests_per_unit: 2
+  - key: auth_type
+    value: free
+    rate_limit:
+      unlimited: true
+  - key: auth_type
+    value: trial
+    shadow_mode: true
+    rate_limit:
+      name: trial
+      unit: minute
+      requests_per_unit: 1
+)";
+
+/// A store that records its requests and answers with a fixed result.
+class RecordingStore final : public Store {
+ public:
+  explicit RecordingStore(std::optional<Error> error = std::nullopt) : error_(std::move(error)) {}
+  void evaluate(const StoreRequest& request, Callback done) override {
+    requests.push_back(request);
+    if (error_) {
+      done(*error_);
+      return;
+    }
+    StoreResponse response;
+    response.outcomes.resize(request.limits.size());
+    done(response);
+  }
+  void reset(const std::vector<std::string>&, ResetCallback done) override { done(0); }
+  bool healthy() const override { return true; }
+  std::string_view kind() const override { return "recording"; }
+
+  std::vector<StoreRequest> requests;
+
+ private:
+  std::optional<Error> error_;
+};
+
+class DecisionServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LoadResult loaded = loadRulesFromStrings({{"auth.yaml", kRules}});
+    ASSERT_TRUE(loaded.errors.empty()) << loaded.errors.front().toString();
+    rules_ = loaded.rules;
+  }
+
+  std::unique_ptr<DecisionService> service(StorePtr store) {
+    return makeDecisionService([this] { return rules_; }, std::move(store), metrics_);
+  }
+
+  static DecisionRequest request(std::string client, std::string value, std::int64_t hits = 1) {
+    DecisionRequest r;
+    r.domain = "auth";
+    r.client_id = std::move(client);
+    r.descriptors = {{Entry{"auth_type", std::move(value)}}};
+    r.hits = hits;
+    return r;
+  }
+
+  static Result<Decision> decide(DecisionService& s, DecisionRequest r) {
+    std::optional<Result<Decision>> out;
+    s.decide(std::move(r), [&](Result<Decision> d) { out.emplace(std::move(d)); });
+    EXPECT_TRUE(out.has_value()) << "the memory store answers inline";
+    return std::move(*out);
+  }
+
+  std::uint64_t decisions(const std::string& rule, const std::string& outcome,
+                          const std::string& domain = "auth") {
+    return metrics_.counter("decisions_total",
+                            {{"domain", domain}, {"rule", rule}, {"outcome", outcome}})
+        .value();
+  }
+
+  RuleSetPtr rules_;
+  Metrics metrics_;
+  ManualClock clock_;
+};
+
+TEST_F(DecisionServiceTest, DeniesAfterTheLimitPerClient) {
+  auto s = service(makeMemoryStore({}, clock_, metrics_));
+  EXPECT_TRUE(decide(*s, request("a", "login"))->allowed);
+  EXPECT_TRUE(decide(*s, request("a", "login"))->allowed);
+  auto third = decide(*s, request("a", "login"));
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(third->allowed);
+  ASSERT_NE(third->binding(), nullptr);
+  EXPECT_EQ(third->binding()->limit, 2);
+  EXPECT_GT(third->binding()->outcome.retry_after_us, 0);
+  EXPECT_TRUE(decide(*s, request("b", "login"))->allowed);
+  EXPECT_EQ(decisions("auth.auth_type_login", "allowed"), 3u);
+  EXPECT_EQ(decisions("auth.auth_type_login", "denied"), 1u);
+}
+
+TEST_F(DecisionServiceTest, KeysAreEscapedClientThenBucket) {
+  auto store = std::make_shared<RecordingStore>();
+  auto s = service(store);
+  ASSERT_TRUE(decide(*s, request("a|b c", "login")).ok());
+  ASSERT_EQ(store->requests.size(), 1u);
+  const std::string& key = store->requests[0].limits.at(0).key;
+  EXPECT_EQ(key.rfind(escapeKeyPart("a|b c") + "|", 0), 0u) << key;
+  EXPECT_EQ(store->requests[0].client, "a|b c");
+  EXPECT_NE(storeKey("a|b", "c"), storeKey("a", "b|c"));
+}
+
+TEST_F(DecisionServiceTest, UnlimitedIsReportedButNotEvaluated) {
+  auto store = std::make_shared<RecordingStore>();
+  auto s = service(store);
+  auto d = decide(*s, request("a", "free"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_TRUE(store->requests.empty());
+  ASSERT_EQ(d->descriptors.size(), 1u);
+  EXPECT_TRUE(d->descriptors[0].matched);
+  ASSERT_EQ(d->descriptors[0].limits.size(), 1u);
+  EXPECT_TRUE(d->descriptors[0].limits[0].unlimited);
+  EXPECT_EQ(d->binding(), nullptr);
+}
+
+TEST_F(DecisionServiceTest, ShadowLimitNeverDenies) {
+  auto s = service(makeMemoryStore({}, clock_, metrics_));
+  EXPECT_TRUE(decide(*s, request("a", "trial"))->allowed);
+  auto second = decide(*s, request("a", "trial"));
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->allowed);
+  EXPECT_FALSE(second->descriptors[0].limits[0].outcome.allowed);
+  EXPECT_EQ(decisions("trial", "shadow_denied"), 1u);
+}
+
+TEST_F(DecisionServiceTest, NoRuleAndUnknownDomainAreAllowedAndCounted) {
+  auto store = std::make_shared<RecordingStore>();
+  auto s = service(store);
+  auto none = decide(*s, request("a", "other"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->allowed);
+  EXPECT_FALSE(none->descriptors[0].matched);
+  EXPECT_EQ(decisions("", "no_rule"), 1u);
+
+  DecisionRequest unknown = request("a", "login");
+  unknown.domain = "elsewhere";
+  auto d = decide(*s, unknown);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_FALSE(d->domain_known);
+  EXPECT_EQ(decisions("", "unknown_domain", "_unknown"), 1u);
+  EXPECT_TRUE(store->requests.empty());
+}
+
+TEST_F(DecisionServiceTest, HitsBecomeTheCost) {
+  auto store = std::make_shared<RecordingStore>();
+  auto s = service(store);
+  ASSERT_TRUE(decide(*s, request("a", "login", 0)).ok());
+  ASSERT_TRUE(decide(*s, request("a", "login", 7)).ok());
+  EXPECT_EQ(store->requests[0].cost, 0);
+  EXPECT_EQ(store->requests[1].cost, 7);
+}
+
+TEST_F(DecisionServiceTest, MixedDescriptorHitsAreRefused) {
+  auto store = std::make_shared<RecordingStore>();
+  auto s = service(store);
+  DecisionRequest r = request("a", "login");
+  r.descriptors.push_back({Entry{"auth_type", "trial"}});
+  r.descriptor_hits = {2, 3};
+  auto d = decide(*s, r);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_TRUE(store->requests.empty());
+}
+
+TEST_F(DecisionServiceTest, StoreErrorsReachTheCaller) {
+  auto s = service(std::make_shared<RecordingStore>(makeError(ErrorKind::kTimeout, "deadline")));
+  auto d = decide(*s, request("a", "login"));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().kind, ErrorKind::kTimeout);
+}
+
+TEST_F(DecisionServiceTest, NoRulesLoadedIsUnavailable) {
+  rules_.reset();
+  auto s = service(std::make_shared<RecordingStore>());
+  auto d = decide(*s, request("a", "login"));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().kind, ErrorKind::kUnavailable);
+}
+
+}  // namespace
+}  // namespace sluice::http

@@ -1,0 +1,106 @@
+#include "http/rate_limit_headers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace sluice::http {
+namespace {
+
+std::map<std::string, std::string> asMap(const std::vector<Header>& headers) {
+  std::map<std::string, std::string> out;
+  for (const auto& h : headers) {
+    out[h.name] = h.value;
+  }
+  return out;
+}
+
+LimitStatus limit(std::int64_t remaining, Micros reset, Micros retry) {
+  LimitStatus l;
+  l.name = "login";
+  l.limit = 5;
+  l.window_us = 60 * kMicrosPerSecond;
+  l.outcome.allowed = retry == 0;
+  l.outcome.remaining = remaining;
+  l.outcome.reset_after_us = reset;
+  l.outcome.retry_after_us = retry;
+  return l;
+}
+
+TEST(RateLimitHeadersTest, SecondsRoundUp) {
+  EXPECT_EQ(ceilSeconds(0), 0);
+  EXPECT_EQ(ceilSeconds(-5), 0);
+  EXPECT_EQ(ceilSeconds(1), 1);
+  EXPECT_EQ(ceilSeconds(kMicrosPerSecond), 1);
+  EXPECT_EQ(ceilSeconds(kMicrosPerSecond + 1), 2);
+  EXPECT_EQ(ceilMillis(1), 1);
+  EXPECT_EQ(ceilMillis(1000), 1);
+  EXPECT_EQ(ceilMillis(1001), 2);
+}
+
+TEST(RateLimitHeadersTest, RetryAfterIsAtLeastOneSecond) {
+  EXPECT_EQ(retryAfterSeconds(0), 1);
+  EXPECT_EQ(retryAfterSeconds(1), 1);
+  EXPECT_EQ(retryAfterSeconds(999'999), 1);
+  EXPECT_EQ(retryAfterSeconds(1'000'001), 2);
+  EXPECT_EQ(retryAfterSeconds(kRetryNever), 1);
+}
+
+TEST(RateLimitHeadersTest, AllowedAnswerHasNoRetryAfter) {
+  auto h = asMap(rateLimitHeaders(limit(4, 41'200'000, 0), false));
+  EXPECT_EQ(h["X-Ratelimit-Limit"], "5");
+  EXPECT_EQ(h["X-Ratelimit-Remaining"], "4");
+  EXPECT_EQ(h["X-Ratelimit-Reset"], "42");
+  EXPECT_EQ(h["RateLimit-Policy"], "\"login\";q=5;w=60");
+  EXPECT_EQ(h["RateLimit"], "\"login\";r=4;t=42");
+  EXPECT_EQ(h.count("Retry-After"), 0u);
+  EXPECT_EQ(h.count("X-Ratelimit-Retry-After"), 0u);
+}
+
+TEST(RateLimitHeadersTest, DeniedAnswerRoundsRetryAfterUp) {
+  auto h = asMap(rateLimitHeaders(limit(0, 300'000, 300'000), true));
+  EXPECT_EQ(h["Retry-After"], "1");
+  EXPECT_EQ(h["X-Ratelimit-Retry-After"], "1");
+  EXPECT_EQ(h["X-Ratelimit-Reset"], "1");
+  h = asMap(rateLimitHeaders(limit(0, 12'000'001, 12'000'001), true));
+  EXPECT_EQ(h["Retry-After"], "13");
+}
+
+TEST(RateLimitHeadersTest, NeverPassingRequestGetsNoRetryAfter) {
+  LimitStatus l = limit(5, 0, kRetryNever);
+  l.outcome.allowed = false;
+  l.outcome.never = true;
+  auto h = asMap(rateLimitHeaders(l, true));
+  EXPECT_EQ(h.count("Retry-After"), 0u);
+  EXPECT_EQ(h["X-Ratelimit-Limit"], "5");
+}
+
+TEST(RateLimitHeadersTest, PolicyNameIsAnEscapedStructuredFieldString) {
+  EXPECT_EQ(sfString("a\"b\\c\nd\xc3\xa9"), "\"a\\\"b\\\\cd\"");
+}
+
+TEST(RateLimitHeadersTest, BindingPrefersDenyingLimitWithLongestRetry) {
+  Decision d;
+  d.allowed = false;
+  d.descriptors.push_back(DescriptorStatus{true, {limit(3, 1, 0), limit(0, 5'000'000, 5'000'000)}});
+  d.descriptors.push_back(DescriptorStatus{true, {limit(0, 9'000'000, 9'000'000)}});
+  ASSERT_NE(d.binding(), nullptr);
+  EXPECT_EQ(d.binding()->outcome.retry_after_us, 9'000'000);
+}
+
+TEST(RateLimitHeadersTest, BindingOnAllowIsTheLeastRemainingAndIgnoresShadowAndUnlimited) {
+  Decision d;
+  LimitStatus shadow = limit(0, 1, 0);
+  shadow.shadow = true;
+  LimitStatus unlimited = limit(0, 1, 0);
+  unlimited.unlimited = true;
+  d.descriptors.push_back(DescriptorStatus{true, {limit(7, 1, 0), shadow, unlimited, limit(2, 1, 0)}});
+  ASSERT_NE(d.binding(), nullptr);
+  EXPECT_EQ(d.binding()->outcome.remaining, 2);
+  Decision none;
+  none.descriptors.push_back(DescriptorStatus{true, {shadow, unlimited}});
+  EXPECT_EQ(none.binding(), nullptr);
+}
+
+}  // namespace
+}  // namespace sluice::http
