@@ -18,14 +18,15 @@ FROM ${BASE_IMAGE} AS build
 ARG BUILD_JOBS=2
 ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /src
-# deps.sh alone first, so the package layer is reused while only sources change.
+# deps.sh alone first, so the package layer is reused while only sources change. The unit
+# tests need GoogleTest, and the Redis store's start their own redis-server.
 COPY scripts/deps.sh scripts/deps.sh
 RUN scripts/deps.sh build \
- && apt-get install -y -qq --no-install-recommends libgtest-dev \
+ && apt-get install -y -qq --no-install-recommends libgtest-dev redis-server \
  && rm -rf /var/lib/apt/lists/*
 COPY . .
-# Build the binary and the unit-test executables only (integration tests need a
-# redis-server and real processes; CI runs them outside the image), then run them.
+# Build the binary and the unit-test executables only (the integration tests drive real
+# processes, nginx and docker-compose; CI runs them outside the image), then run them.
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=ON \
  && unit_targets=$(cmake --build build --target help | sed -n 's/^\(unit_[a-z_]*\):.*/\1/p') \
  && cmake --build build -j "${BUILD_JOBS}" --target sluice ${unit_targets} \
