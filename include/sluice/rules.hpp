@@ -56,7 +56,7 @@ struct RateLimit {
 /// (a hand-built tree) the matcher scans the level instead, with the same result.
 struct DescriptorLevelIndex {
   struct ForKey {
-    std::map<std::string, std::size_t, std::less<>> exact;  ///< explicit, non-wildcard values
+    std::map<std::string, std::size_t, std::less<>> exact;  ///< every explicit value (literal)
     std::vector<std::size_t> wildcards;                     ///< in file order
     std::optional<std::size_t> key_only;
   };

@@ -247,7 +247,7 @@ class FileParser {
       return message + " (" + inQuotes(name) + " belongs inside 'rate_limit')";
     }
     if (at_limit && contains(kDescriptorKeys, name)) {
-      return message + " (" + inQuotes(name) + " belongs to the descriptor, next to 'rate_limit')";
+      return message + " (" + inQuotes(name) + " belongs to the descriptor, not inside a rate limit)";
     }
     if (const auto elsewhere = closestMatch(name, kLimitKeys); elsewhere && !at_limit) {
       return message + " (did you mean " + inQuotes(*elsewhere) + " inside 'rate_limit'?)";
@@ -386,10 +386,13 @@ class FileParser {
       auto& for_key = index.by_key[node->key];
       if (!node->value) {
         for_key.key_only = position;
-      } else if (node->wildcard) {
-        for_key.wildcards.push_back(position);
       } else {
+        // A wildcard node is also found by its literal text, as envoyproxy/ratelimit's map
+        // lookup of "key_value" finds it before trying the patterns.
         for_key.exact.emplace(*node->value, position);
+        if (node->wildcard) {
+          for_key.wildcards.push_back(position);
+        }
       }
       out.push_back(std::move(*node));
     }

@@ -33,8 +33,9 @@ bool wildcardMatch(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
-/// envoyproxy/ratelimit's lookup at one level: the exact key/value node, else the first
-/// wildcard node (file order) whose pattern matches, else the key-only node.
+/// envoyproxy/ratelimit's lookup at one level: the node whose value is exactly the request's
+/// (a wildcard node's literal text included), else the first wildcard node (file order) whose
+/// pattern matches, else the key-only node.
 const DescriptorNode* findNode(const std::vector<DescriptorNode>& level,
                                const DescriptorLevelIndex& index, const Entry& entry) {
   if (!index.by_key.empty() || level.empty()) {
@@ -55,7 +56,7 @@ const DescriptorNode* findNode(const std::vector<DescriptorNode>& level,
   }
   // A tree built by hand has no index: scan the level, with the same precedence.
   for (const DescriptorNode& node : level) {
-    if (node.key == entry.key && node.value && !node.wildcard && *node.value == entry.value) {
+    if (node.key == entry.key && node.value && *node.value == entry.value) {
       return &node;
     }
   }

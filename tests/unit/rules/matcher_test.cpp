@@ -67,6 +67,13 @@ TEST_F(MatcherTest, FirstMatchingWildcardInFileOrderWins) {
   EXPECT_EQ(names(desc({{"k", "fx"}})), Names{"wild_f"});
 }
 
+TEST_F(MatcherTest, AWildcardsLiteralTextFindsItBeforeEarlierPatterns) {
+  load(kPrecedence);
+  // envoyproxy/ratelimit looks "k_foo*" up in its map before trying patterns.
+  EXPECT_EQ(names(desc({{"k", "foo*"}})), Names{"wild_foo"});
+  EXPECT_EQ(names(desc({{"k", "f*"}})), Names{"wild_f"});
+}
+
 TEST_F(MatcherTest, KeyOnlyIsTheDefault) {
   load(kPrecedence);
   EXPECT_EQ(names(desc({{"k", "zzz"}})), Names{"key_only"});
@@ -164,15 +171,20 @@ TEST_F(MatcherTest, SharedWildcardKeyNeverCollidesWithALiteralValue) {
 domain: d
 descriptors:
   - key: k
-    value: "f*"
-    rate_limit: {unit: second, requests_per_unit: 1}
-  - key: k
     value: "foo*"
     share_threshold: true
     rate_limit: {unit: second, requests_per_unit: 1}
+  - key: k
+    value: "f*"
+    rate_limit: {unit: second, requests_per_unit: 1}
 )");
-  // "foo*" literally is matched by the first wildcard and counted on its own.
-  EXPECT_NE(key(desc({{"k", "foo*"}})), key(desc({{"k", "fooX"}})));
+  const std::string shared = key(desc({{"k", "fooX"}}));
+  EXPECT_EQ(shared, "d:k~foo%2A;i0;fixed_window");
+  // The literal text of the pattern finds the shared node too: the same counter.
+  EXPECT_EQ(key(desc({{"k", "foo*"}})), shared);
+  // Values counted one by one never take the shared counter's key.
+  EXPECT_EQ(key(desc({{"k", "fo*"}})), "d:k=fo%2A;i0;fixed_window");
+  EXPECT_NE(key(desc({{"k", "fo*"}})), shared);
 }
 
 TEST_F(MatcherTest, BucketKeysNeverCollide) {

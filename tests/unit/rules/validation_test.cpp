@@ -66,6 +66,13 @@ TEST(ValidationTest, LimitKeyOnTheDescriptorSaysWhereItBelongs) {
                   "unknown key 'unit' in a descriptor ('unit' belongs inside 'rate_limit')");
 }
 
+TEST(ValidationTest, DescriptorKeyInsideARateLimitSaysWhereItBelongs) {
+  expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 5\n      shadow_mode: true\n"),
+                  8,
+                  "unknown key 'shadow_mode' in a rate limit ('shadow_mode' belongs to the "
+                  "descriptor, not inside a rate limit)");
+}
+
 TEST(ValidationTest, DuplicateYamlKey) {
   expectOnlyError("domain: d\ndomain: e\n", 2, "duplicate key 'domain' (first given at line 1)");
 }
