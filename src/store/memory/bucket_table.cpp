@@ -1,6 +1,8 @@
 #include "store/memory/bucket_table.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -9,24 +11,41 @@ namespace {
 
 constexpr Micros kNever = std::numeric_limits<Micros>::max();
 constexpr std::size_t kMinSlots = 16;
-constexpr std::size_t kMinArenaToCompact = 4096;
+constexpr std::uint32_t kOffsetBits = 15;
 
 }  // namespace
 
-BucketTable::BucketTable(std::size_t capacity)
-    : capacity_(std::max<std::size_t>(capacity, 1)), slots_(kMinSlots, kNone),
-      earliest_expiry_(kNever) {}
+BucketTable::BucketTable() : slots_(kMinSlots, kEmptySlot), earliest_expiry_(kNever) {}
 
-std::uint32_t BucketTable::find(std::string_view key, std::uint32_t hash) const {
-  const std::size_t mask = slots_.size() - 1;
-  for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
-    const std::uint32_t index = slots_[i];
-    if (index == kNone) {
+std::uint64_t BucketTable::hashKey(std::string_view key) {
+  return std::hash<std::string_view>{}(key);
+}
+
+std::uint32_t BucketTable::toSeconds(Micros at) {
+  const Micros seconds = at / kMicrosPerSecond + (at % kMicrosPerSecond > 0 ? 1 : 0);
+  return static_cast<std::uint32_t>(
+      std::clamp<Micros>(seconds, 0, std::numeric_limits<std::uint32_t>::max()));
+}
+
+std::string_view BucketTable::keyOf(std::uint32_t index) const {
+  const Entry& entry = at(index);
+  if (entry.key_length == kLongKey) {
+    return long_keys_.at(index);
+  }
+  const char* chunk = arena_[entry.key_offset >> kOffsetBits].get();
+  return std::string_view(chunk + (entry.key_offset & ((1U << kOffsetBits) - 1)),
+                          entry.key_length);
+}
+
+std::uint32_t BucketTable::find(std::string_view key, std::uint64_t hash) const {
+  const std::uint32_t tag = slotValue(hash, 0);
+  for (std::size_t i = homeSlot(hash);; i = nextSlot(i)) {
+    const std::uint32_t slot = slots_[i];
+    if (slot == kEmptySlot) {
       return kNone;
     }
-    const Entry& entry = at(index);
-    if (entry.hash == hash && keyOf(entry) == key) {
-      return index;
+    if ((slot & ~kNone) == tag && keyOf(slot & kNone) == key) {
+      return slot & kNone;
     }
   }
 }
@@ -38,7 +57,7 @@ void BucketTable::touch(std::uint32_t index) {
   }
 }
 
-Micros BucketTable::expiresAt(std::uint32_t index) const { return at(index).expires_at; }
+Micros BucketTable::expiresAt(std::uint32_t index) const { return toMicros(at(index).expires_s); }
 
 BucketState BucketTable::load(std::uint32_t index) {
   Entry& entry = at(index);
@@ -56,8 +75,7 @@ BucketState BucketTable::load(std::uint32_t index) {
 }
 
 void BucketTable::restore(std::uint32_t index, std::vector<LogEntry>&& log) {
-  Entry& entry = at(index);
-  if (entry.has_log != 0) {
+  if (at(index).has_log != 0) {
     logs_[index] = std::move(log);
   }
 }
@@ -67,8 +85,8 @@ void BucketTable::save(std::uint32_t index, BucketState&& state, Micros expires_
   entry.a = state.a;
   entry.b = state.b;
   entry.c = state.c;
-  entry.expires_at = expires_at;
-  earliest_expiry_ = std::min(earliest_expiry_, expires_at);
+  entry.expires_s = toSeconds(expires_at);
+  earliest_expiry_ = std::min(earliest_expiry_, toMicros(entry.expires_s));
   if (!state.log.empty()) {
     entry.has_log = 1;
     logs_[index] = std::move(state.log);
@@ -78,62 +96,58 @@ void BucketTable::save(std::uint32_t index, BucketState&& state, Micros expires_
   }
 }
 
-std::uint32_t BucketTable::insert(std::string_view key, std::uint32_t hash, BucketState&& state,
-                                  Micros expires_at, Micros now, Evictions& evictions) {
-  if (size_ >= capacity_ && now >= earliest_expiry_ && inserts_since_sweep_ >= capacity_ / 16) {
-    evictions.expired += sweepAll(now);
+std::uint32_t BucketTable::insert(std::string_view key, std::uint64_t hash, BucketState&& state,
+                                  Micros expires_at) {
+  if ((size_ + 1) * 5 > slots_.size() * 4) {
+    growIndex();
   }
-  if (size_ >= capacity_) {
-    const bool expired = at(tail_).expires_at <= now;
-    erase(tail_);
-    ++(expired ? evictions.expired : evictions.capacity);
-  }
-  ++inserts_since_sweep_;
-
   const std::uint32_t index = allocate();
-  Entry& entry = at(index);
-  entry = Entry{};
-  entry.hash = hash;
-  if (arena_garbage_ > kMinArenaToCompact && arena_garbage_ * 2 > arena_.size()) {
-    compactArena();
-  }
-  entry.key_offset = static_cast<std::uint32_t>(arena_.size());
-  entry.key_length = static_cast<std::uint32_t>(key.size());
-  arena_.append(key);
-  if ((size_ + 1) * 4 > slots_.size() * 3) {
-    growIndex();  // before linking: growIndex re-indexes the linked entries
-  }
+  at(index) = Entry{};
+  storeKey(index, key);
   ++size_;
+  ++calls_since_sweep_;
   linkFront(index);
-  indexInsert(index);
+  indexInsert(index, hash);
   save(index, std::move(state), expires_at);
   return index;
 }
 
 void BucketTable::erase(std::uint32_t index) {
-  Entry& entry = at(index);
   indexErase(index);
   unlink(index);
+  Entry& entry = at(index);
   if (entry.has_log != 0) {
     logs_.erase(index);
   }
-  arena_garbage_ += entry.key_length;
+  releaseKey(index);
   entry.has_log = 0;
-  entry.key_length = 0;
-  entry.next = free_head_;
+  entry.key_offset = free_head_;
   free_head_ = index;
   --size_;
-  if (size_ == 0) {
-    arena_.clear();
-    arena_garbage_ = 0;
+}
+
+std::size_t BucketTable::makeRoom(Micros now, Evictions& evictions) {
+  if (now >= earliest_expiry_ && calls_since_sweep_ >= size_ / 16) {
+    const std::size_t removed = sweepAll(now);
+    if (removed > 0) {
+      evictions.expired += removed;
+      return removed;
+    }
   }
+  if (tail_ == kNone) {
+    return 0;
+  }
+  const bool expired = expiresAt(tail_) <= now;
+  erase(tail_);
+  ++(expired ? evictions.expired : evictions.capacity);
+  return 1;
 }
 
 std::size_t BucketTable::erasePrefixes(const std::vector<std::string>& prefixes) {
   std::size_t removed = 0;
   for (std::uint32_t index = head_; index != kNone;) {
-    const std::uint32_t next = at(index).next;
-    const std::string_view key = keyOf(at(index));
+    const std::uint32_t next = static_cast<std::uint32_t>(at(index).next);
+    const std::string_view key = keyOf(index);
     const bool match = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
       return key.substr(0, p.size()) == p;
     });
@@ -157,25 +171,25 @@ std::size_t BucketTable::sweepAll(Micros now) {
   std::size_t removed = 0;
   Micros earliest = kNever;
   for (std::uint32_t index = head_; index != kNone;) {
-    const Entry& entry = at(index);
-    const std::uint32_t next = entry.next;
-    if (entry.expires_at <= now) {
+    const std::uint32_t next = static_cast<std::uint32_t>(at(index).next);
+    const Micros expires_at = expiresAt(index);
+    if (expires_at <= now) {
       erase(index);
       ++removed;
     } else {
-      earliest = std::min(earliest, entry.expires_at);
+      earliest = std::min(earliest, expires_at);
     }
     index = next;
   }
   earliest_expiry_ = earliest;
-  inserts_since_sweep_ = 0;
+  calls_since_sweep_ = 0;
   return removed;
 }
 
 std::uint32_t BucketTable::allocate() {
   if (free_head_ != kNone) {
     const std::uint32_t index = free_head_;
-    free_head_ = at(index).next;
+    free_head_ = at(index).key_offset;
     return index;
   }
   if ((allocated_ >> kChunkBits) >= chunks_.size()) {
@@ -199,70 +213,114 @@ void BucketTable::linkFront(std::uint32_t index) {
 
 void BucketTable::unlink(std::uint32_t index) {
   Entry& entry = at(index);
-  if (entry.prev != kNone) {
-    at(entry.prev).next = entry.next;
+  const auto prev = static_cast<std::uint32_t>(entry.prev);
+  const auto next = static_cast<std::uint32_t>(entry.next);
+  if (prev != kNone) {
+    at(prev).next = next;
   } else {
-    head_ = entry.next;
+    head_ = next;
   }
-  if (entry.next != kNone) {
-    at(entry.next).prev = entry.prev;
+  if (next != kNone) {
+    at(next).prev = prev;
   } else {
-    tail_ = entry.prev;
+    tail_ = prev;
   }
   entry.prev = kNone;
   entry.next = kNone;
 }
 
-void BucketTable::indexInsert(std::uint32_t index) {
-  const std::size_t mask = slots_.size() - 1;
-  std::size_t i = at(index).hash & mask;
-  while (slots_[i] != kNone) {
-    i = (i + 1) & mask;
+void BucketTable::indexInsert(std::uint32_t index, std::uint64_t hash) {
+  std::size_t i = homeSlot(hash);
+  while (slots_[i] != kEmptySlot) {
+    i = nextSlot(i);
   }
-  slots_[i] = index;
+  slots_[i] = slotValue(hash, index);
 }
 
 void BucketTable::indexErase(std::uint32_t index) {
-  const std::size_t mask = slots_.size() - 1;
-  std::size_t i = at(index).hash & mask;
-  while (slots_[i] != index) {
-    i = (i + 1) & mask;
+  std::size_t i = homeSlot(hashKey(keyOf(index)));
+  while ((slots_[i] & kNone) != index) {
+    i = nextSlot(i);
   }
-  // Backward-shift deletion: pull later members of the probe run into the hole when their
-  // home slot is not inside (hole, their slot].
-  for (std::size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+  // Backward-shift deletion: pull later members of the probe run into the hole unless their
+  // home slot lies cyclically in (hole, their slot].
+  for (std::size_t j = nextSlot(i);; j = nextSlot(j)) {
     const std::uint32_t moved = slots_[j];
-    if (moved == kNone) {
+    if (moved == kEmptySlot) {
       break;
     }
-    const std::size_t home = at(moved).hash & mask;
+    const std::size_t home = homeSlot(hashKey(keyOf(moved & kNone)));
     const bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
     if (!stays) {
       slots_[i] = moved;
       i = j;
     }
   }
-  slots_[i] = kNone;
+  slots_[i] = kEmptySlot;
 }
 
 void BucketTable::growIndex() {
-  std::vector<std::uint32_t> old(slots_.size() * 2, kNone);
-  old.swap(slots_);
-  for (std::uint32_t index = head_; index != kNone; index = at(index).next) {
-    indexInsert(index);
+  std::vector<std::uint32_t> grown(slots_.size() + slots_.size() / 2, kEmptySlot);
+  grown.swap(slots_);
+  for (std::uint32_t index = head_; index != kNone;
+       index = static_cast<std::uint32_t>(at(index).next)) {
+    indexInsert(index, hashKey(keyOf(index)));
   }
 }
 
+void BucketTable::storeKey(std::uint32_t index, std::string_view key) {
+  Entry& entry = at(index);
+  if (key.size() >= kLongKey) {
+    entry.key_length = kLongKey;
+    long_keys_.emplace(index, std::string(key));
+    return;
+  }
+  const std::size_t chunk_count = arena_.size();
+  const std::size_t allocated = chunk_count * kArenaChunkBytes;
+  if (arena_garbage_ > kArenaChunkBytes && arena_garbage_ * 2 > allocated) {
+    compactArena();
+  }
+  if (arena_.empty() || arena_used_ + key.size() > kArenaChunkBytes) {
+    arena_.push_back(std::make_unique<char[]>(kArenaChunkBytes));
+    arena_used_ = 0;
+  }
+  std::memcpy(arena_.back().get() + arena_used_, key.data(), key.size());
+  entry.key_offset =
+      static_cast<std::uint32_t>((arena_.size() - 1) << kOffsetBits | arena_used_);
+  entry.key_length = key.size();
+  arena_used_ += key.size();
+}
+
+void BucketTable::releaseKey(std::uint32_t index) {
+  Entry& entry = at(index);
+  if (entry.key_length == kLongKey) {
+    long_keys_.erase(index);
+  } else {
+    arena_garbage_ += entry.key_length;
+  }
+  entry.key_length = 0;
+}
+
 void BucketTable::compactArena() {
-  std::string packed;
-  packed.reserve(arena_.size() - arena_garbage_ + arena_.size() / 8);
-  for (std::uint32_t index = head_; index != kNone; index = at(index).next) {
+  std::vector<std::unique_ptr<char[]>> packed;
+  std::size_t used = 0;
+  for (std::uint32_t index = head_; index != kNone;
+       index = static_cast<std::uint32_t>(at(index).next)) {
     Entry& entry = at(index);
-    const std::string_view key = keyOf(entry);
-    entry.key_offset = static_cast<std::uint32_t>(packed.size());
-    packed.append(key);
+    if (entry.key_length == kLongKey) {
+      continue;
+    }
+    const std::string_view key = keyOf(index);
+    if (packed.empty() || used + key.size() > kArenaChunkBytes) {
+      packed.push_back(std::make_unique<char[]>(kArenaChunkBytes));
+      used = 0;
+    }
+    std::memcpy(packed.back().get() + used, key.data(), key.size());
+    entry.key_offset = static_cast<std::uint32_t>((packed.size() - 1) << kOffsetBits | used);
+    used += key.size();
   }
   arena_.swap(packed);
+  arena_used_ = used;
   arena_garbage_ = 0;
 }
 

@@ -19,26 +19,35 @@ struct Evictions {
   std::size_t capacity = 0;
 };
 
-/// One shard of the memory store: a bounded map from bucket key to BucketState with
+/// One shard of the memory store: a map from bucket key to BucketState with
 /// least-recently-used order and per-entry expiry. Not thread-safe (the shard's mutex
-/// guards it).
+/// guards it); the store decides when to make room.
 ///
 /// Layout, chosen for a small per-key footprint (bench/memory_per_key.cpp measures it):
-/// - entries live in fixed-size chunks (stable indices, no 2x vector slack), 56 bytes each:
-///   the three scalar state fields, expiry, LRU links and the key's place in the arena;
-/// - keys are packed back to back in one per-shard arena (compacted when half is garbage);
-/// - the index is open addressing with linear probing over 32-bit entry indices, deleting
-///   by backward shift (no tombstones);
+/// - entries live in fixed-size chunks (stable indices, no 2x vector slack), 40 bytes each:
+///   the three scalar state fields, expiry in whole seconds (rounded up: an entry read after
+///   its ttl but before its second ends is indistinguishable from a fresh bucket anyway),
+///   24-bit LRU links and the key's place and length;
+/// - keys are packed back to back in 32 KiB arena chunks, compacted when half is garbage
+///   (keys of 32 KiB and more are kept apart);
+/// - the index is open addressing with linear probing over any table size (grown by 1.5x,
+///   load at most 0.8); a slot holds a 24-bit entry index and 8 hash bits that reject most
+///   mismatches without touching the key; deletion shifts entries back (no tombstones);
+///   hashes are recomputed from the key when needed;
 /// - only sliding_window_log buckets carry a log, kept in a side map.
 class BucketTable {
  public:
-  static constexpr std::uint32_t kNone = 0xffffffffU;
+  static constexpr std::uint32_t kNone = 0x00ffffffU;
+  /// Entries one table can hold (24-bit indices).
+  static constexpr std::size_t kMaxEntries = kNone - 1;
 
-  /// `capacity` >= 1: the most entries this table holds.
-  explicit BucketTable(std::size_t capacity);
+  BucketTable();
 
-  /// The entry for `key` (whose 32 low hash bits are `hash`), or kNone.
-  std::uint32_t find(std::string_view key, std::uint32_t hash) const;
+  /// The hash every caller uses for a key (shard choice, index slots, tags).
+  static std::uint64_t hashKey(std::string_view key);
+
+  /// The entry for `key` (whose hashKey() is `hash`), or kNone.
+  std::uint32_t find(std::string_view key, std::uint64_t hash) const;
   /// Marks an entry most recently used.
   void touch(std::uint32_t index);
   Micros expiresAt(std::uint32_t index) const;
@@ -50,53 +59,68 @@ class BucketTable {
   /// Replaces an entry's state and expiry.
   void save(std::uint32_t index, BucketState&& state, Micros expires_at);
 
-  /// Adds an absent key, first making room when full: every expired entry goes (when one
-  /// may exist), then the least recently used. Returns the new entry's index.
-  std::uint32_t insert(std::string_view key, std::uint32_t hash, BucketState&& state,
-                       Micros expires_at, Micros now, Evictions& evictions);
+  /// Adds an absent key (size() < kMaxEntries) as the most recently used entry.
+  std::uint32_t insert(std::string_view key, std::uint64_t hash, BucketState&& state,
+                       Micros expires_at);
   void erase(std::uint32_t index);
 
+  /// Frees at least one entry if there is one: every expired entry when one may exist (at
+  /// most once per size()/16 calls, to keep this amortised O(1)), else the least recently
+  /// used. Returns how many entries went.
+  std::size_t makeRoom(Micros now, Evictions& evictions);
   /// Removes the entries whose key starts with one of `prefixes`; returns how many.
   std::size_t erasePrefixes(const std::vector<std::string>& prefixes);
   /// Removes every entry expired at `now`; returns how many. Cheap when none can be.
   std::size_t sweep(Micros now);
 
   std::size_t size() const { return size_; }
-  std::size_t capacity() const { return capacity_; }
 
  private:
   struct Entry {
     std::int64_t a = 0;
     std::int64_t b = 0;
     std::int64_t c = 0;
-    Micros expires_at = 0;
-    std::uint32_t prev = kNone;  // towards the most recently used
-    std::uint32_t next = kNone;  // towards the least recently used; free-list link when free
-    std::uint32_t hash = 0;
-    std::uint32_t key_offset = 0;
-    std::uint32_t key_length = 0;
-    std::uint32_t has_log = 0;
+    std::uint32_t expires_s = 0;      // seconds since the epoch, rounded up
+    std::uint32_t key_offset = 0;     // chunk << 15 | offset; free-list link when free
+    std::uint64_t prev : 24 = kNone;  // towards the most recently used
+    std::uint64_t next : 24 = kNone;  // towards the least recently used
+    std::uint64_t key_length : 15 = 0;  // kLongKey: the key is in long_keys_
+    std::uint64_t has_log : 1 = 0;
   };
+  static_assert(sizeof(Entry) == 40);
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunkSize = 1U << kChunkBits;
+  static constexpr std::uint32_t kEmptySlot = 0xffffffffU;
+  static constexpr std::size_t kArenaChunkBytes = 32 * 1024;
+  static constexpr std::uint32_t kLongKey = 0x7fff;
 
   Entry& at(std::uint32_t index) { return chunks_[index >> kChunkBits][index & (kChunkSize - 1)]; }
   const Entry& at(std::uint32_t index) const {
     return chunks_[index >> kChunkBits][index & (kChunkSize - 1)];
   }
-  std::string_view keyOf(const Entry& entry) const {
-    return std::string_view(arena_).substr(entry.key_offset, entry.key_length);
+  std::string_view keyOf(std::uint32_t index) const;
+  std::size_t homeSlot(std::uint64_t hash) const {
+    return static_cast<std::size_t>(((hash & 0xffffffffU) * slots_.size()) >> 32);
   }
+  std::size_t nextSlot(std::size_t i) const { return i + 1 == slots_.size() ? 0 : i + 1; }
+  static std::uint32_t slotValue(std::uint64_t hash, std::uint32_t index) {
+    return static_cast<std::uint32_t>(hash >> 56) << 24 | index;
+  }
+  static Micros toMicros(std::uint32_t seconds) {
+    return static_cast<Micros>(seconds) * kMicrosPerSecond;
+  }
+  static std::uint32_t toSeconds(Micros at);
   std::uint32_t allocate();
   void linkFront(std::uint32_t index);
   void unlink(std::uint32_t index);
-  void indexInsert(std::uint32_t index);
+  void indexInsert(std::uint32_t index, std::uint64_t hash);
   void indexErase(std::uint32_t index);
   void growIndex();
+  void storeKey(std::uint32_t index, std::string_view key);
+  void releaseKey(std::uint32_t index);
   void compactArena();
   std::size_t sweepAll(Micros now);
 
-  std::size_t capacity_;
   std::size_t size_ = 0;
   std::vector<std::unique_ptr<Entry[]>> chunks_;
   std::uint32_t allocated_ = 0;  // entries ever handed out (high-water mark)
@@ -104,11 +128,13 @@ class BucketTable {
   std::uint32_t head_ = kNone;  // most recently used
   std::uint32_t tail_ = kNone;  // least recently used
   std::vector<std::uint32_t> slots_;
-  std::string arena_;
-  std::size_t arena_garbage_ = 0;
+  std::vector<std::unique_ptr<char[]>> arena_;  // kArenaChunkBytes each
+  std::size_t arena_used_ = 0;                  // bytes used in the last chunk
+  std::size_t arena_garbage_ = 0;               // bytes of erased keys
+  std::unordered_map<std::uint32_t, std::string> long_keys_;
   std::unordered_map<std::uint32_t, std::vector<LogEntry>> logs_;
-  Micros earliest_expiry_ = 0;  // no entry expires before this (a lower bound)
-  std::size_t inserts_since_sweep_ = 0;
+  Micros earliest_expiry_;  // no entry expires before this (a lower bound)
+  std::size_t calls_since_sweep_ = 0;
 };
 
 }  // namespace sluice::memory_detail

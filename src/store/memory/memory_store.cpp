@@ -1,6 +1,7 @@
 #include "sluice/memory_store.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -22,17 +23,17 @@ class MemoryStore final : public Store {
  public:
   MemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics)
       : clock_(clock),
+        max_keys_(std::max<std::size_t>(options.max_keys, 1)),
         keys_(describeGauge(metrics)),
         evicted_expired_(metrics.counter("memory_store_evictions_total", {{"reason", "expired"}})),
         evicted_capacity_(
             metrics.counter("memory_store_evictions_total", {{"reason", "capacity"}})) {
-    // The bound is exact: the shards' capacities add up to max_keys (LRU is per shard).
-    const std::size_t max_keys = std::max<std::size_t>(options.max_keys, 1);
-    const std::size_t count = std::clamp<std::size_t>(options.shards, 1, max_keys);
+    // Enough shards that none needs more than half its 24-bit index space on average.
+    const std::size_t needed = max_keys_ / (BucketTable::kMaxEntries / 2) + 1;
+    const std::size_t count = std::max({options.shards, needed, std::size_t{1}});
     shards_.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t capacity = max_keys / count + (i < max_keys % count ? 1 : 0);
-      shards_.push_back(std::make_unique<Shard>(capacity));
+      shards_.push_back(std::make_unique<Shard>());
     }
   }
 
@@ -43,9 +44,10 @@ class MemoryStore final : public Store {
     std::vector<std::uint32_t> involved;
     involved.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t h = std::hash<std::string_view>{}(request.limits[i].key);
-      work[i].hash = static_cast<std::uint32_t>(h);
-      work[i].shard = static_cast<std::uint32_t>((h >> 32) % shards_.size());
+      const std::uint64_t h = BucketTable::hashKey(request.limits[i].key);
+      work[i].hash = h;
+      // Bits 32..55 pick the shard; the table uses the low bits and the top 8.
+      work[i].shard = static_cast<std::uint32_t>(((h >> 32) & 0xffffffU) % shards_.size());
       involved.push_back(work[i].shard);
     }
     // Shards are locked in ascending order, so two requests never wait on each other in a
@@ -54,11 +56,8 @@ class MemoryStore final : public Store {
     involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
     std::vector<std::unique_lock<std::mutex>> locks;
     locks.reserve(involved.size());
-    std::vector<std::size_t> sizes_before;
-    sizes_before.reserve(involved.size());
     for (const std::uint32_t s : involved) {
       locks.emplace_back(shards_[s]->mutex);
-      sizes_before.push_back(shards_[s]->table.size());
     }
 
     StoreResponse response;
@@ -96,6 +95,7 @@ class MemoryStore final : public Store {
         table.save(w.index, std::move(w.eval.next), now + w.eval.ttl_us);
       } else {
         table.erase(w.index);
+        count_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
     for (std::size_t i = 0; i < n; ++i) {
@@ -109,22 +109,31 @@ class MemoryStore final : public Store {
       const std::uint32_t existing = table.find(key, w.hash);  // the same key twice
       if (existing != BucketTable::kNone) {
         table.save(existing, std::move(w.eval.next), now + w.eval.ttl_us);
-      } else {
-        table.insert(key, w.hash, std::move(w.eval.next), now + w.eval.ttl_us, now, evictions);
+        continue;
       }
+      // Reserve the slot in the global count first; over the bound, make room in this
+      // shard (other shards are not locked, and need not be: the bound is global, the LRU
+      // order per shard). A shard with nothing to evict inserts anyway, so the count can
+      // pass the bound by less than the number of shards.
+      const std::size_t total = count_.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (total > max_keys_ || table.size() >= BucketTable::kMaxEntries) {
+        const std::size_t removed = table.makeRoom(now, evictions);
+        count_.fetch_sub(removed, std::memory_order_relaxed);
+      }
+      table.insert(key, w.hash, std::move(w.eval.next), now + w.eval.ttl_us);
     }
 
-    double delta = 0;
-    for (std::size_t k = 0; k < involved.size(); ++k) {
-      Shard& shard = *shards_[involved[k]];
+    for (const std::uint32_t s : involved) {
+      Shard& shard = *shards_[s];
       if (now >= shard.next_sweep_at) {
-        evictions.expired += shard.table.sweep(now);
+        const std::size_t removed = shard.table.sweep(now);
+        evictions.expired += removed;
+        count_.fetch_sub(removed, std::memory_order_relaxed);
         shard.next_sweep_at = now + kSweepInterval;
       }
-      delta += static_cast<double>(shard.table.size()) - static_cast<double>(sizes_before[k]);
     }
     locks.clear();
-    record(delta, evictions);
+    record(evictions);
     done(std::move(response));
   }
 
@@ -134,7 +143,8 @@ class MemoryStore final : public Store {
       std::lock_guard lock(shard->mutex);
       removed += shard->table.erasePrefixes(key_prefixes);
     }
-    record(-static_cast<double>(removed), Evictions{});
+    count_.fetch_sub(removed, std::memory_order_relaxed);
+    record(Evictions{});
     done(removed);
   }
 
@@ -143,7 +153,6 @@ class MemoryStore final : public Store {
 
  private:
   struct Shard {
-    explicit Shard(std::size_t capacity) : table(capacity) {}
     std::mutex mutex;
     BucketTable table;
     Micros next_sweep_at = 0;
@@ -151,7 +160,7 @@ class MemoryStore final : public Store {
 
   /// One limit of the request being evaluated.
   struct Work {
-    std::uint32_t hash = 0;
+    std::uint64_t hash = 0;
     std::uint32_t shard = 0;
     std::uint32_t index = BucketTable::kNone;
     bool expired = false;  // the stored entry outlived its ttl: evaluate a fresh bucket
@@ -173,10 +182,8 @@ class MemoryStore final : public Store {
     return metrics.gauge("memory_store_keys");
   }
 
-  void record(double key_delta, const Evictions& evictions) {
-    if (key_delta != 0) {
-      keys_.add(key_delta);
-    }
+  void record(const Evictions& evictions) {
+    keys_.set(static_cast<double>(count_.load(std::memory_order_relaxed)));
     if (evictions.expired > 0) {
       evicted_expired_.inc(evictions.expired);
     }
@@ -186,6 +193,8 @@ class MemoryStore final : public Store {
   }
 
   const Clock& clock_;
+  const std::size_t max_keys_;
+  std::atomic<std::size_t> count_{0};  // entries in all shards
   Gauge& keys_;
   Counter& evicted_expired_;
   Counter& evicted_capacity_;

@@ -1,0 +1,171 @@
+#include "store/memory/bucket_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <list>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace sluice::memory_detail {
+namespace {
+
+constexpr Micros kT0 = 1'700'000'000LL * kMicrosPerSecond;
+
+BucketState stateOf(std::int64_t v) {
+  BucketState s;
+  s.a = v;
+  s.b = v + 1;
+  s.c = v + 2;
+  return s;
+}
+
+/// A deliberately simple model: a map for contents, a list for recency.
+struct Model {
+  struct Item {
+    std::int64_t value = 0;
+    Micros expires_at = 0;
+  };
+  std::map<std::string, Item> items;
+  std::list<std::string> recency;  // front: most recently used
+
+  void touch(const std::string& key) {
+    recency.remove(key);
+    recency.push_front(key);
+  }
+  void erase(const std::string& key) {
+    items.erase(key);
+    recency.remove(key);
+  }
+};
+
+std::string randomKey(std::mt19937_64& rng) {
+  const int kind = static_cast<int>(rng() % 50);
+  std::string key = "k" + std::to_string(rng() % 400) + "|";
+  if (kind == 0) {
+    key.append(33'000, 'L');  // longer than an arena chunk
+  } else {
+    key.append(rng() % 60, static_cast<char>('a' + rng() % 3));
+  }
+  return key;
+}
+
+TEST(BucketTableTest, MatchesASimpleModelUnderRandomOperations) {
+  std::mt19937_64 rng(42);
+  BucketTable table;
+  Model model;
+  Micros now = kT0;
+  for (int step = 0; step < 30'000; ++step) {
+    now += static_cast<Micros>(rng() % 3000);
+    const std::string key = randomKey(rng);
+    const std::uint64_t hash = BucketTable::hashKey(key);
+    const std::uint32_t index = table.find(key, hash);
+    const bool present = model.items.count(key) > 0;
+    ASSERT_EQ(index != BucketTable::kNone, present) << step;
+    const int op = static_cast<int>(rng() % 10);
+    if (present) {
+      BucketState s = table.load(index);
+      ASSERT_EQ(s.a, model.items[key].value) << step;
+      ASSERT_EQ(s.c, model.items[key].value + 2) << step;
+      if (op < 5) {
+        table.touch(index);
+        model.touch(key);
+        const std::int64_t v = static_cast<std::int64_t>(rng() % 1000);
+        table.save(index, stateOf(v), now + static_cast<Micros>(rng() % 2'000'000));
+        model.items[key] = {v, table.expiresAt(index)};
+      } else if (op < 8) {
+        table.restore(index, std::move(s.log));
+      } else {
+        table.erase(index);
+        model.erase(key);
+      }
+    } else {
+      const std::int64_t v = static_cast<std::int64_t>(rng() % 1000);
+      const std::uint32_t added =
+          table.insert(key, hash, stateOf(v), now + static_cast<Micros>(rng() % 2'000'000));
+      model.items[key] = {v, table.expiresAt(added)};
+      model.touch(key);
+    }
+    if (step % 97 == 0 && !model.recency.empty()) {
+      // Making room drops every expired entry, or else the least recently used one.
+      std::size_t expired = 0;
+      for (const auto& [k, item] : model.items) {
+        expired += item.expires_at <= now ? 1 : 0;
+      }
+      Evictions evictions;
+      const std::size_t removed = table.makeRoom(now, evictions);
+      if (expired > 0) {
+        ASSERT_EQ(removed, expired) << step;
+        for (auto it = model.items.begin(); it != model.items.end();) {
+          const std::string k = it->first;
+          const bool gone = it->second.expires_at <= now;
+          ++it;
+          if (gone) {
+            model.erase(k);
+          }
+        }
+      } else {
+        ASSERT_EQ(removed, 1U);
+        ASSERT_EQ(evictions.capacity, 1U);
+        const std::string lru = model.recency.back();
+        ASSERT_EQ(table.find(lru, BucketTable::hashKey(lru)), BucketTable::kNone) << step;
+        model.erase(lru);
+      }
+    }
+    ASSERT_EQ(table.size(), model.items.size()) << step;
+  }
+  for (const auto& [key, item] : model.items) {
+    ASSERT_NE(table.find(key, BucketTable::hashKey(key)), BucketTable::kNone);
+  }
+}
+
+TEST(BucketTableTest, KeepsLogsOnlyForLogBuckets) {
+  BucketTable table;
+  BucketState with_log;
+  with_log.log = {LogEntry{kT0, 2}, LogEntry{kT0 + 5, 1}};
+  const std::uint32_t index = table.insert("log", BucketTable::hashKey("log"),
+                                           std::move(with_log), kT0 + kMicrosPerSecond);
+  BucketState loaded = table.load(index);
+  ASSERT_EQ(loaded.log.size(), 2U);
+  table.restore(index, std::move(loaded.log));
+  EXPECT_EQ(table.load(index).log.size(), 2U);
+  table.save(index, BucketState{}, kT0 + kMicrosPerSecond);
+  EXPECT_TRUE(table.load(index).log.empty());
+}
+
+TEST(BucketTableTest, ErasesByPrefixAndSurvivesArenaCompaction) {
+  BucketTable table;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 3000; ++i) {
+      const std::string key = "r" + std::to_string(round) + "|" + std::string(30, 'x') +
+                              std::to_string(i);
+      table.insert(key, BucketTable::hashKey(key), stateOf(i), kT0 + kMicrosPerSecond);
+    }
+    EXPECT_EQ(table.erasePrefixes({"r" + std::to_string(round) + "|"}), 3000U);
+    EXPECT_EQ(table.size(), 0U);
+  }
+  const std::string survivor = "keep";
+  table.insert(survivor, BucketTable::hashKey(survivor), stateOf(7), kT0 + kMicrosPerSecond);
+  for (int i = 0; i < 5000; ++i) {
+    const std::string key = "tmp" + std::string(40, 'y') + std::to_string(i);
+    const std::uint32_t index =
+        table.insert(key, BucketTable::hashKey(key), stateOf(i), kT0 + kMicrosPerSecond);
+    table.erase(index);
+  }
+  const std::uint32_t found = table.find(survivor, BucketTable::hashKey(survivor));
+  ASSERT_NE(found, BucketTable::kNone);
+  EXPECT_EQ(table.load(found).a, 7);
+}
+
+TEST(BucketTableTest, ExpiryRoundsUpToWholeSeconds) {
+  BucketTable table;
+  const std::uint32_t index =
+      table.insert("k", BucketTable::hashKey("k"), stateOf(1), kT0 + 1);
+  EXPECT_EQ(table.expiresAt(index), kT0 + kMicrosPerSecond);
+  EXPECT_EQ(table.sweep(kT0 + kMicrosPerSecond - 1), 0U);
+  EXPECT_EQ(table.sweep(kT0 + kMicrosPerSecond), 1U);
+}
+
+}  // namespace
+}  // namespace sluice::memory_detail
