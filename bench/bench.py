@@ -71,7 +71,7 @@ PROFILES = {
              "workloads": None, "connections": 64},
     "quick": {"duration": 2, "runs": 2, "mem_keys": 200_000, "redis_mem_keys": 20_000,
               "workloads": None, "connections": 64},
-    "smoke": {"duration": 1, "runs": 1, "mem_keys": 20_000, "redis_mem_keys": 2_000,
+    "smoke": {"duration": 1, "runs": 1, "mem_keys": 5_000, "redis_mem_keys": 1_000,
               "workloads": ["10k_allow"], "connections": 16},
 }
 

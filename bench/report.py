@@ -173,30 +173,51 @@ def markdown(doc):
 
 
 GNUPLOT = r"""
-set terminal pngcairo size 1400,900 font "DejaVu Sans,11" noenhanced
+set terminal pngcairo size 1600,1000 font "DejaVu Sans,10" noenhanced
 set output "{png}"
-set multiplot layout 2,1 title "Sluice vs peers — {title}"
+set multiplot layout 2,2 title "Sluice vs peers, decisions per second (median; bars: min-max of {runs} runs) - {title}"
 set style data histograms
-set style histogram clustered gap 1 errorbars lw 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics
-set key outside right top vertical
-set ylabel "decisions per second (median, min–max)"
-set format y "%.0s%c"
-set xtics nomirror
+set key below horizontal
+set format y "%.1s%c"
+set xtics nomirror rotate by -12
 set yrange [0:*]
-plot for [i=0:{nsys}-1] "{dat}" index 0 using (column(2+3*i)):(column(3+3*i)):(column(4+3*i)):xtic(1) title columnhead(2+3*i)
-set title "Latency at half of each system's maximum (10k clients)"
+set style histogram clustered gap 1 errorbars lw 1
+set title "State in the process"
+plot for [i=0:{nmem}-1] "{dat}" index 0 using (column(2+3*i)):(column(3+3*i)):(column(4+3*i)):xtic(1) title columnhead(2+3*i)
+set title "State in Redis (redis-benchmark: the script alone, no HTTP)"
+plot for [i=0:{nred}-1] "{dat}" index 1 using (column(2+3*i)):(column(3+3*i)):(column(4+3*i)):xtic(1) title columnhead(2+3*i)
+set title "Sluice per algorithm (10k clients, all allowed)"
+plot for [i=0:{nalg}-1] "{dat}" index 2 using (column(2+3*i)):(column(3+3*i)):(column(4+3*i)):xtic(1) title columnhead(2+3*i)
+set title "Latency at half of each system's maximum (10k clients), ms, log scale"
 set style histogram clustered gap 1
-unset errorbars
-set ylabel "milliseconds"
 set format y "%g"
 set logscale y
 set yrange [0.01:*]
-plot "{dat}" index 1 using 2:xtic(1) title "p50", "" index 1 using 3 title "p99", "" index 1 using 4 title "p99.9"
+set xtics rotate by 0
+plot "{dat}" index 3 using 2:xtic(1) title "p50", "" index 3 using 3 title "p99", "" index 3 using 4 title "p99.9"
 unset multiplot
 """
+
+
+def _block(f, tp, wls, systems):
+    f.write('"workload" ' + " ".join(f'"{TITLES.get(s, s)}" "lo" "hi"' for s in systems) + "\n")
+    for w in wls:
+        cells = []
+        for s in systems:
+            p = tp[w["id"]].get(s)
+            if p:
+                r = p["summary"]["rps"]
+                cells += [f"{r['median']:.0f}", f"{r['min']:.0f}", f"{r['max']:.0f}"]
+            else:
+                cells += ["0", "0", "0"]
+        label = w["label"].replace("10k clients, ", "")
+        f.write(f'"{label}" ' + " ".join(cells) + "\n")
+    if not wls:
+        f.write('"none" ' + " ".join("0 0 0" for _ in systems) + "\n")
+    f.write("\n\n")
 
 
 def plot(doc, out):
@@ -205,24 +226,21 @@ def plot(doc, out):
               flush=True)
         return False
     tp = doc["throughput"]
-    wls = [w for w in doc["workloads"] if w["id"] in tp and not w["id"].startswith("10k_") or
-           w["id"] in ("10k_allow", "10k_deny", "10k_allow_3desc")]
-    wls = [w for w in wls if w["id"] in tp]
-    present = [s for s in SYSTEMS if any(s in tp[w["id"]] for w in wls)]
+    wls = [w for w in doc["workloads"] if w["id"] in tp]
+    peer_wls = [w for w in wls if "nginx" in w["systems"]]
+    alg_wls = [w for w in wls if w["id"] == "10k_allow" or "nginx" not in w["systems"]]
+    mem_sys = [s for s in ("sluice-memory", "nginx", "haproxy")
+               if any(s in tp[w["id"]] for w in peer_wls)] or ["sluice-memory"]
+    red_sys = [s for s in ("sluice-redis", "node", "redis-benchmark", "redis-benchmark-P16")
+               if any(s in tp[w["id"]] for w in peer_wls)] or ["sluice-redis"]
+    alg_sys = [s for s in ("sluice-memory", "sluice-redis")
+               if any(s in tp[w["id"]] for w in alg_wls)] or ["sluice-memory"]
     dat = os.path.join(out, "latest.dat")
     with open(dat, "w") as f:
-        f.write('"workload" ' + " ".join(f'"{TITLES[s]}" "lo" "hi"' for s in present) + "\n")
-        for w in wls:
-            cells = []
-            for s in present:
-                p = tp[w["id"]].get(s)
-                if p:
-                    r = p["summary"]["rps"]
-                    cells += [f"{r['median']:.0f}", f"{r['min']:.0f}", f"{r['max']:.0f}"]
-                else:
-                    cells += ["0", "0", "0"]
-            f.write(f'"{w["label"]}" ' + " ".join(cells) + "\n")
-        f.write("\n\n")
+        _block(f, tp, peer_wls, mem_sys)
+        _block(f, tp, peer_wls, red_sys)
+        _block(f, tp, [dict(w, label="fixed_window") if w["id"] == "10k_allow" else w
+                       for w in alg_wls], alg_sys)
         lat = doc.get("latency", {})
         for s in SYSTEMS:
             if s in lat:
@@ -232,7 +250,8 @@ def plot(doc, out):
         if not lat:
             f.write('"none" 0.01 0.01 0.01\n')
     png = os.path.join(out, "latest.png")
-    script = GNUPLOT.format(png=png, dat=dat, nsys=len(present),
+    script = GNUPLOT.format(png=png, dat=dat, nmem=len(mem_sys), nred=len(red_sys),
+                            nalg=len(alg_sys), runs=doc["settings"]["runs"],
                             title=f"{doc['generated_at']} ({doc['profile']})")
     res = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True)
     os.remove(dat)

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Where Sluice spends its CPU under the benchmark's load: perf (cpu-clock samples, which work
+# without hardware counters) on a Sluice pinned like in bench/run.sh, driven by the same wrk
+# script. Prints the hottest functions (self time) and writes them to
+# bench/results/profile-<store>.txt.
+#
+# Usage: bench/profile.sh [memory|redis] [--sluice PATH] [--seconds N] [--clients N]
+#                         [--op fixed_window_allow] [--desc 1|3] [--callgraph]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+store=${1:-memory}
+shift || true
+sluice=$root/${SLUICE_BUILD_DIR:-build}/sluice
+seconds=8
+clients=10000
+op=fixed_window_allow
+desc=1
+callgraph=()
+while (($#)); do
+  case $1 in
+    --sluice) sluice=$2; shift ;;
+    --seconds) seconds=$2; shift ;;
+    --clients) clients=$2; shift ;;
+    --op) op=$2; shift ;;
+    --desc) desc=$2; shift ;;
+    --callgraph) callgraph=(--call-graph dwarf,16384) ;;
+    *) echo "bench/profile.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+command -v perf >/dev/null || { echo "perf is not installed (Debian: linux-perf)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/sluice-profile-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do
+    kill "$p" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+extra=()
+if [[ $store == redis ]]; then
+  rport=$(port)
+  taskset -c 1 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$work" >"$work/redis.log" 2>&1 &
+  pids+=($!)
+  wait_port "$rport"
+  extra=(--redis "redis://127.0.0.1:$rport/0")
+fi
+sport=$(port)
+taskset -c 0 "$sluice" --listen "127.0.0.1:$sport" --rules "$here/rules" --threads 1 \
+  --log-level warn --store "$store" "${extra[@]}" >"$work/sluice.log" 2>&1 &
+spid=$!
+pids+=($spid)
+wait_port "$sport"
+sleep 0.5
+
+BENCH_MODE=json BENCH_CLIENTS=$clients BENCH_OP=$op BENCH_DESC=$desc \
+  taskset -c 1 wrk -t1 -c64 -d"$((seconds + 2))s" -s "$here/wrk/decision.lua" \
+  "http://127.0.0.1:$sport" >"$work/wrk.txt" 2>&1 &
+wpid=$!
+pids+=($wpid)
+sleep 1
+perf record -e cpu-clock -F 1999 "${callgraph[@]}" -p "$spid" -o "$work/perf.data" \
+  -- sleep "$seconds" >/dev/null 2>&1
+wait "$wpid" || true
+mkdir -p "$here/results"
+out=$here/results/profile-$store.txt
+{
+  echo "# bench/profile.sh $store: perf cpu-clock samples of sluice (--threads 1, CPU 0),"
+  echo "# wrk -t1 -c64 on CPU 1, $clients clients, op=$op, $desc descriptor(s), $seconds s"
+  grep -E 'Requests/sec|Latency ' "$work/wrk.txt" | sed 's/^/# wrk: /'
+  perf report -i "$work/perf.data" --stdio --no-children --sort symbol 2>/dev/null \
+    | grep -v '^#' | grep -v '^$' | head -45
+} | tee "$out"
