@@ -16,6 +16,7 @@
 #include <span>
 #include <sstream>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 #include "rules/suggest.hpp"
@@ -42,6 +43,37 @@ constexpr std::array<std::string_view, 12> kLimitKeys{
     "algorithm", "burst",             "unit_multiplier", "count_rejected", "min_interval",
     "shape",     "warmup"};
 constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
+/// Where in a rules file a mapping is: which keys it takes and how errors name it.
+enum class Section { kRoot, kDescriptor, kLimit, kReplaces };
+
+std::span<const std::string_view> keysOf(Section section) {
+  switch (section) {
+    case Section::kRoot:
+      return kRootKeys;
+    case Section::kDescriptor:
+      return kDescriptorKeys;
+    case Section::kLimit:
+      return kLimitKeys;
+    case Section::kReplaces:
+      return kReplacesKeys;
+  }
+  return {};
+}
+
+std::string_view nameOf(Section section) {
+  switch (section) {
+    case Section::kRoot:
+      return "at the top level";
+    case Section::kDescriptor:
+      return "in a descriptor";
+    case Section::kLimit:
+      return "in a rate limit";
+    case Section::kReplaces:
+      return "in a 'replaces' entry";
+  }
+  return "";
+}
+
 constexpr std::array<std::string_view, 7> kUnitNames{"second", "minute", "hour", "day",
                                                     "week",   "month",  "year"};
 constexpr const char* kAlgorithmList =
@@ -164,7 +196,7 @@ class FileParser {
       error(at(root), "the file must be a mapping with 'domain' and 'descriptors'");
       return std::nullopt;
     }
-    const Fields fields = readFields(root, kRootKeys, "at the top level");
+    const Fields fields = readFields(root, Section::kRoot);
     DomainConfig domain;
     domain.location = at(root);
     if (const auto it = fields.find("domain"); it == fields.end()) {
@@ -211,18 +243,18 @@ class FileParser {
 
   /// Reads a mapping's fields; reports unknown keys (with a did-you-mean), non-string keys
   /// and keys given twice.
-  Fields readFields(const YAML::Node& map, std::span<const std::string_view> allowed,
-                    std::string_view where) {
+  Fields readFields(const YAML::Node& map, Section section) {
+    const std::span<const std::string_view> allowed = keysOf(section);
     Fields fields;
     for (const auto& item : map) {
       const YAML::Node& key = item.first;
       if (!key.IsScalar()) {
-        error(at(key), "a key must be a plain string " + std::string(where));
+        error(at(key), "a key must be a plain string " + std::string(nameOf(section)));
         continue;
       }
       const std::string& name = key.Scalar();
       if (!contains(allowed, name)) {
-        error(at(key), unknownKeyMessage(name, allowed, where));
+        error(at(key), unknownKeyMessage(name, section));
         continue;
       }
       if (const auto it = fields.find(name); it != fields.end()) {
@@ -235,21 +267,20 @@ class FileParser {
     return fields;
   }
 
-  static std::string unknownKeyMessage(const std::string& name,
-                                       std::span<const std::string_view> allowed,
-                                       std::string_view where) {
-    std::string message = "unknown key " + inQuotes(name) + " " + std::string(where);
+  static std::string unknownKeyMessage(const std::string& name, Section section) {
+    const std::span<const std::string_view> allowed = keysOf(section);
+    std::string message = "unknown key " + inQuotes(name) + " " + std::string(nameOf(section));
     if (const auto suggestion = closestMatch(name, allowed)) {
       return message + " (did you mean " + inQuotes(*suggestion) + "?)";
     }
-    const bool at_limit = allowed.data() == kLimitKeys.data();
-    if (!at_limit && contains(kLimitKeys, name)) {
+    const bool at_node = section == Section::kRoot || section == Section::kDescriptor;
+    if (at_node && contains(kLimitKeys, name)) {
       return message + " (" + inQuotes(name) + " belongs inside 'rate_limit')";
     }
-    if (at_limit && contains(kDescriptorKeys, name)) {
+    if (section == Section::kLimit && contains(kDescriptorKeys, name)) {
       return message + " (" + inQuotes(name) + " belongs to the descriptor, not inside a rate limit)";
     }
-    if (const auto elsewhere = closestMatch(name, kLimitKeys); elsewhere && !at_limit) {
+    if (const auto elsewhere = closestMatch(name, kLimitKeys); elsewhere && at_node) {
       return message + " (did you mean " + inQuotes(*elsewhere) + " inside 'rate_limit'?)";
     }
     std::string expected;
@@ -401,7 +432,7 @@ class FileParser {
   std::optional<DescriptorNode> parseDescriptor(const YAML::Node& map,
                                                 const std::string& parent_name) {
     const std::size_t errors_before = errors_.size();
-    const Fields fields = readFields(map, kDescriptorKeys, "in a descriptor");
+    const Fields fields = readFields(map, Section::kDescriptor);
     DescriptorNode node;
     node.location = at(map);
     if (const auto it = fields.find("key"); it == fields.end()) {
@@ -503,7 +534,7 @@ class FileParser {
   std::optional<RateLimit> parseLimit(const YAML::Node& map, const std::string& generated_name,
                                       std::size_t index, bool shadow) {
     const std::size_t errors_before = errors_.size();
-    const Fields fields = readFields(map, kLimitKeys, "in a rate limit");
+    const Fields fields = readFields(map, Section::kLimit);
     const auto find = [&](std::string_view key) -> const Field* {
       const auto it = fields.find(key);
       return it == fields.end() ? nullptr : &it->second;
@@ -640,7 +671,7 @@ class FileParser {
                             kindOf(item));
         continue;
       }
-      const Fields entry = readFields(item, kReplacesKeys, "in a 'replaces' entry");
+      const Fields entry = readFields(item, Section::kReplaces);
       const auto it = entry.find("name");
       std::optional<std::string> name;
       if (it != entry.end()) {
@@ -747,6 +778,46 @@ std::optional<std::string> readWholeFile(const fs::path& path, std::vector<RuleE
   return content.str();
 }
 
+/// Parses one file into `rules`; reports into `errors`. yaml-cpp's exceptions stop here.
+void loadFile(const std::string& name, const std::string& content, RuleSet& rules,
+              std::map<std::string, SourceLocation, std::less<>>& domain_origin,
+              std::vector<RuleError>& errors) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(content);
+  } catch (const YAML::ParserException& e) {
+    const int line = e.mark.is_null() ? 1 : e.mark.line + 1;
+    const int column = e.mark.is_null() ? 1 : e.mark.column + 1;
+    errors.push_back(RuleError{{name, line, column}, "YAML syntax error: " + e.msg});
+    return;
+  } catch (const YAML::Exception& e) {
+    errors.push_back(RuleError{{name, 1, 1}, "YAML error: " + e.msg});
+    return;
+  }
+  if (documents.size() > 1) {
+    const YAML::Mark mark = documents[1].Mark();
+    errors.push_back(RuleError{
+        {name, mark.is_null() ? 1 : mark.line + 1, mark.is_null() ? 1 : mark.column + 1},
+        "only one YAML document (one domain) per file"});
+    return;
+  }
+  FileParser parser(name, errors);
+  auto domain = parser.parseDocument(documents.empty() ? YAML::Node() : documents.front());
+  if (!domain) {
+    return;
+  }
+  if (const auto it = domain_origin.find(domain->domain); it != domain_origin.end()) {
+    errors.push_back(RuleError{
+        domain->location, "duplicate domain " + inQuotes(domain->domain) + " (already defined at " +
+                              it->second.file + ":" + std::to_string(it->second.line) + ":" +
+                              std::to_string(it->second.column) + ")"});
+    return;
+  }
+  domain_origin.emplace(domain->domain, domain->location);
+  std::string key = domain->domain;
+  rules.domains.emplace(std::move(key), std::move(*domain));
+}
+
 /// Parses and validates every file as one set; stamps the result with `loaded_at_ms`.
 LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& files,
                        std::int64_t loaded_at_ms) {
@@ -755,40 +826,14 @@ LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& f
   std::map<std::string, SourceLocation, std::less<>> domain_origin;
   for (const auto& [name, content] : files) {
     rules->files.push_back(name);
-    std::vector<YAML::Node> documents;
-    try {
-      documents = YAML::LoadAll(content);
-    } catch (const YAML::ParserException& e) {
-      const int line = e.mark.is_null() ? 1 : e.mark.line + 1;
-      const int column = e.mark.is_null() ? 1 : e.mark.column + 1;
-      result.errors.push_back(RuleError{{name, line, column}, "YAML syntax error: " + e.msg});
-      continue;
-    } catch (const YAML::Exception& e) {
-      result.errors.push_back(RuleError{{name, 1, 1}, "YAML error: " + e.msg});
-      continue;
-    }
-    if (documents.size() > 1) {
-      const YAML::Mark mark = documents[1].Mark();
-      result.errors.push_back(RuleError{
-          {name, mark.is_null() ? 1 : mark.line + 1, mark.is_null() ? 1 : mark.column + 1},
-          "only one YAML document (one domain) per file"});
-      continue;
-    }
-    FileParser parser(name, result.errors);
-    auto domain = parser.parseDocument(documents.empty() ? YAML::Node() : documents.front());
-    if (!domain) {
-      continue;
-    }
-    if (const auto it = domain_origin.find(domain->domain); it != domain_origin.end()) {
-      result.errors.push_back(RuleError{
-          domain->location, "duplicate domain " + inQuotes(domain->domain) + " (already defined at " +
-                                it->second.file + ":" + std::to_string(it->second.line) + ":" +
-                                std::to_string(it->second.column) + ")"});
-      continue;
-    }
-    domain_origin.emplace(domain->domain, domain->location);
-    std::string key = domain->domain;
-    rules->domains.emplace(std::move(key), std::move(*domain));
+    const std::size_t first_error = result.errors.size();
+    loadFile(name, content, *rules, domain_origin, result.errors);
+    // Checks run per section, not per line: present one file's errors in file order.
+    std::stable_sort(result.errors.begin() + static_cast<std::ptrdiff_t>(first_error),
+                     result.errors.end(), [](const RuleError& a, const RuleError& b) {
+                       return std::tie(a.location.line, a.location.column) <
+                              std::tie(b.location.line, b.location.column);
+                     });
   }
   if (!result.errors.empty()) {
     return result;

@@ -48,11 +48,13 @@ TEST(ValidationTest, UnknownKeySuggestsRateLimit) {
 TEST(ValidationTest, UnknownKeySuggestsRequestsPerUnit) {
   const auto errors = errorsOf(withLimit("      unit: second\n      requestsperunit: 5\n"));
   ASSERT_EQ(errors.size(), 2u);
-  EXPECT_EQ(errors[0].location.line, 7);
-  EXPECT_EQ(errors[0].location.column, 7);
-  EXPECT_EQ(errors[0].message,
+  // The mapping that lacks requests_per_unit starts on line 6, the misspelt key is on line 7.
+  EXPECT_EQ(errors[0].location.line, 6);
+  EXPECT_EQ(errors[0].message.rfind("rate limit is missing 'requests_per_unit'", 0), 0u);
+  EXPECT_EQ(errors[1].location.line, 7);
+  EXPECT_EQ(errors[1].location.column, 7);
+  EXPECT_EQ(errors[1].message,
             "unknown key 'requestsperunit' in a rate limit (did you mean 'requests_per_unit'?)");
-  EXPECT_EQ(errors[1].message.rfind("rate limit is missing 'requests_per_unit'", 0), 0u);
 }
 
 TEST(ValidationTest, UnknownKeyWithoutNearMissListsTheExpectedKeys) {
@@ -327,6 +329,16 @@ TEST(ValidationTest, DuplicateNameInRateLimits) {
 TEST(ValidationTest, EmptyName) {
   expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 5\n      name: \"\"\n"), 8,
                   "'name' must not be empty");
+}
+
+TEST(ValidationTest, ErrorsOfOneRateLimitComeInFileOrder) {
+  const auto errors = errorsOf(withLimit("      burst: 3\n      unit: fortnight\n"
+                                         "      requests_per_unit: -1\n"));
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0].location.line, 6);
+  EXPECT_EQ(errors[0].message.rfind("'burst' does not apply", 0), 0u);
+  EXPECT_EQ(errors[1].location.line, 7);
+  EXPECT_EQ(errors[2].location.line, 8);
 }
 
 TEST(ValidationTest, ReportsEveryErrorInFileOrder) {
