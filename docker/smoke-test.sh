@@ -5,18 +5,22 @@
 # 429 on /shouldAllowRequest and on the forward-auth endpoint /check, a non-root process,
 # and a clean exit on SIGTERM. Not part of scripts/test.sh.
 #
-# Usage: docker/smoke-test.sh [--prepare-base]
+# Usage: docker/smoke-test.sh [--prepare-base | --no-build]
 #   --prepare-base   only build and cache the Debian base (podman path), then exit.
+#   --no-build       skip the build and check the image already tagged SLUICE_SMOKE_IMAGE.
 # Engine: docker when a Docker engine answers, otherwise podman with a Debian 12 base made
 # by debootstrap (cached in docker/.cache/, gitignored), since a machine without an engine
 # cannot pull debian:bookworm-slim. Needs root for debootstrap and podman there.
 # Environment: SLUICE_SMOKE_IMAGE (default sluice:smoke), SLUICE_SMOKE_JOBS (compile jobs,
-# default 2), DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# default 2), SLUICE_SMOKE_CONTEXT (the build context, default the checkout; e.g. a
+# `git archive HEAD` export to test only what is committed), DEBIAN_MIRROR (default
+# http://deb.debian.org/debian).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 image=${SLUICE_SMOKE_IMAGE:-sluice:smoke}
 jobs=${SLUICE_SMOKE_JOBS:-2}
+context=${SLUICE_SMOKE_CONTEXT:-.}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache_dir=docker/.cache
 base_tarball=$cache_dir/bookworm-minbase.tar
@@ -77,34 +81,45 @@ prepare_base() {
   fi
 }
 
-if [[ ${1:-} == --prepare-base ]]; then
-  prepare_base
-  log "base ready: $base_image"
-  exit 0
-fi
+build=true
+case ${1:-} in
+  --prepare-base)
+    prepare_base
+    log "base ready: $base_image"
+    exit 0
+    ;;
+  --no-build) build=false ;;
+  "") ;;
+  *) fail "unknown argument $1 (see the usage at the top of $0)" ;;
+esac
 
 # --- Build -------------------------------------------------------------------------------
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
   engine=(docker)
-  log "building $image with docker"
-  docker build --build-arg BUILD_JOBS="$jobs" -t "$image" . || fail "docker build"
+  if $build; then
+    log "building $image with docker"
+    docker build --build-arg BUILD_JOBS="$jobs" -t "$image" "$context" || fail "docker build"
+  fi
   run_flags=(--network host)
 elif command -v podman >/dev/null; then
-  prepare_base
   # What works without a container engine or systemd: chroot isolation for the build
   # steps, runc, the host network, explicit ulimits.
   common=(--runtime runc --cgroup-manager cgroupfs --events-backend file)
   engine=(podman "${common[@]}")
-  log "building $image with podman (chroot isolation) from $base_image"
-  podman "${common[@]}" build --isolation=chroot --network host --format docker \
-    --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
-    --build-arg BASE_IMAGE="$base_image" --build-arg BUILD_JOBS="$jobs" \
-    -t "$image" . || fail "podman build"
+  if $build; then
+    prepare_base
+    log "building $image with podman (chroot isolation) from $base_image"
+    podman "${common[@]}" build --isolation=chroot --network host --format docker \
+      --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
+      --build-arg BASE_IMAGE="$base_image" --build-arg BUILD_JOBS="$jobs" \
+      -t "$image" "$context" || fail "podman build"
+  fi
   # Podman schedules health checks with systemd timers; the check is run by hand below.
   run_flags=(--network host --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 --no-healthcheck)
 else
   fail "neither a running Docker engine nor podman (apt-get install podman debootstrap)"
 fi
+"${engine[@]}" image inspect "$image" >/dev/null 2>&1 || fail "no image $image to check"
 
 # --- Run against a local redis-server ------------------------------------------------------
 command -v redis-server >/dev/null || fail "redis-server is missing (scripts/deps.sh test)"
