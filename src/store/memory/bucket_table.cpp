@@ -15,7 +15,9 @@ constexpr std::uint32_t kOffsetBits = 15;
 
 }  // namespace
 
-BucketTable::BucketTable() : slots_(kMinSlots, kEmptySlot), earliest_expiry_(kNever) {}
+BucketTable::BucketTable()
+    : slots_(kMinSlots, kEmptySlot), earliest_expiry_(kNever), round_min_seen_(kNever),
+      round_min_saved_(kNever) {}
 
 std::uint64_t BucketTable::hashKey(std::string_view key) {
   return std::hash<std::string_view>{}(key);
@@ -87,6 +89,7 @@ void BucketTable::save(std::uint32_t index, BucketState&& state, Micros expires_
   entry.c = state.c;
   entry.expires_s = toSeconds(expires_at);
   earliest_expiry_ = std::min(earliest_expiry_, toMicros(entry.expires_s));
+  round_min_saved_ = std::min(round_min_saved_, toMicros(entry.expires_s));
   if (!state.log.empty()) {
     entry.has_log = 1;
     logs_[index] = std::move(state.log);
@@ -103,9 +106,9 @@ std::uint32_t BucketTable::insert(std::string_view key, std::uint64_t hash, Buck
   }
   const std::uint32_t index = allocate();
   at(index) = Entry{};
+  at(index).live = 1;
   storeKey(index, key);
   ++size_;
-  ++calls_since_sweep_;
   linkFront(index);
   indexInsert(index, hash);
   save(index, std::move(state), expires_at);
@@ -121,25 +124,24 @@ void BucketTable::erase(std::uint32_t index) {
   }
   releaseKey(index);
   entry.has_log = 0;
+  entry.live = 0;
   entry.key_offset = free_head_;
   free_head_ = index;
   --size_;
 }
 
 std::size_t BucketTable::makeRoom(Micros now, Evictions& evictions) {
-  if (now >= earliest_expiry_ && calls_since_sweep_ >= size_ / 16) {
-    const std::size_t removed = sweepAll(now);
-    if (removed > 0) {
-      evictions.expired += removed;
-      return removed;
-    }
+  const std::size_t expired = sweep(now, kRoomScan);
+  if (expired > 0) {
+    evictions.expired += expired;
+    return expired;
   }
   if (tail_ == kNone) {
     return 0;
   }
-  const bool expired = expiresAt(tail_) <= now;
+  const bool tail_expired = expiresAt(tail_) <= now;
   erase(tail_);
-  ++(expired ? evictions.expired : evictions.capacity);
+  ++(tail_expired ? evictions.expired : evictions.capacity);
   return 1;
 }
 
@@ -160,29 +162,34 @@ std::size_t BucketTable::erasePrefixes(const std::vector<std::string>& prefixes)
   return removed;
 }
 
-std::size_t BucketTable::sweep(Micros now) {
-  if (now < earliest_expiry_) {
+std::size_t BucketTable::sweep(Micros now, std::size_t budget) {
+  if (now < earliest_expiry_ || allocated_ == 0) {
     return 0;
   }
-  return sweepAll(now);
-}
-
-std::size_t BucketTable::sweepAll(Micros now) {
   std::size_t removed = 0;
-  Micros earliest = kNever;
-  for (std::uint32_t index = head_; index != kNone;) {
-    const std::uint32_t next = static_cast<std::uint32_t>(at(index).next);
+  for (std::size_t step = 0; step < budget; ++step) {
+    if (sweep_cursor_ >= allocated_) {
+      // A round is complete: every live entry was seen or saved during it.
+      earliest_expiry_ = std::min(round_min_seen_, round_min_saved_);
+      round_min_seen_ = kNever;
+      round_min_saved_ = kNever;
+      sweep_cursor_ = 0;
+      if (now < earliest_expiry_) {
+        break;
+      }
+    }
+    const std::uint32_t index = sweep_cursor_++;
+    if (at(index).live == 0) {
+      continue;
+    }
     const Micros expires_at = expiresAt(index);
     if (expires_at <= now) {
       erase(index);
       ++removed;
     } else {
-      earliest = std::min(earliest, expires_at);
+      round_min_seen_ = std::min(round_min_seen_, expires_at);
     }
-    index = next;
   }
-  earliest_expiry_ = earliest;
-  calls_since_sweep_ = 0;
   return removed;
 }
 

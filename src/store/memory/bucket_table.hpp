@@ -29,7 +29,7 @@ struct Evictions {
 ///   its ttl but before its second ends is indistinguishable from a fresh bucket anyway),
 ///   24-bit LRU links and the key's place and length;
 /// - keys are packed back to back in 32 KiB arena chunks, compacted when half is garbage
-///   (keys of 32 KiB and more are kept apart);
+///   (keys of 16 KiB and more are kept apart);
 /// - the index is open addressing with linear probing over any table size (grown by 1.5x,
 ///   load at most 0.8); a slot holds a 24-bit entry index and 8 hash bits that reject most
 ///   mismatches without touching the key; deletion shifts entries back (no tombstones);
@@ -64,14 +64,20 @@ class BucketTable {
                        Micros expires_at);
   void erase(std::uint32_t index);
 
-  /// Frees at least one entry if there is one: every expired entry when one may exist (at
-  /// most once per size()/16 calls, to keep this amortised O(1)), else the least recently
-  /// used. Returns how many entries went.
+  /// Frees at least one entry if there is one: the expired entries among the next
+  /// kRoomScan of the sweep, else the least recently used one (counted as expired if it
+  /// is). Bounded work. Returns how many entries went.
   std::size_t makeRoom(Micros now, Evictions& evictions);
   /// Removes the entries whose key starts with one of `prefixes`; returns how many.
   std::size_t erasePrefixes(const std::vector<std::string>& prefixes);
-  /// Removes every entry expired at `now`; returns how many. Cheap when none can be.
-  std::size_t sweep(Micros now);
+  /// Advances the incremental expiry sweep over at most `budget` entries, removing those
+  /// expired at `now`; returns how many. O(1) while no entry can have expired yet.
+  std::size_t sweep(Micros now, std::size_t budget);
+  /// Removes every entry expired at `now`.
+  std::size_t sweepAll(Micros now) { return sweep(now, allocated_); }
+
+  /// Entries makeRoom() looks at for an expired one before evicting the LRU.
+  static constexpr std::size_t kRoomScan = 64;
 
   std::size_t size() const { return size_; }
 
@@ -84,15 +90,16 @@ class BucketTable {
     std::uint32_t key_offset = 0;     // chunk << 15 | offset; free-list link when free
     std::uint64_t prev : 24 = kNone;  // towards the most recently used
     std::uint64_t next : 24 = kNone;  // towards the least recently used
-    std::uint64_t key_length : 15 = 0;  // kLongKey: the key is in long_keys_
+    std::uint64_t key_length : 14 = 0;  // kLongKey: the key is in long_keys_
     std::uint64_t has_log : 1 = 0;
+    std::uint64_t live : 1 = 0;         // 0: on the free list
   };
   static_assert(sizeof(Entry) == 40);
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunkSize = 1U << kChunkBits;
   static constexpr std::uint32_t kEmptySlot = 0xffffffffU;
   static constexpr std::size_t kArenaChunkBytes = 32 * 1024;
-  static constexpr std::uint32_t kLongKey = 0x7fff;
+  static constexpr std::uint32_t kLongKey = 0x3fff;
 
   Entry& at(std::uint32_t index) { return chunks_[index >> kChunkBits][index & (kChunkSize - 1)]; }
   const Entry& at(std::uint32_t index) const {
@@ -119,7 +126,6 @@ class BucketTable {
   void storeKey(std::uint32_t index, std::string_view key);
   void releaseKey(std::uint32_t index);
   void compactArena();
-  std::size_t sweepAll(Micros now);
 
   std::size_t size_ = 0;
   std::vector<std::unique_ptr<Entry[]>> chunks_;
@@ -133,8 +139,12 @@ class BucketTable {
   std::size_t arena_garbage_ = 0;               // bytes of erased keys
   std::unordered_map<std::uint32_t, std::string> long_keys_;
   std::unordered_map<std::uint32_t, std::vector<LogEntry>> logs_;
-  Micros earliest_expiry_;  // no entry expires before this (a lower bound)
-  std::size_t calls_since_sweep_ = 0;
+  // The sweep walks entry indices round-robin. No live entry expires before
+  // earliest_expiry_; a full round recomputes it from what it saw and what was saved.
+  Micros earliest_expiry_;
+  std::uint32_t sweep_cursor_ = 0;
+  Micros round_min_seen_;
+  Micros round_min_saved_;
 };
 
 }  // namespace sluice::memory_detail

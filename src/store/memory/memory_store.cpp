@@ -16,8 +16,9 @@ namespace {
 using memory_detail::BucketTable;
 using memory_detail::Evictions;
 
-/// How often a shard touched by requests looks for idle entries to drop.
-constexpr Micros kSweepInterval = kMicrosPerSecond;
+/// Entries each request's shards advance their expiry sweep by: idle keys go without a
+/// background thread, and no request pays for a whole shard.
+constexpr std::size_t kSweepPerRequest = 32;
 
 class MemoryStore final : public Store {
  public:
@@ -124,13 +125,9 @@ class MemoryStore final : public Store {
     }
 
     for (const std::uint32_t s : involved) {
-      Shard& shard = *shards_[s];
-      if (now >= shard.next_sweep_at) {
-        const std::size_t removed = shard.table.sweep(now);
-        evictions.expired += removed;
-        count_.fetch_sub(removed, std::memory_order_relaxed);
-        shard.next_sweep_at = now + kSweepInterval;
-      }
+      const std::size_t removed = shards_[s]->table.sweep(now, kSweepPerRequest);
+      evictions.expired += removed;
+      count_.fetch_sub(removed, std::memory_order_relaxed);
     }
     locks.clear();
     record(evictions);
@@ -155,7 +152,6 @@ class MemoryStore final : public Store {
   struct Shard {
     std::mutex mutex;
     BucketTable table;
-    Micros next_sweep_at = 0;
   };
 
   /// One limit of the request being evaluated.

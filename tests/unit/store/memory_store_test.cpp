@@ -204,6 +204,23 @@ TEST_F(MemoryStoreTest, IdleKeysExpireAfterTheirTtl) {
   EXPECT_EQ(evictions("expired"), 2U);
 }
 
+TEST_F(MemoryStoreTest, RequestsSweepIdleKeysAFewAtATime) {
+  makeStore(10'000, 1);
+  for (int i = 0; i < 1000; ++i) {
+    call({limit("idle-" + std::to_string(i), params(Algorithm::kFixedWindow, 5))});
+  }
+  EXPECT_EQ(keys(), 1000);
+  clock_.advance(1s);
+  StoreLimit busy = limit("busy", params(Algorithm::kFixedWindow, 1000, 3600 * kMicrosPerSecond));
+  call({busy});
+  EXPECT_GT(keys(), 900);  // one request does a bounded amount of sweeping
+  for (int i = 0; i < 40; ++i) {
+    call({busy});
+  }
+  EXPECT_EQ(keys(), 1);
+  EXPECT_EQ(evictions("expired"), 1000U);
+}
+
 TEST_F(MemoryStoreTest, AnExpiredEntryReadsAsAFreshBucket) {
   makeStore(100, 1);
   LimitParams p = params(Algorithm::kSlidingWindowLog, 1, kMicrosPerSecond);
