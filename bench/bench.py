@@ -67,12 +67,12 @@ WORKLOADS = [
 
 PROFILES = {
     # duration of one wrk run (s), runs per point, keys for the memory-per-key measurement
-    "full": {"duration": 5, "runs": 3, "mem_keys": 1_000_000, "redis_mem_keys": 100_000,
-             "workloads": None, "connections": 64},
+    "full": {"duration": 4, "runs": 3, "mem_keys": 1_000_000, "redis_mem_keys": 100_000,
+             "workloads": None, "connections": 64, "warmup": 1},
     "quick": {"duration": 2, "runs": 2, "mem_keys": 200_000, "redis_mem_keys": 20_000,
-              "workloads": None, "connections": 64},
+              "workloads": None, "connections": 64, "warmup": 1},
     "smoke": {"duration": 1, "runs": 1, "mem_keys": 5_000, "redis_mem_keys": 1_000,
-              "workloads": ["10k_allow"], "connections": 16},
+              "workloads": ["10k_allow"], "connections": 16, "warmup": 0},
 }
 
 
@@ -494,22 +494,36 @@ def redis_benchmark(ctx, wl, pipeline, requests, rb_redis):
     return out
 
 
+CEILINGS = [
+    # name, pipeline, CPU of its redis-server, workloads ("all" = every ceiling workload)
+    ("redis-benchmark", 1, SERVER_CPU, "all"),
+    ("redis-benchmark-P16", 16, SERVER_CPU, "all"),
+    # Like for like with Sluice and Node, whose redis-server shares CPU 1 with wrk.
+    ("redis-benchmark-shared", 1, LOAD_CPU, {"10k_allow"}),
+]
+
+
 def bench_ceiling(ctx, results):
-    """redis-benchmark on its own redis-server, pinned like a system under test (CPU 0)."""
+    """redis-benchmark calling Sluice's script on its own redis-server (CPU 0, alone; and
+    once on CPU 1 shared with redis-benchmark, as Sluice's and Node's Redis shares it)."""
     if not shutil.which("redis-benchmark"):
         ctx.skipped["redis-benchmark"] = "redis-benchmark is not installed (Debian: redis-tools)"
         log("SKIP redis-benchmark: " + ctx.skipped["redis-benchmark"])
         return
-    os.makedirs(os.path.join(ctx.workdir, "rb"), exist_ok=True)
-    rb_redis = RedisServer(os.path.join(ctx.workdir, "rb"), SERVER_CPU)
+    servers = {}
     try:
-        sha = rb_redis.cli("SCRIPT", "LOAD", lua_script())
-        ctx.script_sha = sha
+        for cpu in sorted({c[2] for c in CEILINGS}):
+            d = os.path.join(ctx.workdir, f"rb{cpu}")
+            os.makedirs(d, exist_ok=True)
+            servers[cpu] = RedisServer(d, cpu)
+            ctx.script_sha = servers[cpu].cli("SCRIPT", "LOAD", lua_script())
         for wl in WORKLOADS:
             if not wl["ceiling"] or not ctx.wanted(wl):
                 continue
-            for pipeline in (1, 16):
-                name = "redis-benchmark" if pipeline == 1 else "redis-benchmark-P16"
+            for name, pipeline, cpu, which in CEILINGS:
+                if which != "all" and wl["id"] not in which:
+                    continue
+                rb_redis = servers[cpu]
                 probe = redis_benchmark(ctx, wl, pipeline, 5000 if ctx.smoke else 20000, rb_redis)
                 n = int(max(5000, probe["rps"] * ctx.profile["duration"]))
                 runs = []
@@ -519,7 +533,8 @@ def bench_ceiling(ctx, results):
                     log(f"{wl['id']:<28} {name:<20} run {i + 1}: {runs[-1]['rps']:>10,.0f} calls/s")
                 results.setdefault(wl["id"], {})[name] = point(runs)
     finally:
-        rb_redis.stop()
+        for srv in servers.values():
+            srv.stop()
 
 
 def point(runs):
@@ -536,6 +551,9 @@ def bench_throughput(ctx, systems, results):
         for s in active:
             s.reset_state()
             s.check()
+            if ctx.profile["warmup"]:
+                # Not recorded: lets Node's JIT and every allocator reach a steady state.
+                run_wrk(ctx, s, wl, ctx.profile["warmup"])
         runs = {s.name: [] for s in active}
         for i in range(ctx.profile["runs"]):
             # Alternate: every system once per round, in a rotating order.
@@ -571,6 +589,9 @@ def bench_latency(ctx, systems, results, latency):
     active = [s for s in systems if s.name in targets]
     for s in active:
         s.reset_state()
+        if ctx.profile["warmup"]:
+            run_wrk(ctx, s, wl, ctx.profile["warmup"], rate=targets[s.name],
+                    connections=max(8, min(256, int(targets[s.name] / 200))))
     runs = {s.name: [] for s in active}
     for i in range(ctx.profile["runs"]):
         for s in active[i % len(active):] + active[:i % len(active)]:
