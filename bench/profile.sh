@@ -84,5 +84,21 @@ out=$here/results/profile-$store.txt
   echo "# wrk -t1 -c64 on CPU 1, $clients clients, op=$op, $desc descriptor(s), $seconds s"
   grep -E 'Requests/sec|Latency ' "$work/wrk.txt" | sed 's/^/# wrk: /'
   perf report -i "$work/perf.data" --stdio --no-children --sort symbol 2>/dev/null \
-    | grep -v '^#' | grep -v '^$' | head -45
+    | grep -v '^#' | grep -v '^$' | sed -E 's/[[:space:]]+-[[:space:]]+-[[:space:]]*$//' \
+    >"$work/flat.txt"
+  echo "# shares by kind (self time):"
+  awk '{ share = $1; sub(/%/, "", share); line = $0;
+         kind = "other user code";
+         if (line ~ /\[k\]/) kind = "kernel (syscalls, TCP)";
+         else if (line ~ /malloc|free|_int_|operator new|operator delete|tcache/) kind = "malloc/free";
+         else if (line ~ /nlohmann/) kind = "nlohmann::json";
+         else if (line ~ /beast/) kind = "boost::beast";
+         else if (line ~ /asio/) kind = "boost::asio";
+         else if (line ~ /spdlog|fmt::/) kind = "spdlog/fmt";
+         else if (line ~ /sluice::/) kind = "sluice::";
+         else if (line ~ /mem(move|cpy|set|cmp)|str(len|cmp)/) kind = "libc mem*/str*";
+         sum[kind] += share }
+       END { for (k in sum) printf "#   %6.2f%%  %s\n", sum[k], k }' "$work/flat.txt" | sort -k2 -rn
+  echo "# hottest functions (self time):"
+  cut -c1-200 "$work/flat.txt" | head -45
 } | tee "$out"
