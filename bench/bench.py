@@ -847,6 +847,7 @@ if __name__ == "__main__":
         sys.exit(main())
     except BenchError as e:
         log(f"FAILED: {e}")
+        log("process logs are kept in /tmp/sluice-bench-*/ (the newest one)")
         sys.exit(1)
     except KeyboardInterrupt as e:
         log(f"interrupted ({e}): every process started was stopped")

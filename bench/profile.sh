@@ -4,8 +4,12 @@
 # script. Prints the hottest functions (self time) and writes them to
 # bench/results/profile-<store>.txt.
 #
+# With --callgrind, Sluice runs under valgrind's callgrind instead (instruction counts:
+# repeatable whatever else the machine does) at a low constant rate (300 req/s), and the
+# report is callgrind_annotate's (self instructions per function), in profile-<store>-callgrind.txt.
+#
 # Usage: bench/profile.sh [memory|redis] [--sluice PATH] [--seconds N] [--clients N]
-#                         [--op fixed_window_allow] [--desc 1|3] [--callgraph]
+#                         [--op fixed_window_allow] [--desc 1|3] [--callgraph] [--callgrind]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -17,6 +21,7 @@ clients=10000
 op=fixed_window_allow
 desc=1
 callgraph=()
+callgrind=0
 while (($#)); do
   case $1 in
     --sluice) sluice=$2; shift ;;
@@ -25,6 +30,7 @@ while (($#)); do
     --op) op=$2; shift ;;
     --desc) desc=$2; shift ;;
     --callgraph) callgraph=(--call-graph dwarf,16384) ;;
+    --callgrind) callgrind=1 ;;
     *) echo "bench/profile.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -61,6 +67,53 @@ if [[ $store == redis ]]; then
   extra=(--redis "redis://127.0.0.1:$rport/0")
 fi
 sport=$(port)
+if ((callgrind)); then
+  valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$sluice" \
+    --listen "127.0.0.1:$sport" --rules "$here/rules" --threads 1 --log-level warn \
+    --store "$store" "${extra[@]}" >"$work/sluice.log" 2>&1 &
+  spid=$!
+  pids+=($spid)
+  for _ in $(seq 300); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$sport") 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  BENCH_MODE=json BENCH_CLIENTS=$clients BENCH_OP=$op BENCH_DESC=$desc BENCH_RATE=300 \
+    wrk -t1 -c4 -d"${seconds}s" --timeout 10s -s "$here/wrk/decision.lua" \
+    "http://127.0.0.1:$sport" >"$work/wrk.txt" 2>&1
+  kill -TERM "$spid"
+  wait "$spid" 2>/dev/null || true
+  mkdir -p "$here/results"
+  out=$here/results/profile-$store-callgrind.txt
+  {
+    echo "# bench/profile.sh $store --callgrind: instructions of sluice under callgrind,"
+    echo "# 300 req/s for $seconds s, $clients clients, op=$op, $desc descriptor(s)"
+    grep -E 'requests in' "$work/wrk.txt" | sed 's/^/# wrk: /'
+    callgrind_annotate --threshold=100 "$work/callgrind.out" 2>/dev/null \
+      | grep -E '^ *[0-9,]+ \( *[0-9.]+%\)' >"$work/flat.txt"
+    grep 'PROGRAM TOTALS' "$work/flat.txt" | sed 's/^/# /'
+    echo "# shares by kind (self instructions, start-up included):"
+    grep -v 'PROGRAM TOTALS' "$work/flat.txt" | awk '{
+         share = $0; sub(/^[^(]*\( */, "", share); sub(/%.*/, "", share); line = $0;
+         kind = "other user code";
+         if (line ~ /malloc|free|operator new|operator delete|tcache/) kind = "malloc/free";
+         else if (line ~ /nlohmann/) kind = "nlohmann::json";
+         else if (line ~ /beast/) kind = "boost::beast";
+         else if (line ~ /asio/) kind = "boost::asio";
+         else if (line ~ /spdlog|fmt::/) kind = "spdlog/fmt";
+         else if (line ~ /sluice::/) kind = "sluice::";
+         else if (line ~ /mem(move|cpy|set|cmp)|str(len|cmp)|basic_string/) kind = "libc mem*/str*, std::string";
+         else if (line ~ /libc\.so|ld-linux/) kind = "other libc";
+         sum[kind] += share }
+       END { for (k in sum) printf "#   %6.2f%%  %s\n", sum[k], k }' | sort -k2 -rn
+    echo "# sluice:: functions, inclusive (what each costs with everything it calls):"
+    callgrind_annotate --inclusive=yes --threshold=100 "$work/callgrind.out" 2>/dev/null \
+      | grep -E '^ *[0-9,]+ \( *[0-9.]+%\)' | grep 'sluice::' | sed -E 's/ \[[^]]*\]$//' \
+      | sed 's/^/#   /' | cut -c1-200 | head -25
+    echo "# hottest functions (self instructions):"
+    grep -v 'PROGRAM TOTALS' "$work/flat.txt" | sed -E 's/ \[[^]]*\]$//' | cut -c1-200 | head -40
+  } | tee "$out"
+  exit 0
+fi
 taskset -c 0 "$sluice" --listen "127.0.0.1:$sport" --rules "$here/rules" --threads 1 \
   --log-level warn --store "$store" "${extra[@]}" >"$work/sluice.log" 2>&1 &
 spid=$!
