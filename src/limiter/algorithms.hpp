@@ -4,10 +4,32 @@
 
 #include "sluice/limiter.hpp"
 
-/// The five algorithms, one function each; sluice::evaluate() dispatches on
-/// LimitParams::algorithm after normalising `cost` (negative counts as 0) and handling L = 0.
-/// Every function is pure and deterministic; the exact formulas (which the Redis Lua scripts
-/// reproduce) are documented next to each implementation.
+/// The five algorithms, one function each. Every function is pure and deterministic; the
+/// exact formulas, which the Redis Lua scripts reproduce, are in the comment at the top of
+/// each implementation (fixed_window.cpp, sliding_window_log.cpp, sliding_window_counter.cpp,
+/// gcra.cpp). What they share:
+///
+/// - Units: times are integer microseconds since the Unix epoch, W = LimitParams::window_us,
+///   L = limit, c = cost. Integer arithmetic everywhere (exact in Lua 5.1 doubles while every
+///   value stays below 2^53), except the sliding counter's estimate and the warm-up
+///   surcharge, which are IEEE doubles evaluated in the documented order (neither has a
+///   product feeding an addition, so FMA contraction cannot change them).
+/// - sluice::evaluate(): a negative cost counts as 0; L <= 0 or W <= 0 blocks everything
+///   (c > 0: denied with never = true, retry = -1; c = 0: allowed, remaining 0; state kept).
+/// - c = 0 is a check: the decision is computed as usual but consumes nothing (for
+///   sliding_window_log, min_interval does not apply to a check).
+/// - never: c > L (c > B for token/leaky buckets) is denied with never = true and
+///   retry_after = kRetryNever (-1); nothing is recorded, even with count_rejected.
+/// - Evaluation::next is the state with this attempt recorded: the store writes it when the
+///   whole request is allowed and this limit allowed, or whenever count_rejected is set; a
+///   denied limit without count_rejected returns the (normalised) old state.
+/// - retry_after (denied, not never) is the smallest whole t > 0 such that the same request
+///   evaluated on `next` at now + t is allowed, so it is exact at the microsecond.
+/// - reset_after is the time until the bucket is entirely fresh (the same answers as an empty
+///   state); ttl_us is how long `next` must be stored (0: drop it). They are equal except
+///   for token_bucket with warm-up, whose ttl also covers cooling down to fully cold.
+/// - remaining >= 0: the unit-cost requests that would still pass right now after this one
+///   (allowed) or now (denied); token_bucket with warm-up counts them at the stable rate.
 namespace sluice::limiter_detail {
 
 Evaluation evaluateFixedWindow(const LimitParams& params, const BucketState& state, Micros now,

@@ -8,7 +8,8 @@ namespace sluice::limiter_detail {
 // sliding_window_log (DESIGN.md §4). State: log = (at, cost) oldest first; a = time of the last
 // admitted request and b = 1 once there is one (for min_interval).
 //   An entry counts while now < at + W, i.e. at is in (now - W, now]; older ones are dropped
-//   (an entry from the future, after a wall-clock step back, keeps counting).
+//   (an entry from the future, after a wall-clock step back, keeps counting, and the log
+//   stays sorted by time: a new entry goes in order, merging with an equal `at`).
 //   used = sum of the costs logged; gap = (b == 1 && c > 0) ? a + min_interval - now : 0
 //   never    iff c > L
 //   allowed  iff used + c <= L and gap <= 0:  log (now, c) when c > 0, a = now, b = 1;
@@ -37,10 +38,13 @@ void append(std::vector<LogEntry>& log, Micros at, std::int64_t cost, std::int64
   if (cost <= 0) {
     return;
   }
-  if (!log.empty() && log.back().at == at) {
-    log.back().cost += cost;
+  // Kept sorted by time; only a wall-clock step back makes `at` older than the newest entry.
+  auto it = std::lower_bound(log.begin(), log.end(), at,
+                             [](const LogEntry& entry, Micros t) { return entry.at < t; });
+  if (it != log.end() && it->at == at) {
+    it->cost += cost;
   } else {
-    log.push_back(LogEntry{at, cost});
+    log.insert(it, LogEntry{at, cost});
   }
   std::int64_t total = loggedCost(log);
   std::size_t drop = 0;

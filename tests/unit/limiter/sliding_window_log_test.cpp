@@ -135,5 +135,17 @@ TEST(SlidingWindowLogTest, ResetAfterIsWhenTheNewestEntryAgesOut) {
   EXPECT_EQ(b.peek(kT0 + 400'000, 0).reset_after_us, 900'000);
 }
 
+TEST(SlidingWindowLogTest, AWallClockStepBackKeepsCountingLaterEntries) {
+  BucketDriver b(logParams(2));
+  EXPECT_TRUE(b.hit(kT0 + 500'000).allowed);
+  // The clock steps back 300 ms: the entry "from the future" still counts...
+  EXPECT_TRUE(b.hit(kT0 + 200'000).allowed);
+  Outcome denied = b.hit(kT0 + 200'001);
+  ASSERT_FALSE(denied.allowed);
+  // ...and the oldest entry, now the one at 200 ms, ages out first.
+  EXPECT_EQ(denied.retry_after_us, kSecond - 1);
+  b.expectExactRetry(kT0 + 200'001, denied.retry_after_us);
+}
+
 }  // namespace
 }  // namespace sluice
