@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/operations.hpp"
 #include "app/options.hpp"
 #include "app/rules_watcher.hpp"
 #include "http/decision_service.hpp"
@@ -32,9 +33,10 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
-void setUpLogging(const std::string& level) {
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
-  spdlog::set_level(spdlog::level::from_str(level));
+void setUpLogging(const std::string& level, LogFormat format) {
+  if (auto status = sluice::setUpLogging(level, format); !status) {
+    std::cerr << "sluice: " << status.error().message << "\n";
+  }
 }
 
 std::optional<FailureMode> failureMode(const std::string& name) {
@@ -79,6 +81,11 @@ int serve(const AppOptions& options) {
   Metrics metrics;
   SystemClock clock;
   http::describeHttpMetrics(metrics);
+  auto operations = Operations::create(options, metrics, clock);
+  if (!operations) {
+    std::cerr << "sluice: " << operations.error().message << "\n";
+    return kExitUsage;
+  }
 
   http::ServerOptions server_options;
   server_options.host = options.listen_host;
@@ -118,6 +125,7 @@ int serve(const AppOptions& options) {
     }
     t.decisions = http::makeDecisionService([&watcher] { return watcher->current(); }, t.store,
                                             metrics);
+    t.decisions = (*operations)->wrap(std::move(t.decisions));
     http::HandlerContext context;
     context.decisions = t.decisions.get();
     context.metrics = &metrics;
@@ -128,6 +136,11 @@ int serve(const AppOptions& options) {
     auto router = std::make_shared<http::Router>();
     http::addDecisionPortRoutes(*router, context);
     server.setRouter(i, std::move(router));
+    (*operations)->addResetTarget(server.ioContext(i), *t.store, context);
+  }
+  if (auto status = (*operations)->start(); !status) {
+    spdlog::critical("{}", status.error().message);
+    return kExitFailure;
   }
 
   net::signal_set signals(server.controlContext(), SIGINT, SIGTERM, SIGHUP);
@@ -156,6 +169,7 @@ int serve(const AppOptions& options) {
                redis_options ? " (failure mode " + options.failure_mode + ")" : "",
                options.rules, loaded->limitCount(), loaded->domains.size());
   server.run();
+  (*operations)->stop();
   watcher->stop();
   signals.cancel();
   spdlog::info("sluice stopped");
@@ -181,7 +195,7 @@ int runMain(int argc, char** argv) {
   if (options->validate) {
     return validateRulesCommand(options->rules, std::cout);
   }
-  setUpLogging(options->log_level);
+  setUpLogging(options->log_level, options->operations.log_format);
   try {
     return serve(*options);
   } catch (const std::exception& e) {

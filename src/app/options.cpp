@@ -179,6 +179,35 @@ const std::vector<Flag>& flags() {
          o.memory_max_keys = *n;
          return {};
        }},
+      {"log-format", "FORMAT", "plain | json: one JSON object per log line (default plain)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "log-format", v);
+       }},
+      {"access-log", "PATH", "one line per decision to PATH, - for stdout (default off)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "access-log", v);
+       }},
+      {"events", "KIND", "redis-stream: append each denial to a Redis Stream (default off)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "events", v);
+       }},
+      {"events-redis", "URL", "Redis of the events stream (default: --redis)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "events-redis", v);
+       }},
+      {"events-stream", "NAME", "stream key of the events (default sluice:denials)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "events-stream", v);
+       }},
+      {"events-maxlen", "N", "XADD MAXLEN ~ N caps the stream (default 100000)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "events-maxlen", v);
+       }},
+      {"admin-listen", "HOST:PORT", "admin listener: DELETE /limits plus the read-only views; a "
+                                    "bare PORT binds 127.0.0.1 (default off)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "admin-listen", v);
+       }},
       {"help", "", "print this help and exit",
        [](AppOptions& o, std::string_view) -> Status {
          o.help = true;

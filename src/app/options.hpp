@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/operations_options.hpp"
 #include "http/forward_auth.hpp"
 #include "sluice/result.hpp"
 
@@ -45,6 +46,7 @@ struct AppOptions {
   /// The server YAML's root when --config was given: its sections that belong to other
   /// modules (kDelegatedSections) are parsed by their owners, with their own locations.
   std::shared_ptr<const YAML::Node> config_root;
+  OperationsOptions operations;  ///< log format, access log, events, admin listener
 };
 
 /// Keys of the server YAML that are not flags and are parsed elsewhere.

@@ -1,0 +1,100 @@
+#include "app/operations.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "app/observed_decisions.hpp"
+#include "app/options.hpp"
+#include "sluice/redis_store.hpp"
+
+namespace sluice::app {
+
+Operations::Operations(const AppOptions& options, Metrics& metrics, const Clock& clock)
+    : metrics_(metrics), clock_(clock), admin_enabled_(options.operations.admin) {
+  admin_options_.host = options.operations.admin_host;
+  admin_options_.port = options.operations.admin_port;
+  admin_options_.threads = 1;
+  admin_options_.max_body_bytes = options.max_body_bytes;
+  admin_options_.request_timeout = options.request_timeout;
+  admin_options_.idle_timeout = options.idle_timeout;
+  // Admin requests are short; shutdown should not wait for a long drain on this port.
+  admin_options_.drain_timeout = std::min(options.drain_timeout, std::chrono::milliseconds(2000));
+  describeDecisionObserverMetrics(metrics_);
+}
+
+Operations::~Operations() { stop(); }
+
+Result<std::unique_ptr<Operations>> Operations::create(const AppOptions& options,
+                                                       Metrics& metrics, const Clock& clock) {
+  std::unique_ptr<Operations> ops(new Operations(options, metrics, clock));
+  const OperationsOptions& o = options.operations;
+  if (!o.access_log.empty()) {
+    auto log = AccessLog::open(o.access_log, o.log_format);
+    if (!log) {
+      return log.error();
+    }
+    ops->access_log_ = std::move(*log);
+  }
+  if (o.events) {
+    const std::string& url = o.events_redis.empty() ? options.redis_url : o.events_redis;
+    auto redis = parseRedisUrl(url);
+    if (!redis) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       "--events-redis " + url + ": " + redis.error().message);
+    }
+    EventStreamOptions events;
+    events.redis = std::move(*redis);
+    events.stream = o.events_stream;
+    events.max_len = o.events_maxlen;
+    ops->events_ = makeRedisEventPublisher(events, metrics);
+  }
+  return ops;
+}
+
+std::unique_ptr<DecisionService> Operations::wrap(std::unique_ptr<DecisionService> inner) {
+  DecisionObservers observers;
+  observers.metrics = &metrics_;
+  observers.clock = &clock_;
+  observers.access_log = access_log_.get();
+  observers.events = events_.get();
+  return makeObservedDecisionService(std::move(inner), observers);
+}
+
+void Operations::addResetTarget(boost::asio::io_context& io, Store& store,
+                                const http::HandlerContext& context) {
+  targets_.push_back(http::AdminResetTarget{&io, &store});
+  admin_context_ = context;
+  admin_context_.decisions = nullptr;  // the admin port decides nothing
+}
+
+Status Operations::start() {
+  if (events_) {
+    events_->start();
+  }
+  if (!admin_enabled_) {
+    return {};
+  }
+  admin_ = std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_,
+                                                 targets_);
+  if (auto status = admin_->listen(); !status) {
+    return makeError(status.error().kind, "--admin-listen: " + status.error().message);
+  }
+  admin_->start();
+  spdlog::info("admin listener on {}:{} (DELETE /limits, /metrics, /rules, /healthz, /readyz)",
+               admin_options_.host, admin_->port());
+  return {};
+}
+
+void Operations::stop() {
+  if (admin_) {
+    admin_->stop();
+  }
+  if (events_) {
+    events_->stop();
+  }
+}
+
+std::uint16_t Operations::adminPort() const { return admin_ ? admin_->port() : 0; }
+
+}  // namespace sluice::app

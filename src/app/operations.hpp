@@ -1,0 +1,75 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/access_log.hpp"
+#include "http/admin_server.hpp"
+#include "http/routes.hpp"
+#include "sluice/clock.hpp"
+#include "sluice/decision.hpp"
+#include "sluice/event_stream.hpp"
+#include "sluice/metrics.hpp"
+#include "sluice/store.hpp"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace sluice::app {
+
+struct AppOptions;
+
+/// The operators' side of the process (issue 8), owned by serve(): the access log, the
+/// denied-request event publisher, the decision observers and the admin listener.
+///
+/// Wiring, in this order:
+///   auto ops = Operations::create(options, metrics, clock);       // before the threads
+///   per I/O thread: t.decisions = ops->wrap(std::move(t.decisions));
+///                   ops->addResetTarget(server.ioContext(i), *t.store, context);
+///   ops->start();                                                 // after the loop
+///   server.run(); ops->stop();                                    // before the stores go
+class Operations {
+ public:
+  /// Opens the access log and prepares the event publisher (not yet connected). Errors
+  /// (kInvalidArgument): an access log that cannot be opened, a bad --events-redis URL.
+  static Result<std::unique_ptr<Operations>> create(const AppOptions& options, Metrics& metrics,
+                                                    const Clock& clock);
+  ~Operations();
+  Operations(const Operations&) = delete;
+  Operations& operator=(const Operations&) = delete;
+
+  /// Wraps one I/O thread's DecisionService with the observers.
+  std::unique_ptr<DecisionService> wrap(std::unique_ptr<DecisionService> inner);
+
+  /// Registers one I/O thread's store for DELETE /limits; `context` gives the admin
+  /// listener its read-only views (rules, metrics, readiness).
+  void addResetTarget(boost::asio::io_context& io, Store& store,
+                      const http::HandlerContext& context);
+
+  /// Starts the event publisher and binds and starts the admin listener (kUnavailable when
+  /// its address is taken).
+  Status start();
+
+  /// Stops the admin listener and flushes the event publisher. Idempotent.
+  void stop();
+
+  /// The admin listener's bound port (0 when off).
+  std::uint16_t adminPort() const;
+
+ private:
+  Operations(const AppOptions& options, Metrics& metrics, const Clock& clock);
+
+  Metrics& metrics_;
+  const Clock& clock_;
+  http::ServerOptions admin_options_;
+  bool admin_enabled_ = false;
+  std::unique_ptr<AccessLog> access_log_;
+  std::unique_ptr<EventPublisher> events_;
+  std::vector<http::AdminResetTarget> targets_;
+  http::HandlerContext admin_context_;
+  std::unique_ptr<http::AdminListener> admin_;
+};
+
+}  // namespace sluice::app

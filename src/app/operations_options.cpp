@@ -1,0 +1,83 @@
+#include "app/operations_options.hpp"
+
+#include <charconv>
+#include <limits>
+
+#include "app/options.hpp"
+
+namespace sluice::app {
+namespace {
+
+Error invalid(std::string message) {
+  return makeError(ErrorKind::kInvalidArgument, std::move(message));
+}
+
+constexpr std::size_t kMaxStreamLength = std::size_t{1} << 40;
+
+}  // namespace
+
+Status applyOperationsOption(OperationsOptions& options, std::string_view name,
+                             std::string_view value) {
+  if (name == "log-format") {
+    auto format = parseLogFormat(value);
+    if (!format) {
+      return format.error();
+    }
+    options.log_format = *format;
+    return {};
+  }
+  if (name == "access-log") {
+    options.access_log = value == "off" ? std::string() : std::string(value);
+    return {};
+  }
+  if (name == "events") {
+    if (value != "redis-stream" && value != "off") {
+      return invalid("must be redis-stream or off, got \"" + std::string(value) + "\"");
+    }
+    options.events = value == "redis-stream";
+    return {};
+  }
+  if (name == "events-redis") {
+    if (value.empty()) {
+      return invalid("must not be empty");
+    }
+    options.events_redis = std::string(value);
+    return {};
+  }
+  if (name == "events-stream") {
+    if (value.empty()) {
+      return invalid("must not be empty");
+    }
+    options.events_stream = std::string(value);
+    return {};
+  }
+  if (name == "events-maxlen") {
+    std::size_t n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < 1 ||
+        n > kMaxStreamLength) {
+      return invalid("must be an integer from 1 to " + std::to_string(kMaxStreamLength) +
+                     ", got \"" + std::string(value) + "\"");
+    }
+    options.events_maxlen = n;
+    return {};
+  }
+  if (name == "admin-listen") {
+    if (value == "off") {
+      options.admin = false;
+      return {};
+    }
+    std::string text(value);
+    if (text.find(':') == std::string::npos) {
+      text = "127.0.0.1:" + text;  // a bare port stays on loopback
+    }
+    if (auto status = parseListen(text, options.admin_host, options.admin_port); !status) {
+      return status;
+    }
+    options.admin = true;
+    return {};
+  }
+  return invalid("unknown operations option \"" + std::string(name) + "\"");
+}
+
+}  // namespace sluice::app

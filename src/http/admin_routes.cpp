@@ -1,0 +1,88 @@
+#include "http/admin_routes.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <utility>
+
+#include "http/decision_codec.hpp"
+#include "http/decision_service.hpp"
+
+namespace sluice::http {
+namespace {
+
+Response jsonAnswer(int status, const nlohmann::ordered_json& body) {
+  Response response;
+  response.status = status;
+  response.body = body.dump() + "\n";
+  return response;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> resetKeyPrefixes(const RuleSet& rules,
+                                                  const DecisionRequest& request) {
+  const DomainConfig* domain = rules.findDomain(request.domain);
+  if (domain == nullptr) {
+    return makeError(ErrorKind::kNotFound, "domain: unknown domain \"" + request.domain + "\"");
+  }
+  std::vector<std::string> prefixes;
+  if (request.descriptors.empty()) {
+    // Bucket keys start with the escaped domain, then ':' for a descriptor's entries or
+    // ';' for the domain-level limit (see matchDescriptor in src/rules/matcher.cpp).
+    const std::string domain_part = escapeKeyPart(domain->domain);
+    prefixes.push_back(storeKey(request.client_id, domain_part + ":"));
+    prefixes.push_back(storeKey(request.client_id, domain_part + ";"));
+    return prefixes;
+  }
+  RequestMatch match = matchRequest(*domain, request.descriptors);
+  for (const DescriptorMatch& descriptor : match.descriptors) {
+    for (const MatchedLimit& limit : descriptor.limits) {
+      if (!limit.limit->unlimited) {
+        prefixes.push_back(storeKey(request.client_id, limit.bucket_key));
+      }
+    }
+  }
+  if (prefixes.empty()) {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "descriptors: no rule with a limit matches them in domain \"" +
+                         request.domain + "\"");
+  }
+  return prefixes;
+}
+
+void addAdminRoutes(Router& router, const AdminContext& context) {
+  router.add("DELETE", "/limits", [context](const Request& request, Respond respond) {
+    Result<DecisionRequest> parsed =
+        parseDecisionRequest(request.body, context.operations.default_domain);
+    if (!parsed) {
+      respond(jsonError(400, parsed.error().message));
+      return;
+    }
+    RuleSetPtr rules = context.operations.rules();
+    if (!rules) {
+      respond(jsonError(503, "rules: not loaded"));
+      return;
+    }
+    auto prefixes = resetKeyPrefixes(*rules, *parsed);
+    if (!prefixes) {
+      respond(jsonError(prefixes.error().kind == ErrorKind::kNotFound ? 404 : 400,
+                        prefixes.error().message));
+      return;
+    }
+    context.reset(std::move(*prefixes),
+                  [domain = parsed->domain, client = parsed->client_id,
+                   respond = std::move(respond)](Result<std::size_t> removed) {
+                    if (!removed) {
+                      respond(decisionErrorResponse(removed.error()));
+                      return;
+                    }
+                    respond(jsonAnswer(200, {{"reset", true},
+                                             {"domain", domain},
+                                             {"clientId", client},
+                                             {"buckets_removed", *removed}}));
+                  });
+  });
+  addOperationsRoutes(router, context.operations);
+}
+
+}  // namespace sluice::http
