@@ -399,6 +399,18 @@ TEST(ForwardAuthConfigTest, BadTrustedProxyNamesTheItem) {
                     "server.yaml:2:33: forward_auth.trusted_proxies[1]: '10.0.0.0/40'");
 }
 
+TEST(ForwardAuthConfigTest, ShippedExamplesParse) {
+  // docker/sluice/*.yaml configure the compose demo's sidecars.
+  for (const char* name : {"nginx.yaml", "edge.yaml"}) {
+    const std::string path = std::string(SLUICE_SOURCE_DIR) + "/docker/sluice/" + name;
+    YAML::Node root = YAML::LoadFile(path);
+    auto config = parseForwardAuthConfig(root["forward_auth"], path);
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    EXPECT_FALSE(config->trusted_proxies.empty()) << name;
+    EXPECT_FALSE(config->descriptors.empty()) << name;
+  }
+}
+
 TEST(ForwardAuthOptionTest, SetsOptionsFromFlags) {
   ForwardAuthConfig config;
   ASSERT_TRUE(applyForwardAuthOption(config, "deny-status", "403").ok());
