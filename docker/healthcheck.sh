@@ -1,8 +1,19 @@
 #!/bin/bash
-# Container HEALTHCHECK: GET /healthz on the address in SLUICE_LISTEN, over bash's
-# /dev/tcp so that the runtime image needs no curl. Exit 0 only on an HTTP 200.
+# Container HEALTHCHECK: GET /healthz over bash's /dev/tcp, so that the runtime image needs
+# no curl. The address is sluice's own: a --listen argument of PID 1 (sluice, started by
+# the exec-form ENTRYPOINT) wins over SLUICE_LISTEN, as it does in sluice. Exit 0 only on
+# an HTTP 200.
 set -euo pipefail
 listen=${SLUICE_LISTEN:-127.0.0.1:8080}
+if [[ -r /proc/1/cmdline ]]; then
+  mapfile -d '' -t args </proc/1/cmdline
+  for ((i = 0; i < ${#args[@]}; i++)); do
+    case ${args[i]} in
+      --listen=*) listen=${args[i]#--listen=} ;;
+      --listen) listen=${args[i + 1]:-$listen} ;;
+    esac
+  done
+fi
 port=${listen##*:}
 host=${listen%:*}
 host=${host#[}
