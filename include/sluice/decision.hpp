@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sluice/limiter.hpp"
@@ -40,8 +41,15 @@ struct LimitStatus {
 
 /// The status of one request descriptor.
 struct DescriptorStatus {
+  // A constructor rather than an aggregate, so that adding a field does not make every
+  // brace-initialization elsewhere warn about a missing initializer.
+  DescriptorStatus(bool is_matched = false, std::vector<LimitStatus> statuses = {},
+                   std::string metadata = {})
+      : matched(is_matched), limits(std::move(statuses)), metadata_json(std::move(metadata)) {}
+
   bool matched = false;             ///< a rule matched (even if unlimited)
   std::vector<LimitStatus> limits;  ///< in rule order
+  std::string metadata_json;        ///< the matched node's `metadata` as JSON ("" if none)
 };
 
 struct Decision {

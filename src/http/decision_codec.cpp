@@ -254,6 +254,12 @@ OrderedJson limitJson(const LimitStatus& limit) {
   return json;
 }
 
+// The loader stores `metadata` as compact JSON; an unparsable text is passed on as a string.
+OrderedJson metadataJson(const std::string& text) {
+  OrderedJson parsed = OrderedJson::parse(text, nullptr, false);
+  return parsed.is_discarded() ? OrderedJson(text) : parsed;
+}
+
 std::string dumpBody(const OrderedJson& json) {
   return json.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
@@ -443,7 +449,11 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     for (const auto& l : d.limits) {
       limits.push_back(limitJson(l));
     }
-    descriptors.push_back(OrderedJson{{"matched", d.matched}, {"limits", std::move(limits)}});
+    OrderedJson descriptor{{"matched", d.matched}, {"limits", std::move(limits)}};
+    if (!d.metadata_json.empty()) {
+      descriptor["metadata"] = metadataJson(d.metadata_json);
+    }
+    descriptors.push_back(std::move(descriptor));
   }
   body["descriptors"] = std::move(descriptors);
 
@@ -465,6 +475,14 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
 
 Response envoyResponse(const Decision& decision) {
   OrderedJson statuses = OrderedJson::array();
+  // The rules' `metadata` of each descriptor's node, in envoy's dynamicMetadata Struct.
+  OrderedJson metadata = OrderedJson::array();
+  bool any_metadata = false;
+  for (const auto& d : decision.descriptors) {
+    any_metadata = any_metadata || !d.metadata_json.empty();
+    metadata.push_back(d.metadata_json.empty() ? OrderedJson::object()
+                                               : metadataJson(d.metadata_json));
+  }
   for (const auto& d : decision.descriptors) {
     // One status per descriptor, as envoy has one limit per descriptor: the descriptor's
     // own binding limit (the denying one, else the least remaining).
@@ -499,6 +517,9 @@ Response envoyResponse(const Decision& decision) {
   OrderedJson body;
   body["overallCode"] = decision.allowed ? "OK" : "OVER_LIMIT";
   body["statuses"] = std::move(statuses);
+  if (any_metadata) {
+    body["dynamicMetadata"] = OrderedJson{{"descriptors", std::move(metadata)}};
+  }
   Response response;
   response.status = decision.allowed ? 200 : 429;
   if (decision.degraded) {

@@ -63,6 +63,9 @@ class DecisionServiceImpl final : public DecisionService {
       const DescriptorMatch& dm = match.descriptors[d];
       DescriptorStatus& ds = decision.descriptors[d];
       ds.matched = dm.matched;
+      if (dm.node != nullptr) {
+        ds.metadata_json = dm.node->metadata_json;
+      }
       std::int64_t descriptor_cost = request.hits;
       if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
         descriptor_cost = *request.descriptor_hits[d];

@@ -239,6 +239,20 @@ TEST(DecisionCodecTest, EnvoyResponseShape) {
   EXPECT_EQ(body["statuses"][1], json({{"code", "OK"}}));
 }
 
+TEST(DecisionCodecTest, RuleMetadataIsReturned) {
+  Decision decision;
+  decision.descriptors.push_back(DescriptorStatus{true, {loginLimit(true, 4)}, R"({"owner":"a"})"});
+  decision.descriptors.push_back(DescriptorStatus{false, {}, ""});
+  json envoy = json::parse(envoyResponse(decision).body);
+  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][0]["owner"], "a");
+  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][1], json::object());
+  json own = json::parse(decisionResponse(DecisionRequest{}, decision).body);
+  EXPECT_EQ(own["descriptors"][0]["metadata"]["owner"], "a");
+  EXPECT_FALSE(own["descriptors"][1].contains("metadata"));
+  decision.descriptors[0].metadata_json.clear();
+  EXPECT_FALSE(json::parse(envoyResponse(decision).body).contains("dynamicMetadata"));
+}
+
 TEST(DecisionCodecTest, ShapedLeakyBucketHoldsTheAnswer) {
   Decision decision;
   LimitStatus l = loginLimit(true, 3);
