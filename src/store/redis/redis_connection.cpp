@@ -4,11 +4,14 @@
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <cstdint>
 #include <iterator>
+#include <mutex>
 
 #include "store/redis/redis_errors.hpp"
 
@@ -164,6 +167,11 @@ std::string describe(const RedisOptions& o) {
 
 std::shared_ptr<RedisConnection> RedisConnection::create(net::io_context& io,
                                                          ConnectionOptions options) {
+  // hiredis writes with write(2): a peer that closed would raise SIGPIPE and kill the
+  // process instead of returning EPIPE. Ignoring it process-wide is what hiredis asks of
+  // its users; Sluice's own sockets (Beast) do not rely on SIGPIPE either.
+  static std::once_flag sigpipe_once;
+  std::call_once(sigpipe_once, [] { std::signal(SIGPIPE, SIG_IGN); });
   return std::shared_ptr<RedisConnection>(new RedisConnection(io, std::move(options)));
 }
 
