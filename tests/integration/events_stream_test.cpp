@@ -1,0 +1,169 @@
+// Denied-request events (--events redis-stream) in a real Redis Stream: content, order, the
+// MAXLEN cap, and drops counted while the stream's Redis is unreachable.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/free_port.hpp"
+#include "support/http_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/sluice_process.hpp"
+
+namespace sluice::test {
+namespace {
+
+using Fields = std::map<std::string, std::string>;
+
+std::string login(const std::string& client) {
+  return R"({"domain":"auth","clientId":")" + client +
+         R"(","descriptors":[{"entries":[{"key":"auth_type","value":"login"}]}]})";
+}
+
+/// XRANGE stream - + as (id, fields) in stream order.
+std::vector<std::pair<std::string, Fields>> readStream(RedisServer& redis,
+                                                       const std::string& stream) {
+  ReplyPtr reply = redis.command({"XRANGE", stream, "-", "+"});
+  std::vector<std::pair<std::string, Fields>> out;
+  if (!reply || reply->type != REDIS_REPLY_ARRAY) {
+    return out;
+  }
+  for (std::size_t i = 0; i < reply->elements; ++i) {
+    const redisReply* entry = reply->element[i];
+    Fields fields;
+    const redisReply* kv = entry->element[1];
+    for (std::size_t j = 0; j + 1 < kv->elements; j += 2) {
+      fields[std::string(kv->element[j]->str, kv->element[j]->len)] =
+          std::string(kv->element[j + 1]->str, kv->element[j + 1]->len);
+    }
+    out.emplace_back(std::string(entry->element[0]->str, entry->element[0]->len),
+                     std::move(fields));
+  }
+  return out;
+}
+
+/// Polls until the stream holds `n` entries (events are written off the request path).
+std::vector<std::pair<std::string, Fields>> waitForEntries(RedisServer& redis,
+                                                           const std::string& stream,
+                                                           std::size_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto entries = readStream(redis, stream);
+  while (entries.size() < n && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    entries = readStream(redis, stream);
+  }
+  return entries;
+}
+
+std::int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+TEST(EventsStreamTest, DenialsArriveInTheStreamInOrder) {
+  RedisServer redis;
+  SluiceProcess sluice(withArgs({"--threads", "2", "--events", "redis-stream", "--events-redis",
+                                 redis.url(), "--events-stream", "test:denials"}));
+  HttpClient client = sluice.client();
+  const std::int64_t started = nowMs();
+  std::vector<std::string> denied_clients;
+  // 5 allowed each, then denials interleaved in a known order.
+  for (const char* who : {"alice", "bob", "carol"}) {
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(client.post("/shouldAllowRequest", login(who)).status, 200);
+    }
+  }
+  for (const char* who : {"bob", "alice", "carol", "alice", "bob", "bob"}) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", login(who)).status, 429);
+    denied_clients.push_back(who);
+  }
+  auto entries = waitForEntries(redis, "test:denials", denied_clients.size());
+  ASSERT_EQ(entries.size(), denied_clients.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Fields& f = entries[i].second;
+    EXPECT_EQ(f.at("client"), denied_clients[i]) << i;
+    EXPECT_EQ(f.at("domain"), "auth");
+    EXPECT_EQ(f.at("descriptor"), "auth_type=login");
+    EXPECT_EQ(f.at("rule"), "auth.auth_type_login");
+    const std::int64_t t = std::stoll(f.at("time"));
+    EXPECT_GE(t, started - 1000);
+    EXPECT_LE(t, nowMs() + 1000);
+    if (i > 0) {
+      EXPECT_GE(t, std::stoll(entries[i - 1].second.at("time")));
+    }
+  }
+  HttpResponse metrics = client.get("/metrics");
+  EXPECT_NE(metrics.body.find("sluice_events_published_total 6\n"), std::string::npos)
+      << metrics.body;
+}
+
+TEST(EventsStreamTest, DefaultsToTheStoresRedisAndStreamName) {
+  RedisServer redis;
+  SluiceProcess sluice(withArgs({"--threads", "1", "--store", "redis", "--redis", redis.url(),
+                                 "--events", "redis-stream"}));
+  HttpClient client = sluice.client();
+  for (int i = 0; i < 6; ++i) {
+    client.post("/shouldAllowRequest", login("erin"));
+  }
+  auto entries = waitForEntries(redis, "sluice:denials", 1);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].second.at("client"), "erin");
+}
+
+TEST(EventsStreamTest, MaxLenCapsTheStream) {
+  RedisServer redis;
+  SluiceProcess sluice(withArgs({"--threads", "1", "--events", "redis-stream", "--events-redis",
+                                 redis.url(), "--events-maxlen", "10"}));
+  HttpClient client = sluice.client();
+  constexpr int kDenials = 300;
+  for (int i = 0; i < 5 + kDenials; ++i) {
+    client.post("/shouldAllowRequest", login("flood"));
+  }
+  // Wait for every event to be written, then check the approximate trim took effect.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client.get("/metrics").body.find("sluice_events_published_total " +
+                                          std::to_string(kDenials) + "\n") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ReplyPtr len = redis.command({"XLEN", "sluice:denials"});
+  ASSERT_EQ(len->type, REDIS_REPLY_INTEGER);
+  EXPECT_GE(len->integer, 10);
+  EXPECT_LT(len->integer, kDenials);  // MAXLEN ~ trims whole stream nodes (100 entries)
+}
+
+TEST(EventsStreamTest, UnreachableRedisDropsEventsWithoutDelayingDecisions) {
+  const std::uint16_t closed_port = freeLoopbackPort();  // nothing listens there
+  SluiceProcess sluice(withArgs({"--threads", "1", "--events", "redis-stream", "--events-redis",
+                                 "redis://127.0.0.1:" + std::to_string(closed_port) + "/0"}));
+  HttpClient client("127.0.0.1", sluice.port(), std::chrono::milliseconds(2000));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", login("gus")).status, 200);
+  }
+  constexpr int kDenials = 20;
+  for (int i = 0; i < kDenials; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", login("gus")).status, 429);
+  }
+  const std::string dropped = R"(sluice_events_dropped_total{reason="redis_unavailable"} )" +
+                              std::to_string(kDenials) + "\n";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string body = client.get("/metrics").body;
+  while (body.find(dropped) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    body = client.get("/metrics").body;
+  }
+  EXPECT_NE(body.find(dropped), std::string::npos) << body;
+  EXPECT_NE(body.find(R"(sluice_events_dropped_total{reason="queue_full"} 0)"), std::string::npos);
+  // The outage is logged once, not per event.
+  const std::string log = sluice.log();
+  const auto first = log.find("events: cannot connect");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("events: cannot connect", first + 1), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace sluice::test
