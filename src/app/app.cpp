@@ -123,8 +123,8 @@ int serve(const AppOptions& options) {
     } else {
       t.store = memory;
     }
-    t.decisions = http::makeDecisionService([&watcher] { return watcher->current(); }, t.store,
-                                            metrics);
+    t.decisions =
+        http::makeDecisionService([&watcher] { return watcher->current(); }, t.store, metrics);
     t.decisions = (*operations)->wrap(std::move(t.decisions));
     http::HandlerContext context;
     context.decisions = t.decisions.get();
@@ -163,11 +163,12 @@ int serve(const AppOptions& options) {
 
   watcher->start();
   RuleSetPtr loaded = watcher->current();
-  spdlog::info("sluice listening on {}:{} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
-               "in {} domain(s)",
-               options.listen_host, server.port(), server.threadCount(), options.store,
-               redis_options ? " (failure mode " + options.failure_mode + ")" : "",
-               options.rules, loaded->limitCount(), loaded->domains.size());
+  spdlog::info(
+      "sluice listening on {}:{} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
+      "in {} domain(s)",
+      options.listen_host, server.port(), server.threadCount(), options.store,
+      redis_options ? " (failure mode " + options.failure_mode + ")" : "", options.rules,
+      loaded->limitCount(), loaded->domains.size());
   server.run();
   (*operations)->stop();
   watcher->stop();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -18,19 +19,21 @@ struct Flag {
   std::string_view name;
   std::string_view metavar;  ///< empty: a switch without value
   std::string_view help;
-  Status (*apply)(AppOptions&, std::string_view);
+  std::function<Status(AppOptions&, std::string_view)> apply;
   bool in_env_and_config = true;
 };
 
-Error invalid(std::string message) { return makeError(ErrorKind::kInvalidArgument, std::move(message)); }
+Error invalid(std::string message) {
+  return makeError(ErrorKind::kInvalidArgument, std::move(message));
+}
 
 template <typename T>
 Result<T> parseNumber(std::string_view text, T min, T max) {
   T value{};
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
-    return invalid("must be an integer from " + std::to_string(min) + " to " +
-                   std::to_string(max) + ", got \"" + std::string(text) + "\"");
+    return invalid("must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                   ", got \"" + std::string(text) + "\"");
   }
   return value;
 }
@@ -59,126 +62,116 @@ Status nonEmpty(std::string_view text, std::string& out) {
   return {};
 }
 
+/// A flag that sets a count field within [min, max].
+template <typename T>
+std::function<Status(AppOptions&, std::string_view)> countField(T AppOptions::*field, T min,
+                                                                T max) {
+  return [field, min, max](AppOptions& o, std::string_view v) -> Status {
+    auto n = parseNumber<T>(v, min, max);
+    if (!n) {
+      return n.error();
+    }
+    o.*field = *n;
+    return {};
+  };
+}
+
+/// A flag that sets a duration field from milliseconds within [min, max].
+std::function<Status(AppOptions&, std::string_view)> millisField(
+    std::chrono::milliseconds AppOptions::*field, long min, long max) {
+  return [field, min, max](AppOptions& o, std::string_view v) -> Status {
+    auto n = parseNumber<long>(v, min, max);
+    if (!n) {
+      return n.error();
+    }
+    o.*field = std::chrono::milliseconds(*n);
+    return {};
+  };
+}
+
 const std::vector<Flag>& flags() {
   static const std::vector<Flag> kFlags{
       {"config", "FILE", "server YAML file with the same keys as these flags",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.config_file); }, false},
       {"listen", "HOST:PORT", "address to serve on (default 127.0.0.1:8080)",
-       [](AppOptions& o, std::string_view v) { return parseListen(v, o.listen_host, o.listen_port); }},
+       [](AppOptions& o, std::string_view v) {
+         return parseListen(v, o.listen_host, o.listen_port);
+       }},
       {"rules", "PATH", "a rules file or a directory of *.yaml (default config/rules)",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.rules); }},
       {"store", "KIND", "memory | redis | redis_cluster (default memory)",
        [](AppOptions& o, std::string_view v) {
          return oneOf(v, {"memory", "redis", "redis_cluster"}, o.store);
        }},
-      {"redis", "URL", "redis://[user:password@]host:port/db or unix:///path (default "
-                       "redis://127.0.0.1:6379/0)",
+      {"redis", "URL",
+       "redis://[user:password@]host:port/db or unix:///path (default "
+       "redis://127.0.0.1:6379/0)",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.redis_url); }},
       {"failure-mode", "MODE", "open | closed | local: when the store fails (default open)",
        [](AppOptions& o, std::string_view v) {
          return oneOf(v, {"open", "closed", "local"}, o.failure_mode);
        }},
       {"threads", "N", "I/O threads (default: one per core)",
-       [](AppOptions& o, std::string_view v) -> Status {
-         auto n = parseNumber<unsigned>(v, 1, kMaxThreads);
-         if (!n) {
-           return n.error();
-         }
-         o.threads = *n;
-         return {};
-       }},
+       countField<unsigned>(&AppOptions::threads, 1u, kMaxThreads)},
       {"log-level", "LEVEL", "trace | debug | info | warn | error | critical | off (default info)",
        [](AppOptions& o, std::string_view v) {
          return oneOf(v, {"trace", "debug", "info", "warn", "error", "critical", "off"},
                       o.log_level);
        }},
-      {"validate", "", "check the rules, print every error as file:line:column: message, "
-                       "exit 0 or 1",
+      {"validate", "",
+       "check the rules, print every error as file:line:column: message, "
+       "exit 0 or 1",
        [](AppOptions& o, std::string_view) -> Status {
          o.validate = true;
          return {};
-       }, false},
-      {"forward-auth-domain", "NAME", "/check: the domain (default: forward_auth.domain, else "
-                                      "the default domain)",
+       },
+       false},
+      {"forward-auth-domain", "NAME",
+       "/check: the domain (default: forward_auth.domain, else "
+       "the default domain)",
        [](AppOptions& o, std::string_view v) {
          return http::applyForwardAuthOption(o.forward_auth, "domain", v);
        }},
-      {"forward-auth-deny-status", "STATUS", "/check: the answer to a denied request (default "
-                                             "429; 403 for nginx auth_request)",
+      {"forward-auth-deny-status", "STATUS",
+       "/check: the answer to a denied request (default "
+       "429; 403 for nginx auth_request)",
        [](AppOptions& o, std::string_view v) {
          return http::applyForwardAuthOption(o.forward_auth, "deny-status", v);
        }},
-      {"forward-auth-client", "SOURCES", "/check: the client id, first source with a value, e.g. "
-                                         "header:X-User-Id,cookie:sid,ip (default ip)",
+      {"forward-auth-client", "SOURCES",
+       "/check: the client id, first source with a value, e.g. "
+       "header:X-User-Id,cookie:sid,ip (default ip)",
        [](AppOptions& o, std::string_view v) {
          return http::applyForwardAuthOption(o.forward_auth, "client", v);
        }},
-      {"trusted-proxies", "CIDRS", "/check: peers whose X-Forwarded-For is believed, e.g. "
-                                   "10.0.0.0/8,127.0.0.1 (default none)",
+      {"trusted-proxies", "CIDRS",
+       "/check: peers whose X-Forwarded-For is believed, e.g. "
+       "10.0.0.0/8,127.0.0.1 (default none)",
        [](AppOptions& o, std::string_view v) {
          return http::applyForwardAuthOption(o.forward_auth, "trusted-proxies", v);
        }},
       {"default-domain", "NAME", "domain of requests that name none (default \"default\")",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.default_domain); }},
       {"max-body-bytes", "N", "larger request bodies get 413 (default 1048576)",
-       [](AppOptions& o, std::string_view v) -> Status {
-         auto n = parseNumber<std::size_t>(v, 1, kMaxBodyLimit);
-         if (!n) {
-           return n.error();
-         }
-         o.max_body_bytes = *n;
-         return {};
-       }},
+       countField<std::size_t>(&AppOptions::max_body_bytes, 1, kMaxBodyLimit)},
       {"redis-timeout-ms", "MS", "per-request Redis deadline (default 20)",
-       [](AppOptions& o, std::string_view v) -> Status {
-         auto n = parseNumber<long>(v, 1, 60'000);
-         if (!n) {
-           return n.error();
-         }
-         o.redis_timeout = std::chrono::milliseconds(*n);
-         return {};
-       }},
+       millisField(&AppOptions::redis_timeout, 1, 60'000)},
       {"redis-prefix", "PREFIX", "prefix of every Redis key (default sluice)",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.redis_prefix); }},
-      {"drain-timeout-ms", "MS", "on SIGTERM, how long in-flight requests may finish "
-                                 "(default 30000)",
-       [](AppOptions& o, std::string_view v) -> Status {
-         auto n = parseNumber<long>(v, 0, 3'600'000);
-         if (!n) {
-           return n.error();
-         }
-         o.drain_timeout = std::chrono::milliseconds(*n);
-         return {};
-       }},
-      {"request-timeout-ms", "MS", "a request must arrive whole within this, from its first "
-                                   "byte (default 10000)",
-       [](AppOptions& o, std::string_view v) -> Status {
-         auto n = parseNumber<long>(v, 1, 3'600'000);
-         if (!n) {
-           return n.error();
-         }
-         o.request_timeout = std::chrono::milliseconds(*n);
-         return {};
-       }},
-      {"idle-timeout-ms", "MS", "idle keep-alive connections are closed after this "
-                                "(default 60000)",
-       [](AppOptions& o, std::string_view v) -> Status {
-         auto n = parseNumber<long>(v, 1, 3'600'000);
-         if (!n) {
-           return n.error();
-         }
-         o.idle_timeout = std::chrono::milliseconds(*n);
-         return {};
-       }},
+      {"drain-timeout-ms", "MS",
+       "on SIGTERM, how long in-flight requests may finish "
+       "(default 30000)",
+       millisField(&AppOptions::drain_timeout, 0, 3'600'000)},
+      {"request-timeout-ms", "MS",
+       "a request must arrive whole within this, from its first "
+       "byte (default 10000)",
+       millisField(&AppOptions::request_timeout, 1, 3'600'000)},
+      {"idle-timeout-ms", "MS",
+       "idle keep-alive connections are closed after this "
+       "(default 60000)",
+       millisField(&AppOptions::idle_timeout, 1, 3'600'000)},
       {"memory-max-keys", "N", "bound on the memory store's buckets (default 1000000)",
-       [](AppOptions& o, std::string_view v) -> Status {
-         auto n = parseNumber<std::size_t>(v, 1, std::size_t{1} << 32);
-         if (!n) {
-           return n.error();
-         }
-         o.memory_max_keys = *n;
-         return {};
-       }},
+       countField<std::size_t>(&AppOptions::memory_max_keys, 1, std::size_t{1} << 32)},
       {"log-format", "FORMAT", "plain | json: one JSON object per log line (default plain)",
        [](AppOptions& o, std::string_view v) {
          return applyOperationsOption(o.operations, "log-format", v);
@@ -203,8 +196,9 @@ const std::vector<Flag>& flags() {
        [](AppOptions& o, std::string_view v) {
          return applyOperationsOption(o.operations, "events-maxlen", v);
        }},
-      {"admin-listen", "HOST:PORT", "admin listener: DELETE /limits plus the read-only views; a "
-                                    "bare PORT binds 127.0.0.1 (default off)",
+      {"admin-listen", "HOST:PORT",
+       "admin listener: DELETE /limits plus the read-only views; a "
+       "bare PORT binds 127.0.0.1 (default off)",
        [](AppOptions& o, std::string_view v) {
          return applyOperationsOption(o.operations, "admin-listen", v);
        }},
@@ -212,7 +206,8 @@ const std::vector<Flag>& flags() {
        [](AppOptions& o, std::string_view) -> Status {
          o.help = true;
          return {};
-       }, false},
+       },
+       false},
   };
   return kFlags;
 }
@@ -296,8 +291,7 @@ Status parseListen(std::string_view text, std::string& host, std::uint16_t& port
   std::string_view h = text.substr(0, colon);
   if (h.front() == '[') {
     if (h.back() != ']' || h.size() < 3) {
-      return invalid("must be HOST:PORT ([::1]:8080 for IPv6), got \"" + std::string(text) +
-                     "\"");
+      return invalid("must be HOST:PORT ([::1]:8080 for IPv6), got \"" + std::string(text) + "\"");
     }
     h = h.substr(1, h.size() - 2);
   }
@@ -388,17 +382,25 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
 std::string helpText() {
   std::string text =
       "Usage: sluice [FLAGS]\n"
-      "Sluice: an HTTP rate-limiter sidecar (POST /shouldAllowRequest, POST /json,\n"
+      "Sluice: an HTTP rate-limiter sidecar (POST /shouldAllowRequest, POST /json, /check,\n"
       "GET /healthz, /readyz, /rules, /metrics).\n\n"
       "Flags (each also settable as SLUICE_<NAME> in the environment, e.g. SLUICE_LISTEN,\n"
       "and as a key of the --config YAML; flags win over the environment, which wins over\n"
       "the file):\n";
-  for (const auto& flag : flags()) {
+  auto usage = [](const Flag& flag) {
     std::string left = "  --" + std::string(flag.name);
     if (!flag.metavar.empty()) {
       left += " " + std::string(flag.metavar);
     }
-    left.resize(std::max<std::size_t>(left.size() + 2, 30), ' ');
+    return left;
+  };
+  std::size_t width = 0;
+  for (const auto& flag : flags()) {
+    width = std::max(width, usage(flag).size() + 2);
+  }
+  for (const auto& flag : flags()) {
+    std::string left = usage(flag);
+    left.resize(width, ' ');
     text += left + std::string(flag.help) + "\n";
   }
   text +=

@@ -24,15 +24,15 @@ namespace sluice::app {
 /// defaults, the server YAML (`--config`), `SLUICE_*` environment variables, flags.
 struct AppOptions {
   bool help = false;
-  bool validate = false;           ///< --validate: check the rules and exit
-  std::string config_file;         ///< --config: server YAML with the same keys as the flags
+  bool validate = false;    ///< --validate: check the rules and exit
+  std::string config_file;  ///< --config: server YAML with the same keys as the flags
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
   std::string rules = "config/rules";
-  std::string store = "memory";    ///< memory | redis | redis_cluster
+  std::string store = "memory";  ///< memory | redis | redis_cluster
   std::string redis_url = "redis://127.0.0.1:6379/0";
   std::string failure_mode = "open";  ///< open | closed | local
-  unsigned threads = 0;            ///< 0: one per core
+  unsigned threads = 0;               ///< 0: one per core
   std::string log_level = "info";
   std::string default_domain = "default";
   std::size_t max_body_bytes = 1 << 20;

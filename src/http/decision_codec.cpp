@@ -1,12 +1,11 @@
 #include "http/decision_codec.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
 
@@ -141,8 +140,7 @@ struct ParsedDescriptor {
 };
 
 /// Both shapes: {"entries": [...], "hits_addend"?} or a bare list of entries.
-Result<ParsedDescriptor> parseDescriptor(const Json& json, const std::string& path,
-                                         bool envoy) {
+Result<ParsedDescriptor> parseDescriptor(const Json& json, const std::string& path, bool envoy) {
   if (json.is_array()) {
     if (envoy) {
       return fieldError(path, "must be an object {\"entries\": [...]}");
@@ -214,13 +212,20 @@ Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) 
 
 std::string_view envoyUnit(TimeUnit unit) {
   switch (unit) {
-    case TimeUnit::kSecond: return "SECOND";
-    case TimeUnit::kMinute: return "MINUTE";
-    case TimeUnit::kHour: return "HOUR";
-    case TimeUnit::kDay: return "DAY";
-    case TimeUnit::kWeek: return "WEEK";
-    case TimeUnit::kMonth: return "MONTH";
-    case TimeUnit::kYear: return "YEAR";
+    case TimeUnit::kSecond:
+      return "SECOND";
+    case TimeUnit::kMinute:
+      return "MINUTE";
+    case TimeUnit::kHour:
+      return "HOUR";
+    case TimeUnit::kDay:
+      return "DAY";
+    case TimeUnit::kWeek:
+      return "WEEK";
+    case TimeUnit::kMonth:
+      return "MONTH";
+    case TimeUnit::kYear:
+      return "YEAR";
   }
   return "UNKNOWN";
 }
@@ -401,9 +406,9 @@ Result<DecisionRequest> parseEnvoyRequest(std::string_view body) {
       }
       request.hits = std::max<std::int64_t>(1, *hits);
     } else {
-      return makeError(ErrorKind::kInvalidArgument,
-                       "body: unknown field \"" + name +
-                           "\" (expected domain, descriptors, hits_addend)");
+      return makeError(
+          ErrorKind::kInvalidArgument,
+          "body: unknown field \"" + name + "\" (expected domain, descriptors, hits_addend)");
     }
   }
   if (request.domain.empty()) {

@@ -85,9 +85,8 @@ class DecisionServiceImpl final : public DecisionService {
           return;
         }
         cost = descriptor_cost;
-        store_request.limits.push_back(
-            StoreLimit{storeKey(request.client_id, ml.bucket_key), ml.limit->params,
-                       ml.limit->shadow_mode});
+        store_request.limits.push_back(StoreLimit{storeKey(request.client_id, ml.bucket_key),
+                                                  ml.limit->params, ml.limit->shadow_mode});
         slots.emplace_back(d, ds.limits.size() - 1);
       }
     }
@@ -98,23 +97,23 @@ class DecisionServiceImpl final : public DecisionService {
     }
     store_request.cost = cost.value_or(request.hits);
     // `domain` points into decision.rules, which the callback keeps alive.
-    store_->evaluate(store_request, [this, domain, decision = std::move(decision),
-                                     slots = std::move(slots), done = std::move(done)](
-                                        Result<StoreResponse> response) mutable {
-      if (!response) {
-        done(response.error());
-        return;
-      }
-      const StoreResponse& r = *response;
-      for (std::size_t i = 0; i < slots.size() && i < r.outcomes.size(); ++i) {
-        auto [d, l] = slots[i];
-        decision.descriptors[d].limits[l].outcome = r.outcomes[i];
-      }
-      decision.allowed = r.allowed;
-      decision.degraded = r.degraded;
-      record(domain->domain, decision);
-      done(std::move(decision));
-    });
+    store_->evaluate(store_request,
+                     [this, domain, decision = std::move(decision), slots = std::move(slots),
+                      done = std::move(done)](Result<StoreResponse> response) mutable {
+                       if (!response) {
+                         done(response.error());
+                         return;
+                       }
+                       const StoreResponse& r = *response;
+                       for (std::size_t i = 0; i < slots.size() && i < r.outcomes.size(); ++i) {
+                         auto [d, l] = slots[i];
+                         decision.descriptors[d].limits[l].outcome = r.outcomes[i];
+                       }
+                       decision.allowed = r.allowed;
+                       decision.degraded = r.degraded;
+                       record(domain->domain, decision);
+                       done(std::move(decision));
+                     });
   }
 
  private:

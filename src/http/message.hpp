@@ -22,7 +22,7 @@ struct Request {
   std::string path;    ///< target without the query string
   std::vector<Header> headers;
   std::string body;
-  std::string peer;    ///< the TCP peer's address without port, e.g. "127.0.0.1", "::1"
+  std::string peer;  ///< the TCP peer's address without port, e.g. "127.0.0.1", "::1"
 
   /// The first header with this name (case-insensitive); empty when absent.
   std::string_view header(std::string_view name) const;

@@ -36,7 +36,7 @@ class Router {
     const Route* route = nullptr;  ///< null: answer `status` (404 or 405)
     std::size_t route_index = 0;
     int status = 200;
-    std::string allow;             ///< for 405: the methods the path accepts, "GET, POST"
+    std::string allow;  ///< for 405: the methods the path accepts, "GET, POST"
   };
 
   /// Registers a route. Not thread-safe: build the table before serving; it is read-only

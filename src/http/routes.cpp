@@ -1,8 +1,7 @@
 #include "http/routes.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "http/decision_codec.hpp"
@@ -30,15 +29,15 @@ Handler decisionHandler(const HandlerContext& context, Parse parse, Encode encod
       return;
     }
     auto decision_request = std::make_shared<DecisionRequest>(std::move(*parsed));
-    context.decisions->decide(*decision_request, [decision_request, encode, respond = std::move(
-                                                                                respond)](
-                                                     Result<Decision> decision) {
-      if (!decision) {
-        respond(decisionErrorResponse(decision.error()));
-        return;
-      }
-      respond(encode(*decision_request, *decision));
-    });
+    context.decisions->decide(
+        *decision_request,
+        [decision_request, encode, respond = std::move(respond)](Result<Decision> decision) {
+          if (!decision) {
+            respond(decisionErrorResponse(decision.error()));
+            return;
+          }
+          respond(encode(*decision_request, *decision));
+        });
   };
 }
 

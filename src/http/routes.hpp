@@ -18,8 +18,8 @@ struct ForwardAuthConfig;
 struct HandlerContext {
   DecisionService* decisions = nullptr;  ///< this thread's service
   Metrics* metrics = nullptr;
-  RulesProvider rules;                   ///< the current rules snapshot (null: not loaded)
-  std::function<bool()> store_healthy;   ///< thread-safe
+  RulesProvider rules;                  ///< the current rules snapshot (null: not loaded)
+  std::function<bool()> store_healthy;  ///< thread-safe
   std::string default_domain = "default";
   std::shared_ptr<const ForwardAuthConfig> forward_auth;  ///< /check (null: the defaults)
 };

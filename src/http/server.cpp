@@ -178,10 +178,9 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
     parser_->body_limit(options_.max_body_bytes);
     armReadTimer(options_.request_timeout);
-    bhttp::async_read_header(socket_, buffer_, *parser_,
-                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                               self->onHeader(ec);
-                             });
+    bhttp::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
   }
 
   void onHeader(beast::error_code ec) {
@@ -214,10 +213,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void readBody() {
-    bhttp::async_read(socket_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                        self->onRequest(ec);
-                      });
+    bhttp::async_read(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRequest(ec); });
   }
 
   void onRequest(beast::error_code ec) {
@@ -249,11 +247,14 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     unsigned version = parser_ && parser_->get().version() >= 10 ? parser_->get().version() : 11;
     if (ec == bhttp::error::body_limit) {
-      refuse(413, "body: larger than the limit of " + std::to_string(options_.max_body_bytes) +
-                      " bytes", version);
+      refuse(413,
+             "body: larger than the limit of " + std::to_string(options_.max_body_bytes) + " bytes",
+             version);
     } else if (ec == bhttp::error::header_limit) {
-      refuse(431, "headers: larger than the limit of " +
-                      std::to_string(options_.max_header_bytes) + " bytes", version);
+      refuse(431,
+             "headers: larger than the limit of " + std::to_string(options_.max_header_bytes) +
+                 " bytes",
+             version);
     } else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
                ec != bhttp::error::partial_message) {
       refuse(400, "request: malformed HTTP (" + ec.message() + ")", version);
@@ -388,10 +389,9 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = true;
     read_timer_.cancel();
     armWriteTimer();
-    bhttp::async_write(socket_, *front.response,
-                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                         self->onWrite(ec);
-                       });
+    bhttp::async_write(
+        socket_, *front.response,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onWrite(ec); });
   }
 
   void onWrite(beast::error_code ec) {
@@ -423,8 +423,7 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Closes when nothing is left to answer and nothing more will be read. True if closed.
   bool closeIfDone() {
     bool reading_request = reading_ && phase_ == Phase::kRequest;
-    if (queue_.empty() && !writing_ && !reading_request &&
-        (no_more_reads_ || worker_.stopping)) {
+    if (queue_.empty() && !writing_ && !reading_request && (no_more_reads_ || worker_.stopping)) {
       gracefulClose();
       return true;
     }
@@ -571,8 +570,8 @@ void Worker::beginStop() {
   drain_timer->expires_after(options.drain_timeout);
   drain_timer->async_wait([this](beast::error_code ec) {
     if (!ec) {
-      spdlog::warn("thread {}: {} connection(s) still busy after the drain timeout; closing",
-                   index, sessions.size());
+      spdlog::warn("thread {}: {} connection(s) still busy after the drain timeout; closing", index,
+                   sessions.size());
       ioc.stop();
     }
   });
@@ -683,8 +682,8 @@ void Server::setRouter(unsigned thread, std::shared_ptr<const Router> router) {
   Worker& worker = *impl_->workers.at(thread);
   worker.latency.clear();
   for (const auto& route : router->routes()) {
-    worker.latency.push_back(&impl_->metrics.histogram(
-        "http_request_duration_seconds", {{"endpoint", route.pattern}}));
+    worker.latency.push_back(
+        &impl_->metrics.histogram("http_request_duration_seconds", {{"endpoint", route.pattern}}));
   }
   worker.latency.push_back(&impl_->metrics.histogram(
       "http_request_duration_seconds", {{"endpoint", std::string(kUnmatchedEndpoint)}}));

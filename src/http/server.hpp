@@ -20,11 +20,11 @@ namespace sluice::http {
 /// bound (STYLE.md habit 5).
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  std::uint16_t port = 8080;               ///< 0: any free port (see Server::port())
-  unsigned threads = 1;                    ///< I/O threads, each with its own io_context
-  std::size_t max_body_bytes = 1 << 20;    ///< larger bodies get 413
-  std::size_t max_header_bytes = 16 << 10; ///< larger header sections get 431
-  std::size_t max_pipelined = 16;          ///< requests read ahead of their answers
+  std::uint16_t port = 8080;                ///< 0: any free port (see Server::port())
+  unsigned threads = 1;                     ///< I/O threads, each with its own io_context
+  std::size_t max_body_bytes = 1 << 20;     ///< larger bodies get 413
+  std::size_t max_header_bytes = 16 << 10;  ///< larger header sections get 431
+  std::size_t max_pipelined = 16;           ///< requests read ahead of their answers
   std::size_t max_connections_per_thread = 10'000;
   /// From the first byte of a request to its last: slow senders are dropped.
   std::chrono::milliseconds request_timeout{10'000};

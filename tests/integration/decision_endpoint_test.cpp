@@ -1,8 +1,8 @@
 // POST /shouldAllowRequest over real HTTP against the real binary (issue 2, DESIGN.md §2).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -98,9 +98,9 @@ TEST_F(DecisionEndpointTest, AnotherClientIsUnaffected) {
 TEST_F(DecisionEndpointTest, BareListDescriptorShapeIsTheSameBucket) {
   awaitFreshMinute();
   HttpClient client = sluice_.client();
-  EXPECT_EQ(client.post("/shouldAllowRequest", seedRequestFor("carol")).header(
-                "X-Ratelimit-Remaining"),
-            "4");
+  EXPECT_EQ(
+      client.post("/shouldAllowRequest", seedRequestFor("carol")).header("X-Ratelimit-Remaining"),
+      "4");
   HttpResponse r = client.post(
       "/shouldAllowRequest",
       R"({"domain":"auth","clientId":"carol","descriptors":[[{"key":"auth_type","value":"login"}]]})");

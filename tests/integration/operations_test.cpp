@@ -1,9 +1,9 @@
 // The operational endpoints, /json and the command line, against the real binary.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -33,15 +33,17 @@ TEST(OperationsTest, MetricsParseAndCountDecisions) {
       R"({"domain":"auth","clientId":"m","descriptors":[[{"key":"auth_type","value":"login"}]]})";
   ASSERT_EQ(client.post("/shouldAllowRequest", login).status, 200);
   ASSERT_EQ(client.post("/shouldAllowRequest", R"({"domain":"zzz"})").status, 200);
-  ASSERT_EQ(client.post("/shouldAllowRequest",
-                        R"({"domain":"auth","descriptors":[[{"key":"x","value":"y"}]]})")
+  ASSERT_EQ(client
+                .post("/shouldAllowRequest",
+                      R"({"domain":"auth","descriptors":[[{"key":"x","value":"y"}]]})")
                 .status,
             200);
   HttpResponse r = client.get("/metrics");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.header("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
   // Every line is a comment or `name{labels} value`.
-  std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.eE+-]+(Inf)?$)");
+  std::regex sample(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.eE+-]+(Inf)?$)");
   std::istringstream lines(r.body);
   std::string line;
   int samples = 0;
@@ -53,14 +55,18 @@ TEST(OperationsTest, MetricsParseAndCountDecisions) {
     ++samples;
   }
   EXPECT_GT(samples, 0);
-  EXPECT_NE(r.body.find(R"(sluice_decisions_total{domain="auth",rule="auth.auth_type_login",outcome="allowed"} 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.body.find(
+          R"(sluice_decisions_total{domain="auth",rule="auth.auth_type_login",outcome="allowed"} 1)"),
+      std::string::npos)
       << r.body;
-  EXPECT_NE(r.body.find(R"(sluice_decisions_total{domain="_unknown",rule="",outcome="unknown_domain"} 1)"),
+  EXPECT_NE(r.body.find(
+                R"(sluice_decisions_total{domain="_unknown",rule="",outcome="unknown_domain"} 1)"),
             std::string::npos);
   EXPECT_NE(r.body.find(R"(sluice_decisions_total{domain="auth",rule="",outcome="no_rule"} 1)"),
             std::string::npos);
-  EXPECT_NE(r.body.find(R"(sluice_http_request_duration_seconds_count{endpoint="/shouldAllowRequest"} 3)"),
+  EXPECT_NE(r.body.find(
+                R"(sluice_http_request_duration_seconds_count{endpoint="/shouldAllowRequest"} 3)"),
             std::string::npos);
   EXPECT_EQ(r.body.find("clientId"), std::string::npos);
 }
@@ -129,10 +135,11 @@ TEST(OperationsTest, ValidateExampleRules) {
 TEST(OperationsTest, InvalidRulesRefuseToStart) {
   std::string dir = makeTempDir("sluice-bad-rules");
   {
-    std::ofstream(dir + "/bad.yaml") << "domain: bad\ndescriptors:\n  - key: a\n    ratelimit: {}\n";
+    std::ofstream(dir + "/bad.yaml")
+        << "domain: bad\ndescriptors:\n  - key: a\n    ratelimit: {}\n";
   }
-  auto [code, output] = runSluice(
-      {"--rules", dir, "--listen", "127.0.0.1:" + std::to_string(freeLoopbackPort())});
+  auto [code, output] =
+      runSluice({"--rules", dir, "--listen", "127.0.0.1:" + std::to_string(freeLoopbackPort())});
   EXPECT_EQ(code, 1);
   EXPECT_NE(output.find(dir + "/bad.yaml:4:5"), std::string::npos) << output;
   std::filesystem::remove_all(dir);
@@ -143,7 +150,8 @@ TEST(OperationsTest, EnvironmentConfiguresTheServer) {
   options.env = {{"SLUICE_DEFAULT_DOMAIN", "auth"}};
   SluiceProcess sluice(options);
   HttpResponse r = sluice.client().post(
-      "/shouldAllowRequest", R"({"clientId":"e","descriptors":[[{"key":"auth_type","value":"login"}]]})");
+      "/shouldAllowRequest",
+      R"({"clientId":"e","descriptors":[[{"key":"auth_type","value":"login"}]]})");
   EXPECT_EQ(r.header("X-Ratelimit-Limit"), "5");
 }
 

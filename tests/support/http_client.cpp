@@ -104,8 +104,7 @@ HttpClient::~HttpClient() = default;
 HttpClient::HttpClient(HttpClient&&) noexcept = default;
 HttpClient& HttpClient::operator=(HttpClient&&) noexcept = default;
 
-HttpResponse HttpClient::request(std::string_view method, std::string_view target,
-                                 std::string body,
+HttpResponse HttpClient::request(std::string_view method, std::string_view target, std::string body,
                                  const std::vector<std::pair<std::string, std::string>>& headers) {
   bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
   req.set(bhttp::field::host, impl_->host + ":" + std::to_string(impl_->port));
@@ -129,8 +128,7 @@ HttpResponse HttpClient::request(std::string_view method, std::string_view targe
     } catch (const std::exception& e) {
       impl_->socket.reset();
       if (!reused || attempt > 0) {
-        throw std::runtime_error(std::string(method) + " " + std::string(target) + ": " +
-                                 e.what());
+        throw std::runtime_error(std::string(method) + " " + std::string(target) + ": " + e.what());
       }
     }
   }

@@ -17,7 +17,8 @@ EnvLookup envFrom(std::map<std::string, std::string> vars) {
   };
 }
 
-Result<AppOptions> parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+Result<AppOptions> parse(std::vector<std::string> args,
+                         std::map<std::string, std::string> env = {}) {
   return parseOptions(args, envFrom(std::move(env)));
 }
 
@@ -75,8 +76,9 @@ TEST(OptionsTest, BadValuesNameTheFlag) {
 }
 
 TEST(OptionsTest, EnvironmentMirrorsFlagsAndFlagsWin) {
-  auto o = parse({"--rules", "/flag"}, {{"SLUICE_RULES", "/env"}, {"SLUICE_FAILURE_MODE", "closed"},
-                                       {"SLUICE_MAX_BODY_BYTES", "2048"}});
+  auto o = parse({"--rules", "/flag"}, {{"SLUICE_RULES", "/env"},
+                                        {"SLUICE_FAILURE_MODE", "closed"},
+                                        {"SLUICE_MAX_BODY_BYTES", "2048"}});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->rules, "/flag");
   EXPECT_EQ(o->failure_mode, "closed");
@@ -117,9 +119,10 @@ TEST(OptionsTest, HelpListsEveryFlag) {
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->help);
   std::string help = helpText();
-  for (const char* flag : {"--config", "--listen", "--rules", "--store", "--redis ", "--failure-mode",
-                           "--threads", "--log-level", "--validate", "--default-domain",
-                           "--max-body-bytes", "--redis-timeout-ms", "--redis-prefix"}) {
+  for (const char* flag :
+       {"--config", "--listen", "--rules", "--store", "--redis ", "--failure-mode", "--threads",
+        "--log-level", "--validate", "--default-domain", "--max-body-bytes", "--redis-timeout-ms",
+        "--redis-prefix"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
 }

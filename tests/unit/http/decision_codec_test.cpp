@@ -1,8 +1,8 @@
 #include "http/decision_codec.hpp"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace sluice::http {
@@ -90,8 +90,7 @@ TEST(DecisionCodecTest, EveryMalformedShapeNamesTheField) {
   EXPECT_EQ(parseError(R"({"hits":1.5})"), "hits: must be an integer from 0 to 1000000000");
   EXPECT_EQ(parseError(R"({"hits":"2"})"), "hits: must be an integer from 0 to 1000000000");
   EXPECT_EQ(parseError(R"({"hits":true})"), "hits: must be an integer from 0 to 1000000000");
-  EXPECT_EQ(parseError(R"({"hits":1000000001})"),
-            "hits: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(parseError(R"({"hits":1000000001})"), "hits: must be an integer from 0 to 1000000000");
   EXPECT_EQ(parseError(R"({"timestamp":5})").substr(0, 10), "timestamp:");
   EXPECT_EQ(parseError(R"({"timestamp":"yesterday"})").substr(0, 10), "timestamp:");
   EXPECT_EQ(parseError(R"({"descriptors":{}})"), "descriptors: must be an array");
@@ -119,8 +118,9 @@ TEST(DecisionCodecTest, EveryMalformedShapeNamesTheField) {
             "descriptors[0].entries[0]: unknown field \"x\" (expected \"key\" and \"value\")");
   EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"a","value":"1"}],"extra":1}]})"),
             "descriptors[0]: unknown field \"extra\"");
-  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"a","value":"1"}],"hits_addend":-2}]})"),
-            "descriptors[0].hits_addend: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(
+      parseError(R"({"descriptors":[{"entries":[{"key":"a","value":"1"}],"hits_addend":-2}]})"),
+      "descriptors[0].hits_addend: must be an integer from 0 to 1000000000");
   EXPECT_EQ(parseError(R"({"descriptor":[]})"),
             "body: unknown field \"descriptor\" (expected domain, clientId, descriptors, hits, "
             "timestamp)");
@@ -177,10 +177,14 @@ TEST(DecisionCodecTest, EnvoyRequestErrors) {
             "descriptors: must be a non-empty array");
   EXPECT_EQ(envoyError(R"({"domain":"d","descriptors":[[{"key":"a","value":"b"}]]})"),
             "descriptors[0]: must be an object {\"entries\": [...]}");
-  EXPECT_EQ(envoyError(R"({"domain":"d","descriptors":[{"entries":[{"key":"a","value":"b"}],"limit":{}}]})"),
-            "descriptors[0].limit: per-request limit overrides are not supported");
-  EXPECT_EQ(envoyError(R"({"domain":"d","hits_addend":"x","descriptors":[{"entries":[{"key":"a","value":"b"}]}]})"),
-            "hits_addend: must be an integer from 0 to 1000000000");
+  EXPECT_EQ(
+      envoyError(
+          R"({"domain":"d","descriptors":[{"entries":[{"key":"a","value":"b"}],"limit":{}}]})"),
+      "descriptors[0].limit: per-request limit overrides are not supported");
+  EXPECT_EQ(
+      envoyError(
+          R"({"domain":"d","hits_addend":"x","descriptors":[{"entries":[{"key":"a","value":"b"}]}]})"),
+      "hits_addend: must be an integer from 0 to 1000000000");
 }
 
 LimitStatus loginLimit(bool allowed, std::int64_t remaining) {

@@ -84,8 +84,8 @@ class DecisionServiceTest : public ::testing::Test {
 
   std::uint64_t decisions(const std::string& rule, const std::string& outcome,
                           const std::string& domain = "auth") {
-    return metrics_.counter("decisions_total",
-                            {{"domain", domain}, {"rule", rule}, {"outcome", outcome}})
+    return metrics_
+        .counter("decisions_total", {{"domain", domain}, {"rule", rule}, {"outcome", outcome}})
         .value();
   }
 

@@ -94,7 +94,8 @@ TEST(RateLimitHeadersTest, BindingOnAllowIsTheLeastRemainingAndIgnoresShadowAndU
   shadow.shadow = true;
   LimitStatus unlimited = limit(0, 1, 0);
   unlimited.unlimited = true;
-  d.descriptors.push_back(DescriptorStatus{true, {limit(7, 1, 0), shadow, unlimited, limit(2, 1, 0)}});
+  d.descriptors.push_back(
+      DescriptorStatus{true, {limit(7, 1, 0), shadow, unlimited, limit(2, 1, 0)}});
   ASSERT_NE(d.binding(), nullptr);
   EXPECT_EQ(d.binding()->outcome.remaining, 2);
   Decision none;
