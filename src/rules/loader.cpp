@@ -158,6 +158,12 @@ nlohmann::json yamlToJson(const YAML::Node& node) {
       if (text == "null" || text == "~" || text == "Null" || text == "NULL") {
         return nullptr;
       }
+      const bool numeric_start = !text.empty() && (std::isdigit(static_cast<unsigned char>(
+                                                       text.front())) != 0 ||
+                                                   text.front() == '-' || text.front() == '.');
+      if (!numeric_start) {
+        return text;
+      }
       std::int64_t integer = 0;
       const auto [int_end, int_ec] =
           std::from_chars(text.data(), text.data() + text.size(), integer);
@@ -472,7 +478,14 @@ class FileParser {
         parent_name + "." + node.key + (node.value ? "_" + *node.value : std::string());
     node.limits = parseNodeLimits(fields, name, node.shadow_mode);
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
-      parseDescriptors(it->second, name, node.children, node.children_index);
+      if (depth_ >= kMaxDepth) {
+        error(at(it->second.key), "descriptors are nested deeper than " +
+                                      std::to_string(kMaxDepth) + " levels");
+      } else {
+        ++depth_;
+        parseDescriptors(it->second, name, node.children, node.children_index);
+        --depth_;
+      }
     }
     if (errors_.size() != errors_before) {
       return std::nullopt;
@@ -703,8 +716,13 @@ class FileParser {
     }
   }
 
+  /// Bounds the recursion (and the stack of the thread that reloads); real trees are a few
+  /// levels deep.
+  static constexpr int kMaxDepth = 64;
+
   std::string file_;
   std::vector<RuleError>& errors_;
+  int depth_ = 1;
   std::string domain_;
   std::set<std::string> names_;
   std::vector<ReplacesRef> replaces_refs_;

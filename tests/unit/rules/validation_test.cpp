@@ -331,6 +331,21 @@ TEST(ValidationTest, EmptyName) {
                   "'name' must not be empty");
 }
 
+TEST(ValidationTest, NestingDeeperThanSixtyFourLevels) {
+  std::string yaml = "domain: d\ndescriptors:\n";
+  std::string indent = "  ";
+  for (int level = 1; level <= 65; ++level) {
+    yaml += indent + "- key: k" + std::to_string(level) + "\n";
+    yaml += indent + "  descriptors:\n";
+    indent += "    ";
+  }
+  yaml += indent + "- key: leaf\n";
+  const auto errors = errorsOf(yaml);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].location.line, 2 * 64 + 2);
+  EXPECT_EQ(errors[0].message, "descriptors are nested deeper than 64 levels");
+}
+
 TEST(ValidationTest, ErrorsOfOneRateLimitComeInFileOrder) {
   const auto errors = errorsOf(withLimit("      burst: 3\n      unit: fortnight\n"
                                          "      requests_per_unit: -1\n"));
