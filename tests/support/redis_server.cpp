@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -118,6 +119,8 @@ void RedisServer::launch() {
     throw std::runtime_error("fork failed");
   }
   if (pid == 0) {
+    // A test killed by a timeout must not leave its redis-server behind.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     int devnull = ::open("/dev/null", O_RDWR);
     if (devnull >= 0) {
       ::dup2(devnull, STDIN_FILENO);
