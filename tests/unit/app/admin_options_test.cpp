@@ -1,0 +1,93 @@
+#include "app/operations_options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "app/options.hpp"
+
+namespace sluice::app {
+namespace {
+
+Result<AppOptions> parse(std::vector<std::string> args,
+                         std::map<std::string, std::string> env = {}) {
+  return parseOptions(args, [env](std::string_view name) -> std::optional<std::string> {
+    auto it = env.find(std::string(name));
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
+}
+
+TEST(AdminOptionsTest, OperatorsFeaturesAreOffByDefault) {
+  auto options = parse({});
+  ASSERT_TRUE(options);
+  const OperationsOptions& o = options->operations;
+  EXPECT_EQ(o.log_format, LogFormat::kPlain);
+  EXPECT_TRUE(o.access_log.empty());
+  EXPECT_FALSE(o.events);
+  EXPECT_FALSE(o.admin);
+  EXPECT_EQ(o.events_stream, "sluice:denials");
+  EXPECT_EQ(o.events_maxlen, 100'000u);
+}
+
+TEST(AdminOptionsTest, ParsesEveryFlag) {
+  auto options = parse({"--log-format", "json", "--access-log", "-", "--events", "redis-stream",
+                        "--events-redis", "redis://10.0.0.1:6380/2", "--events-stream", "s",
+                        "--events-maxlen", "500", "--admin-listen", "0.0.0.0:9191"});
+  ASSERT_TRUE(options) << options.error().message;
+  const OperationsOptions& o = options->operations;
+  EXPECT_EQ(o.log_format, LogFormat::kJson);
+  EXPECT_EQ(o.access_log, "-");
+  EXPECT_TRUE(o.events);
+  EXPECT_EQ(o.events_redis, "redis://10.0.0.1:6380/2");
+  EXPECT_EQ(o.events_stream, "s");
+  EXPECT_EQ(o.events_maxlen, 500u);
+  EXPECT_TRUE(o.admin);
+  EXPECT_EQ(o.admin_host, "0.0.0.0");
+  EXPECT_EQ(o.admin_port, 9191);
+}
+
+TEST(AdminOptionsTest, ABarePortStaysOnLoopback) {
+  auto options = parse({"--admin-listen", "9090"});
+  ASSERT_TRUE(options);
+  EXPECT_TRUE(options->operations.admin);
+  EXPECT_EQ(options->operations.admin_host, "127.0.0.1");
+  EXPECT_EQ(options->operations.admin_port, 9090);
+}
+
+TEST(AdminOptionsTest, EnvironmentVariablesMirrorTheFlags) {
+  auto options = parse({}, {{"SLUICE_ADMIN_LISTEN", "127.0.0.1:7000"},
+                            {"SLUICE_LOG_FORMAT", "json"},
+                            {"SLUICE_EVENTS", "redis-stream"}});
+  ASSERT_TRUE(options) << options.error().message;
+  EXPECT_EQ(options->operations.admin_port, 7000);
+  EXPECT_EQ(options->operations.log_format, LogFormat::kJson);
+  EXPECT_TRUE(options->operations.events);
+}
+
+TEST(AdminOptionsTest, BadValuesNameTheFlag) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--log-format", "xml"},
+           {"--events", "kafka"},
+           {"--events-maxlen", "0"},
+           {"--events-maxlen", "ten"},
+           {"--admin-listen", "host:notaport"},
+           {"--events-stream", ""}}) {
+    auto options = parse(args);
+    ASSERT_FALSE(options) << args[0];
+    EXPECT_NE(options.error().message.find(args[0]), std::string::npos)
+        << options.error().message;
+  }
+}
+
+TEST(AdminOptionsTest, OffTurnsAFeatureOffAgain) {
+  OperationsOptions o;
+  ASSERT_TRUE(applyOperationsOption(o, "admin-listen", "9000"));
+  ASSERT_TRUE(applyOperationsOption(o, "admin-listen", "off"));
+  EXPECT_FALSE(o.admin);
+  ASSERT_TRUE(applyOperationsOption(o, "access-log", "/tmp/a.log"));
+  ASSERT_TRUE(applyOperationsOption(o, "access-log", "off"));
+  EXPECT_TRUE(o.access_log.empty());
+}
+
+}  // namespace
+}  // namespace sluice::app
