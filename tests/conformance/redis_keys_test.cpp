@@ -1,0 +1,144 @@
+// Keys written by the production script: every key has a TTL no longer than its state
+// needs, and hostile descriptor values and client ids get distinct buckets.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "conformance/conformance_harness.hpp"
+#include "sluice/rules.hpp"
+
+namespace sluice::conformance {
+namespace {
+
+class RedisKeysTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto parsed = parseRedisUrl(sharedRedis().url());
+    ASSERT_TRUE(parsed.ok());
+    RedisOptions o = *parsed;
+    o.key_prefix = testPrefix();
+    prefix_ = o.key_prefix;
+    store_ = makeRedisStore(io_, o, metrics_);
+    ASSERT_TRUE(test::runUntil(io_, [&] { return store_->healthy(); }));
+  }
+
+  Result<StoreResponse> run(const StoreRequest& request) {
+    std::optional<Result<StoreResponse>> result;
+    store_->evaluate(request, [&](Result<StoreResponse> r) { result.emplace(std::move(r)); });
+    EXPECT_TRUE(test::runUntil(io_, [&] { return result.has_value(); }));
+    return result ? std::move(*result) : Result<StoreResponse>(makeError(ErrorKind::kTimeout, ""));
+  }
+
+  std::vector<std::string> keys() {
+    auto reply = sharedRedis().command({"KEYS", prefix_ + ":*"});
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < reply->elements; ++i) {
+      out.emplace_back(reply->element[i]->str, reply->element[i]->len);
+    }
+    return out;
+  }
+
+  boost::asio::io_context io_;
+  Metrics metrics_;
+  StorePtr store_;
+  std::string prefix_;
+};
+
+TEST_F(RedisKeysTest, EveryAlgorithmWritesItsKeyWithATtlBoundedByItsState) {
+  const Micros window = 10 * kMicrosPerSecond;
+  std::vector<StoreLimit> limits;
+  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
+                      Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
+                      Algorithm::kLeakyBucket}) {
+    StoreLimit l;
+    l.key = std::string("ttl:") + std::string(algorithmName(a));
+    l.params.algorithm = a;
+    l.params.limit = 5;
+    l.params.window_us = window;
+    limits.push_back(l);
+  }
+  auto r = run(StoreRequest{limits, 1, "ttl-client"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto written = keys();
+  EXPECT_EQ(written.size(), limits.size());
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const std::string key = redisBucketKey(prefix_, "ttl-client", limits[i].key);
+    auto pttl = sharedRedis().command({"PTTL", key});
+    SCOPED_TRACE(key);
+    EXPECT_GT(pttl->integer, 0);
+    // Never longer than the state needs: the outcome's reset_after, rounded up to ms
+    // (sliding_window_counter keeps its count for the next window: 2 W).
+    EXPECT_LE(pttl->integer, (r->outcomes[i].reset_after_us + 999) / 1000);
+    EXPECT_LE(pttl->integer, 2 * window / 1000);
+  }
+}
+
+TEST_F(RedisKeysTest, AFreshBucketCheckedWithoutCostWritesNothing) {
+  StoreLimit l;
+  l.key = "check:k";
+  l.params.limit = 5;
+  ASSERT_TRUE(run(StoreRequest{{l}, 0, "c"}).ok());
+  EXPECT_TRUE(keys().empty());
+}
+
+TEST_F(RedisKeysTest, HostileDescriptorValuesAndClientIdsGetDistinctBuckets) {
+  auto loaded = loadRulesFromStrings({{"hostile.yaml", R"(domain: hostile
+descriptors:
+  - key: k
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
+  - key: a_b
+    descriptors:
+      - key: c
+        rate_limit:
+          unit: hour
+          requests_per_unit: 1
+  - key: a
+    descriptors:
+      - key: b_c
+        rate_limit:
+          unit: hour
+          requests_per_unit: 1
+)"}});
+  ASSERT_TRUE(loaded.rules) << (loaded.errors.empty() ? "" : loaded.errors[0].toString());
+  const DomainConfig* domain = loaded.rules->findDomain("hostile");
+  ASSERT_NE(domain, nullptr);
+
+  const std::vector<std::string> values = {"x",   "x:y", "x}",  "{x",   "x y",    "x\ny",
+                                           "é",   "%78", "X",   "x_y",  "x|y",    "*",
+                                           std::string("x\0y", 3), "",   "{}",  "x:{y}", "\xff\xfe"};
+  const std::vector<std::string> clients = {"", "u", "u}", "{u", "u:1", "u 1", "é", "%75"};
+  std::vector<std::vector<Descriptor>> requests;
+  for (const auto& v : values) {
+    requests.push_back({{{"k", v}}});
+  }
+  requests.push_back({{{"a_b", "v"}, {"c", "w"}}});
+  requests.push_back({{{"a", "v"}, {"b_c", "w"}}});
+
+  std::set<std::string> redis_keys;
+  for (const auto& client : clients) {
+    for (const auto& descriptors : requests) {
+      RequestMatch match = matchRequest(*domain, descriptors);
+      ASSERT_EQ(match.descriptors.size(), 1u);
+      ASSERT_EQ(match.descriptors[0].limits.size(), 1u);
+      const MatchedLimit& ml = match.descriptors[0].limits[0];
+      StoreLimit l{ml.bucket_key, ml.limit->params, false};
+      redis_keys.insert(redisBucketKey(prefix_, client, l.key));
+      auto r = run(StoreRequest{{l}, 1, client});
+      ASSERT_TRUE(r.ok());
+      // L = 1: a second request on a shared bucket would be denied.
+      EXPECT_TRUE(r->allowed) << "client '" << client << "' descriptor value '"
+                              << descriptors[0][0].value << "' shared a bucket";
+    }
+  }
+  EXPECT_EQ(redis_keys.size(), clients.size() * requests.size());
+  EXPECT_EQ(keys().size(), redis_keys.size());
+}
+
+}  // namespace
+}  // namespace sluice::conformance
