@@ -465,7 +465,10 @@ def lua_script():
 def redis_benchmark(ctx, wl, pipeline, requests, rb_redis):
     """The ceiling: redis-benchmark calling Sluice's script with EVALSHA."""
     sha = ctx.script_sha
-    key = "sluice:{c__rand_int__}:op" if wl["clients"] > 1 else "sluice:{hot}:op"
+    # Shaped like the store's keys: sluice:{client}:client|domain:key=value;i0;algorithm.
+    key = ("sluice:{r__rand_int__}:|bench:op=fixed_window_allow;i0;fixed_window"
+           if wl["clients"] > 1 else
+           "sluice:{r00000000}:r00000000|bench:op=fixed_window_allow;i0;fixed_window")
     code = ALGORITHM_CODES["fixed_window"]
     # KEYS[1]; ARGV: test time (ignored), cost, then algorithm, L, W us, burst, min_interval,
     # flags, warmup: the same arguments Sluice sends for bench.yaml's fixed_window_allow rule.
@@ -758,6 +761,7 @@ def main():
                   Sluice(ctx, "redis")]
     systems = []
     started = time.time()
+    load_before = os.getloadavg()
     try:
         need_redis = any(c.uses_redis for c in candidates if not only or c.name in only)
         if need_redis:
@@ -831,6 +835,9 @@ def main():
         "ceiling_script_sha": ctx.script_sha,
         "ceiling_script_is_sluices": ctx.same_script,
         "elapsed_s": round(time.time() - started, 1),
+        # Other work on the machine disturbs the figures: the 1/5/15-minute load averages.
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
     with open(os.path.join(out, "latest.json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False)

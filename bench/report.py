@@ -67,6 +67,10 @@ def markdown(doc):
         f"median, and ± half the spread (max − min) between runs. wrk -t1 -c{st['connections']} "
         f"on CPU {st['load_cpu']}; the system under test on CPU {st['server_cpu']} with one "
         f"thread/worker; redis-server (Redis-backed systems) on CPU {st['redis_cpu']}.",
+        f"Load average (1/5/15 min) before the run: "
+        f"{' / '.join(str(x) for x in doc.get('load_average_before', []))}, after: "
+        f"{' / '.join(str(x) for x in doc.get('load_average_after', []))} (2 cores; other work "
+        f"on the machine shows in the spread).",
         "",
         "## Decisions per second",
         "",
