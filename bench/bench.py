@@ -705,10 +705,16 @@ def versions():
             pk = json.load(f).get("packages", {})
         for name in ("rate-limiter-flexible", "ioredis"):
             node_pkgs[name] = pk.get(f"node_modules/{name}", {}).get("version")
+    def short(text, cut):
+        return text.split(cut)[0].strip() if text else text
+    redis = cmd(["redis-server", "--version"])
+    if redis and "v=" in redis:
+        redis = "Redis " + redis.split("v=")[1].split()[0]
     return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "nginx": cmd(["nginx", "-v"]), "haproxy": cmd(["haproxy", "-v"]),
-            "node": cmd(["node", "--version"]), "redis": cmd(["redis-server", "--version"]),
-            "wrk": cmd(["wrk", "--version"]), "node_packages": node_pkgs}
+            "nginx": short(cmd(["nginx", "-v"]), "\n").replace("nginx version: ", ""),
+            "haproxy": short(cmd(["haproxy", "-v"]), " - "),
+            "node": cmd(["node", "--version"]), "redis": redis,
+            "wrk": short(cmd(["wrk", "--version"]), "["), "node_packages": node_pkgs}
 
 
 def git_commit():
