@@ -134,7 +134,7 @@ std::optional<IpAddress> parseBareAddress(std::string_view text) {
   if (inet_pton(AF_INET6, buffer, address.bytes.data()) != 1) {
     return std::nullopt;
   }
-  static constexpr std::array<std::uint8_t, 12> kMappedPrefix{0, 0, 0, 0, 0, 0,
+  static constexpr std::array<std::uint8_t, 12> kMappedPrefix{0, 0, 0, 0, 0,    0,
                                                               0, 0, 0, 0, 0xff, 0xff};
   if (std::equal(kMappedPrefix.begin(), kMappedPrefix.end(), address.bytes.begin())) {
     std::copy(address.bytes.begin() + 12, address.bytes.end(), address.bytes.begin());
@@ -151,9 +151,9 @@ Error invalid(std::string message) {
 
 std::optional<AttributeSource> parseSource(std::string_view text) {
   static constexpr std::pair<std::string_view, AttributeSource> kNames[] = {
-      {"path", AttributeSource::kPath},         {"method", AttributeSource::kMethod},
-      {"header", AttributeSource::kHeader},     {"cookie", AttributeSource::kCookie},
-      {"query", AttributeSource::kQuery},       {"client_ip", AttributeSource::kClientIp},
+      {"path", AttributeSource::kPath},     {"method", AttributeSource::kMethod},
+      {"header", AttributeSource::kHeader}, {"cookie", AttributeSource::kCookie},
+      {"query", AttributeSource::kQuery},   {"client_ip", AttributeSource::kClientIp},
       {"ip", AttributeSource::kClientIp},
   };
   for (const auto& [name, source] : kNames) {
@@ -224,8 +224,8 @@ class ConfigReader {
     if (mark.line >= 0) {
       where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
     }
-    return invalid(where + ": forward_auth" + (path.empty() ? "" : ".") + std::string(path) +
-                   ": " + std::string(message));
+    return invalid(where + ": forward_auth" + (path.empty() ? "" : ".") + std::string(path) + ": " +
+                   std::string(message));
   }
 
   Status expectKeys(const YAML::Node& node, std::string_view path,
@@ -291,8 +291,7 @@ class ConfigReader {
   }
 
   // {from: <source>, name: <name>, default: <value>}, or for entries {value: <literal>}.
-  Result<Attribute> attribute(const YAML::Node& node, std::string_view path,
-                              bool client) const {
+  Result<Attribute> attribute(const YAML::Node& node, std::string_view path, bool client) const {
     Attribute attribute;
     if (!client && node["value"]) {
       if (node["from"] || node["name"] || node["default"]) {
@@ -405,10 +404,10 @@ Result<ForwardAuthConfig> readConfig(const YAML::Node& node, std::string_view fi
   if (!node || node.IsNull()) {
     return config;
   }
-  if (auto keys = reader.expectKeys(node, "",
-                                    {"domain", "domain_header", "deny_status", "uri_headers",
-                                     "method_headers", "normalize_path", "client",
-                                     "trusted_proxies", "client_ip_header", "descriptors"});
+  if (auto keys = reader.expectKeys(
+          node, "",
+          {"domain", "domain_header", "deny_status", "uri_headers", "method_headers",
+           "normalize_path", "client", "trusted_proxies", "client_ip_header", "descriptors"});
       !keys) {
     return keys.error();
   }
@@ -482,8 +481,8 @@ Result<ForwardAuthConfig> readConfig(const YAML::Node& node, std::string_view fi
     for (std::size_t i = 0; i < list->size(); ++i) {
       auto network = parseIpNetwork((*list)[i]);
       if (!network) {
-        return reader.error(node["trusted_proxies"][i],
-                            ConfigReader::index("trusted_proxies", i), network.error().message);
+        return reader.error(node["trusted_proxies"][i], ConfigReader::index("trusted_proxies", i),
+                            network.error().message);
       }
       config.trusted_proxies.push_back(*network);
     }
@@ -611,9 +610,9 @@ Result<IpNetwork> parseIpNetwork(std::string_view text) {
   if (slash != std::string_view::npos) {
     std::string_view length = trimmed.substr(slash + 1);
     int value = 0;
-    bool digits = !length.empty() && length.size() <= 3 &&
-                  std::all_of(length.begin(), length.end(),
-                              [](char ch) { return ch >= '0' && ch <= '9'; });
+    bool digits =
+        !length.empty() && length.size() <= 3 &&
+        std::all_of(length.begin(), length.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
     if (digits) {
       for (char ch : length) {
         value = value * 10 + (ch - '0');
@@ -632,13 +631,20 @@ Result<IpNetwork> parseIpNetwork(std::string_view text) {
 
 std::string_view attributeSourceName(AttributeSource source) {
   switch (source) {
-    case AttributeSource::kPath: return "path";
-    case AttributeSource::kMethod: return "method";
-    case AttributeSource::kHeader: return "header";
-    case AttributeSource::kCookie: return "cookie";
-    case AttributeSource::kQuery: return "query";
-    case AttributeSource::kClientIp: return "client_ip";
-    case AttributeSource::kLiteral: return "value";
+    case AttributeSource::kPath:
+      return "path";
+    case AttributeSource::kMethod:
+      return "method";
+    case AttributeSource::kHeader:
+      return "header";
+    case AttributeSource::kCookie:
+      return "cookie";
+    case AttributeSource::kQuery:
+      return "query";
+    case AttributeSource::kClientIp:
+      return "client_ip";
+    case AttributeSource::kLiteral:
+      return "value";
   }
   return "unknown";
 }
@@ -858,9 +864,8 @@ Status applyForwardAuthOption(ForwardAuthConfig& config, std::string_view option
   if (option == "deny-status") {
     std::string_view digits = trim(value);
     int status = 0;
-    bool ok = digits.size() == 3 && std::all_of(digits.begin(), digits.end(), [](char ch) {
-                return ch >= '0' && ch <= '9';
-              });
+    bool ok = digits.size() == 3 && std::all_of(digits.begin(), digits.end(),
+                                                [](char ch) { return ch >= '0' && ch <= '9'; });
     if (ok) {
       status = std::stoi(std::string(digits));
     }
@@ -911,11 +916,11 @@ Response forwardAuthResponse(const ForwardAuthConfig& config, const DecisionRequ
 // --- Endpoint -----------------------------------------------------------------------------
 
 void addForwardAuthRoutes(Router& router, const HandlerContext& context) {
-  auto config = context.forward_auth ? context.forward_auth
-                                     : std::make_shared<const ForwardAuthConfig>();
+  auto config =
+      context.forward_auth ? context.forward_auth : std::make_shared<const ForwardAuthConfig>();
   Handler check = [context, config](const Request& request, Respond respond) {
-    auto decision_request = std::make_shared<DecisionRequest>(buildForwardAuthRequest(
-        *config, request, request.peer, context.default_domain));
+    auto decision_request = std::make_shared<DecisionRequest>(
+        buildForwardAuthRequest(*config, request, request.peer, context.default_domain));
     context.decisions->decide(
         *decision_request,
         [config, decision_request, respond = std::move(respond)](Result<Decision> decision) {

@@ -71,8 +71,8 @@ std::string_view attributeSourceName(AttributeSource source);
 
 struct Attribute {
   AttributeSource source = AttributeSource::kPath;
-  std::string name;                    ///< header/cookie/query name, or the literal value
-  std::optional<std::string> fallback; ///< used when the request lacks the attribute
+  std::string name;                     ///< header/cookie/query name, or the literal value
+  std::optional<std::string> fallback;  ///< used when the request lacks the attribute
 };
 
 /// One entry of a descriptor built from the request.

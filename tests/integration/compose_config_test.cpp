@@ -57,8 +57,8 @@ TEST(ComposeConfigTest, EnvoyAndTraefikProfilesAreValid) {
   if (!haveDockerCompose()) {
     GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
   }
-  CommandResult result = runShell(inSourceDir(
-      "docker-compose -f docker-compose.yml --profile envoy --profile traefik config"));
+  CommandResult result = runShell(
+      inSourceDir("docker-compose -f docker-compose.yml --profile envoy --profile traefik config"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   for (const char* service : {"envoy:", "traefik:", "sluice-edge:"}) {
     EXPECT_NE(result.output.find(service), std::string::npos) << service << "\n" << result.output;
@@ -70,9 +70,9 @@ TEST(ComposeConfigTest, EveryMountedFileExists) {
     GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
   }
   // `config` does not check bind-mount sources; a missing one would only fail at `up`.
-  CommandResult result = runShell(inSourceDir(
-      "docker-compose -f docker-compose.yml --profile envoy --profile traefik config | "
-      "sed -n 's/^ *- \\(\\/[^:]*\\):.*/\\1/p' | sort -u"));
+  CommandResult result = runShell(
+      inSourceDir("docker-compose -f docker-compose.yml --profile envoy --profile traefik config | "
+                  "sed -n 's/^ *- \\(\\/[^:]*\\):.*/\\1/p' | sort -u"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   ASSERT_FALSE(result.output.empty()) << "no bind mounts found";
   std::size_t start = 0;

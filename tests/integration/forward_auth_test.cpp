@@ -59,8 +59,8 @@ class ForwardAuthSluice {
     std::string config = dir_ + "/server.yaml";
     std::ofstream(config) << "forward_auth:\n" << forward_auth_yaml;
     SluiceOptions options;
-    options.rule_files = {{"web.yaml", kWebRules}, {"admin.yaml", kAdminRules},
-                          {"default.yaml", kSeedDefaultRules}};
+    options.rule_files = {
+        {"web.yaml", kWebRules}, {"admin.yaml", kAdminRules}, {"default.yaml", kSeedDefaultRules}};
     options.args = {"--threads", "2", "--config", config};
     options.args.insert(options.args.end(), extra_args.begin(), extra_args.end());
     sluice_ = std::make_unique<SluiceProcess>(options);
@@ -252,8 +252,7 @@ TEST(ForwardAuthEndpointTest, BadForwardAuthConfigStopsStartUp) {
                                    "--config", config, "--listen", "127.0.0.1:0"});
   std::filesystem::remove_all(dir);
   EXPECT_NE(code, 0) << output;
-  EXPECT_NE(output.find("server.yaml:2:16: forward_auth.deny_status"), std::string::npos)
-      << output;
+  EXPECT_NE(output.find("server.yaml:2:16: forward_auth.deny_status"), std::string::npos) << output;
 }
 
 }  // namespace

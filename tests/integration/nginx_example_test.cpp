@@ -107,17 +107,20 @@ class NginxExampleTest : public ::testing::Test {
     replaceAll(conf, "listen 8000;", "listen 127.0.0.1:" + std::to_string(gateway_port_) + ";");
     std::size_t http_end = conf.rfind('}');
     ASSERT_NE(http_end, std::string::npos);
-    conf.insert(http_end, "  server {\n"
-                          "    listen " + upstream_address + ";\n"
-                          "    location / {\n"
-                          "      return 200 \"upstream ok\\n\";\n"
-                          "    }\n"
-                          "  }\n");
+    conf.insert(http_end,
+                "  server {\n"
+                "    listen " +
+                    upstream_address +
+                    ";\n"
+                    "    location / {\n"
+                    "      return 200 \"upstream ok\\n\";\n"
+                    "    }\n"
+                    "  }\n");
     std::ofstream(dir_ + "/nginx.conf") << conf;
 
     ChildOptions child;
-    child.argv = {nginx_path_, "-p", dir_, "-c", dir_ + "/nginx.conf", "-e", dir_ + "/error.log",
-                  "-g", "daemon off;"};
+    child.argv = {nginx_path_,         "-p", dir_,         "-c", dir_ + "/nginx.conf", "-e",
+                  dir_ + "/error.log", "-g", "daemon off;"};
     child.output_file = dir_ + "/nginx.out";
     nginx_ = std::make_unique<ChildProcess>(child);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

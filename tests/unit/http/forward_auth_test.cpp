@@ -148,8 +148,8 @@ TEST(ClientIpTest, GarbageHopStopsTheWalk) {
 TEST(ClientIpTest, ReadsTheConfiguredHeader) {
   auto config = trusting({"127.0.0.1"});
   config.client_ip_header = "X-Real-IP";
-  auto request = makeRequest(
-      "/check", {{"X-Forwarded-For", "1.1.1.1"}, {"X-Real-IP", "[2001:db8::5]:1234"}});
+  auto request =
+      makeRequest("/check", {{"X-Forwarded-For", "1.1.1.1"}, {"X-Real-IP", "[2001:db8::5]:1234"}});
   EXPECT_EQ(clientIp(config, request, "::ffff:127.0.0.1"), "2001:db8::5");
 }
 
@@ -157,8 +157,8 @@ TEST(ClientIpTest, ReadsTheConfiguredHeader) {
 
 TEST(OriginalRequestTest, PrefersTheUriHeaders) {
   ForwardAuthConfig config;
-  auto request = makeRequest("/check/ignored", {{"X-Forwarded-Uri", "/b?y=2"},
-                                                {"X-Original-URI", "/a/x?q=1"}});
+  auto request = makeRequest("/check/ignored",
+                             {{"X-Forwarded-Uri", "/b?y=2"}, {"X-Original-URI", "/a/x?q=1"}});
   auto original = originalRequest(config, request);
   EXPECT_EQ(original.path, "/a/x");
   EXPECT_EQ(original.query, "q=1");
@@ -218,8 +218,8 @@ TEST(NormalizePathTest, MergesSlashesAndRemovesDotSegments) {
 }
 
 TEST(CookieValueTest, FindsACookieAmongOthersAndHeaders) {
-  auto request = makeRequest("/check", {{"Cookie", "a=1; theme=dark"},
-                                        {"cookie", "session=\"abc\"; b=2"}});
+  auto request =
+      makeRequest("/check", {{"Cookie", "a=1; theme=dark"}, {"cookie", "session=\"abc\"; b=2"}});
   EXPECT_EQ(cookieValue(request, "theme"), "dark");
   EXPECT_EQ(cookieValue(request, "session"), "abc");
   EXPECT_EQ(cookieValue(request, "missing"), std::nullopt);
@@ -269,8 +269,7 @@ TEST(BuildForwardAuthRequestTest, FirstClientSourceWithAValueWins) {
 TEST(BuildForwardAuthRequestTest, NoClientSourceMeansNoClientScope) {
   ForwardAuthConfig config;
   config.client = {{AttributeSource::kHeader, "X-User-Id", std::nullopt}};
-  EXPECT_EQ(buildForwardAuthRequest(config, makeRequest("/check"), "192.0.2.4", "d").client_id,
-            "");
+  EXPECT_EQ(buildForwardAuthRequest(config, makeRequest("/check"), "192.0.2.4", "d").client_id, "");
 }
 
 TEST(BuildForwardAuthRequestTest, BuildsDescriptorsFromRequestAttributes) {
