@@ -14,11 +14,11 @@ namespace sluice {
 
 /// One denied request.
 struct DenialEvent {
-  Micros time_us = 0;       ///< when it was decided (wall clock, since the Unix epoch)
+  Micros time_us = 0;  ///< when it was decided (wall clock, since the Unix epoch)
   std::string domain;
-  std::string client;       ///< the request's clientId ("" when it sent none)
-  std::string descriptor;   ///< the denying descriptor as "key=value,key=value" ("" if none)
-  std::string rule;         ///< the name of the denying limit
+  std::string client;      ///< the request's clientId ("" when it sent none)
+  std::string descriptor;  ///< the denying descriptor as "key=value,key=value" ("" if none)
+  std::string rule;        ///< the name of the denying limit
 };
 
 /// Where denials go. publish() is thread-safe and never blocks on I/O: it only enqueues
@@ -30,12 +30,12 @@ class DenialEventSink {
 };
 
 struct EventStreamOptions {
-  RedisOptions redis;                        ///< where the stream lives (host, db, auth)
-  std::string stream = "sluice:denials";     ///< the stream key
-  std::size_t max_len = 100'000;             ///< XADD MAXLEN ~ max_len
-  std::size_t queue_capacity = 10'000;       ///< events waiting to be written
-  std::size_t batch_size = 256;              ///< events per pipelined round trip
-  std::chrono::milliseconds command_timeout{1000};  ///< per round trip and per connect
+  RedisOptions redis;                                 ///< where the stream lives (host, db, auth)
+  std::string stream = "sluice:denials";              ///< the stream key
+  std::size_t max_len = 100'000;                      ///< XADD MAXLEN ~ max_len
+  std::size_t queue_capacity = 10'000;                ///< events waiting to be written
+  std::size_t batch_size = 256;                       ///< events per pipelined round trip
+  std::chrono::milliseconds command_timeout{1000};    ///< per round trip and per connect
   std::chrono::milliseconds reconnect_backoff{1000};  ///< wait after a failed connection
 };
 

@@ -57,12 +57,11 @@ class ObservedDecisionService final : public DecisionService {
       kept = std::make_shared<const DecisionRequest>(request);
     }
     std::string domain = request.domain;
-    inner_->decide(std::move(request),
-                   [this, started, kept, domain = std::move(domain),
-                    done = std::move(done)](Result<Decision> decision) mutable {
-                     observe(domain, kept.get(), decision, started);
-                     done(std::move(decision));
-                   });
+    inner_->decide(std::move(request), [this, started, kept, domain = std::move(domain),
+                                        done = std::move(done)](Result<Decision> decision) mutable {
+      observe(domain, kept.get(), decision, started);
+      done(std::move(decision));
+    });
   }
 
  private:
@@ -232,8 +231,8 @@ void describeDecisionObserverMetrics(Metrics& metrics) {
                    "value_to_metric (outcome as in decisions_total).");
 }
 
-std::unique_ptr<DecisionService> makeObservedDecisionService(
-    std::unique_ptr<DecisionService> inner, DecisionObservers observers) {
+std::unique_ptr<DecisionService> makeObservedDecisionService(std::unique_ptr<DecisionService> inner,
+                                                             DecisionObservers observers) {
   return std::make_unique<ObservedDecisionService>(std::move(inner), observers);
 }
 

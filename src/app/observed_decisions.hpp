@@ -13,10 +13,10 @@ namespace sluice::app {
 
 /// What watches the decisions besides the DecisionService's own `decisions_total`.
 struct DecisionObservers {
-  Metrics* metrics = nullptr;          ///< required
-  const Clock* clock = nullptr;        ///< required: latency and event time
-  AccessLog* access_log = nullptr;     ///< null: no access log
-  DenialEventSink* events = nullptr;   ///< null: no denied-request events
+  Metrics* metrics = nullptr;         ///< required
+  const Clock* clock = nullptr;       ///< required: latency and event time
+  AccessLog* access_log = nullptr;    ///< null: no access log
+  DenialEventSink* events = nullptr;  ///< null: no denied-request events
 };
 
 /// Wraps a DecisionService and, once each decision is known (on the same I/O thread,
@@ -33,8 +33,8 @@ struct DecisionObservers {
 ///
 /// One instance per I/O thread, like the wrapped service (its metric-handle cache is not
 /// synchronised). The observers must outlive it.
-std::unique_ptr<DecisionService> makeObservedDecisionService(
-    std::unique_ptr<DecisionService> inner, DecisionObservers observers);
+std::unique_ptr<DecisionService> makeObservedDecisionService(std::unique_ptr<DecisionService> inner,
+                                                             DecisionObservers observers);
 
 /// The request-level word the access log uses: unknown_domain, denied, shadow_denied
 /// (allowed, but a shadow limit would have denied), allowed (a limit was evaluated or an

@@ -25,8 +25,8 @@ Operations::Operations(const AppOptions& options, Metrics& metrics, const Clock&
 
 Operations::~Operations() { stop(); }
 
-Result<std::unique_ptr<Operations>> Operations::create(const AppOptions& options,
-                                                       Metrics& metrics, const Clock& clock) {
+Result<std::unique_ptr<Operations>> Operations::create(const AppOptions& options, Metrics& metrics,
+                                                       const Clock& clock) {
   std::unique_ptr<Operations> ops(new Operations(options, metrics, clock));
   const OperationsOptions& o = options.operations;
   if (!o.access_log.empty()) {
@@ -75,8 +75,8 @@ Status Operations::start() {
   if (!admin_enabled_) {
     return {};
   }
-  admin_ = std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_,
-                                                 targets_);
+  admin_ =
+      std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, targets_);
   if (auto status = admin_->listen(); !status) {
     return makeError(status.error().kind, "--admin-listen: " + status.error().message);
   }

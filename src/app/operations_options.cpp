@@ -54,8 +54,7 @@ Status applyOperationsOption(OperationsOptions& options, std::string_view name,
   if (name == "events-maxlen") {
     std::size_t n = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc() || end != value.data() + value.size() || n < 1 ||
-        n > kMaxStreamLength) {
+    if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > kMaxStreamLength) {
       return invalid("must be an integer from 1 to " + std::to_string(kMaxStreamLength) +
                      ", got \"" + std::string(value) + "\"");
     }

@@ -13,13 +13,13 @@ namespace sluice::app {
 /// The operators' flags (issue 8): log format, access log, denied-request events, admin
 /// listener. Each is also SLUICE_<NAME> and a key of the --config YAML, like every flag.
 struct OperationsOptions {
-  LogFormat log_format = LogFormat::kPlain;  ///< --log-format plain|json
-  std::string access_log;                    ///< --access-log PATH|- ("" off, the default)
-  bool events = false;                       ///< --events redis-stream|off (default off)
-  std::string events_redis;                  ///< --events-redis URL ("" : the store's --redis)
+  LogFormat log_format = LogFormat::kPlain;      ///< --log-format plain|json
+  std::string access_log;                        ///< --access-log PATH|- ("" off, the default)
+  bool events = false;                           ///< --events redis-stream|off (default off)
+  std::string events_redis;                      ///< --events-redis URL ("" : the store's --redis)
   std::string events_stream = "sluice:denials";  ///< --events-stream NAME
   std::size_t events_maxlen = 100'000;           ///< --events-maxlen N (XADD MAXLEN ~ N)
-  bool admin = false;                        ///< --admin-listen HOST:PORT|PORT|off (default off)
+  bool admin = false;  ///< --admin-listen HOST:PORT|PORT|off (default off)
   std::string admin_host = "127.0.0.1";
   std::uint16_t admin_port = 0;
 };

@@ -49,8 +49,8 @@ std::string logPattern(LogFormat format) {
 }
 
 Status setUpLogging(std::string_view level, LogFormat format) {
-  static constexpr std::array<std::string_view, 7> kLevels = {
-      "trace", "debug", "info", "warn", "error", "critical", "off"};
+  static constexpr std::array<std::string_view, 7> kLevels = {"trace", "debug",    "info", "warn",
+                                                              "error", "critical", "off"};
   bool known = false;
   for (std::string_view l : kLevels) {
     known = known || l == level;
@@ -72,11 +72,21 @@ void appendJsonEscaped(std::string& out, std::string_view text) {
   for (char ch : text) {
     const auto byte = static_cast<unsigned char>(ch);
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (byte < 0x20 || byte == 0x7f) {
           out += "\\u00";

@@ -1,7 +1,8 @@
 #include "http/admin_routes.hpp"
 
-#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "http/decision_codec.hpp"
@@ -43,9 +44,9 @@ Result<std::vector<std::string>> resetKeyPrefixes(const RuleSet& rules,
     }
   }
   if (prefixes.empty()) {
-    return makeError(ErrorKind::kInvalidArgument,
-                     "descriptors: no rule with a limit matches them in domain \"" +
-                         request.domain + "\"");
+    return makeError(
+        ErrorKind::kInvalidArgument,
+        "descriptors: no rule with a limit matches them in domain \"" + request.domain + "\"");
   }
   return prefixes;
 }
@@ -69,18 +70,23 @@ void addAdminRoutes(Router& router, const AdminContext& context) {
                         prefixes.error().message));
       return;
     }
-    context.reset(std::move(*prefixes),
-                  [domain = parsed->domain, client = parsed->client_id,
-                   respond = std::move(respond)](Result<std::size_t> removed) {
-                    if (!removed) {
-                      respond(decisionErrorResponse(removed.error()));
-                      return;
-                    }
-                    respond(jsonAnswer(200, {{"reset", true},
-                                             {"domain", domain},
-                                             {"clientId", client},
-                                             {"buckets_removed", *removed}}));
-                  });
+    context.reset(std::move(*prefixes), [domain = parsed->domain, client = parsed->client_id,
+                                         peer = request.peer, respond = std::move(respond)](
+                                            Result<std::size_t> removed) {
+      if (!removed) {
+        spdlog::warn("admin: reset of client \"{}\" in domain {} from {} failed: {}", client,
+                     domain, peer, removed.error().message);
+        respond(decisionErrorResponse(removed.error()));
+        return;
+      }
+      // An audit trail of every state change made through the admin port.
+      spdlog::info("admin: reset {} bucket(s) of client \"{}\" in domain {} (from {})", *removed,
+                   client, domain, peer);
+      respond(jsonAnswer(200, {{"reset", true},
+                               {"domain", domain},
+                               {"clientId", client},
+                               {"buckets_removed", *removed}}));
+    });
   });
   addOperationsRoutes(router, context.operations);
 }

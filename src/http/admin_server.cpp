@@ -33,10 +33,10 @@ struct ResetFanOut {
     if (--pending != 0) {
       return;
     }
-    Result<std::size_t> total =
-        error ? Result<std::size_t>(*error) : Result<std::size_t>(removed);
+    Result<std::size_t> total = error ? Result<std::size_t>(*error) : Result<std::size_t>(removed);
     // The answer belongs to the admin thread that received the request.
-    net::post(*reply_io, [self, total = std::move(total)]() mutable { self->done(std::move(total)); });
+    net::post(*reply_io,
+              [self, total = std::move(total)]() mutable { self->done(std::move(total)); });
   }
 };
 

@@ -1,8 +1,8 @@
 // The admin listener (--admin-listen): DELETE /limits resets counters, the read-only views
 // are served there too, and the decision port never exposes the admin actions.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

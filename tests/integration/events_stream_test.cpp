@@ -103,8 +103,8 @@ TEST(EventsStreamTest, DenialsArriveInTheStreamInOrder) {
 
 TEST(EventsStreamTest, DefaultsToTheStoresRedisAndStreamName) {
   RedisServer redis;
-  SluiceProcess sluice(withArgs({"--threads", "1", "--store", "redis", "--redis", redis.url(),
-                                 "--events", "redis-stream"}));
+  SluiceProcess sluice(withArgs(
+      {"--threads", "1", "--store", "redis", "--redis", redis.url(), "--events", "redis-stream"}));
   HttpClient client = sluice.client();
   for (int i = 0; i < 6; ++i) {
     client.post("/shouldAllowRequest", login("erin"));
@@ -125,8 +125,9 @@ TEST(EventsStreamTest, MaxLenCapsTheStream) {
   }
   // Wait for every event to be written, then check the approximate trim took effect.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client.get("/metrics").body.find("sluice_events_published_total " +
-                                          std::to_string(kDenials) + "\n") == std::string::npos &&
+  while (client.get("/metrics")
+                 .body.find("sluice_events_published_total " + std::to_string(kDenials) + "\n") ==
+             std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -124,11 +124,10 @@ Exposition parseExposition(const std::string& body) {
   return out;
 }
 
-std::string shopRequest(const std::string& client, const std::string& key,
-                        const std::string& value, const std::string& domain = "shop") {
+std::string shopRequest(const std::string& client, const std::string& key, const std::string& value,
+                        const std::string& domain = "shop") {
   return R"({"domain":")" + domain + R"(","clientId":")" + client +
-         R"(","descriptors":[{"entries":[{"key":")" + key + R"(","value":")" + value +
-         R"("}]}]})";
+         R"(","descriptors":[{"entries":[{"key":")" + key + R"(","value":")" + value + R"("}]}]})";
 }
 
 TEST(MetricsExpositionTest, KnownMixOfRequestsIsCountedExactly) {
@@ -162,8 +161,7 @@ TEST(MetricsExpositionTest, KnownMixOfRequestsIsCountedExactly) {
       {R"(sluice_decisions_total{domain="shop",rule="checkout",outcome="allowed"})", 5},
       {R"(sluice_decisions_total{domain="shop",rule="checkout",outcome="denied"})", 2},
       {R"(sluice_decisions_total{domain="shop",rule="search_shadow",outcome="allowed"})", 2},
-      {R"(sluice_decisions_total{domain="shop",rule="search_shadow",outcome="shadow_denied"})",
-       2},
+      {R"(sluice_decisions_total{domain="shop",rule="search_shadow",outcome="shadow_denied"})", 2},
       {R"(sluice_decisions_total{domain="shop",rule="",outcome="no_rule"})", 3},
       {R"(sluice_decisions_total{domain="_unknown",rule="",outcome="unknown_domain"})", 2},
       {R"(sluice_decisions_total{domain="shop",rule="per_user",outcome="allowed"})", 1},
@@ -250,9 +248,10 @@ TEST(MetricsExpositionTest, HistogramsAreCumulativeAndEndWithTheCount) {
 TEST(MetricsExpositionTest, RefusedReloadIsCountedAndLogged) {
   SluiceProcess sluice;
   HttpClient client = sluice.client();
-  sluice.writeRuleFile("auth.yaml", "domain: auth\ndescriptors:\n  - key: auth_type\n"
-                                    "    rate_limit:\n      unit: fortnight\n"
-                                    "      requests_per_unit: 5\n");
+  sluice.writeRuleFile("auth.yaml",
+                       "domain: auth\ndescriptors:\n  - key: auth_type\n"
+                       "    rate_limit:\n      unit: fortnight\n"
+                       "      requests_per_unit: 5\n");
   Exposition e;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {

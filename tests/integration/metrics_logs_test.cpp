@@ -1,11 +1,11 @@
 // The operators' logs: --log-format json, --log-level, the access log, and degraded modes
 // logged once when they start and once when they end (with their counters).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -65,8 +65,9 @@ std::size_t occurrences(const std::string& text, const std::string& needle) {
 TEST(MetricsLogsTest, JsonLogFormatWritesOneJsonObjectPerLine) {
   SluiceProcess sluice(withArgs({"--threads", "1", "--log-format", "json"}));
   // A refused reload logs messages with quotes and a file:line:column location.
-  sluice.writeRuleFile("auth.yaml", "domain: auth\ndescriptors:\n  - key: \"auth_type\"\n"
-                                    "    rate_limit: {unit: \"fortnight\", requests_per_unit: 5}\n");
+  sluice.writeRuleFile("auth.yaml",
+                       "domain: auth\ndescriptors:\n  - key: \"auth_type\"\n"
+                       "    rate_limit: {unit: \"fortnight\", requests_per_unit: 5}\n");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (sluice.log().find("refused") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
@@ -81,9 +82,9 @@ TEST(MetricsLogsTest, JsonLogFormatWritesOneJsonObjectPerLine) {
     EXPECT_TRUE(entry["time"].is_string()) << line;
     EXPECT_TRUE(entry["level"].is_string()) << line;
     EXPECT_TRUE(entry["msg"].is_string()) << line;
-    saw_error = saw_error || (entry["level"] == "error" &&
-                              entry["msg"].get<std::string>().find("auth.yaml:4:") !=
-                                  std::string::npos);
+    saw_error =
+        saw_error || (entry["level"] == "error" &&
+                      entry["msg"].get<std::string>().find("auth.yaml:4:") != std::string::npos);
   }
   EXPECT_TRUE(saw_error) << sluice.log();
 }
@@ -121,8 +122,7 @@ TEST(MetricsLogsTest, AccessLogRecordsEveryDecision) {
 TEST(MetricsLogsTest, JsonAccessLog) {
   const std::string dir = makeTempDir("sluice-access");
   const std::string path = dir + "/access.log";
-  SluiceProcess sluice(
-      withArgs({"--threads", "1", "--access-log", path, "--log-format", "json"}));
+  SluiceProcess sluice(withArgs({"--threads", "1", "--access-log", path, "--log-format", "json"}));
   HttpClient client = sluice.client();
   // A client id with a quote (JSON-escaped in the request) stays valid JSON in the log.
   ASSERT_EQ(client.post("/shouldAllowRequest", login(R"(jo\"e)")).status, 200);
@@ -141,8 +141,8 @@ TEST(MetricsLogsTest, JsonAccessLog) {
 
 TEST(MetricsLogsTest, DegradedModeIsLoggedOnceWhenItStartsAndOnceWhenItEnds) {
   RedisServer redis;
-  SluiceProcess sluice(withArgs({"--threads", "2", "--store", "redis", "--redis", redis.url(),
-                                 "--failure-mode", "open"}));
+  SluiceProcess sluice(withArgs(
+      {"--threads", "2", "--store", "redis", "--redis", redis.url(), "--failure-mode", "open"}));
   HttpClient client = sluice.client(std::chrono::milliseconds(3000));
   ASSERT_EQ(client.post("/shouldAllowRequest", login("kim")).status, 200);
   redis.stop();

@@ -183,17 +183,16 @@ class RedisEventPublisher final : public EventPublisher {
       fail("XADD to " + options_.stream + " failed: " + *error);
     } else if (failing_) {
       failing_ = false;
-      spdlog::warn("events: Redis stream {} reachable again; publishing resumes",
-                   options_.stream);
+      spdlog::warn("events: Redis stream {} reachable again; publishing resumes", options_.stream);
     }
   }
 
   void appendXadd(const DenialEvent& event) {
     const std::string time_ms = std::to_string(event.time_us / kMicrosPerMilli);
     const std::array<std::string_view, 16> argv = {
-        "XADD", options_.stream, "MAXLEN", "~", max_len_text_, "*",
-        "time", time_ms,         "domain", event.domain, "client", event.client,
-        "descriptor", event.descriptor, "rule", event.rule};
+        "XADD",       options_.stream,  "MAXLEN", "~",          max_len_text_, "*",
+        "time",       time_ms,          "domain", event.domain, "client",      event.client,
+        "descriptor", event.descriptor, "rule",   event.rule};
     std::array<const char*, argv.size()> args{};
     std::array<std::size_t, argv.size()> lengths{};
     for (std::size_t i = 0; i < argv.size(); ++i) {
@@ -243,9 +242,10 @@ class RedisEventPublisher final : public EventPublisher {
     next_attempt_ = std::chrono::steady_clock::now() + options_.reconnect_backoff;
     if (!failing_) {
       failing_ = true;
-      spdlog::warn("events: {}; denied-request events are dropped (events_dropped_total) "
-                   "until it answers",
-                   reason);
+      spdlog::warn(
+          "events: {}; denied-request events are dropped (events_dropped_total) "
+          "until it answers",
+          reason);
     }
   }
 

@@ -1,9 +1,8 @@
-#include "app/operations_options.hpp"
-
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "app/operations_options.hpp"
 #include "app/options.hpp"
 
 namespace sluice::app {
@@ -65,17 +64,15 @@ TEST(AdminOptionsTest, EnvironmentVariablesMirrorTheFlags) {
 }
 
 TEST(AdminOptionsTest, BadValuesNameTheFlag) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--log-format", "xml"},
-           {"--events", "kafka"},
-           {"--events-maxlen", "0"},
-           {"--events-maxlen", "ten"},
-           {"--admin-listen", "host:notaport"},
-           {"--events-stream", ""}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--log-format", "xml"},
+                                                                {"--events", "kafka"},
+                                                                {"--events-maxlen", "0"},
+                                                                {"--events-maxlen", "ten"},
+                                                                {"--admin-listen", "host:notaport"},
+                                                                {"--events-stream", ""}}) {
     auto options = parse(args);
     ASSERT_FALSE(options) << args[0];
-    EXPECT_NE(options.error().message.find(args[0]), std::string::npos)
-        << options.error().message;
+    EXPECT_NE(options.error().message.find(args[0]), std::string::npos) << options.error().message;
   }
 }
 

@@ -1,9 +1,8 @@
-#include "app/observed_decisions.hpp"
-
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "app/observed_decisions.hpp"
 #include "http/decision_service.hpp"
 #include "sluice/clock.hpp"
 #include "sluice/memory_store.hpp"

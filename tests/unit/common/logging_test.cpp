@@ -1,11 +1,11 @@
 #include "common/logging.hpp"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace sluice {

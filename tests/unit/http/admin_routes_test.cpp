@@ -1,8 +1,8 @@
 #include "http/admin_routes.hpp"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "http/decision_service.hpp"
@@ -97,8 +97,8 @@ TEST_F(AdminRoutesTest, PrefixesAreTheKeysTheDecisionServiceCharges) {
   RequestMatch match = matchRequest(*rules_->findDomain("auth"), request.descriptors);
   ASSERT_EQ(match.descriptors.size(), 1u);
   ASSERT_EQ(match.descriptors[0].limits.size(), 1u);
-  EXPECT_EQ(*prefixes, std::vector<std::string>{
-                           storeKey("a|b", match.descriptors[0].limits[0].bucket_key)});
+  EXPECT_EQ(*prefixes,
+            std::vector<std::string>{storeKey("a|b", match.descriptors[0].limits[0].bucket_key)});
 }
 
 TEST_F(AdminRoutesTest, PrefixesWithoutDescriptorsCoverTheWholeDomainForTheClient) {
@@ -107,8 +107,8 @@ TEST_F(AdminRoutesTest, PrefixesWithoutDescriptorsCoverTheWholeDomainForTheClien
   request.client_id = "ann";
   auto prefixes = resetKeyPrefixes(*rules_, request);
   ASSERT_TRUE(prefixes);
-  EXPECT_EQ(*prefixes, (std::vector<std::string>{storeKey("ann", "auth:"),
-                                                 storeKey("ann", "auth;")}));
+  EXPECT_EQ(*prefixes,
+            (std::vector<std::string>{storeKey("ann", "auth:"), storeKey("ann", "auth;")}));
 }
 
 TEST_F(AdminRoutesTest, UnlimitedOrUnmatchedDescriptorsHaveNothingToReset) {
@@ -140,10 +140,10 @@ TEST_F(AdminRoutesTest, DeleteLimitsLetsADeniedClientPassAgain) {
 TEST_F(AdminRoutesTest, DeleteLimitsAnswersErrorsWithStatus) {
   EXPECT_EQ(call("DELETE", "/limits", "{").status, 400);
   EXPECT_EQ(call("DELETE", "/limits", R"({"domain":"nope"})").status, 404);
-  EXPECT_EQ(call("DELETE", "/limits",
-                 R"({"domain":"auth","descriptors":[[{"key":"x","value":"y"}]]})")
-                .status,
-            400);
+  EXPECT_EQ(
+      call("DELETE", "/limits", R"({"domain":"auth","descriptors":[[{"key":"x","value":"y"}]]})")
+          .status,
+      400);
   EXPECT_EQ(call("GET", "/limits").status, 405);
 }
 

@@ -1,10 +1,9 @@
-#include "sluice/event_stream.hpp"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
+#include "sluice/event_stream.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice {
