@@ -129,14 +129,12 @@ class RedisEventPublisher final : public EventPublisher {
     std::vector<DenialEvent> batch;
     batch.reserve(options_.batch_size);
     for (;;) {
-      bool final_drain = false;
       {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) {
           break;  // stopping with nothing left
         }
-        final_drain = stopping_;
         const std::size_t n = std::min(queue_.size(), options_.batch_size);
         for (std::size_t i = 0; i < n; ++i) {
           batch.push_back(std::move(queue_.front()));
@@ -144,15 +142,15 @@ class RedisEventPublisher final : public EventPublisher {
         }
         queue_length_.set(static_cast<double>(queue_.size()));
       }
-      write(batch, final_drain);
+      write(batch);
       batch.clear();
     }
     context_.reset();
   }
 
   /// Writes one batch, or drops it (counted) when Redis cannot be reached.
-  void write(const std::vector<DenialEvent>& batch, bool final_drain) {
-    if (!context_ && !connect(final_drain)) {
+  void write(const std::vector<DenialEvent>& batch) {
+    if (!context_ && !connect()) {
       dropped_unavailable_.inc(batch.size());
       return;
     }
@@ -205,9 +203,9 @@ class RedisEventPublisher final : public EventPublisher {
 
   /// Opens, authenticates and selects the database; false (logged once per outage) when it
   /// cannot, or while the reconnect backoff has not passed.
-  bool connect(bool ignore_backoff) {
+  bool connect() {
     const auto now = std::chrono::steady_clock::now();
-    if (!ignore_backoff && now < next_attempt_) {
+    if (now < next_attempt_) {
       return false;
     }
     const RedisOptions& r = options_.redis;

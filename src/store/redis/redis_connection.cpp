@@ -352,8 +352,11 @@ void RedisConnection::onHandshakeStep(std::uint64_t attempt, std::size_t step,
   reconnect_.cancel();
   state_ = State::kReady;
   backoff_ = options_.initial_backoff;
-  connects_.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t count = connects_.fetch_add(1, std::memory_order_relaxed) + 1;
   ready_.store(true, std::memory_order_release);
+  if (options_.on_connected) {
+    options_.on_connected(count);
+  }
   if (down_logged_) {
     spdlog::warn("redis {}: connection re-established", endpoint_);
     down_logged_ = false;

@@ -45,6 +45,8 @@ struct ConnectionOptions {
   /// A connection whose oldest command has had no reply for this long is dropped and
   /// re-established (a server that accepts but never answers).
   std::chrono::milliseconds stall_timeout{1000};
+  /// Called on the connection's thread after each successful handshake (1 = first).
+  std::function<void(std::uint64_t connect_count)> on_connected;
 };
 
 struct AsyncContextDeleter {

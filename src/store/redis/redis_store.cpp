@@ -88,10 +88,16 @@ class RedisStore final : public Store {
         prefix_(sanitizePrefix(options.key_prefix)),
         test_clock_(test_clock),
         duration_(describe(metrics).histogram("store_call_duration_seconds", {{"store", "redis"}})),
-        cache_hits_(metrics.counter("local_cache_hits_total")) {
+        cache_hits_(metrics.counter("local_cache_hits_total")),
+        reconnects_(metrics.counter("redis_reconnects_total")) {
     redis::ConnectionOptions copts;
     copts.redis = options;
     copts.stall_timeout = options.stall_timeout;
+    copts.on_connected = [&reconnects = reconnects_](std::uint64_t count) {
+      if (count > 1) {
+        reconnects.inc();
+      }
+    };
     copts.scripts.push_back(redis::composeScript(test_clock != nullptr));
     connection_ = redis::RedisConnection::create(io, std::move(copts));
     // The connection is started on its own thread: the factory may run elsewhere.
@@ -186,6 +192,8 @@ class RedisStore final : public Store {
                      latencyBuckets());
     metrics.describe("local_cache_hits_total", Metrics::Type::kCounter,
                      "Requests denied from the local over-limit cache without a Redis call.");
+    metrics.describe("redis_reconnects_total", Metrics::Type::kCounter,
+                     "Redis connections re-established after a loss (per I/O thread).");
     return metrics;
   }
 
@@ -352,6 +360,7 @@ class RedisStore final : public Store {
   const Clock* test_clock_;
   Histogram& duration_;
   Counter& cache_hits_;
+  Counter& reconnects_;
   std::shared_ptr<redis::RedisConnection> connection_;
   std::unordered_map<std::string, CacheEntry> cache_;
 };

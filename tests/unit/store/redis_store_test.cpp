@@ -249,6 +249,7 @@ TEST_F(RedisStoreTest, ReconnectsAfterRedisRestarts) {
   auto r = call(request({fixedWindow("d:k", 5)}));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_TRUE(r->allowed);
+  EXPECT_EQ(metrics_.counter("redis_reconnects_total").value(), 1u);
 }
 
 TEST_F(RedisStoreTest, ScriptFlushIsTransparent) {
