@@ -52,7 +52,9 @@ class EventPublisher : public DenialEventSink {
   /// Starts the background thread. Idempotent.
   virtual void start() = 0;
   /// Writes what is still queued (if Redis answers), then stops the thread. Idempotent.
-  /// Events published after stop() are dropped (reason "stopped").
+  /// A failure while draining drops the rest, so this waits at most about two
+  /// command_timeouts for an unresponsive Redis. Events published after stop() are dropped
+  /// (reason "stopped").
   virtual void stop() = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <map>
 #include <string>
 #include <thread>
@@ -164,6 +165,26 @@ TEST(EventsStreamTest, UnreachableRedisDropsEventsWithoutDelayingDecisions) {
   const auto first = log.find("events: cannot connect");
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_EQ(log.find("events: cannot connect", first + 1), std::string::npos) << log;
+}
+
+TEST(EventsStreamTest, AHangingRedisDelaysNeitherDecisionsNorShutdown) {
+  BlackholeServer hanging;  // accepts connections, never answers
+  SluiceProcess sluice(withArgs({"--threads", "1", "--events", "redis-stream", "--events-redis",
+                                 hanging.url(), "--drain-timeout-ms", "1000"}));
+  HttpClient client("127.0.0.1", sluice.port(), std::chrono::milliseconds(2000));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", login("hank")).status, 200);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", login("hank")).status, 429);
+  }
+  // 200 denials while the event writer is stuck on Redis: none of them waited for it.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  sluice.signal(SIGTERM);
+  auto code = sluice.wait(std::chrono::seconds(8));
+  ASSERT_TRUE(code.has_value()) << "sluice did not stop with a hanging events Redis";
+  EXPECT_EQ(*code, 0);
 }
 
 }  // namespace
