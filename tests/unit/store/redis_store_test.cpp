@@ -214,6 +214,23 @@ TEST_F(RedisStoreTest, DeadlineHoldsWhenRedisDoesNotAnswer) {
   ASSERT_TRUE(after.ok()) << after.error().message;
 }
 
+TEST_F(RedisStoreTest, AStalledConnectionIsReplaced) {
+  RedisServer server;
+  RedisOptions options = optionsFor(server.url());
+  options.stall_timeout = milliseconds(150);
+  open(options);
+  ASSERT_TRUE(waitHealthy());
+  server.command({"CLIENT", "PAUSE", "500", "ALL"});
+  auto r = call(request({fixedWindow("d:k", 5)}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kTimeout);
+  runFor(io_, milliseconds(250));
+  EXPECT_FALSE(store_->healthy());  // dropped: no reply for longer than stall_timeout
+  ASSERT_TRUE(waitHealthy(milliseconds(3000)));
+  EXPECT_EQ(metrics_.counter("redis_reconnects_total").value(), 1u);
+  EXPECT_TRUE(call(request({fixedWindow("d:k", 5)})).ok());
+}
+
 TEST_F(RedisStoreTest, AServerThatNeverAnswersNeverHangsACall) {
   test::BlackholeServer blackhole;
   RedisOptions options = optionsFor(blackhole.url());
