@@ -2,7 +2,6 @@
 // installed peer and both Sluice stores for a second or two each, so that bench/ cannot rot.
 // Peers that are not installed are skipped by the harness; Sluice not answering fails it.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace sluice::test {
@@ -40,13 +40,13 @@ RunResult runCommand(const std::string& command) {
 
 TEST(BenchSmokeTest, HarnessDrivesEveryInstalledSystemAndSluiceAnswers) {
   namespace fs = std::filesystem;
-  const fs::path out = fs::temp_directory_path() /
-                       ("sluice-bench-smoke-" + std::to_string(::getpid()));
+  const fs::path out =
+      fs::temp_directory_path() / ("sluice-bench-smoke-" + std::to_string(::getpid()));
   fs::remove_all(out);
   // `timeout` ends a hung harness with SIGTERM, on which bench.py stops what it started.
-  const std::string command = "timeout -s TERM 150 " SLUICE_SOURCE_DIR
-                              "/bench/run.sh --smoke --no-install --sluice " SLUICE_BINARY
-                              " --out " + out.string() + " 2>&1";
+  std::string command =
+      "timeout -s TERM 150 " SLUICE_SOURCE_DIR "/bench/run.sh --smoke --no-install";
+  command += " --sluice " SLUICE_BINARY " --out " + out.string() + " 2>&1";
   RunResult run = runCommand(command);
   std::cout << run.output;
   if (run.exit_code == kExitSkipped) {
