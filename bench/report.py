@@ -190,7 +190,7 @@ set boxwidth 0.9
 set grid ytics
 set key below horizontal
 set format y "%.1s%c"
-set xtics nomirror rotate by -12
+set xtics nomirror
 set yrange [0:*]
 set style histogram clustered gap 1 errorbars lw 1
 set title "State in the process"
