@@ -221,7 +221,8 @@ def _block(f, tp, wls, systems):
                 cells += [f"{r['median']:.0f}", f"{r['min']:.0f}", f"{r['max']:.0f}"]
             else:
                 cells += ["0", "0", "0"]
-        label = w["label"].replace("10k clients, ", "")
+        label = w["label"].replace("10k clients, ", "").replace("sliding_window_", "sliding ")
+        label = label.replace("_", " ")
         f.write(f'"{label}" ' + " ".join(cells) + "\n")
     if not wls:
         f.write('"none" ' + " ".join("0 0 0" for _ in systems) + "\n")
