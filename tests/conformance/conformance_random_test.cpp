@@ -139,5 +139,42 @@ TEST(RandomMixedTraceTest, MultiLimitRequestsMixingAlgorithmsDecideIdentically) 
   }
 }
 
+TEST(RandomLocalCacheTest, TheLocalOverLimitCacheNeverChangesADecision) {
+  // The Redis store's local cache answers some denials without Redis: the decision and the
+  // denying limit's retry_after must still be exactly the C++ limiter's.
+  StorePair pair(testPrefix(), /*local_cache=*/true);
+  Counter& hits = pair.metrics().counter("local_cache_hits_total");
+  std::mt19937_64 rng(0xcace);
+  const std::vector<Algorithm> all = {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
+                                      Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
+                                      Algorithm::kLeakyBucket};
+  for (int t = 0; t < 3 * kTraces; ++t) {
+    SCOPED_TRACE("trace " + std::to_string(t));
+    std::vector<Algorithm> algorithms;
+    const int n = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int i = 0; i < n; ++i) {
+      algorithms.push_back(all[std::uniform_int_distribution<std::size_t>(0, 4)(rng)]);
+    }
+    const Trace trace = randomTrace(rng, algorithms, 200 + t);
+    for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+      const auto [now, cost] = trace.steps[i];
+      pair.clock().set(now);
+      StoreRequest request{trace.limits, cost, "cached-client"};
+      auto m = pair.run(pair.memory(), request);
+      auto r = pair.run(pair.redis(), request);
+      ASSERT_TRUE(m.ok() && r.ok());
+      ASSERT_EQ(m->allowed, r->allowed) << "step " << i;
+      for (std::size_t k = 0; k < trace.limits.size(); ++k) {
+        if (!r->outcomes[k].allowed && !trace.limits[k].shadow) {
+          ASSERT_EQ(m->outcomes[k].retry_after_us, r->outcomes[k].retry_after_us)
+              << "step " << i << " limit " << k << ": memory " << str(m->outcomes[k])
+              << " vs redis " << str(r->outcomes[k]);
+        }
+      }
+    }
+  }
+  EXPECT_GT(hits.value(), 0u) << "the traces never exercised the cache";
+}
+
 }  // namespace
 }  // namespace sluice::conformance

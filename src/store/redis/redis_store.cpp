@@ -69,7 +69,7 @@ Micros steadyMicros() {
 struct CacheEntry {
   Micros denied_until = 0;   ///< local time
   Micros reset_until = 0;    ///< local time
-  std::int64_t cost = 0;     ///< the denied cost; any cost >= it is denied too
+  std::int64_t cost = 0;     ///< the denied cost (only this cost is answered locally)
   std::int64_t remaining = 0;
   LimitParams params;        ///< a reload that changes the limit invalidates the entry
 };
@@ -140,7 +140,7 @@ class RedisStore final : public Store {
     // The reply handler needs the keys and limits for the local cache only.
     std::shared_ptr<const std::vector<std::string>> cache_keys;
     std::shared_ptr<StoreRequest> cache_request;
-    if (options_.local_cache && !hasCountRejected(request)) {
+    if (options_.local_cache) {
       cache_keys = std::make_shared<const std::vector<std::string>>(keys);
       cache_request = std::make_shared<StoreRequest>(request);
     }
@@ -260,7 +260,9 @@ class RedisStore final : public Store {
         cache_.erase(it);
         continue;
       }
-      if (request.cost < entry.cost) {
+      if (request.cost != entry.cost) {
+        // A larger cost is denied too, but until later (or never): only the same request
+        // has an exactly known answer.
         continue;
       }
       StoreResponse response;
@@ -278,15 +280,27 @@ class RedisStore final : public Store {
     return false;
   }
 
+  /// Updates the cache from a Redis answer. A key this store just charged loses its entry:
+  /// a smaller request admitted while a larger one is cached as denied pushes the larger
+  /// one's retry later. (Charges by other sidecars are not seen: their local denials stay
+  /// right, but the retry_after they report may be shorter than Redis would say; the first
+  /// request after it asks Redis again.)
   void remember(const StoreRequest& request, const std::vector<std::string>& keys,
                 const StoreResponse& response, Micros sent_at) {
     if (request.cost <= 0) {
       return;
     }
+    const bool cacheable = !hasCountRejected(request);
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const Outcome& o = response.outcomes[i];
       const StoreLimit& limit = request.limits[i];
-      if (o.allowed || o.never || limit.shadow || o.retry_after_us <= 0) {
+      if (response.allowed && o.allowed) {
+        if (!cache_.empty()) {
+          cache_.erase(keys[i]);
+        }
+        continue;
+      }
+      if (!cacheable || o.allowed || o.never || limit.shadow || o.retry_after_us <= 0) {
         continue;
       }
       if (cache_.size() >= options_.local_cache_max_keys) {
