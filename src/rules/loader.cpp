@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -124,23 +125,42 @@ struct ReplacesRef {
   SourceLocation location;
 };
 
+/// Bounds on `metadata`: YAML aliases can make a node refer to itself or repeat a subtree
+/// exponentially, so the conversion stops at this depth or number of nodes.
+constexpr int kMaxMetadataDepth = 32;
+constexpr std::size_t kMaxMetadataNodes = 10'000;
+
 /// Converts `metadata` (any YAML) to JSON: plain scalars keep their YAML type, quoted ones
-/// stay strings.
-nlohmann::json yamlToJson(const YAML::Node& node) {
+/// stay strings. nullopt when it exceeds the bounds above; `budget` counts nodes down.
+std::optional<nlohmann::json> yamlToJson(const YAML::Node& node, int depth,
+                                         std::size_t& budget) {
+  if (depth > kMaxMetadataDepth || budget == 0) {
+    return std::nullopt;
+  }
+  --budget;
   switch (node.Type()) {
     case YAML::NodeType::Sequence: {
       nlohmann::json array = nlohmann::json::array();
       for (const auto& item : node) {
-        array.push_back(yamlToJson(item));
+        auto value = yamlToJson(item, depth + 1, budget);
+        if (!value) {
+          return std::nullopt;
+        }
+        array.push_back(std::move(*value));
       }
       return array;
     }
     case YAML::NodeType::Map: {
       nlohmann::json object = nlohmann::json::object();
       for (const auto& item : node) {
-        const std::string key =
-            item.first.IsScalar() ? item.first.Scalar() : YAML::Dump(item.first);
-        object[key] = yamlToJson(item.second);
+        if (!item.first.IsScalar()) {
+          return std::nullopt;
+        }
+        auto value = yamlToJson(item.second, depth + 1, budget);
+        if (!value) {
+          return std::nullopt;
+        }
+        object[item.first.Scalar()] = std::move(*value);
       }
       return object;
     }
@@ -228,7 +248,15 @@ class FileParser {
 
  private:
   void error(SourceLocation location, std::string message) {
-    errors_.push_back(RuleError{std::move(location), std::move(message)});
+    ++error_count_;
+    if (error_count_ <= kMaxErrors) {
+      errors_.push_back(RuleError{std::move(location), std::move(message)});
+    } else if (error_count_ == kMaxErrors + 1) {
+      // Line 0: printed as "file: message" and sorted after the file's other errors.
+      errors_.push_back(RuleError{SourceLocation{file_, 0, 0},
+                                  "too many errors; only the first " +
+                                      std::to_string(kMaxErrors) + " are shown"});
+    }
   }
 
   SourceLocation at(const YAML::Mark& mark) const {
@@ -406,6 +434,9 @@ class FileParser {
                             kindOf(item));
         continue;
       }
+      if (!spendNode(item)) {
+        return;
+      }
       auto node = parseDescriptor(item, parent_name);
       if (!node) {
         continue;
@@ -472,7 +503,15 @@ class FileParser {
             "'share_threshold' needs a wildcard 'value' (one containing '*')");
     }
     if (const auto it = fields.find("metadata"); it != fields.end()) {
-      node.metadata_json = yamlToJson(it->second.value).dump();
+      std::size_t budget = kMaxMetadataNodes;
+      if (auto json = yamlToJson(it->second.value, 1, budget)) {
+        node.metadata_json = json->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      } else {
+        error(at(it->second), "'metadata' must be plain data with string keys, at most " +
+                                  std::to_string(kMaxMetadataDepth) + " levels deep and " +
+                                  std::to_string(kMaxMetadataNodes) +
+                                  " values (is an alias referring to itself?)");
+      }
     }
     const std::string name =
         parent_name + "." + node.key + (node.value ? "_" + *node.value : std::string());
@@ -546,6 +585,9 @@ class FileParser {
 
   std::optional<RateLimit> parseLimit(const YAML::Node& map, const std::string& generated_name,
                                       std::size_t index, bool shadow) {
+    if (!spendNode(map)) {
+      return std::nullopt;
+    }
     const std::size_t errors_before = errors_.size();
     const Fields fields = readFields(map, Section::kLimit);
     const auto find = [&](std::string_view key) -> const Field* {
@@ -716,9 +758,27 @@ class FileParser {
     }
   }
 
+  /// Counts one descriptor or limit against the file's budget; reports (once) and returns
+  /// false when it is spent. Aliases can repeat a subtree exponentially: this keeps a small
+  /// file from taking the reload thread's time and memory.
+  bool spendNode(const YAML::Node& node) {
+    if (++nodes_ <= kMaxNodes) {
+      return true;
+    }
+    if (nodes_ == kMaxNodes + 1) {
+      error(at(node), "more than " + std::to_string(kMaxNodes) +
+                          " descriptors and limits in one file (is an alias repeated?)");
+    }
+    return false;
+  }
+
   /// Bounds the recursion (and the stack of the thread that reloads); real trees are a few
   /// levels deep.
   static constexpr int kMaxDepth = 64;
+  static constexpr std::size_t kMaxNodes = 100'000;
+  static constexpr std::size_t kMaxErrors = 1'000;
+  std::size_t nodes_ = 0;
+  std::size_t error_count_ = 0;
 
   std::string file_;
   std::vector<RuleError>& errors_;
@@ -849,8 +909,12 @@ LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& f
     // Checks run per section, not per line: present one file's errors in file order.
     std::stable_sort(result.errors.begin() + static_cast<std::ptrdiff_t>(first_error),
                      result.errors.end(), [](const RuleError& a, const RuleError& b) {
-                       return std::tie(a.location.line, a.location.column) <
-                              std::tie(b.location.line, b.location.column);
+                       // Errors without a position (line 0) go last.
+                       const auto key = [](const RuleError& e) {
+                         return std::make_pair(e.location.line == 0 ? INT_MAX : e.location.line,
+                                               e.location.column);
+                       };
+                       return key(a) < key(b);
                      });
   }
   if (!result.errors.empty()) {

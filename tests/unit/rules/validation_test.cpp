@@ -346,6 +346,36 @@ TEST(ValidationTest, NestingDeeperThanSixtyFourLevels) {
   EXPECT_EQ(errors[0].message, "descriptors are nested deeper than 64 levels");
 }
 
+TEST(ValidationTest, RecursiveMetadataAliasIsAnErrorNotACrash) {
+  expectOnlyError("domain: d\ndescriptors:\n  - key: k\n    metadata: &m\n      x: *m\n", 4,
+                  "'metadata' must be plain data with string keys, at most 32 levels deep and "
+                  "10000 values (is an alias referring to itself?)");
+}
+
+TEST(ValidationTest, RecursiveDescriptorsAliasIsAnErrorNotACrash) {
+  const auto errors = errorsOf("domain: d\ndescriptors: &a\n  - key: k\n    descriptors: *a\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message, "descriptors are nested deeper than 64 levels");
+}
+
+TEST(ValidationTest, ExponentialAliasesAreCutOffWithBoundedErrors) {
+  std::string yaml = "domain: d\ndescriptors:\n  - &n0 {key: a0}\n";
+  for (int i = 1; i < 30; ++i) {
+    yaml += "  - &n" + std::to_string(i) + " {key: a" + std::to_string(i) + ", descriptors: [*n" +
+            std::to_string(i - 1) + ", *n" + std::to_string(i - 1) + "]}\n";
+  }
+  const auto errors = errorsOf(yaml);
+  ASSERT_EQ(errors.size(), 1001u);
+  EXPECT_EQ(errors.back().toString(), "test.yaml: too many errors; only the first 1000 are shown");
+}
+
+TEST(ValidationTest, AnchorsAndAliasesWork) {
+  EXPECT_TRUE(errorsOf("domain: d\ndescriptors:\n"
+                       "  - key: a\n    rate_limit: &std {unit: second, requests_per_unit: 5}\n"
+                       "  - key: b\n    rate_limit: *std\n")
+                  .empty());
+}
+
 TEST(ValidationTest, ErrorsOfOneRateLimitComeInFileOrder) {
   const auto errors = errorsOf(withLimit("      burst: 3\n      unit: fortnight\n"
                                          "      requests_per_unit: -1\n"));
