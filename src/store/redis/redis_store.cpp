@@ -138,17 +138,21 @@ class RedisStore final : public Store {
       args.push_back(std::to_string(p.warmup_us));
     }
     // The reply handler needs the keys and limits for the local cache only.
-    std::shared_ptr<const std::vector<std::string>> cache_keys;
-    std::shared_ptr<StoreRequest> cache_request;
+    std::shared_ptr<CacheContext> cache_context;
     if (options_.local_cache) {
-      cache_keys = std::make_shared<const std::vector<std::string>>(keys);
-      cache_request = std::make_shared<StoreRequest>(request);
+      cache_context = std::make_shared<CacheContext>();
+      cache_context->keys = keys;
+      cache_context->limits.reserve(request.limits.size());
+      for (const StoreLimit& limit : request.limits) {
+        cache_context->limits.push_back({limit.params, limit.shadow});
+      }
+      cache_context->cost = request.cost;
     }
     const auto started = std::chrono::steady_clock::now();
     const std::size_t n = request.limits.size();
     connection_->evalScript(
         0, std::move(keys), std::move(args), options_.request_timeout,
-        [this, n, started, sent_at, cache_keys, cache_request,
+        [this, n, started, sent_at, cache_context = std::move(cache_context),
          done = std::move(done)](Result<redis::Reply> reply) {
           duration_.observe(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
@@ -157,8 +161,8 @@ class RedisStore final : public Store {
             return;
           }
           Result<StoreResponse> response = parse(*reply, n);
-          if (response && cache_request) {
-            remember(*cache_request, *cache_keys, *response, sent_at);
+          if (response && cache_context) {
+            remember(*cache_context, *response, sent_at);
           }
           done(std::move(response));
         });
@@ -178,6 +182,17 @@ class RedisStore final : public Store {
   std::string_view kind() const override { return "redis"; }
 
  private:
+  struct CacheLimit {
+    LimitParams params;
+    bool shadow = false;
+  };
+  /// What the reply handler needs of a request to update the local cache.
+  struct CacheContext {
+    std::vector<std::string> keys;
+    std::vector<CacheLimit> limits;
+    std::int64_t cost = 0;
+  };
+
   struct ResetState {
     std::vector<std::string> patterns;
     std::size_t pattern = 0;
@@ -285,15 +300,17 @@ class RedisStore final : public Store {
   /// one's retry later. (Charges by other sidecars are not seen: their local denials stay
   /// right, but the retry_after they report may be shorter than Redis would say; the first
   /// request after it asks Redis again.)
-  void remember(const StoreRequest& request, const std::vector<std::string>& keys,
-                const StoreResponse& response, Micros sent_at) {
+  void remember(const CacheContext& request, const StoreResponse& response, Micros sent_at) {
     if (request.cost <= 0) {
       return;
     }
-    const bool cacheable = !hasCountRejected(request);
+    const std::vector<std::string>& keys = request.keys;
+    const bool cacheable =
+        std::none_of(request.limits.begin(), request.limits.end(),
+                     [](const CacheLimit& l) { return l.params.count_rejected; });
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const Outcome& o = response.outcomes[i];
-      const StoreLimit& limit = request.limits[i];
+      const CacheLimit& limit = request.limits[i];
       if (response.allowed && o.allowed) {
         if (!cache_.empty()) {
           cache_.erase(keys[i]);
