@@ -1,6 +1,7 @@
 #include "app/app.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -59,6 +60,18 @@ struct ThreadServices {
   std::unique_ptr<DecisionService> decisions;
 };
 
+// Every connection is a file descriptor, and the usual soft limit (1024) is far below what
+// the server accepts (max_connections_per_thread per I/O thread): raise it to the hard limit.
+void raiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      spdlog::warn("cannot raise the open file limit to {}", limit.rlim_max);
+    }
+  }
+}
+
 int serve(const AppOptions& options) {
   if (options.store == "redis_cluster") {
     std::cerr << "sluice: --store redis_cluster is not available in this build; use "
@@ -78,6 +91,7 @@ int serve(const AppOptions& options) {
     redis_options = std::move(*parsed);
   }
 
+  raiseOpenFileLimit();
   Metrics metrics;
   SystemClock clock;
   http::describeHttpMetrics(metrics);

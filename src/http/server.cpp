@@ -57,6 +57,7 @@ struct Worker {
   std::optional<tcp::acceptor> acceptor;
   std::optional<net::steady_timer> accept_retry;
   std::optional<net::steady_timer> drain_timer;
+  bool accept_failing = false;  // logged once per streak of failures, not per retry
 
   void accept();
   void beginStop();
@@ -527,7 +528,11 @@ void Worker::accept() {
     }
     if (ec) {
       // Typically EMFILE: back off instead of spinning on the error.
-      spdlog::warn("accept on thread {} failed: {}", index, ec.message());
+      if (!accept_failing) {
+        spdlog::warn("accept on thread {} failing: {}; retrying every {} ms", index, ec.message(),
+                     kAcceptRetryDelay.count());
+        accept_failing = true;
+      }
       accept_retry.emplace(ioc);
       accept_retry->expires_after(kAcceptRetryDelay);
       accept_retry->async_wait([this](beast::error_code wec) {
@@ -536,6 +541,10 @@ void Worker::accept() {
         }
       });
       return;
+    }
+    if (accept_failing) {
+      spdlog::info("accept on thread {} works again", index);
+      accept_failing = false;
     }
     if (sessions.size() >= options.max_connections_per_thread) {
       beast::error_code ignored;

@@ -76,6 +76,27 @@ TEST(ServerBehaviourTest, MalformedHttpIs400AndClosed) {
   EXPECT_EQ(statusOf(response), 400) << response;
 }
 
+TEST(ServerBehaviourTest, ExpectContinueIsAnsweredBeforeTheBody) {
+  SluiceProcess sluice;
+  RawConnection raw("127.0.0.1", sluice.port());
+  std::string body = R"({"domain":"auth","clientId":"x"})";
+  ASSERT_TRUE(
+      raw.send("POST /shouldAllowRequest HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+               "Content-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n"));
+  EXPECT_EQ(raw.readResponse(milliseconds(2000)), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(raw.send(body));
+  EXPECT_EQ(statusOf(raw.readResponse(milliseconds(2000))), 200);
+}
+
+TEST(ServerBehaviourTest, Http10ClientGetsItsAnswerAndTheConnectionCloses) {
+  SluiceProcess sluice;
+  RawConnection raw("127.0.0.1", sluice.port());
+  ASSERT_TRUE(raw.send("GET /healthz HTTP/1.0\r\n\r\n"));
+  std::string response = raw.readUntilClosed(milliseconds(3000));
+  EXPECT_EQ(response.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << response;
+}
+
 TEST(ServerBehaviourTest, PipelinedRequestsAreAnsweredInOrder) {
   SluiceProcess sluice;
   RawConnection raw("127.0.0.1", sluice.port());
