@@ -240,5 +240,28 @@ TEST(RedisSidecarOutageTest, LocalModeDecidesFromMemoryThenGoesBackToRedis) {
       << metrics.body.substr(0, 4000);
 }
 
+TEST(RedisSidecarOutageTest, ARedisThatStopsAnsweringCostsAtMostTheDeadline) {
+  RedisServer redis;
+  SluiceOptions options = sidecar(redis, "open");
+  options.args.insert(options.args.end(), {"--redis-timeout-ms", "20"});
+  SluiceProcess sluice(options);
+  ASSERT_TRUE(waitReady(sluice)) << sluice.log();
+  HttpClient client = sluice.client();
+  const std::string body =
+      R"({"domain":"auth","clientId":"paused","descriptors":[[{"key":"auth_type","value":"login"}]],"hits":0})";
+  ASSERT_EQ(client.post("/shouldAllowRequest", body).status, 200);
+  redis.command({"CLIENT", "PAUSE", "600", "ALL"});
+  auto start = std::chrono::steady_clock::now();
+  HttpResponse r = client.post("/shouldAllowRequest", body);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("X-Sluice-Degraded"), "true");
+  EXPECT_LT(took, milliseconds(250));  // the 20 ms deadline, not the 600 ms pause
+  std::this_thread::sleep_for(milliseconds(700));
+  HttpResponse after = client.post("/shouldAllowRequest", body);
+  EXPECT_EQ(after.status, 200);
+  EXPECT_TRUE(after.header("X-Sluice-Degraded").empty());
+}
+
 }  // namespace
 }  // namespace sluice::test
