@@ -27,7 +27,9 @@ struct RedisOptions {
   std::string key_prefix = "sluice";
   std::chrono::milliseconds request_timeout{20};      ///< per-request deadline
   std::chrono::milliseconds connect_timeout{1000};
-  std::chrono::milliseconds max_reconnect_backoff{1000};
+  /// Cap of the reconnect backoff: a Redis that is back is used again within this much
+  /// (plus one handshake).
+  std::chrono::milliseconds max_reconnect_backoff{500};
   /// A connection whose oldest command got no reply for this long is re-established.
   std::chrono::milliseconds stall_timeout{1000};
   /// Local over-limit cache: a key Redis denied until T is denied locally until T without
@@ -69,7 +71,7 @@ Result<FailureMode> parseFailureMode(std::string_view text);
 /// `local` answers from `fallback` (the memory store) until the primary is healthy again.
 /// Transitions are logged once and counted. `local` answers from the fallback while the
 /// primary is not healthy() and for each request the primary failed; a healthy primary is
-/// asked again at once (the Redis store reconnects within max_reconnect_backoff, 1 s by
+/// asked again at once (the Redis store reconnects within max_reconnect_backoff, 0.5 s by
 /// default). Metrics: store_errors_total{kind}, store_failure_mode_activations_total{mode},
 /// store_degraded_decisions_total{mode}. Thread-safe as far as the wrapped stores are.
 StorePtr makeFailoverStore(StorePtr primary, StorePtr fallback, FailureMode mode, Metrics& metrics);

@@ -95,8 +95,12 @@ class RedisSidecarsTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RedisSidecarsTest, TwoSidecarsHammeredConcurrentlyAdmitExactlyTheLimit) {
   RedisServer redis;
-  SluiceProcess a(sidecar(redis));
-  SluiceProcess b(sidecar(redis));
+  // Exactness, not latency: a generous deadline so that a loaded test machine does not
+  // turn answers into 503s (a call past its deadline may still have been counted).
+  SluiceOptions options = sidecar(redis);
+  options.args.insert(options.args.end(), {"--redis-timeout-ms", "2000"});
+  SluiceProcess a(options);
+  SluiceProcess b(options);
   ASSERT_TRUE(waitReady(a)) << a.log();
   ASSERT_TRUE(waitReady(b)) << b.log();
 
@@ -138,8 +142,10 @@ INSTANTIATE_TEST_SUITE_P(StrictAlgorithms, RedisSidecarsTest,
 
 TEST(RedisSidecarsMultiLimitTest, ADeniedRequestLeavesTheOtherLimitUntouched) {
   RedisServer redis;
-  SluiceProcess a(sidecar(redis));
-  SluiceProcess b(sidecar(redis));
+  SluiceOptions options = sidecar(redis);
+  options.args.insert(options.args.end(), {"--redis-timeout-ms", "2000"});
+  SluiceProcess a(options);
+  SluiceProcess b(options);
   ASSERT_TRUE(waitReady(a)) << a.log();
   ASSERT_TRUE(waitReady(b)) << b.log();
   auto descriptor = [](const char* value) {
@@ -210,7 +216,8 @@ TEST(RedisSidecarOutageTest, ClosedModeAnswers503ThenRecovers) {
   EXPECT_GT(r.during_total, 0);
   EXPECT_EQ(r.during_503, r.during_total);
   EXPECT_GE(r.recovered_after.count(), 0) << sluice.log();
-  EXPECT_LT(r.recovered_after, milliseconds(1500));
+  EXPECT_LT(r.recovered_after, milliseconds(1000));
+  RecordProperty("recovered_after_ms", static_cast<int>(r.recovered_after.count()));
   EXPECT_TRUE(sluice.running());
 }
 
@@ -222,7 +229,8 @@ TEST(RedisSidecarOutageTest, OpenModeAllowsDegradedThenRecovers) {
   EXPECT_EQ(r.during_503, 0);
   EXPECT_EQ(r.during_degraded, r.during_total);
   EXPECT_GE(r.recovered_after.count(), 0) << sluice.log();
-  EXPECT_LT(r.recovered_after, milliseconds(1500));
+  EXPECT_LT(r.recovered_after, milliseconds(1000));
+  RecordProperty("recovered_after_ms", static_cast<int>(r.recovered_after.count()));
 }
 
 TEST(RedisSidecarOutageTest, LocalModeDecidesFromMemoryThenGoesBackToRedis) {
@@ -233,7 +241,8 @@ TEST(RedisSidecarOutageTest, LocalModeDecidesFromMemoryThenGoesBackToRedis) {
   EXPECT_EQ(r.during_503, 0);
   EXPECT_EQ(r.during_degraded, r.during_total);
   EXPECT_GE(r.recovered_after.count(), 0) << sluice.log();
-  EXPECT_LT(r.recovered_after, milliseconds(1500));
+  EXPECT_LT(r.recovered_after, milliseconds(1000));
+  RecordProperty("recovered_after_ms", static_cast<int>(r.recovered_after.count()));
   HttpResponse metrics = sluice.client().get("/metrics");
   EXPECT_NE(metrics.body.find("sluice_store_failure_mode_activations_total{mode=\"local\"} 1"),
             std::string::npos)
@@ -256,7 +265,7 @@ TEST(RedisSidecarOutageTest, ARedisThatStopsAnsweringCostsAtMostTheDeadline) {
   auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.header("X-Sluice-Degraded"), "true");
-  EXPECT_LT(took, milliseconds(250));  // the 20 ms deadline, not the 600 ms pause
+  EXPECT_LT(took, milliseconds(450));  // the 20 ms deadline, not the 600 ms pause
   std::this_thread::sleep_for(milliseconds(700));
   HttpResponse after = client.post("/shouldAllowRequest", body);
   EXPECT_EQ(after.status, 200);
