@@ -388,7 +388,7 @@ class Session : public std::enable_shared_from_this<Session> {
       front.response->keep_alive(false);
     }
     writing_ = true;
-    read_timer_.cancel();
+    updateIdleTimer();  // a request being read keeps its own deadline
     armWriteTimer();
     bhttp::async_write(
         socket_, *front.response,

@@ -135,6 +135,21 @@ TEST(ServerBehaviourTest, SlowBodyIsDropped) {
   EXPECT_TRUE(slow.waitClosed(milliseconds(3000)));
 }
 
+TEST(ServerBehaviourTest, SlowRequestBehindAnsweredOnesIsStillDropped) {
+  SluiceProcess sluice(withRules({{"shaped.yaml", kShapedRules}},
+                                 {"--threads", "1", "--request-timeout-ms", "800"}));
+  std::string shaped =
+      rawPost("/shouldAllowRequest",
+              R"({"domain":"shaped","descriptors":[[{"key":"queue","value":"q"}]]})");
+  RawConnection raw("127.0.0.1", sluice.port());
+  // The second answer is held 0.5 s and written while the third request is still arriving:
+  // writing it must not lift that request's deadline.
+  ASSERT_TRUE(raw.send(shaped + shaped + "GET /healthz HTTP/1.1\r\nHo"));
+  EXPECT_EQ(statusOf(raw.readResponse(milliseconds(2000))), 200);
+  EXPECT_EQ(statusOf(raw.readResponse(milliseconds(2000))), 200);
+  EXPECT_TRUE(raw.waitClosed(milliseconds(3000)));
+}
+
 TEST(ServerBehaviourTest, IdleKeepAliveConnectionIsClosed) {
   SluiceProcess sluice(withArgs({"--threads", "1", "--idle-timeout-ms", "300"}));
   RawConnection idle("127.0.0.1", sluice.port());
