@@ -42,6 +42,9 @@ class MemoryStore final : public Store {
     const Micros now = clock_.nowMicros();
     const std::size_t n = request.limits.size();
     std::vector<Work> work(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      work[i].first = i;
+    }
     std::vector<std::uint32_t> involved;
     involved.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -69,9 +72,19 @@ class MemoryStore final : public Store {
       BucketTable& table = shards_[w.shard]->table;
       w.index = table.find(limit.key, w.hash);
       if (w.index != BucketTable::kNone) {
-        table.touch(w.index);
-        w.loaded = table.load(w.index);
-        w.expired = table.expiresAt(w.index) <= now;
+        for (std::size_t j = 0; j < i && w.first == i; ++j) {
+          if (work[j].shard == w.shard && work[j].index == w.index) {
+            w.first = j;  // the same key twice: both see the state before this request
+          }
+        }
+        if (w.first != i) {
+          w.loaded = work[w.first].loaded;
+          w.expired = work[w.first].expired;
+        } else {
+          table.touch(w.index);
+          w.loaded = table.load(w.index);
+          w.expired = table.expiresAt(w.index) <= now;
+        }
       }
       w.eval = sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now,
                                 request.cost);
@@ -85,31 +98,45 @@ class MemoryStore final : public Store {
     // and must not do so under an index still in use.
     Evictions evictions;
     for (std::size_t i = 0; i < n; ++i) {
-      Work& w = work[i];
-      if (w.index == BucketTable::kNone) {
+      if (work[i].index == BucketTable::kNone || work[i].first != i) {
         continue;
       }
-      BucketTable& table = shards_[w.shard]->table;
-      if (!charged(request.limits[i], w, response.allowed)) {
-        table.restore(w.index, std::move(w.loaded.log));
-      } else if (w.eval.ttl_us > 0) {
-        table.save(w.index, std::move(w.eval.next), now + w.eval.ttl_us);
+      // A key named twice is written by the last of its limits that is charged (as the
+      // Redis script's writes in order leave it).
+      std::size_t last = n;
+      for (std::size_t k = i; k < n; ++k) {
+        if (work[k].first == i && charged(request.limits[k], work[k], response.allowed)) {
+          last = k;
+        }
+      }
+      BucketTable& table = shards_[work[i].shard]->table;
+      if (last == n) {
+        table.restore(work[i].index, std::move(work[i].loaded.log));
+      } else if (work[last].eval.ttl_us > 0) {
+        table.save(work[i].index, std::move(work[last].eval.next), now + work[last].eval.ttl_us);
       } else {
-        table.erase(w.index);
+        table.erase(work[i].index);
         count_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
     for (std::size_t i = 0; i < n; ++i) {
       Work& w = work[i];
-      if (w.index != BucketTable::kNone || w.eval.ttl_us <= 0 ||
-          !charged(request.limits[i], w, response.allowed)) {
+      if (w.index != BucketTable::kNone || !charged(request.limits[i], w, response.allowed)) {
         continue;
       }
       BucketTable& table = shards_[w.shard]->table;
       const std::string& key = request.limits[i].key;
       const std::uint32_t existing = table.find(key, w.hash);  // the same key twice
       if (existing != BucketTable::kNone) {
-        table.save(existing, std::move(w.eval.next), now + w.eval.ttl_us);
+        if (w.eval.ttl_us > 0) {
+          table.save(existing, std::move(w.eval.next), now + w.eval.ttl_us);
+        } else {
+          table.erase(existing);
+          count_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        continue;
+      }
+      if (w.eval.ttl_us <= 0) {
         continue;
       }
       // Reserve the slot in the global count first; over the bound, make room in this
@@ -159,6 +186,7 @@ class MemoryStore final : public Store {
     std::uint64_t hash = 0;
     std::uint32_t shard = 0;
     std::uint32_t index = BucketTable::kNone;
+    std::size_t first = 0;  // the first limit of this request with the same stored entry
     bool expired = false;  // the stored entry outlived its ttl: evaluate a fresh bucket
     BucketState loaded;
     Evaluation eval;

@@ -108,6 +108,21 @@ TEST_F(MemoryStoreTest, CountRejectedLimitRecordsTheAttemptOfADeniedRequest) {
   EXPECT_EQ(remaining(a), 4);
 }
 
+TEST_F(MemoryStoreTest, AKeyNamedTwiceIsDecidedOnItsStateBeforeTheRequest) {
+  // As the Redis script does: every limit reads the state before the request, the last
+  // charged one is written.
+  for (Algorithm algorithm : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog}) {
+    const std::string key = "twice-" + std::string(algorithmName(algorithm));
+    StoreLimit twice = limit(key, params(algorithm, 2, 60 * kMicrosPerSecond));
+    call({twice});
+    StoreResponse both = call({twice, twice});
+    EXPECT_TRUE(both.allowed) << algorithmName(algorithm);
+    EXPECT_EQ(both.outcomes.at(1).remaining, 0);
+    EXPECT_EQ(remaining(twice), 0) << algorithmName(algorithm);
+    EXPECT_FALSE(call({twice, twice}).allowed);
+  }
+}
+
 TEST_F(MemoryStoreTest, CheckWithHitsZeroStoresNothing) {
   StoreLimit a = limit("a", params(Algorithm::kSlidingWindowLog, 3));
   EXPECT_EQ(call({a}, 0).outcomes.at(0).remaining, 3);
