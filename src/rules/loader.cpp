@@ -1,5 +1,6 @@
 #include "sluice/rules.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <system_error>
 #include <tuple>
 #include <utility>
+#include <variant>
 
 #include "rules/suggest.hpp"
 
@@ -856,31 +858,81 @@ std::optional<std::string> readWholeFile(const fs::path& path, std::vector<RuleE
   return content.str();
 }
 
+/// Sees where each document of a stream starts, and nothing else.
+class DocumentProbe final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
+  void OnAlias(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
+  void OnScalar(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                const std::string& /*value*/) override {}
+  void OnSequenceStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/,
+                       YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/,
+                  YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {}
+  void OnMapEnd() override {}
+
+  YAML::Mark start;
+};
+
+SourceLocation locationOf(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) {
+    return SourceLocation{file, 1, 1};
+  }
+  return SourceLocation{file, mark.line + 1, mark.column + 1};
+}
+
+/// The first document of a file, or an error. Not YAML::LoadAll: yaml-cpp 0.7 loops forever,
+/// allocating, on a stray ',' outside a flow collection (jbeder/yaml-cpp#1040, fixed upstream
+/// in 0.8.0). A probe pass looks at most at two documents and notices when the parser stops
+/// making progress. Throws YAML::Exception on syntax errors.
+std::variant<YAML::Node, RuleError> firstDocument(const std::string& file,
+                                                  const std::string& content) {
+  std::istringstream stream(content);
+  YAML::Parser parser(stream);
+  DocumentProbe probe;
+  if (!parser.HandleNextDocument(probe)) {
+    return YAML::Node();
+  }
+  const YAML::Mark first = probe.start;
+  if (parser.HandleNextDocument(probe)) {
+    if (probe.start.pos == first.pos) {
+      const char found = first.pos >= 0 && static_cast<std::size_t>(first.pos) < content.size()
+                             ? content[static_cast<std::size_t>(first.pos)]
+                             : '?';
+      return RuleError{locationOf(file, first),
+                       std::string("YAML syntax error: unexpected '") + found + "'"};
+    }
+    return RuleError{locationOf(file, probe.start),
+                     "only one YAML document (one domain) per file"};
+  }
+  return YAML::Load(content);
+}
+
 /// Parses one file into `rules`; reports into `errors`. yaml-cpp's exceptions stop here.
 void loadFile(const std::string& name, const std::string& content, RuleSet& rules,
               std::map<std::string, SourceLocation, std::less<>>& domain_origin,
               std::vector<RuleError>& errors) {
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(content);
+    auto first = firstDocument(name, content);
+    if (auto* error = std::get_if<RuleError>(&first)) {
+      errors.push_back(std::move(*error));
+      return;
+    }
+    document = std::get<YAML::Node>(std::move(first));
   } catch (const YAML::ParserException& e) {
-    const int line = e.mark.is_null() ? 1 : e.mark.line + 1;
-    const int column = e.mark.is_null() ? 1 : e.mark.column + 1;
-    errors.push_back(RuleError{{name, line, column}, "YAML syntax error: " + e.msg});
+    SourceLocation location = locationOf(name, e.mark);
+    errors.push_back(RuleError{std::move(location), "YAML syntax error: " + e.msg});
     return;
   } catch (const YAML::Exception& e) {
     errors.push_back(RuleError{{name, 1, 1}, "YAML error: " + e.msg});
     return;
   }
-  if (documents.size() > 1) {
-    const YAML::Mark mark = documents[1].Mark();
-    errors.push_back(RuleError{
-        {name, mark.is_null() ? 1 : mark.line + 1, mark.is_null() ? 1 : mark.column + 1},
-        "only one YAML document (one domain) per file"});
-    return;
-  }
   FileParser parser(name, errors);
-  auto domain = parser.parseDocument(documents.empty() ? YAML::Node() : documents.front());
+  auto domain = parser.parseDocument(document);
   if (!domain) {
     return;
   }

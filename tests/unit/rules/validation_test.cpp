@@ -40,6 +40,12 @@ TEST(ValidationTest, YamlSyntaxError) {
   EXPECT_EQ(errors[0].message.rfind("YAML syntax error: ", 0), 0u) << errors[0].message;
 }
 
+TEST(ValidationTest, StrayCommaIsASyntaxErrorNotAHang) {
+  // yaml-cpp 0.7's LoadAll loops forever on this (jbeder/yaml-cpp#1040).
+  expectOnlyError("# comment\n    , y\n", 2, "YAML syntax error: unexpected ','");
+  expectOnlyError(",", 1, "YAML syntax error: unexpected ','");
+}
+
 TEST(ValidationTest, UnknownKeySuggestsRateLimit) {
   expectOnlyError("domain: d\ndescriptors:\n  - key: k\n    ratelimit:\n      unit: second\n",
                   4, "unknown key 'ratelimit' in a descriptor (did you mean 'rate_limit'?)");
@@ -122,7 +128,7 @@ TEST(ValidationTest, FileMustBeAMapping) {
 }
 
 TEST(ValidationTest, OneDocumentPerFile) {
-  expectOnlyError("domain: a\n---\ndomain: b\n", 3, "only one YAML document (one domain) per file");
+  expectOnlyError("domain: a\n---\ndomain: b\n", 2, "only one YAML document (one domain) per file");
 }
 
 TEST(ValidationTest, DuplicateDomainAcrossFiles) {
