@@ -1,7 +1,8 @@
+#include "sluice/limiter.hpp"
+
 #include <gtest/gtest.h>
 
 #include "bucket_driver.hpp"
-#include "sluice/limiter.hpp"
 
 namespace sluice {
 namespace {

@@ -1,3 +1,5 @@
+#include "sluice/limiter.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "bucket_driver.hpp"
-#include "sluice/limiter.hpp"
 
 // Random traces against the algorithms: invariants that must hold for every request, and
 // the bounds each algorithm promises over any span of time.

@@ -1,9 +1,10 @@
+#include "sluice/limiter.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "bucket_driver.hpp"
-#include "sluice/limiter.hpp"
 
 namespace sluice {
 namespace {
