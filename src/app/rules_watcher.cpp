@@ -102,13 +102,13 @@ std::shared_ptr<RulesWatcher> RulesWatcher::create(net::any_io_executor executor
 
 RulesWatcher::RulesWatcher(net::any_io_executor executor, Options options, Metrics& metrics,
                            const Clock& clock)
-    : executor_(std::move(executor)),
+    : strand_(net::make_strand(std::move(executor))),
       options_(std::move(options)),
       clock_(clock),
       success_(describeMetrics(metrics).counter(kReloadsMetric, {{"result", "success"}})),
       failure_(metrics.counter(kReloadsMetric, {{"result", "failure"}})),
       active_(metrics.gauge(kActiveMetric)),
-      timer_(executor_) {}
+      timer_(strand_) {}
 
 RulesWatcher::~RulesWatcher() = default;
 
@@ -160,7 +160,7 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
 }
 
 void RulesWatcher::requestReload() {
-  net::post(executor_, [self = shared_from_this()] { self->reloadNow(); });
+  net::post(strand_, [self = shared_from_this()] { self->reloadNow(); });
 }
 
 void RulesWatcher::onReload(ReloadCallback callback) {
@@ -169,7 +169,7 @@ void RulesWatcher::onReload(ReloadCallback callback) {
 }
 
 void RulesWatcher::start() {
-  net::post(executor_, [self = shared_from_this()] {
+  net::post(strand_, [self = shared_from_this()] {
     if (self->polling_ || self->stopped_.load()) {
       return;
     }
@@ -180,7 +180,7 @@ void RulesWatcher::start() {
 
 void RulesWatcher::stop() {
   stopped_.store(true);
-  net::post(executor_, [self = shared_from_this()] {
+  net::post(strand_, [self = shared_from_this()] {
     self->polling_ = false;
     self->timer_.cancel();
   });

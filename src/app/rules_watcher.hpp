@@ -3,6 +3,7 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -46,8 +47,9 @@ namespace sluice::app {
 ///
 /// Thread safety: current() is lock-free and may be called from any thread; reloadNow(),
 /// requestReload(), onReload(), start() and stop() may be called from any thread. Loads are
-/// serialized. The polling and requestReload() loads run on `executor` (file reads and YAML
-/// parsing: give it a control executor rather than an I/O thread's).
+/// serialized. The polling and requestReload() loads run on `executor`, in a strand, so it may
+/// be run by several threads (file reads and YAML parsing: give it a control executor rather
+/// than an I/O thread's).
 class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
  public:
   struct Options {
@@ -107,7 +109,7 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   void schedulePoll(std::chrono::milliseconds delay);
   void poll();
 
-  boost::asio::any_io_executor executor_;
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
   Options options_;
   const Clock& clock_;
   Counter& success_;
@@ -121,7 +123,7 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   std::mutex callbacks_mutex_;
   std::vector<ReloadCallback> callbacks_;
 
-  // Touched only by start()/stop() (posted to the executor) and the poll chain.
+  // Touched only in strand_: by start()/stop() (posted) and the poll chain.
   boost::asio::steady_timer timer_;
   bool polling_ = false;
   std::string candidate_fingerprint_;  // a change seen, waiting to be stable for `debounce`

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 namespace sluice::app {
 namespace {
@@ -244,6 +246,27 @@ TEST_F(RulesWatcherTest, StopEndsPolling) {
   io_.restart();
   io_.run_for(100ms);
   EXPECT_EQ(limitOf(watcher.current(), "a"), 5);
+}
+
+TEST_F(RulesWatcherTest, WorksOnAMultiThreadedExecutor) {
+  write("a.yaml", rules("a", 5));
+  boost::asio::thread_pool pool(4);
+  auto watcher = RulesWatcher::create(pool.get_executor(), {dir_.string(), 10ms, 10ms}, metrics_,
+                                      clock_);
+  watcher->reloadNow();
+  watcher->start();
+  watcher->start();
+  for (int limit = 6; limit <= 8; ++limit) {
+    write("a.yaml", rules("a", limit));
+    watcher->requestReload();
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (limitOf(watcher->current(), "a") != limit && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_EQ(limitOf(watcher->current(), "a"), limit);
+  }
+  watcher->stop();
+  pool.join();
 }
 
 TEST_F(RulesWatcherTest, WatchesASingleFile) {
