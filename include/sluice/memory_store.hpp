@@ -10,12 +10,26 @@
 namespace sluice {
 
 struct MemoryStoreOptions {
-  std::size_t max_keys = 1'000'000;  ///< bound: expired entries go first, then the LRU
-  std::size_t shards = 64;           ///< lock striping; no global lock on the request path
+  /// Bound on stored buckets. A new key over the bound first drops expired entries (found
+  /// by a bounded scan of its shard), else its shard's least recently used entry. The count
+  /// can pass the bound by less than `shards` (when the inserting shard has nothing to drop).
+  std::size_t max_keys = 1'000'000;
+  std::size_t shards = 64;  ///< lock striping; no global lock on the request path
 };
 
 /// The embedded store: thread-safe, one instance shared by all I/O threads; evaluate()
-/// calls back inline. Reads time from `clock` (which must outlive the store).
+/// calls back inline (after releasing its locks) and never fails. Reads time from `clock`
+/// (which must outlive the store, as must `metrics`).
+///
+/// A request locks the shards of its keys in ascending order, evaluates every limit, then
+/// charges per the Store contract, so concurrent requests are serialised per key and
+/// multi-limit requests are all-or-nothing. A bucket is kept for its Evaluation::ttl_us after
+/// the last charge and then forgotten (each request advances an incremental expiry sweep).
+/// About 40 bytes per bucket plus its key (bench/memory_per_key.cpp); sliding_window_log
+/// buckets add their log.
+///
+/// Metrics: gauge `memory_store_keys`, counter `memory_store_evictions_total{reason}` with
+/// reason "expired" (idle past its ttl) or "capacity" (dropped for max_keys while live).
 StorePtr makeMemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics);
 
 }  // namespace sluice
