@@ -28,13 +28,13 @@ std::optional<Algorithm> parseAlgorithm(std::string_view name);
 /// Everything an algorithm needs to know about one limit.
 struct LimitParams {
   Algorithm algorithm = Algorithm::kFixedWindow;
-  std::int64_t limit = 0;              ///< L: requests per window (0 blocks everything)
-  Micros window_us = kMicrosPerSecond; ///< W = unit x unit_multiplier, > 0
-  std::int64_t burst = 0;              ///< B for token/leaky bucket; 0 means B = L
-  Micros min_interval_us = 0;          ///< sliding_window_log: min gap between admitted requests
-  bool count_rejected = false;         ///< a denied attempt is recorded too
-  Micros warmup_us = 0;                ///< token_bucket: Guava SmoothWarmingUp period (0 = off)
-  bool shape = false;                  ///< leaky_bucket: the server holds the answer for delay
+  std::int64_t limit = 0;               ///< L: requests per window (0 blocks everything)
+  Micros window_us = kMicrosPerSecond;  ///< W = unit x unit_multiplier, > 0
+  std::int64_t burst = 0;               ///< B for token/leaky bucket; 0 means B = L
+  Micros min_interval_us = 0;           ///< sliding_window_log: min gap between admitted requests
+  bool count_rejected = false;          ///< a denied attempt is recorded too
+  Micros warmup_us = 0;                 ///< token_bucket: Guava SmoothWarmingUp period (0 = off)
+  bool shape = false;                   ///< leaky_bucket: the server holds the answer for delay
 };
 
 /// Outcome::retry_after_us of a request that can never pass (cost > limit or > burst).
@@ -70,12 +70,12 @@ struct BucketState {
 /// What one limit says about one request.
 struct Outcome {
   bool allowed = true;
-  std::int64_t remaining = 0;   ///< requests left after this one (allowed) / now (denied), >= 0
-  Micros reset_after_us = 0;    ///< until the bucket is entirely fresh again
-  Micros retry_after_us = 0;    ///< 0 when allowed; exact wait until the same request passes;
-                                ///< kRetryNever (-1) when it never can (`never`)
-  Micros delay_us = 0;          ///< leaky_bucket: until this request leaves the queue
-  bool never = false;           ///< the cost exceeds what the limit can ever admit
+  std::int64_t remaining = 0;  ///< requests left after this one (allowed) / now (denied), >= 0
+  Micros reset_after_us = 0;   ///< until the bucket is entirely fresh again
+  Micros retry_after_us = 0;   ///< 0 when allowed; exact wait until the same request passes;
+                               ///< kRetryNever (-1) when it never can (`never`)
+  Micros delay_us = 0;         ///< leaky_bucket: until this request leaves the queue
+  bool never = false;          ///< the cost exceeds what the limit can ever admit
 };
 
 /// The result of evaluating one limit: the outcome and the state to write back.

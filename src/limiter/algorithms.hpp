@@ -34,8 +34,8 @@ namespace sluice::limiter_detail {
 
 Evaluation evaluateFixedWindow(const LimitParams& params, const BucketState& state, Micros now,
                                std::int64_t cost);
-Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState& state,
-                                    Micros now, std::int64_t cost);
+Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState& state, Micros now,
+                                    std::int64_t cost);
 Evaluation evaluateSlidingWindowCounter(const LimitParams& params, const BucketState& state,
                                         Micros now, std::int64_t cost);
 /// token_bucket and leaky_bucket share one GCRA state; `leaky` adds delay_us.

@@ -65,7 +65,8 @@ bool lessEq(const Time& x, const Time& y) {
 class Gcra {
  public:
   explicit Gcra(const LimitParams& params)
-      : limit_(params.limit), q_(params.window_us / params.limit),
+      : limit_(params.limit),
+        q_(params.window_us / params.limit),
         r_(params.window_us % params.limit) {}
 
   Time span(std::int64_t n) const {
@@ -139,7 +140,9 @@ Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Mic
   const Time n{now, 0};
   const Time base = lessEq(tat, n) ? n : tat;
   const Time ceiling = g.add(n, g.span(burst));
-  const Time charged = g.add(base, g.span(cost));
+  // Only used when cost <= burst; D(cost) of a larger cost (hits up to 10^9 against a slow
+  // limit) would overflow int64.
+  const Time charged = g.add(base, g.span(std::min(cost, burst)));
 
   Micros stored = 0;
   if (period > 0) {

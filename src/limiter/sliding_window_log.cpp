@@ -69,8 +69,8 @@ Micros ageOutWait(const std::vector<LogEntry>& log, std::int64_t need, Micros wi
 
 }  // namespace
 
-Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState& state,
-                                    Micros now, std::int64_t cost) {
+Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState& state, Micros now,
+                                    std::int64_t cost) {
   const std::int64_t limit = params.limit;
   const Micros window = params.window_us;
 
@@ -86,9 +86,9 @@ Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState
   }
   const std::int64_t used = loggedCost(log);
   const bool has_last = state.b == 1;
-  const Micros gap =
-      (has_last && cost > 0 && params.min_interval_us > 0) ? state.a + params.min_interval_us - now
-                                                           : 0;
+  const Micros gap = (has_last && cost > 0 && params.min_interval_us > 0)
+                         ? state.a + params.min_interval_us - now
+                         : 0;
   Outcome& o = e.outcome;
   if (cost > limit) {
     o.allowed = false;

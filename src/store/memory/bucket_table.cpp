@@ -16,7 +16,9 @@ constexpr std::uint32_t kOffsetBits = 15;
 }  // namespace
 
 BucketTable::BucketTable()
-    : slots_(kMinSlots, kEmptySlot), earliest_expiry_(kNever), round_min_seen_(kNever),
+    : slots_(kMinSlots, kEmptySlot),
+      earliest_expiry_(kNever),
+      round_min_seen_(kNever),
       round_min_saved_(kNever) {}
 
 std::uint64_t BucketTable::hashKey(std::string_view key) {
@@ -35,8 +37,7 @@ std::string_view BucketTable::keyOf(std::uint32_t index) const {
     return long_keys_.at(index);
   }
   const char* chunk = arena_[entry.key_offset >> kOffsetBits].get();
-  return std::string_view(chunk + (entry.key_offset & ((1U << kOffsetBits) - 1)),
-                          entry.key_length);
+  return std::string_view(chunk + (entry.key_offset & ((1U << kOffsetBits) - 1)), entry.key_length);
 }
 
 std::uint32_t BucketTable::find(std::string_view key, std::uint64_t hash) const {
@@ -292,8 +293,7 @@ void BucketTable::storeKey(std::uint32_t index, std::string_view key) {
     arena_used_ = 0;
   }
   std::memcpy(arena_.back().get() + arena_used_, key.data(), key.size());
-  entry.key_offset =
-      static_cast<std::uint32_t>((arena_.size() - 1) << kOffsetBits | arena_used_);
+  entry.key_offset = static_cast<std::uint32_t>((arena_.size() - 1) << kOffsetBits | arena_used_);
   entry.key_length = key.size();
   arena_used_ += key.size();
 }

@@ -86,12 +86,12 @@ class BucketTable {
     std::int64_t a = 0;
     std::int64_t b = 0;
     std::int64_t c = 0;
-    std::uint32_t expires_s = 0;      // seconds since the epoch, rounded up
-    std::uint32_t key_offset = 0;     // chunk << 15 | offset; free-list link when free
-    std::uint64_t prev : 24 = kNone;  // towards the most recently used
-    std::uint64_t next : 24 = kNone;  // towards the least recently used
+    std::uint32_t expires_s = 0;        // seconds since the epoch, rounded up
+    std::uint32_t key_offset = 0;       // chunk << 15 | offset; free-list link when free
+    std::uint64_t prev : 24 = kNone;    // towards the most recently used
+    std::uint64_t next : 24 = kNone;    // towards the least recently used
     std::uint64_t key_length : 14 = 0;  // kLongKey: the key is in long_keys_
-    std::uint64_t has_log : 1 = 0;
+    std::uint64_t has_log : 1 = 0;      // a sliding_window_log bucket: logs_ has its log
     std::uint64_t live : 1 = 0;         // 0: on the free list
   };
   static_assert(sizeof(Entry) == 40);

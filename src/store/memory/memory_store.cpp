@@ -86,8 +86,8 @@ class MemoryStore final : public Store {
           w.expired = table.expiresAt(w.index) <= now;
         }
       }
-      w.eval = sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now,
-                                request.cost);
+      w.eval =
+          sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now, request.cost);
       if (!limit.shadow && !w.eval.outcome.allowed) {
         response.allowed = false;
       }
@@ -187,7 +187,7 @@ class MemoryStore final : public Store {
     std::uint32_t shard = 0;
     std::uint32_t index = BucketTable::kNone;
     std::size_t first = 0;  // the first limit of this request with the same stored entry
-    bool expired = false;  // the stored entry outlived its ttl: evaluate a fresh bucket
+    bool expired = false;   // the stored entry outlived its ttl: evaluate a fresh bucket
     BucketState loaded;
     Evaluation eval;
   };

@@ -14,9 +14,9 @@ using testing::makeParams;
 constexpr Micros kSecond = kMicrosPerSecond;
 
 TEST(AlgorithmNameTest, RoundTripsEverySpelling) {
-  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
-                      Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
-                      Algorithm::kLeakyBucket}) {
+  for (Algorithm a :
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kTokenBucket, Algorithm::kLeakyBucket}) {
     EXPECT_EQ(parseAlgorithm(algorithmName(a)), a);
   }
   EXPECT_EQ(algorithmName(Algorithm::kSlidingWindowCounter), "sliding_window_counter");
@@ -122,9 +122,9 @@ TEST(FixedWindowTest, TtlLastsUntilTheWindowEnds) {
 }
 
 TEST(LimiterTest, ZeroLimitBlocksEveryPositiveCost) {
-  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
-                      Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
-                      Algorithm::kLeakyBucket}) {
+  for (Algorithm a :
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kTokenBucket, Algorithm::kLeakyBucket}) {
     Evaluation e = evaluate(makeParams(a, 0, kSecond), {}, kT0, 1);
     EXPECT_FALSE(e.outcome.allowed) << algorithmName(a);
     EXPECT_TRUE(e.outcome.never) << algorithmName(a);

@@ -63,10 +63,10 @@ LimitParams randomParams(Algorithm algorithm, std::mt19937_64& rng) {
 /// Runs a random trace; checks the per-request invariants and returns what was admitted.
 std::vector<Admitted> runTrace(const LimitParams& p, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const std::int64_t most = p.algorithm == Algorithm::kTokenBucket ||
-                                    p.algorithm == Algorithm::kLeakyBucket
-                                ? effectiveBurst(p)
-                                : p.limit;
+  const std::int64_t most =
+      p.algorithm == Algorithm::kTokenBucket || p.algorithm == Algorithm::kLeakyBucket
+          ? effectiveBurst(p)
+          : p.limit;
   const Micros mean_gap = p.window_us / (p.limit * 2);
   std::vector<Admitted> admitted;
   BucketState state;

@@ -95,6 +95,16 @@ TEST(TokenBucketTest, CostAboveBurstNeverPasses) {
   EXPECT_TRUE(b.hit(kT0, 4).allowed);
 }
 
+TEST(TokenBucketTest, HugeCostAgainstASlowRateIsNeverWithoutOverflow) {
+  // 10^9 hits (the request maximum) x one day per token overflowed int64 (found by
+  // tests/fuzz/fuzz_limiter under UBSan).
+  BucketDriver b(tokenParams(1, 86'400 * kSecond));
+  Outcome o = b.hit(kT0, 1'000'000'000);
+  EXPECT_TRUE(o.never);
+  EXPECT_EQ(o.remaining, 1);
+  EXPECT_TRUE(b.hit(kT0).allowed);
+}
+
 TEST(TokenBucketTest, HitsZeroChecksWithoutConsuming) {
   BucketDriver b(tokenParams(5));
   b.hit(kT0);

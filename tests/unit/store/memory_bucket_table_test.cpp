@@ -137,8 +137,8 @@ TEST(BucketTableTest, KeepsLogsOnlyForLogBuckets) {
   BucketTable table;
   BucketState with_log;
   with_log.log = {LogEntry{kT0, 2}, LogEntry{kT0 + 5, 1}};
-  const std::uint32_t index = table.insert("log", BucketTable::hashKey("log"),
-                                           std::move(with_log), kT0 + kMicrosPerSecond);
+  const std::uint32_t index =
+      table.insert("log", BucketTable::hashKey("log"), std::move(with_log), kT0 + kMicrosPerSecond);
   BucketState loaded = table.load(index);
   ASSERT_EQ(loaded.log.size(), 2U);
   table.restore(index, std::move(loaded.log));
@@ -151,8 +151,8 @@ TEST(BucketTableTest, ErasesByPrefixAndSurvivesArenaCompaction) {
   BucketTable table;
   for (int round = 0; round < 5; ++round) {
     for (int i = 0; i < 3000; ++i) {
-      const std::string key = "r" + std::to_string(round) + "|" + std::string(30, 'x') +
-                              std::to_string(i);
+      const std::string key =
+          "r" + std::to_string(round) + "|" + std::string(30, 'x') + std::to_string(i);
       table.insert(key, BucketTable::hashKey(key), stateOf(i), kT0 + kMicrosPerSecond);
     }
     EXPECT_EQ(table.erasePrefixes({"r" + std::to_string(round) + "|"}), 3000U);
@@ -174,8 +174,7 @@ TEST(BucketTableTest, ErasesByPrefixAndSurvivesArenaCompaction) {
 
 TEST(BucketTableTest, ExpiryRoundsUpToWholeSeconds) {
   BucketTable table;
-  const std::uint32_t index =
-      table.insert("k", BucketTable::hashKey("k"), stateOf(1), kT0 + 1);
+  const std::uint32_t index = table.insert("k", BucketTable::hashKey("k"), stateOf(1), kT0 + 1);
   EXPECT_EQ(table.expiresAt(index), kT0 + kMicrosPerSecond);
   EXPECT_EQ(table.sweepAll(kT0 + kMicrosPerSecond - 1), 0U);
   EXPECT_EQ(table.sweepAll(kT0 + kMicrosPerSecond), 1U);

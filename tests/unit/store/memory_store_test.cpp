@@ -130,9 +130,9 @@ TEST_F(MemoryStoreTest, CheckWithHitsZeroStoresNothing) {
 }
 
 TEST_F(MemoryStoreTest, ManyThreadsOnOneKeyAdmitExactlyTheLimit) {
-  for (Algorithm algorithm : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
-                              Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
-                              Algorithm::kLeakyBucket}) {
+  for (Algorithm algorithm :
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kTokenBucket, Algorithm::kLeakyBucket}) {
     const std::string key = std::string("hot-") + std::string(algorithmName(algorithm));
     StoreLimit hot = limit(key, params(algorithm, 500, 3600 * kMicrosPerSecond));
     std::atomic<int> admitted{0};
