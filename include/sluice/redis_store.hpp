@@ -25,7 +25,7 @@ struct RedisOptions {
   std::string password;
   int db = 0;
   std::string key_prefix = "sluice";
-  std::chrono::milliseconds request_timeout{20};      ///< per-request deadline
+  std::chrono::milliseconds request_timeout{20};  ///< per-request deadline
   std::chrono::milliseconds connect_timeout{1000};
   /// Cap of the reconnect backoff: a Redis that is back is used again within this much
   /// (plus one handshake).

@@ -21,20 +21,28 @@ constexpr std::array<std::pair<FailureMode, std::string_view>, 3> kModeNames{{
 
 std::string_view errorKindLabel(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidArgument: return "invalid_argument";
-    case ErrorKind::kNotFound: return "not_found";
-    case ErrorKind::kTimeout: return "timeout";
-    case ErrorKind::kConnection: return "connection";
-    case ErrorKind::kScript: return "script";
-    case ErrorKind::kUnavailable: return "unavailable";
-    case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorKind::kNotFound:
+      return "not_found";
+    case ErrorKind::kTimeout:
+      return "timeout";
+    case ErrorKind::kConnection:
+      return "connection";
+    case ErrorKind::kScript:
+      return "script";
+    case ErrorKind::kUnavailable:
+      return "unavailable";
+    case ErrorKind::kInternal:
+      return "internal";
   }
   return "internal";
 }
 
 constexpr std::array<ErrorKind, 7> kAllKinds = {
     ErrorKind::kInvalidArgument, ErrorKind::kNotFound, ErrorKind::kTimeout,
-    ErrorKind::kConnection, ErrorKind::kScript, ErrorKind::kUnavailable, ErrorKind::kInternal};
+    ErrorKind::kConnection,      ErrorKind::kScript,   ErrorKind::kUnavailable,
+    ErrorKind::kInternal};
 
 /// The failover stores of one process that share a fallback (one per I/O thread) form a
 /// group, so that an outage is logged and counted once, not once per thread: the group is
@@ -99,32 +107,32 @@ class FailoverStore final : public Store {
     if (mode_ == FailureMode::kLocal || mode_ == FailureMode::kOpen) {
       copy = std::make_shared<const StoreRequest>(request);
     }
-    primary_->evaluate(request, [this, copy, done = std::move(done)](
-                                    Result<StoreResponse> result) mutable {
-      if (result) {
-        leaveFailure();
-        done(std::move(result));
-        return;
-      }
-      const Error& error = result.error();
-      errors_[static_cast<std::size_t>(kindIndex(error.kind))]->inc();
-      enterFailure(error.message);
-      switch (mode_) {
-        case FailureMode::kClosed:
-          done(std::move(result));
-          return;
-        case FailureMode::kOpen:
-          done(allowAll(*copy));
-          return;
-        case FailureMode::kLocal:
-          if (fallback_) {
-            answerLocally(*copy, std::move(done));
-          } else {
-            done(allowAll(*copy));
-          }
-          return;
-      }
-    });
+    primary_->evaluate(request,
+                       [this, copy, done = std::move(done)](Result<StoreResponse> result) mutable {
+                         if (result) {
+                           leaveFailure();
+                           done(std::move(result));
+                           return;
+                         }
+                         const Error& error = result.error();
+                         errors_[static_cast<std::size_t>(kindIndex(error.kind))]->inc();
+                         enterFailure(error.message);
+                         switch (mode_) {
+                           case FailureMode::kClosed:
+                             done(std::move(result));
+                             return;
+                           case FailureMode::kOpen:
+                             done(allowAll(*copy));
+                             return;
+                           case FailureMode::kLocal:
+                             if (fallback_) {
+                               answerLocally(*copy, std::move(done));
+                             } else {
+                               done(allowAll(*copy));
+                             }
+                             return;
+                         }
+                       });
   }
 
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
@@ -135,9 +143,7 @@ class FailoverStore final : public Store {
   }
 
   /// `closed` is healthy only while the primary is; `open` and `local` always answer.
-  bool healthy() const override {
-    return mode_ != FailureMode::kClosed || primary_->healthy();
-  }
+  bool healthy() const override { return mode_ != FailureMode::kClosed || primary_->healthy(); }
 
   std::string_view kind() const override { return primary_->kind(); }
 

@@ -90,11 +90,11 @@ void compare(StorePair& pair, const Trace& trace) {
     for (std::size_t k = 0; k < trace.limits.size(); ++k) {
       const LimitParams& p = trace.limits[k].params;
       ASSERT_TRUE(sameOutcome(m->outcomes[k], r->outcomes[k]))
-          << "step " << i << " at +" << (now - kT0) << "us cost " << cost << ", limit " << k
-          << " (" << algorithmName(p.algorithm) << " L=" << p.limit << " W=" << p.window_us
-          << " B=" << p.burst << " min_interval=" << p.min_interval_us
-          << " warmup=" << p.warmup_us << " count_rejected=" << p.count_rejected
-          << "): memory " << str(m->outcomes[k]) << " vs redis " << str(r->outcomes[k]);
+          << "step " << i << " at +" << (now - kT0) << "us cost " << cost << ", limit " << k << " ("
+          << algorithmName(p.algorithm) << " L=" << p.limit << " W=" << p.window_us
+          << " B=" << p.burst << " min_interval=" << p.min_interval_us << " warmup=" << p.warmup_us
+          << " count_rejected=" << p.count_rejected << "): memory " << str(m->outcomes[k])
+          << " vs redis " << str(r->outcomes[k]);
     }
   }
 }

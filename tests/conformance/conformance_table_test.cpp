@@ -39,13 +39,12 @@ LimitParams params(Algorithm algorithm, std::int64_t limit, Micros window) {
 std::vector<Case> cases() {
   std::vector<Case> out;
   {
-    Case c{"fixed_window_admits_L_then_waits_for_the_window", params(Algorithm::kFixedWindow, 3, kSec), {}};
-    c.steps = {{0, 1, true, 2, 0},
-               {100 * kMs, 1, true, 1, 0},
-               {200 * kMs, 1, true, 0, 0},
-               {300 * kMs, 1, false, 0, 700 * kMs},
-               {999'999, 1, false, 0, 1},
-               {kSec, 1, true, 2, 0},
+    Case c{"fixed_window_admits_L_then_waits_for_the_window",
+           params(Algorithm::kFixedWindow, 3, kSec),
+           {}};
+    c.steps = {{0, 1, true, 2, 0},         {100 * kMs, 1, true, 1, 0},
+               {200 * kMs, 1, true, 0, 0}, {300 * kMs, 1, false, 0, 700 * kMs},
+               {999'999, 1, false, 0, 1},  {kSec, 1, true, 2, 0},
                {kSec, 5, false, 2, -1},  // cost > L: never
                {kSec, 0, true, 2, 0},    // a check consumes nothing
                {kSec, 2, true, 0, 0}};
@@ -55,13 +54,16 @@ std::vector<Case> cases() {
     LimitParams p = params(Algorithm::kFixedWindow, 1, kSec);
     p.count_rejected = true;
     Case c{"fixed_window_count_rejected", p, {}};
-    c.steps = {{0, 1, true, 0, 0}, {10 * kMs, 1, false, 0, 990 * kMs},
-               {20 * kMs, 1, false, 0, 980 * kMs}, {kSec, 1, true, 0, 0}};
+    c.steps = {{0, 1, true, 0, 0},
+               {10 * kMs, 1, false, 0, 990 * kMs},
+               {20 * kMs, 1, false, 0, 980 * kMs},
+               {kSec, 1, true, 0, 0}};
     out.push_back(c);
   }
   {
     Case c{"sliding_window_log_retry_when_entries_age_out",
-           params(Algorithm::kSlidingWindowLog, 2, kSec), {}};
+           params(Algorithm::kSlidingWindowLog, 2, kSec),
+           {}};
     c.steps = {{0, 1, true, 1, 0},
                {400 * kMs, 1, true, 0, 0},
                {500 * kMs, 1, false, 0, 500 * kMs},
@@ -89,15 +91,17 @@ std::vector<Case> cases() {
   }
   {
     Case c{"sliding_window_counter_weighs_the_previous_window",
-           params(Algorithm::kSlidingWindowCounter, 10, kSec), {}};
+           params(Algorithm::kSlidingWindowCounter, 10, kSec),
+           {}};
     c.steps = {{0, 6, true, 4, 0},
-               {1250 * kMs, 5, true, 0, 0},           // 6 * 0.75 + 5 = 9.5
-               {1300 * kMs, 1, false, 0, 33'334}};    // 6 * 0.7 + 5 + 1 = 10.2
+               {1250 * kMs, 5, true, 0, 0},         // 6 * 0.75 + 5 = 9.5
+               {1300 * kMs, 1, false, 0, 33'334}};  // 6 * 0.7 + 5 + 1 = 10.2
     out.push_back(c);
   }
   {
     Case c{"token_bucket_refills_one_token_per_interval",
-           params(Algorithm::kTokenBucket, 10, kSec), {}};
+           params(Algorithm::kTokenBucket, 10, kSec),
+           {}};
     c.steps = {{0, 10, true, 0, 0},
                {0, 1, false, 0, 100 * kMs},
                {100 * kMs, 1, true, 0, 0},

@@ -52,7 +52,8 @@ class LoadDriver {
 
   /// Waits for the requests still in flight.
   bool drain() {
-    return test::runUntil(io_, [&] { return in_flight_ == 0; }, milliseconds(3000));
+    return test::runUntil(
+        io_, [&] { return in_flight_ == 0; }, milliseconds(3000));
   }
 
   const std::vector<Answer>& answers() const { return answers_; }
@@ -164,8 +165,9 @@ TEST_P(RedisOutageTest, StoppedMidLoadAndRestartedBehavesAsTheFailureModeSays) {
   ASSERT_NE(first_clean_after_restart, Clock::time_point{});
   EXPECT_LT(first_clean_after_restart - restarted, milliseconds(1000));
   // One outage: one activation, whatever the number of failed requests.
-  EXPECT_EQ(metrics.counter("store_failure_mode_activations_total",
-                            {{"mode", std::string(failureModeName(mode))}})
+  EXPECT_EQ(metrics
+                .counter("store_failure_mode_activations_total",
+                         {{"mode", std::string(failureModeName(mode))}})
                 .value(),
             1u);
   EXPECT_GT(metrics.counter("store_errors_total", {{"kind", "connection"}}).value() +

@@ -51,9 +51,9 @@ class RedisKeysTest : public ::testing::Test {
 TEST_F(RedisKeysTest, EveryAlgorithmWritesItsKeyWithATtlBoundedByItsState) {
   const Micros window = 10 * kMicrosPerSecond;
   std::vector<StoreLimit> limits;
-  for (Algorithm a : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
-                      Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
-                      Algorithm::kLeakyBucket}) {
+  for (Algorithm a :
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kTokenBucket, Algorithm::kLeakyBucket}) {
     StoreLimit l;
     l.key = std::string("ttl:") + std::string(algorithmName(a));
     l.params.algorithm = a;
@@ -109,9 +109,23 @@ descriptors:
   const DomainConfig* domain = loaded.rules->findDomain("hostile");
   ASSERT_NE(domain, nullptr);
 
-  const std::vector<std::string> values = {"x",   "x:y", "x}",  "{x",   "x y",    "x\ny",
-                                           "é",   "%78", "X",   "x_y",  "x|y",    "*",
-                                           std::string("x\0y", 3), "",   "{}",  "x:{y}", "\xff\xfe"};
+  const std::vector<std::string> values = {"x",
+                                           "x:y",
+                                           "x}",
+                                           "{x",
+                                           "x y",
+                                           "x\ny",
+                                           "é",
+                                           "%78",
+                                           "X",
+                                           "x_y",
+                                           "x|y",
+                                           "*",
+                                           std::string("x\0y", 3),
+                                           "",
+                                           "{}",
+                                           "x:{y}",
+                                           "\xff\xfe"};
   const std::vector<std::string> clients = {"", "u", "u}", "{u", "u:1", "u 1", "é", "%75"};
   std::vector<std::vector<Descriptor>> requests;
   for (const auto& v : values) {

@@ -156,9 +156,10 @@ TEST(RedisSidecarsMultiLimitTest, ADeniedRequestLeavesTheOtherLimitUntouched) {
            {"clientId", "m"},
            {"descriptors", json::array({descriptor("tight"), descriptor("loose")})}}
           .dump();
-  const std::string loose =
-      json{{"domain", "strict"}, {"clientId", "m"}, {"descriptors", json::array({descriptor("loose")})}}
-          .dump();
+  const std::string loose = json{{"domain", "strict"},
+                                 {"clientId", "m"},
+                                 {"descriptors", json::array({descriptor("loose")})}}
+                                .dump();
   HttpClient ca = a.client();
   HttpClient cb = b.client();
   EXPECT_EQ(ca.post("/shouldAllowRequest", both).status, 200);
@@ -199,8 +200,8 @@ OutageResult stopAndRestart(RedisServer& redis, SluiceProcess& sluice) {
   while (std::chrono::steady_clock::now() < deadline) {
     HttpResponse r = client.post("/shouldAllowRequest", body);
     if (r.status == 200 && r.header("X-Sluice-Degraded").empty()) {
-      out.recovered_after = std::chrono::duration_cast<milliseconds>(
-          std::chrono::steady_clock::now() - restarted);
+      out.recovered_after =
+          std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - restarted);
       break;
     }
     std::this_thread::sleep_for(milliseconds(5));

@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,14 +94,11 @@ std::string RedisServer::url(int db) const {
 std::string RedisServer::unixUrl() const { return "unix://" + unix_path_; }
 
 void RedisServer::launch() {
-  std::vector<std::string> args = {"redis-server",
-                                   "--port", std::to_string(port_),
-                                   "--bind", "127.0.0.1",
-                                   "--dir", dir_,
-                                   "--save", "",
-                                   "--appendonly", "no",
-                                   "--daemonize", "no",
-                                   "--logfile", dir_ + "/redis.log"};
+  std::vector<std::string> args = {"redis-server", "--port",    std::to_string(port_),
+                                   "--bind",       "127.0.0.1", "--dir",
+                                   dir_,           "--save",    "",
+                                   "--appendonly", "no",        "--daemonize",
+                                   "no",           "--logfile", dir_ + "/redis.log"};
   if (!unix_path_.empty()) {
     args.insert(args.end(), {"--unixsocket", unix_path_, "--unixsocketperm", "700"});
   }

@@ -27,9 +27,9 @@ struct ContextDeleter {
 using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
 
 struct RedisServerOptions {
-  bool unix_socket = false;               ///< also listen on <tempdir>/redis.sock
-  std::string password;                   ///< requirepass (default user)
-  std::vector<std::string> extra_args;    ///< e.g. {"--user", "alice on >pw ~* +@all"}
+  bool unix_socket = false;             ///< also listen on <tempdir>/redis.sock
+  std::string password;                 ///< requirepass (default user)
+  std::vector<std::string> extra_args;  ///< e.g. {"--user", "alice on >pw ~* +@all"}
   std::chrono::milliseconds start_timeout{5000};
 };
 

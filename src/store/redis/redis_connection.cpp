@@ -4,11 +4,10 @@
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
 
-#include <csignal>
-
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <csignal>
 #include <cstdint>
 #include <iterator>
 #include <mutex>
@@ -336,8 +335,8 @@ void RedisConnection::onHandshakeStep(std::uint64_t attempt, std::size_t step,
     return;
   }
   // Steps: [AUTH] [SELECT] SCRIPT LOAD x N, PING (step == SIZE_MAX).
-  std::size_t first_script = (options_.redis.password.empty() ? 0 : 1) +
-                             (options_.redis.db != 0 ? 1 : 0);
+  std::size_t first_script =
+      (options_.redis.password.empty() ? 0 : 1) + (options_.redis.db != 0 ? 1 : 0);
   if (step != SIZE_MAX && step >= first_script) {
     if (reply->type != Reply::Type::kString) {
       fail("SCRIPT LOAD returned no SHA");
@@ -574,8 +573,7 @@ void RedisConnection::onTimer() {
   auto now = Clock::now();
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     std::uint64_t id = deadlines_.begin()->second;
-    complete(id, redisError(FailureSource::kDeadline, 0,
-                            endpoint_ + " did not answer in time"));
+    complete(id, redisError(FailureSource::kDeadline, 0, endpoint_ + " did not answer in time"));
   }
   if (context_ && !in_flight_.empty() && now - in_flight_.front() >= options_.stall_timeout) {
     fail("no reply for " + std::to_string(options_.stall_timeout.count()) + " ms");

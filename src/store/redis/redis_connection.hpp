@@ -80,13 +80,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   /// EVALSHA of scripts[script] with a deadline of `timeout` from now. A NOSCRIPT reply
   /// (Redis restarted, SCRIPT FLUSH) reloads the script and retries once, transparently,
   /// within the same deadline. Fails at once with kConnection when not ready().
-  void evalScript(std::size_t script, std::vector<std::string> keys,
-                  std::vector<std::string> args, std::chrono::milliseconds timeout,
-                  ReplyHandler done);
+  void evalScript(std::size_t script, std::vector<std::string> keys, std::vector<std::string> args,
+                  std::chrono::milliseconds timeout, ReplyHandler done);
 
   /// Any other command, with a deadline of `timeout` from now.
-  void command(std::vector<std::string> argv, std::chrono::milliseconds timeout,
-               ReplyHandler done);
+  void command(std::vector<std::string> argv, std::chrono::milliseconds timeout, ReplyHandler done);
 
   /// Number of successful handshakes so far (tests, logs).
   std::uint64_t connectCount() const { return connects_.load(std::memory_order_relaxed); }
@@ -105,7 +103,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
     std::multimap<Clock::time_point, std::uint64_t>::iterator deadline_it;
     std::optional<std::size_t> script;  ///< set for EVALSHA: NOSCRIPT retry
     bool retried = false;
-    std::vector<std::string> argv;      ///< kept for a NOSCRIPT retry only
+    std::vector<std::string> argv;  ///< kept for a NOSCRIPT retry only
   };
 
   RedisConnection(boost::asio::io_context& io, ConnectionOptions options);

@@ -9,12 +9,12 @@ namespace sluice::redis {
 /// Where a Redis failure was seen; together with hiredis' code or the server's error text
 /// it decides the ErrorKind.
 enum class FailureSource {
-  kContext,      ///< hiredis context error: `code` is REDIS_ERR_*, `text` is errstr
-  kReply,        ///< an error reply from the server: `text` is the reply ("NOSCRIPT ...")
-  kDeadline,     ///< the per-request deadline passed
-  kDisconnected, ///< the connection went away with the command in flight
-  kNotReady,     ///< no usable connection at the moment (connecting, backing off)
-  kProtocol,     ///< the reply had an unexpected shape
+  kContext,       ///< hiredis context error: `code` is REDIS_ERR_*, `text` is errstr
+  kReply,         ///< an error reply from the server: `text` is the reply ("NOSCRIPT ...")
+  kDeadline,      ///< the per-request deadline passed
+  kDisconnected,  ///< the connection went away with the command in flight
+  kNotReady,      ///< no usable connection at the moment (connecting, backing off)
+  kProtocol,      ///< the reply had an unexpected shape
 };
 
 /// The one place where hiredis and Redis failures become typed errors:

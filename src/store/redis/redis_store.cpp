@@ -67,11 +67,11 @@ Micros steadyMicros() {
 
 /// What Redis last said about a denied key.
 struct CacheEntry {
-  Micros denied_until = 0;   ///< local time
-  Micros reset_until = 0;    ///< local time
-  std::int64_t cost = 0;     ///< the denied cost (only this cost is answered locally)
+  Micros denied_until = 0;  ///< local time
+  Micros reset_until = 0;   ///< local time
+  std::int64_t cost = 0;    ///< the denied cost (only this cost is answered locally)
   std::int64_t remaining = 0;
-  LimitParams params;        ///< a reload that changes the limit invalidates the entry
+  LimitParams params;  ///< a reload that changes the limit invalidates the entry
 };
 
 bool sameParams(const LimitParams& a, const LimitParams& b) {

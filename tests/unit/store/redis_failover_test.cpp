@@ -36,9 +36,7 @@ class FakePrimary final : public Store {
 
 class FailoverStoreTest : public ::testing::Test {
  protected:
-  StorePtr make(FailureMode mode) {
-    return makeFailoverStore(primary_, fallback_, mode, metrics_);
-  }
+  StorePtr make(FailureMode mode) { return makeFailoverStore(primary_, fallback_, mode, metrics_); }
 
   static Result<StoreResponse> call(Store& store, std::int64_t limit = 1) {
     StoreLimit l;
@@ -51,8 +49,9 @@ class FailoverStoreTest : public ::testing::Test {
   }
 
   std::uint64_t activations(FailureMode mode) {
-    return metrics_.counter("store_failure_mode_activations_total",
-                            {{"mode", std::string(failureModeName(mode))}})
+    return metrics_
+        .counter("store_failure_mode_activations_total",
+                 {{"mode", std::string(failureModeName(mode))}})
         .value();
   }
 

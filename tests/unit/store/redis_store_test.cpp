@@ -33,17 +33,16 @@ class RedisStoreTest : public ::testing::Test {
     EXPECT_TRUE(o.ok());
     RedisOptions options = *o;
     // A per-test prefix keeps tests apart even on a shared server.
-    options.key_prefix = std::string("t-") +
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options.key_prefix =
+        std::string("t-") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     return options;
   }
 
-  void open(const RedisOptions& options) {
-    store_ = makeRedisStore(io_, options, metrics_);
-  }
+  void open(const RedisOptions& options) { store_ = makeRedisStore(io_, options, metrics_); }
 
   bool waitHealthy(milliseconds timeout = milliseconds(3000)) {
-    return runUntil(io_, [&] { return store_->healthy(); }, timeout);
+    return runUntil(
+        io_, [&] { return store_->healthy(); }, timeout);
   }
 
   Result<StoreResponse> call(const StoreRequest& request) {
