@@ -2,8 +2,10 @@
 // are served there too, and the decision port never exposes the admin actions.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/free_port.hpp"
@@ -38,6 +40,16 @@ struct AdminSluice {
   std::uint16_t admin_port;
   SluiceProcess process;
 };
+
+/// How many Redis connections the log reports as established.
+std::size_t connectedThreads(const std::string& log) {
+  std::size_t n = 0;
+  for (auto pos = log.find(": connected"); pos != std::string::npos;
+       pos = log.find(": connected", pos + 1)) {
+    ++n;
+  }
+  return n;
+}
 
 /// Spends client's 5 logins and checks the 6th is denied.
 void exhaust(HttpClient& client, const std::string& who) {
@@ -77,6 +89,13 @@ TEST(AdminListenerTest, ResetMakesADeniedClientPassAgain) {
 TEST(AdminListenerTest, ResetMakesADeniedClientPassAgainWithRedis) {
   RedisServer redis;
   AdminSluice sluice({"--store", "redis", "--redis", redis.url(), "--failure-mode", "closed"});
+  // Each I/O thread connects on its own, after /healthz already answers.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (connectedThreads(sluice.process.log()) < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(connectedThreads(sluice.process.log()), 2u) << sluice.process.log();
   expectResetMakesDeniedClientPass(sluice);
 }
 

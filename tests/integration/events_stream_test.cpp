@@ -97,15 +97,28 @@ TEST(EventsStreamTest, DenialsArriveInTheStreamInOrder) {
       EXPECT_GE(t, std::stoll(entries[i - 1].second.at("time")));
     }
   }
-  HttpResponse metrics = client.get("/metrics");
-  EXPECT_NE(metrics.body.find("sluice_events_published_total 6\n"), std::string::npos)
-      << metrics.body;
+  // The counter follows the batch's replies, a moment after the entries are visible.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::string metrics = client.get("/metrics").body;
+  while (metrics.find("sluice_events_published_total 6\n") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    metrics = client.get("/metrics").body;
+  }
+  EXPECT_NE(metrics.find("sluice_events_published_total 6\n"), std::string::npos) << metrics;
 }
 
 TEST(EventsStreamTest, DefaultsToTheStoresRedisAndStreamName) {
   RedisServer redis;
   SluiceProcess sluice(withArgs(
       {"--threads", "1", "--store", "redis", "--redis", redis.url(), "--events", "redis-stream"}));
+  // The store connects after /healthz answers; decide only once it has (else failure mode
+  // `open` would allow the 6th request).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (sluice.log().find(": connected") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   HttpClient client = sluice.client();
   for (int i = 0; i < 6; ++i) {
     client.post("/shouldAllowRequest", login("erin"));

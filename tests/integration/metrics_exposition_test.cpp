@@ -52,11 +52,12 @@ struct Exposition {
     auto it = samples.find(series);
     return it == samples.end() ? -1 : it->second;
   }
-  /// Every series of one family (exact name, no _bucket/_sum/_count) with its value.
+  /// Every non-zero series of one family (exact name, no _bucket/_sum/_count) with its
+  /// value. Zero series are left out: a module may pre-register the series it will count.
   std::map<std::string, double> family(const std::string& name) const {
     std::map<std::string, double> out;
     for (const auto& [series, v] : samples) {
-      if (series == name || series.rfind(name + "{", 0) == 0) {
+      if ((series == name || series.rfind(name + "{", 0) == 0) && v != 0) {
         out.emplace(series, v);
       }
     }
