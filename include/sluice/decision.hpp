@@ -36,6 +36,7 @@ struct LimitStatus {
   bool unlimited = false;
   bool shape = false;
   bool detailed_metric = false;
+  const RateLimit* rule = nullptr;  ///< the rule it comes from; points into Decision::rules
   Outcome outcome;
 };
 

@@ -25,13 +25,17 @@ LimitStatus statusOf(const MatchedLimit& matched) {
   status.unlimited = rule.unlimited;
   status.shape = rule.params.shape;
   status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
+  status.rule = matched.limit;
   return status;
 }
 
 class DecisionServiceImpl final : public DecisionService {
  public:
   DecisionServiceImpl(RulesProvider rules, StorePtr store, Metrics& metrics)
-      : rules_(std::move(rules)), store_(std::move(store)), metrics_(metrics) {
+      : rules_(std::move(rules)),
+        store_(std::move(store)),
+        metrics_(metrics),
+        unknown_domain_(counter(kUnknownDomainLabel, "", "unknown_domain")) {
     describeHttpMetrics(metrics_);
   }
 
@@ -47,7 +51,7 @@ class DecisionServiceImpl final : public DecisionService {
     if (domain == nullptr) {
       decision.domain_known = false;
       decision.descriptors.resize(request.descriptors.size());
-      count(kUnknownDomainLabel, "", "unknown_domain");
+      unknown_domain_.inc();
       done(std::move(decision));
       return;
     }
@@ -91,7 +95,7 @@ class DecisionServiceImpl final : public DecisionService {
       }
     }
     if (store_request.limits.empty()) {
-      record(domain->domain, decision);
+      record(*domain, decision);
       done(std::move(decision));
       return;
     }
@@ -111,46 +115,65 @@ class DecisionServiceImpl final : public DecisionService {
                        }
                        decision.allowed = r.allowed;
                        decision.degraded = r.degraded;
-                       record(domain->domain, decision);
+                       record(*domain, decision);
                        done(std::move(decision));
                      });
   }
 
  private:
-  void record(std::string_view domain, const Decision& decision) {
+  struct RuleCounters {
+    Counter* allowed = nullptr;
+    Counter* denied = nullptr;
+    Counter* shadow_denied = nullptr;
+  };
+
+  // Counts without building label strings: the series of each rule are looked up once per
+  // rules snapshot and then found by the rule's address.
+  void record(const DomainConfig& domain, const Decision& decision) {
+    if (decision.rules != counted_rules_) {
+      counted_rules_ = decision.rules;  // also keeps the addresses below from being reused
+      rule_counters_.clear();
+      no_rule_counters_.clear();
+    }
     for (const auto& d : decision.descriptors) {
       if (!d.matched) {
-        count(domain, "", "no_rule");
+        auto [it, inserted] = no_rule_counters_.try_emplace(&domain, nullptr);
+        if (inserted) {
+          it->second = &counter(domain.domain, "", "no_rule");
+        }
+        it->second->inc();
         continue;
       }
       for (const auto& l : d.limits) {
+        auto [it, inserted] = rule_counters_.try_emplace(l.rule);
+        RuleCounters& c = it->second;
+        if (inserted) {
+          c.allowed = &counter(domain.domain, l.name, "allowed");
+          c.denied = &counter(domain.domain, l.name, "denied");
+          c.shadow_denied = &counter(domain.domain, l.name, "shadow_denied");
+        }
         if (l.unlimited || l.outcome.allowed) {
-          count(domain, l.name, "allowed");
+          c.allowed->inc();
         } else {
-          count(domain, l.name, l.shadow ? "shadow_denied" : "denied");
+          (l.shadow ? c.shadow_denied : c.denied)->inc();
         }
       }
     }
   }
 
-  void count(std::string_view domain, std::string_view rule, std::string_view outcome) {
-    std::string key;
-    key.reserve(domain.size() + rule.size() + outcome.size() + 2);
-    key.append(domain).append(1, '\0').append(rule).append(1, '\0').append(outcome);
-    auto it = counters_.find(key);
-    if (it == counters_.end()) {
-      Counter& c = metrics_.counter(kDecisionsMetric, {{"domain", std::string(domain)},
-                                                       {"rule", std::string(rule)},
-                                                       {"outcome", std::string(outcome)}});
-      it = counters_.emplace(std::move(key), &c).first;
-    }
-    it->second->inc();
+  Counter& counter(std::string_view domain, std::string_view rule, std::string_view outcome) {
+    return metrics_.counter(kDecisionsMetric, {{"domain", std::string(domain)},
+                                               {"rule", std::string(rule)},
+                                               {"outcome", std::string(outcome)}});
   }
 
   RulesProvider rules_;
   StorePtr store_;
   Metrics& metrics_;
-  std::unordered_map<std::string, Counter*> counters_;
+  Counter& unknown_domain_;
+  RuleSetPtr counted_rules_;  // the snapshot the two maps below point into
+  std::unordered_map<const RateLimit*, RuleCounters> rule_counters_;
+  std::unordered_map<const DomainConfig*, Counter*> no_rule_counters_;
 };
 
 }  // namespace

@@ -109,6 +109,16 @@ TEST_F(DecisionServiceTest, DeniesAfterTheLimitPerClient) {
   EXPECT_EQ(decisions("auth.auth_type_login", "denied"), 1u);
 }
 
+TEST_F(DecisionServiceTest, CountsKeepTheirSeriesAcrossARulesReload) {
+  auto s = service(makeMemoryStore({}, clock_, metrics_));
+  EXPECT_TRUE(decide(*s, request("a", "login"))->allowed);
+  rules_ = loadRulesFromStrings({{"auth.yaml", kRules}}).rules;  // a new snapshot
+  EXPECT_TRUE(decide(*s, request("a", "login"))->allowed);
+  EXPECT_FALSE(decide(*s, request("a", "login"))->allowed);
+  EXPECT_EQ(decisions("auth.auth_type_login", "allowed"), 2u);
+  EXPECT_EQ(decisions("auth.auth_type_login", "denied"), 1u);
+}
+
 TEST_F(DecisionServiceTest, KeysAreEscapedClientThenBucket) {
   auto store = std::make_shared<RecordingStore>();
   auto s = service(store);
