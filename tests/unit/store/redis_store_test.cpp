@@ -128,6 +128,25 @@ TEST_F(RedisStoreTest, DeniedMultiLimitRequestChargesNothing) {
   EXPECT_EQ(loose->outcomes[0].remaining, 10);
 }
 
+TEST_F(RedisStoreTest, AForeignValueAtABucketKeyReadsAsAFreshBucket) {
+  RedisServer server;
+  RedisOptions options = optionsFor(server.url());
+  open(options);
+  ASSERT_TRUE(waitHealthy());
+  const std::string garbage = redisBucketKey(options.key_prefix, "c1", "d:garbage");
+  const std::string wrong_type = redisBucketKey(options.key_prefix, "c1", "d:hash");
+  server.command({"SET", garbage, "not msgpack \xc1"});
+  server.command({"HSET", wrong_type, "f", "v"});
+  for (const char* key : {"d:garbage", "d:hash"}) {
+    auto r = call(request({fixedWindow(key, 2)}));
+    ASSERT_TRUE(r.ok()) << key << ": " << r.error().message;
+    EXPECT_EQ(r->outcomes[0].remaining, 1) << key;
+    auto again = call(request({fixedWindow(key, 2)}));
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->outcomes[0].remaining, 0) << key << " was not overwritten with our state";
+  }
+}
+
 TEST_F(RedisStoreTest, ShadowLimitNeverDenies) {
   RedisServer server;
   open(optionsFor(server.url()));

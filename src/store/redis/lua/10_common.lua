@@ -22,19 +22,30 @@ local function new_outcome()
            never = false }
 end
 
--- A stored state: { a, b, c, at_1, cost_1, at_2, cost_2, ... } packed with cmsgpack;
--- absent key = fresh bucket.
+-- A stored state: { a, b, c, at_1, cost_1, at_2, cost_2, ... } packed with cmsgpack.
+-- An absent key is a fresh bucket; so is a value that is not ours (another type, garbage
+-- written by someone else): it is overwritten on the next charge instead of failing every
+-- request on that key.
 local function decode_state(raw)
   local st = { a = 0, b = 0, c = 0, at = {}, cost = {} }
-  if raw then
-    local t = cmsgpack.unpack(raw)
-    st.a, st.b, st.c = t[1] or 0, t[2] or 0, t[3] or 0
-    local n = 0
-    for i = 4, #t, 2 do
-      n = n + 1
-      st.at[n] = t[i]
-      st.cost[n] = t[i + 1]
+  if type(raw) ~= 'string' then
+    return st
+  end
+  local ok, t = pcall(cmsgpack.unpack, raw)
+  if not ok or type(t) ~= 'table' or #t < 3 or (#t - 3) % 2 ~= 0 then
+    return st
+  end
+  for i = 1, #t do
+    if type(t[i]) ~= 'number' then
+      return st
     end
+  end
+  st.a, st.b, st.c = t[1], t[2], t[3]
+  local n = 0
+  for i = 4, #t, 2 do
+    n = n + 1
+    st.at[n] = t[i]
+    st.cost[n] = t[i + 1]
   end
   return st
 end

@@ -52,7 +52,8 @@ for i = 1, n do
     warmup = tonumber(ARGV[base + 6]),
   }
   params[i] = p
-  local st = decode_state(redis.call('GET', KEYS[i]))
+  -- pcall: a key of another type (WRONGTYPE) reads as a fresh bucket, see decode_state.
+  local st = decode_state(redis.pcall('GET', KEYS[i]))
   local o, nxt, ttl
   if p.limit <= 0 or p.window <= 0 or ALGORITHMS[p.algorithm] == nil then
     o, nxt, ttl = blocked(st, cost)
