@@ -1,0 +1,111 @@
+// A request body all the way to the answer, as POST /shouldAllowRequest and POST /json
+// serve it: parse, match against the example rules, decide on the memory store, encode
+// the JSON and the rate-limit headers. Bodies that parse are decided twice per endpoint, so
+// the second answer sees the state the first one left.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fuzz_check.hpp"
+#include "http/decision_codec.hpp"
+#include "http/decision_service.hpp"
+#include "sluice/clock.hpp"
+#include "sluice/memory_store.hpp"
+#include "sluice/metrics.hpp"
+#include "sluice/rules.hpp"
+
+namespace {
+
+// The shapes of config/rules/: every algorithm, nesting, wildcards, shadow, unlimited.
+constexpr const char* kRules = R"(domain: fuzz
+rate_limit: {name: per_client, unit: second, requests_per_unit: 5}
+descriptors:
+  - key: user
+    descriptors:
+      - key: path
+        rate_limit: {unit: minute, requests_per_unit: 60}
+      - key: path
+        value: /v1/search
+        rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding_window_counter}
+      - key: path
+        value: /healthz
+        rate_limit: {unlimited: true}
+  - key: path
+    value: /v1/export/*
+    share_threshold: true
+    metadata: {team: data}
+    rate_limit: {unit: second, requests_per_unit: 2, algorithm: token_bucket, burst: 20}
+  - key: upload
+    value: large
+    rate_limit: {unit: second, unit_multiplier: 30, requests_per_unit: 10,
+                 algorithm: leaky_bucket, burst: 5, shape: true}
+  - key: auth_type
+    value: reset
+    shadow_mode: true
+    rate_limits:
+      - {name: reset_log, unit: hour, requests_per_unit: 3, algorithm: sliding_window_log,
+         min_interval: 10s}
+      - {name: reset_count, unit: day, requests_per_unit: 0, count_rejected: true}
+)";
+
+struct Pipeline {
+  Pipeline() {
+    sluice::LoadResult loaded = sluice::loadRulesFromStrings({{"fuzz.yaml", kRules}});
+    SLUICE_FUZZ_CHECK(loaded.rules != nullptr);
+    rules = loaded.rules;
+    sluice::MemoryStoreOptions options;
+    options.max_keys = 4096;
+    service = sluice::http::makeDecisionService(
+        [this] { return rules; }, sluice::makeMemoryStore(options, clock, metrics), metrics);
+  }
+
+  std::optional<sluice::Decision> decide(const sluice::DecisionRequest& request) {
+    std::optional<sluice::Decision> result;
+    service->decide(request, [&](sluice::Result<sluice::Decision> decision) {
+      SLUICE_FUZZ_CHECK(decision.ok());  // the memory store never fails
+      result = std::move(*decision);
+    });
+    SLUICE_FUZZ_CHECK(result.has_value());  // the memory store answers inline
+    return result;
+  }
+
+  sluice::ManualClock clock;
+  sluice::Metrics metrics;
+  sluice::RuleSetPtr rules;
+  std::unique_ptr<sluice::DecisionService> service;
+};
+
+void checkResponse(const sluice::http::Response& response) {
+  SLUICE_FUZZ_CHECK(response.status == 200 || response.status == 429);
+  SLUICE_FUZZ_CHECK(!response.body.empty());
+  SLUICE_FUZZ_CHECK(response.hold.count() >= 0);
+  for (const auto& header : response.headers) {
+    SLUICE_FUZZ_CHECK(!header.name.empty());
+    // A header value with CR or LF would let a client split the response.
+    SLUICE_FUZZ_CHECK(header.value.find_first_of("\r\n") == std::string::npos);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static Pipeline* pipeline = new Pipeline();
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  if (auto request = sluice::http::parseDecisionRequest(body, "fuzz")) {
+    for (int round = 0; round < 2; ++round) {
+      const auto decision = pipeline->decide(*request);
+      checkResponse(sluice::http::decisionResponse(*request, *decision));
+      (void)sluice::http::shapingDelay(*decision);
+    }
+  }
+  if (auto request = sluice::http::parseEnvoyRequest(body)) {
+    for (int round = 0; round < 2; ++round) {
+      checkResponse(sluice::http::envoyResponse(*pipeline->decide(*request)));
+    }
+  }
+  pipeline->clock.advance(std::chrono::milliseconds(size % 1000));
+  return 0;
+}

@@ -1,0 +1,32 @@
+// POST /json bodies (envoyproxy/ratelimit's RateLimitRequest in proto3 JSON):
+// http::parseEnvoyRequest (src/http/decision_codec.cpp).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "fuzz_check.hpp"
+#include "http/decision_codec.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  auto parsed = sluice::http::parseEnvoyRequest(body);
+  if (!parsed) {
+    SLUICE_FUZZ_CHECK(parsed.error().kind == sluice::ErrorKind::kInvalidArgument);
+    SLUICE_FUZZ_CHECK(!parsed.error().message.empty());
+    return 0;
+  }
+  const sluice::DecisionRequest& request = *parsed;
+  SLUICE_FUZZ_CHECK(!request.domain.empty());
+  SLUICE_FUZZ_CHECK(!request.descriptors.empty());
+  SLUICE_FUZZ_CHECK(request.descriptors.size() <= sluice::http::kMaxDescriptors);
+  SLUICE_FUZZ_CHECK(request.hits >= 1 && request.hits <= sluice::http::kMaxHits);
+  SLUICE_FUZZ_CHECK(request.descriptor_hits.empty() ||
+                    request.descriptor_hits.size() == request.descriptors.size());
+  for (const auto& descriptor : request.descriptors) {
+    SLUICE_FUZZ_CHECK(!descriptor.empty() && descriptor.size() <= sluice::http::kMaxEntries);
+    for (const auto& entry : descriptor) {
+      SLUICE_FUZZ_CHECK(!entry.key.empty());
+    }
+  }
+  return 0;
+}
