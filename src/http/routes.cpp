@@ -28,16 +28,19 @@ Handler decisionHandler(const HandlerContext& context, Parse parse, Encode encod
       respond(jsonError(400, parsed.error().message));
       return;
     }
-    auto decision_request = std::make_shared<DecisionRequest>(std::move(*parsed));
-    context.decisions->decide(
-        *decision_request,
-        [decision_request, encode, respond = std::move(respond)](Result<Decision> decision) {
-          if (!decision) {
-            respond(decisionErrorResponse(decision.error()));
-            return;
-          }
-          respond(encode(*decision_request, *decision));
-        });
+    // The encoders need only who asked; the descriptors move into the service.
+    DecisionRequest asked;
+    asked.domain = parsed->domain;
+    asked.client_id = parsed->client_id;
+    context.decisions->decide(std::move(*parsed),
+                              [asked = std::move(asked), encode,
+                               respond = std::move(respond)](Result<Decision> decision) {
+                                if (!decision) {
+                                  respond(decisionErrorResponse(decision.error()));
+                                  return;
+                                }
+                                respond(encode(asked, *decision));
+                              });
   };
 }
 
@@ -47,10 +50,11 @@ Response decisionErrorResponse(const Error& error) {
   switch (error.kind) {
     case ErrorKind::kInvalidArgument:
       return jsonError(400, error.message);
+    case ErrorKind::kUnavailable:
+      return jsonError(503, error.message);
     case ErrorKind::kTimeout:
     case ErrorKind::kConnection:
     case ErrorKind::kScript:
-    case ErrorKind::kUnavailable:
       return jsonError(503, "store unavailable: " + error.message);
     case ErrorKind::kNotFound:
     case ErrorKind::kInternal:
