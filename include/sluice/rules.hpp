@@ -164,6 +164,12 @@ RequestMatch matchRequest(const DomainConfig& domain, const std::vector<Descript
 /// integer, then the unit). nullopt when malformed or out of range.
 std::optional<Micros> parseDuration(std::string_view text);
 
+/// The longest span a rule may ask for (10 years): a window (unit x unit_multiplier), a full
+/// bucket (burst x window / requests_per_unit), `min_interval` and `warmup`. The algorithms
+/// add a few spans to the current time; within this bound every such sum fits in int64 and
+/// stays below 2^53 microseconds, where the Redis scripts' Lua doubles are exact.
+inline constexpr Micros kMaxRuleSpanMicros = 10LL * 365 * 86'400 * kMicrosPerSecond;
+
 /// Renders a RuleSet as JSON for `GET /rules`: {"hash", "loaded_at_ms", "files",
 /// "limit_count", "domains": {name: {"file", "line", "rate_limits": [...], "descriptors":
 /// [{"key", "value"?, "wildcard", ..., "rate_limits": [...], "descriptors": [...]}]}}}.

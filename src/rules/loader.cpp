@@ -391,6 +391,11 @@ class FileParser {
   std::optional<Micros> readDuration(const Field& field, std::string_view name) {
     if (field.value.IsScalar()) {
       if (const auto duration = parseDuration(field.value.Scalar())) {
+        if (*duration > kMaxRuleSpanMicros) {
+          error(at(field), inQuotes(name) + " is too long: " + inQuotes(field.value.Scalar()) +
+                               " (at most 10 years)");
+          return std::nullopt;
+        }
         return duration;
       }
     }
@@ -629,9 +634,9 @@ class FileParser {
     }
     if (const Field* field = find("unit_multiplier")) {
       if (const auto multiplier = readInteger(*field, "unit_multiplier", 1, kMaxCount)) {
-        if (*multiplier > std::numeric_limits<Micros>::max() / unitMicros(limit.unit)) {
+        if (*multiplier > kMaxRuleSpanMicros / unitMicros(limit.unit)) {
           error(at(*field), "'unit_multiplier' " + std::to_string(*multiplier) +
-                                " makes the window too long");
+                                " makes the window too long (at most 10 years)");
         } else {
           limit.unit_multiplier = *multiplier;
         }
@@ -700,6 +705,17 @@ class FileParser {
       } else if (rule.key == "warmup") {
         limit.params.warmup_us = readDuration(*field, "warmup").value_or(0);
       }
+    }
+    // A full bucket takes burst x W / L to drain; the algorithms add it to the current time.
+    if (const Field* field = find("burst");
+        field != nullptr && burst && limit.requests_per_unit > 0 &&
+        static_cast<double>(*burst) * static_cast<double>(unitMicros(limit.unit)) *
+                static_cast<double>(limit.unit_multiplier) /
+                static_cast<double>(limit.requests_per_unit) >
+            static_cast<double>(kMaxRuleSpanMicros)) {
+      error(at(*field), "'burst' " + std::to_string(*burst) +
+                            " makes a full bucket last too long (burst x window / "
+                            "requests_per_unit must be at most 10 years)");
     }
     if (errors_.size() != errors_before) {
       return std::nullopt;

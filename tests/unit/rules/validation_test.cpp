@@ -211,6 +211,31 @@ TEST(ValidationTest, ZeroUnitMultiplier) {
       "'unit_multiplier' must be an integer >= 1, got '0'");
 }
 
+// Spans beyond 10 years overflowed the algorithms' int64 arithmetic (tests/fuzz/fuzz_limiter).
+TEST(ValidationTest, WindowLongerThanTenYears) {
+  expectOnlyError(
+      withLimit("      unit: year\n      requests_per_unit: 5\n      unit_multiplier: 11\n"), 8,
+      "'unit_multiplier' 11 makes the window too long (at most 10 years)");
+  EXPECT_TRUE(errorsOf(withLimit("      unit: year\n      requests_per_unit: 5\n"
+                                 "      unit_multiplier: 10\n"))
+                  .empty());
+}
+
+TEST(ValidationTest, DurationLongerThanTenYears) {
+  expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 5\n"
+                            "      algorithm: sliding_window_log\n      min_interval: 3651d\n"),
+                  9, "'min_interval' is too long: '3651d' (at most 10 years)");
+}
+
+TEST(ValidationTest, BucketThatTakesLongerThanTenYearsToFill) {
+  // One token a day and a burst of 4000: a full bucket is almost 11 years of tokens.
+  expectOnlyError(withLimit("      unit: day\n      requests_per_unit: 1\n"
+                            "      algorithm: token_bucket\n      burst: 4000\n"),
+                  9,
+                  "'burst' 4000 makes a full bucket last too long (burst x window / "
+                  "requests_per_unit must be at most 10 years)");
+}
+
 TEST(ValidationTest, UnlimitedWithUnit) {
   expectOnlyError(withLimit("      unlimited: true\n      unit: second\n"), 7,
                   "should not specify 'unit' when 'unlimited' is true");
