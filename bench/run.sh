@@ -22,7 +22,7 @@ profile=full
 install=1
 sluice=""
 pass=()
-cmdline="bench/run.sh $*"
+cmdline="${SLUICE_BUILD_DIR:+SLUICE_BUILD_DIR=$SLUICE_BUILD_DIR }bench/run.sh $*"
 while (($#)); do
   case $1 in
     --smoke) profile=smoke ;;
