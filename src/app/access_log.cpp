@@ -86,10 +86,10 @@ AccessLog::AccessLog(std::shared_ptr<spdlog::details::thread_pool> pool,
     : pool_(std::move(pool)), logger_(std::move(logger)), format_(format) {}
 
 AccessLog::~AccessLog() {
-  // The pool's destructor drains its queue and joins its thread; the logger goes first so
-  // that nothing holds the pool afterwards.
-  logger_.reset();
+  // The pool's destructor writes what is queued and joins its thread (the logger only holds
+  // it weakly); after the join the logger and its sink are this thread's alone.
   pool_.reset();
+  logger_.reset();
 }
 
 void AccessLog::write(const AccessRecord& record) {
