@@ -127,6 +127,19 @@ TEST_F(DecisionEndpointTest, HitsZeroChecksWithoutConsuming) {
   EXPECT_EQ(client.post("/shouldAllowRequest", peek).header("X-Ratelimit-Remaining"), "5");
 }
 
+TEST_F(DecisionEndpointTest, CostAboveTheLimitIsDeniedWithoutARetryTime) {
+  HttpResponse r = sluice_.client().post(
+      "/shouldAllowRequest",
+      R"({"domain":"auth","clientId":"big","hits":6,"descriptors":[[{"key":"auth_type","value":"login"}]]})");
+  ASSERT_EQ(r.status, 429) << r.body;
+  EXPECT_EQ(r.header("X-Ratelimit-Limit"), "5");
+  EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "5");
+  EXPECT_FALSE(r.hasHeader("Retry-After"));
+  json body = json::parse(r.body);
+  EXPECT_EQ(body["descriptors"][0]["limits"][0]["never"], true);
+  EXPECT_NE(body["reason"].get<std::string>().find("can ever admit"), std::string::npos);
+}
+
 TEST_F(DecisionEndpointTest, NoRuleMatchedIsAllowedWithoutLimitHeaders) {
   HttpResponse r = sluice_.client().post(
       "/shouldAllowRequest",
