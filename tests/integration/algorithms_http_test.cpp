@@ -1,22 +1,28 @@
 // Every algorithm over real HTTP against the real binary (issue 4, DESIGN.md §2 and §4): what a
-// caller sees in status codes, rate-limit headers and the body's per-limit fields.
+// caller sees in status codes, rate-limit headers and the body's per-limit fields. Each case
+// runs on the memory store and on `--store redis` with a real redis-server (the Lua scripts
+// must make the same decisions).
 //
-// Timing: windows are short (1 s) only where a test needs time to pass; tests that do not
-// use hour windows (or no windows at all). Assertions on time are lower bounds or follow from
-// the order of events, so a slow machine cannot fail them: e.g. after sleeping the announced
-// retry_after_ms the same request must pass, and a request sent 500 ms after another sees at
-// most 500 ms less of its window.
+// Timing: windows are short (1 s) only where a test needs time to pass; the others use hour
+// windows. Assertions on time are lower bounds or follow from the order of events, so a slow
+// machine cannot fail them: e.g. after sleeping the announced retry_after_ms the same request
+// must pass, and a request sent 500 ms after another sees at most 500 ms less of its window.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "support/http_client.hpp"
+#include "support/redis_server.hpp"
 #include "support/sluice_process.hpp"
 
 namespace sluice::test {
@@ -134,8 +140,8 @@ std::string decisionBody(const std::vector<std::string>& values, std::int64_t hi
   for (const auto& value : values) {
     descriptors += (descriptors.empty() ? "" : ",") + descriptorJson(value);
   }
-  return R"({"domain":"algo","clientId":")" + testClient() + R"(","descriptors":[)" +
-         descriptors + R"(],"hits":)" + std::to_string(hits) + "}";
+  return R"({"domain":"algo","clientId":")" + testClient() + R"(","descriptors":[)" + descriptors +
+         R"(],"hits":)" + std::to_string(hits) + "}";
 }
 
 std::int64_t ceilDiv(std::int64_t value, std::int64_t by) { return (value + by - 1) / by; }
@@ -174,8 +180,8 @@ void expectHeadersOf(const HttpResponse& r, const json& limit, std::int64_t wind
 /// Sleeps until at least `room` is left in the current epoch-aligned window of `window`, so a
 /// test that needs one whole window does not straddle its end.
 void awaitWindowRoom(milliseconds window, milliseconds room) {
-  const auto now = std::chrono::duration_cast<milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  const auto now =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch());
   const milliseconds left = window - now % window;
   if (left < room) {
     std::this_thread::sleep_for(left + milliseconds(10));
@@ -184,29 +190,83 @@ void awaitWindowRoom(milliseconds window, milliseconds room) {
 
 void sleepMs(std::int64_t ms) { std::this_thread::sleep_for(milliseconds(ms)); }
 
-class AlgorithmsHttpTest : public ::testing::Test {
+enum class Store { kMemory, kRedis };
+
+std::string storeName(Store store) { return store == Store::kMemory ? "memory" : "redis"; }
+
+/// The servers of this process, started on first use and shared by the tests: one `sluice`
+/// per store, and for the Redis one a real redis-server. Tests never share buckets (each has
+/// its own client id), so sharing a server only saves start-up time.
+class AlgorithmsHttpBase : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    sluice_ = new SluiceProcess(withRules({{"algo.yaml", kAlgoRules}}));
-  }
   static void TearDownTestSuite() {
-    delete sluice_;
-    sluice_ = nullptr;
+    memory_.reset();
+    redis_sluice_.reset();
+    redis_.reset();
+  }
+
+  static SluiceProcess& server(Store store) {
+    if (store == Store::kMemory) {
+      if (!memory_) {
+        memory_ = std::make_unique<SluiceProcess>(withRules({{"algo.yaml", kAlgoRules}}));
+      }
+      return *memory_;
+    }
+    if (!redis_sluice_) {
+      redis_ = std::make_unique<RedisServer>();
+      redis_sluice_ = std::make_unique<SluiceProcess>(
+          withRules({{"algo.yaml", kAlgoRules}}, {"--threads", "1", "--store", "redis", "--redis",
+                                                  redis_->url(), "--failure-mode", "closed"}));
+      awaitReady(*redis_sluice_);
+    }
+    return *redis_sluice_;
+  }
+
+  /// /healthz answers before the Redis connection is up; /readyz says when the store can
+  /// answer (with failure mode `closed`, requests before that get 503). One I/O thread: each
+  /// thread has its own connection and /readyz reports the one of the thread it lands on.
+  static void awaitReady(SluiceProcess& sluice) {
+    HttpClient client = sluice.client();
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+    while (client.get("/readyz").status != 200) {
+      if (SteadyClock::now() > deadline) {
+        throw std::runtime_error("sluice on redis not ready: " + sluice.log());
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+  }
+
+  void use(Store store) {
+    sluice_ = &server(store);
+    client_.emplace(sluice_->client());
   }
 
   HttpResponse decide(const std::string& value, std::int64_t hits = 1) {
-    return client_.post("/shouldAllowRequest", decisionBody({value}, hits));
+    return client_->post("/shouldAllowRequest", decisionBody({value}, hits));
   }
 
-  static SluiceProcess* sluice_;
-  HttpClient client_ = sluice_->client();
+  SluiceProcess* sluice_ = nullptr;
+  std::optional<HttpClient> client_;
+
+ private:
+  static std::unique_ptr<SluiceProcess> memory_;
+  static std::unique_ptr<RedisServer> redis_;
+  static std::unique_ptr<SluiceProcess> redis_sluice_;
 };
 
-SluiceProcess* AlgorithmsHttpTest::sluice_ = nullptr;
+std::unique_ptr<SluiceProcess> AlgorithmsHttpBase::memory_;
+std::unique_ptr<RedisServer> AlgorithmsHttpBase::redis_;
+std::unique_ptr<SluiceProcess> AlgorithmsHttpBase::redis_sluice_;
+
+/// The behaviours of each algorithm over time, on each store.
+class AlgorithmsHttpTest : public AlgorithmsHttpBase, public ::testing::WithParamInterface<Store> {
+ protected:
+  void SetUp() override { use(GetParam()); }
+};
 
 // ---- fixed_window ------------------------------------------------------------------------
 
-TEST_F(AlgorithmsHttpTest, FixedWindowAllowsTheLimitThenDeniesUntilTheNextWindow) {
+TEST_P(AlgorithmsHttpTest, FixedWindowAllowsTheLimitThenDeniesUntilTheNextWindow) {
   awaitWindowRoom(milliseconds(1000), milliseconds(600));
   for (int i = 0; i < 3; ++i) {
     HttpResponse r = decide("fixed");
@@ -237,7 +297,7 @@ TEST_F(AlgorithmsHttpTest, FixedWindowAllowsTheLimitThenDeniesUntilTheNextWindow
 
 // ---- sliding_window_log ------------------------------------------------------------------
 
-TEST_F(AlgorithmsHttpTest, SlidingWindowLogFreesOneRequestWhenTheOldestAgesOut) {
+TEST_P(AlgorithmsHttpTest, SlidingWindowLogFreesOneRequestWhenTheOldestAgesOut) {
   ASSERT_EQ(decide("log").status, 200);
   sleepMs(500);
   ASSERT_EQ(decide("log").status, 200);
@@ -266,7 +326,7 @@ TEST_F(AlgorithmsHttpTest, SlidingWindowLogFreesOneRequestWhenTheOldestAgesOut) 
   expectHeadersOf(again, limitOf(again), 1);
 }
 
-TEST_F(AlgorithmsHttpTest, SlidingWindowLogMinIntervalDeniesARequestTooCloseToThePrevious) {
+TEST_P(AlgorithmsHttpTest, SlidingWindowLogMinIntervalDeniesARequestTooCloseToThePrevious) {
   HttpResponse first = decide("log_min_interval");
   ASSERT_EQ(first.status, 200) << first.body;
   EXPECT_EQ(limitOf(first)["remaining"], 9);
@@ -287,7 +347,7 @@ TEST_F(AlgorithmsHttpTest, SlidingWindowLogMinIntervalDeniesARequestTooCloseToTh
   EXPECT_EQ(limitOf(spaced)["remaining"], 8);
 }
 
-TEST_F(AlgorithmsHttpTest, SlidingWindowLogCountRejectedKeepsAHammeringClientBlocked) {
+TEST_P(AlgorithmsHttpTest, SlidingWindowLogCountRejectedKeepsAHammeringClientBlocked) {
   ASSERT_EQ(decide("log_count_rejected").status, 200);
   ASSERT_EQ(decide("log_count_rejected").status, 200);
   const auto admitted_at = SteadyClock::now();
@@ -313,7 +373,7 @@ TEST_F(AlgorithmsHttpTest, SlidingWindowLogCountRejectedKeepsAHammeringClientBlo
 
 // ---- sliding_window_counter --------------------------------------------------------------
 
-TEST_F(AlgorithmsHttpTest, SlidingWindowCounterWeighsThePreviousWindowIntoTheNext) {
+TEST_P(AlgorithmsHttpTest, SlidingWindowCounterWeighsThePreviousWindowIntoTheNext) {
   awaitWindowRoom(milliseconds(1000), milliseconds(600));
   for (int i = 0; i < 4; ++i) {
     HttpResponse r = decide("counter");
@@ -343,7 +403,7 @@ TEST_F(AlgorithmsHttpTest, SlidingWindowCounterWeighsThePreviousWindowIntoTheNex
 
 // ---- token_bucket ------------------------------------------------------------------------
 
-TEST_F(AlgorithmsHttpTest, TokenBucketAllowsTheBurstThenRefillsOneTokenPerInterval) {
+TEST_P(AlgorithmsHttpTest, TokenBucketAllowsTheBurstThenRefillsOneTokenPerInterval) {
   for (int i = 0; i < 4; ++i) {
     HttpResponse r = decide("token");
     ASSERT_EQ(r.status, 200) << r.body;
@@ -370,7 +430,7 @@ TEST_F(AlgorithmsHttpTest, TokenBucketAllowsTheBurstThenRefillsOneTokenPerInterv
   EXPECT_EQ(decide("token").status, 429);
 }
 
-TEST_F(AlgorithmsHttpTest, TokenBucketAdmitsACostAboveTheRateUpToTheBurst) {
+TEST_P(AlgorithmsHttpTest, TokenBucketAdmitsACostAboveTheRateUpToTheBurst) {
   HttpResponse three = decide("token", 3);  // 3 > 2 per second, <= burst 4
   ASSERT_EQ(three.status, 200) << three.body;
   EXPECT_EQ(limitOf(three)["remaining"], 1);
@@ -383,7 +443,7 @@ TEST_F(AlgorithmsHttpTest, TokenBucketAdmitsACostAboveTheRateUpToTheBurst) {
   expectHeadersOf(five, limitOf(five), 1);
 }
 
-TEST_F(AlgorithmsHttpTest, TokenBucketWithWarmupStartsColdAndAdmitsLessThanItsBurst) {
+TEST_P(AlgorithmsHttpTest, TokenBucketWithWarmupStartsColdAndAdmitsLessThanItsBurst) {
   int plain_allowed = 0;
   int cold_allowed = 0;
   std::int64_t first_cold_remaining = -1;
@@ -411,7 +471,7 @@ TEST_F(AlgorithmsHttpTest, TokenBucketWithWarmupStartsColdAndAdmitsLessThanItsBu
 
 // ---- leaky_bucket ------------------------------------------------------------------------
 
-TEST_F(AlgorithmsHttpTest, LeakyBucketGivesEachRequestItsDelayInTheQueueAndDeniesWhenFull) {
+TEST_P(AlgorithmsHttpTest, LeakyBucketGivesEachRequestItsDelayInTheQueueAndDeniesWhenFull) {
   // 1 per second, a queue of 3: the answers say when each request leaves the queue.
   std::vector<std::int64_t> delays;
   for (int i = 0; i < 3; ++i) {
@@ -440,7 +500,7 @@ TEST_F(AlgorithmsHttpTest, LeakyBucketGivesEachRequestItsDelayInTheQueueAndDenie
   EXPECT_EQ(full.header("Retry-After"), "1");
 }
 
-TEST_F(AlgorithmsHttpTest, ShapedLeakyBucketHoldsConcurrentAnswersOneIntervalApart) {
+TEST_P(AlgorithmsHttpTest, ShapedLeakyBucketHoldsConcurrentAnswersOneIntervalApart) {
   struct Answer {
     HttpResponse response;
     SteadyClock::time_point arrived;
@@ -450,7 +510,7 @@ TEST_F(AlgorithmsHttpTest, ShapedLeakyBucketHoldsConcurrentAnswersOneIntervalApa
   std::vector<std::thread> callers;
   const auto start = SteadyClock::now();
   for (auto& answer : answers) {
-    callers.emplace_back([&answer, &body] {
+    callers.emplace_back([this, &answer, &body] {
       HttpClient client = sluice_->client();
       try {
         answer.response = client.post("/shouldAllowRequest", body);
@@ -485,7 +545,7 @@ TEST_F(AlgorithmsHttpTest, ShapedLeakyBucketHoldsConcurrentAnswersOneIntervalApa
 
 // ---- several limits: all or nothing --------------------------------------------------------
 
-TEST_F(AlgorithmsHttpTest, RateLimitsListChargesNoLimitWhenOneDenies) {
+TEST_P(AlgorithmsHttpTest, RateLimitsListChargesNoLimitWhenOneDenies) {
   for (int i = 0; i < 2; ++i) {
     HttpResponse r = decide("pair");
     ASSERT_EQ(r.status, 200) << r.body;
@@ -511,11 +571,11 @@ TEST_F(AlgorithmsHttpTest, RateLimitsListChargesNoLimitWhenOneDenies) {
   EXPECT_EQ(limitOf(check, 0, 1)["remaining"], 0);
 }
 
-TEST_F(AlgorithmsHttpTest, SeveralDescriptorsChargeNoneWhenOneDenies) {
+TEST_P(AlgorithmsHttpTest, SeveralDescriptorsChargeNoneWhenOneDenies) {
   awaitWindowRoom(milliseconds(3'600'000), milliseconds(3000));
   ASSERT_EQ(decide("fixed_window_hourly", 5).status, 200);
-  HttpResponse denied = client_.post(
-      "/shouldAllowRequest", decisionBody({"token_bucket_hourly", "fixed_window_hourly"}));
+  HttpResponse denied = client_->post("/shouldAllowRequest",
+                                      decisionBody({"token_bucket_hourly", "fixed_window_hourly"}));
   ASSERT_EQ(denied.status, 429) << denied.body;
   expectHeadersOf(denied, limitOf(denied, 1), 3600);
   EXPECT_EQ(denied.header("RateLimit-Policy"), R"("fixed_window_hourly";q=5;w=3600)");
@@ -527,11 +587,16 @@ TEST_F(AlgorithmsHttpTest, SeveralDescriptorsChargeNoneWhenOneDenies) {
 // ---- the same contract for every algorithm -----------------------------------------------
 // Hour windows (L = 5 per hour): nothing refills during a test.
 
-class AlgorithmsHttpContractTest : public AlgorithmsHttpTest,
-                                   public ::testing::WithParamInterface<std::string> {
+class AlgorithmsHttpContractTest
+    : public AlgorithmsHttpBase,
+      public ::testing::WithParamInterface<std::tuple<Store, std::string>> {
  protected:
-  void SetUp() override { awaitWindowRoom(milliseconds(3'600'000), milliseconds(3000)); }
-  std::string node() const { return GetParam() + "_hourly"; }
+  void SetUp() override {
+    use(std::get<0>(GetParam()));
+    awaitWindowRoom(milliseconds(3'600'000), milliseconds(3000));
+  }
+  const std::string& algorithm() const { return std::get<1>(GetParam()); }
+  std::string node() const { return algorithm() + "_hourly"; }
   HttpResponse decideParam(std::int64_t hits) { return decide(node(), hits); }
 };
 
@@ -539,7 +604,7 @@ TEST_P(AlgorithmsHttpContractTest, HitsAboveOneConsumeThatManyAndADeniedCostCons
   HttpResponse three = decideParam(3);
   ASSERT_EQ(three.status, 200) << three.body;
   json limit = limitOf(three);
-  EXPECT_EQ(limit["algorithm"], GetParam());
+  EXPECT_EQ(limit["algorithm"], algorithm());
   EXPECT_EQ(limit["remaining"], 2);
   expectHeadersOf(three, limit, 3600);
 
@@ -592,12 +657,20 @@ TEST_P(AlgorithmsHttpContractTest, CostAboveTheLimitIsDeniedAsNeverPassing) {
   EXPECT_EQ(limitOf(one)["remaining"], 4);
 }
 
+INSTANTIATE_TEST_SUITE_P(Algorithms, AlgorithmsHttpTest,
+                         ::testing::Values(Store::kMemory, Store::kRedis),
+                         [](const ::testing::TestParamInfo<Store>& info) {
+                           return storeName(info.param);
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, AlgorithmsHttpContractTest,
-                         ::testing::Values("fixed_window", "sliding_window_log",
-                                           "sliding_window_counter", "token_bucket",
-                                           "leaky_bucket"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param;
+                         ::testing::Combine(::testing::Values(Store::kMemory, Store::kRedis),
+                                            ::testing::Values("fixed_window", "sliding_window_log",
+                                                              "sliding_window_counter",
+                                                              "token_bucket", "leaky_bucket")),
+                         [](const ::testing::TestParamInfo<std::tuple<Store, std::string>>& info) {
+                           return storeName(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
                          });
 
 }  // namespace
