@@ -146,7 +146,7 @@ std::string decisionBody(const std::vector<std::string>& values, std::int64_t hi
 
 std::int64_t ceilDiv(std::int64_t value, std::int64_t by) { return (value + by - 1) / by; }
 
-/// The first limit of the first descriptor of an answer.
+/// Limit `limit` of descriptor `descriptor` in an answer's body.
 json limitOf(const HttpResponse& r, std::size_t descriptor = 0, std::size_t limit = 0) {
   return json::parse(r.body)["descriptors"][descriptor]["limits"][limit];
 }
