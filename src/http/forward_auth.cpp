@@ -919,17 +919,21 @@ void addForwardAuthRoutes(Router& router, const HandlerContext& context) {
   auto config =
       context.forward_auth ? context.forward_auth : std::make_shared<const ForwardAuthConfig>();
   Handler check = [context, config](const Request& request, Respond respond) {
-    auto decision_request = std::make_shared<DecisionRequest>(
-        buildForwardAuthRequest(*config, request, request.peer, context.default_domain));
-    context.decisions->decide(
-        *decision_request,
-        [config, decision_request, respond = std::move(respond)](Result<Decision> decision) {
-          if (!decision) {
-            respond(decisionErrorResponse(decision.error()));
-            return;
-          }
-          respond(forwardAuthResponse(*config, *decision_request, *decision));
-        });
+    DecisionRequest decision_request =
+        buildForwardAuthRequest(*config, request, request.peer, context.default_domain);
+    // The answer needs only who asked; the descriptors move into the service.
+    DecisionRequest asked;
+    asked.domain = decision_request.domain;
+    asked.client_id = decision_request.client_id;
+    context.decisions->decide(std::move(decision_request),
+                              [config, asked = std::move(asked),
+                               respond = std::move(respond)](Result<Decision> decision) {
+                                if (!decision) {
+                                  respond(decisionErrorResponse(decision.error()));
+                                  return;
+                                }
+                                respond(forwardAuthResponse(*config, asked, *decision));
+                              });
   };
   // Any method: proxies ask with the original method (Envoy) or GET (nginx, Traefik).
   router.add("*", std::string(kCheckPath), check);
