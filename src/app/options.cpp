@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
-#include <limits>
 #include <utility>
 
 namespace sluice::app {

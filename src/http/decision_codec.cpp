@@ -4,7 +4,6 @@
 #include <array>
 #include <cctype>
 #include <charconv>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
