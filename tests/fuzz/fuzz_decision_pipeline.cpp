@@ -42,6 +42,9 @@ descriptors:
     value: large
     rate_limit: {unit: second, unit_multiplier: 30, requests_per_unit: 10,
                  algorithm: leaky_bucket, burst: 5, shape: true}
+  - key: plan
+    value: free
+    rate_limit: {unit: day, requests_per_unit: 1, algorithm: token_bucket}
   - key: auth_type
     value: reset
     shadow_mode: true
@@ -62,13 +65,20 @@ struct Pipeline {
         [this] { return rules; }, sluice::makeMemoryStore(options, clock, metrics), metrics);
   }
 
+  /// The decision, or nullopt for a request the service refuses (descriptors with different
+  /// hits: a 400). The memory store itself never fails and always answers inline.
   std::optional<sluice::Decision> decide(const sluice::DecisionRequest& request) {
     std::optional<sluice::Decision> result;
+    bool answered = false;
     service->decide(request, [&](sluice::Result<sluice::Decision> decision) {
-      SLUICE_FUZZ_CHECK(decision.ok());  // the memory store never fails
+      answered = true;
+      if (!decision) {
+        SLUICE_FUZZ_CHECK(decision.error().kind == sluice::ErrorKind::kInvalidArgument);
+        return;
+      }
       result = std::move(*decision);
     });
-    SLUICE_FUZZ_CHECK(result.has_value());  // the memory store answers inline
+    SLUICE_FUZZ_CHECK(answered);
     return result;
   }
 
@@ -96,14 +106,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   if (auto request = sluice::http::parseDecisionRequest(body, "fuzz")) {
     for (int round = 0; round < 2; ++round) {
-      const auto decision = pipeline->decide(*request);
-      checkResponse(sluice::http::decisionResponse(*request, *decision));
-      (void)sluice::http::shapingDelay(*decision);
+      if (const auto decision = pipeline->decide(*request)) {
+        checkResponse(sluice::http::decisionResponse(*request, *decision));
+        SLUICE_FUZZ_CHECK(sluice::http::shapingDelay(*decision) >= 0);
+      }
     }
   }
   if (auto request = sluice::http::parseEnvoyRequest(body)) {
     for (int round = 0; round < 2; ++round) {
-      checkResponse(sluice::http::envoyResponse(*pipeline->decide(*request)));
+      if (const auto decision = pipeline->decide(*request)) {
+        checkResponse(sluice::http::envoyResponse(*decision));
+      }
     }
   }
   pipeline->clock.advance(std::chrono::milliseconds(size % 1000));
