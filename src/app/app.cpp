@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -144,7 +145,12 @@ int serve(const AppOptions& options) {
     context.decisions = t.decisions.get();
     context.metrics = &metrics;
     context.rules = [&watcher] { return watcher->current(); };
-    context.store_healthy = [store = t.store.get()] { return store->healthy(); };
+    // Ready only when every I/O thread's store is: each thread has its own Redis
+    // connection, and a probe lands on one thread only.
+    context.store_healthy = [&threads] {
+      return std::all_of(threads.begin(), threads.end(),
+                         [](const ThreadServices& s) { return !s.store || s.store->healthy(); });
+    };
     context.default_domain = options.default_domain;
     context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options.forward_auth);
     auto router = std::make_shared<http::Router>();

@@ -88,7 +88,8 @@ TEST(AdminListenerTest, ResetMakesADeniedClientPassAgain) {
 
 TEST(AdminListenerTest, ResetMakesADeniedClientPassAgainWithRedis) {
   RedisServer redis;
-  AdminSluice sluice({"--store", "redis", "--redis", redis.url(), "--failure-mode", "closed"});
+  AdminSluice sluice({"--store", "redis", "--redis", redis.url(), "--failure-mode", "closed",
+                      "--redis-timeout-ms", "1000"});
   // Each I/O thread connects on its own, after /healthz already answers.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (connectedThreads(sluice.process.log()) < 2 &&

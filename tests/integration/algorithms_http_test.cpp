@@ -216,7 +216,10 @@ class AlgorithmsHttpBase : public ::testing::Test {
       redis_ = std::make_unique<RedisServer>();
       redis_sluice_ = std::make_unique<SluiceProcess>(
           withRules({{"algo.yaml", kAlgoRules}}, {"--threads", "1", "--store", "redis", "--redis",
-                                                  redis_->url(), "--failure-mode", "closed"}));
+                                                  redis_->url(), "--failure-mode", "closed",
+                                                  // A loaded CI machine must not turn a slow
+                                                  // answer into a 503: exactness is tested here.
+                                                  "--redis-timeout-ms", "1000"}));
       awaitReady(*redis_sluice_);
     }
     return *redis_sluice_;
