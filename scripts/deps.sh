@@ -7,7 +7,7 @@ level=${1:-build}
 packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhiredis-dev
           libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev)
 if [[ $level == test || $level == bench ]]; then
-  packages+=(libgtest-dev redis-server redis-tools curl nginx-light docker-compose)
+  packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose)
 fi
 if [[ $level == bench ]]; then
   # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as
