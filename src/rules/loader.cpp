@@ -717,6 +717,23 @@ class FileParser {
                             " makes a full bucket last too long (burst x window / "
                             "requests_per_unit must be at most 10 years)");
     }
+    // GCRA keeps time in 1/L microsecond steps; the Redis scripts reproduce it exactly only
+    // while every intermediate (at most burst x requests_per_unit) fits a double's 53 bits.
+    if (algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket) {
+      const std::int64_t capacity = burst.value_or(limit.requests_per_unit);
+      const Field* field = find("burst");
+      if (field == nullptr) {
+        field = find("requests_per_unit");
+      }
+      if (field != nullptr && capacity > 0 && limit.requests_per_unit > 0 &&
+          capacity > ((std::int64_t{1} << 53) - 1) / limit.requests_per_unit) {
+        error(at(*field), "burst x requests_per_unit (" + std::to_string(capacity) + " x " +
+                              std::to_string(limit.requests_per_unit) +
+                              ") must stay below 2^53 for " +
+                              std::string(algorithmName(algorithm)) +
+                              " (exact arithmetic in the Redis store)");
+      }
+    }
     if (errors_.size() != errors_before) {
       return std::nullopt;
     }

@@ -236,6 +236,21 @@ TEST(ValidationTest, BucketThatTakesLongerThanTenYearsToFill) {
                   "requests_per_unit must be at most 10 years)");
 }
 
+TEST(ValidationTest, BucketTooLargeForExactArithmetic) {
+  // 100M per second with the default burst: 10^16 >= 2^53 steps of 1/L microsecond.
+  expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 100000000\n"
+                            "      algorithm: leaky_bucket\n"),
+                  7,
+                  "burst x requests_per_unit (100000000 x 100000000) must stay below 2^53 "
+                  "for leaky_bucket (exact arithmetic in the Redis store)");
+}
+
+TEST(ValidationTest, LargeBucketBelowTheExactnessBoundIsValid) {
+  EXPECT_TRUE(errorsOf(withLimit("      unit: second\n      requests_per_unit: 90000000\n"
+                                 "      algorithm: token_bucket\n"))
+                  .empty());
+}
+
 TEST(ValidationTest, UnlimitedWithUnit) {
   expectOnlyError(withLimit("      unlimited: true\n      unit: second\n"), 7,
                   "should not specify 'unit' when 'unlimited' is true");
