@@ -84,6 +84,11 @@ class Metrics {
     std::map<std::string, std::unique_ptr<Histogram>> histograms;
   };
   Family& family(std::string_view name, Type type);
+  /// Finds the series `labels` of family `name` in `Family::*series` under a shared lock,
+  /// else creates it (with `make`) under the exclusive lock.
+  template <typename T, typename Make>
+  T& series(std::string_view name, Type type, const Labels& labels,
+            std::map<std::string, std::unique_ptr<T>> Family::*member, Make make);
 
   mutable std::shared_mutex mutex_;
   std::map<std::string, Family, std::less<>> families_;

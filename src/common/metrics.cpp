@@ -124,65 +124,44 @@ Metrics::Family& Metrics::family(std::string_view name, Type type) {
   return fam;
 }
 
-Counter& Metrics::counter(std::string_view name, const Labels& labels) {
+template <typename T, typename Make>
+T& Metrics::series(std::string_view name, Type type, const Labels& labels,
+                   std::map<std::string, std::unique_ptr<T>> Family::*member, Make make) {
   std::string key = renderLabels(labels);
   {
     std::shared_lock lock(mutex_);
     auto fam = families_.find(fullName(name));
     if (fam != families_.end()) {
-      auto it = fam->second.counters.find(key);
-      if (it != fam->second.counters.end()) {
+      auto& map = fam->second.*member;
+      auto it = map.find(key);
+      if (it != map.end()) {
         return *it->second;
       }
     }
   }
   std::unique_lock lock(mutex_);
-  auto& slot = family(name, Type::kCounter).counters[key];
+  Family& fam = family(name, type);
+  auto& slot = (fam.*member)[key];
   if (!slot) {
-    slot = std::make_unique<Counter>();
+    slot = make(fam);
   }
   return *slot;
+}
+
+Counter& Metrics::counter(std::string_view name, const Labels& labels) {
+  return series(name, Type::kCounter, labels, &Family::counters,
+                [](const Family&) { return std::make_unique<Counter>(); });
 }
 
 Gauge& Metrics::gauge(std::string_view name, const Labels& labels) {
-  std::string key = renderLabels(labels);
-  {
-    std::shared_lock lock(mutex_);
-    auto fam = families_.find(fullName(name));
-    if (fam != families_.end()) {
-      auto it = fam->second.gauges.find(key);
-      if (it != fam->second.gauges.end()) {
-        return *it->second;
-      }
-    }
-  }
-  std::unique_lock lock(mutex_);
-  auto& slot = family(name, Type::kGauge).gauges[key];
-  if (!slot) {
-    slot = std::make_unique<Gauge>();
-  }
-  return *slot;
+  return series(name, Type::kGauge, labels, &Family::gauges,
+                [](const Family&) { return std::make_unique<Gauge>(); });
 }
 
 Histogram& Metrics::histogram(std::string_view name, const Labels& labels) {
-  std::string key = renderLabels(labels);
-  {
-    std::shared_lock lock(mutex_);
-    auto fam = families_.find(fullName(name));
-    if (fam != families_.end()) {
-      auto it = fam->second.histograms.find(key);
-      if (it != fam->second.histograms.end()) {
-        return *it->second;
-      }
-    }
-  }
-  std::unique_lock lock(mutex_);
-  auto& fam = family(name, Type::kHistogram);
-  auto& slot = fam.histograms[key];
-  if (!slot) {
-    slot = std::make_unique<Histogram>(fam.buckets.empty() ? latencyBuckets() : fam.buckets);
-  }
-  return *slot;
+  return series(name, Type::kHistogram, labels, &Family::histograms, [](const Family& fam) {
+    return std::make_unique<Histogram>(fam.buckets.empty() ? latencyBuckets() : fam.buckets);
+  });
 }
 
 std::string Metrics::render() const {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <utility>
 
+#include "common/hex.hpp"
 #include "http/decision_codec.hpp"
 
 namespace sluice::http {
@@ -49,19 +50,6 @@ void forEachListElement(const Request& request, std::string_view name, Fn each) 
       rest.remove_prefix(comma + 1);
     }
   }
-}
-
-int hexValue(char ch) {
-  if (ch >= '0' && ch <= '9') {
-    return ch - '0';
-  }
-  if (ch >= 'a' && ch <= 'f') {
-    return ch - 'a' + 10;
-  }
-  if (ch >= 'A' && ch <= 'F') {
-    return ch - 'A' + 10;
-  }
-  return -1;
 }
 
 bool isUnreserved(unsigned char ch) {

@@ -2,6 +2,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/hex.hpp"
 #include "sluice/redis_store.hpp"
 
 namespace sluice {
@@ -9,19 +10,6 @@ namespace {
 
 Error urlError(const std::string& url, const std::string& what) {
   return makeError(ErrorKind::kInvalidArgument, "invalid Redis URL '" + url + "': " + what);
-}
-
-int hexValue(char ch) {
-  if (ch >= '0' && ch <= '9') {
-    return ch - '0';
-  }
-  if (ch >= 'a' && ch <= 'f') {
-    return ch - 'a' + 10;
-  }
-  if (ch >= 'A' && ch <= 'F') {
-    return ch - 'A' + 10;
-  }
-  return -1;
 }
 
 // Percent-decodes user info and paths (a password may contain '@', ':' or '/').
