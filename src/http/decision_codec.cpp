@@ -8,13 +8,14 @@
 #include <optional>
 #include <utility>
 
+#include "http/fast_decision_parser.hpp"
+#include "http/json_writer.hpp"
 #include "http/rate_limit_headers.hpp"
 
 namespace sluice::http {
 namespace {
 
 using Json = nlohmann::json;
-using OrderedJson = nlohmann::ordered_json;
 
 Error fieldError(const std::string& path, std::string_view what) {
   return makeError(ErrorKind::kInvalidArgument, path + ": " + std::string(what));
@@ -229,43 +230,43 @@ std::string_view envoyUnit(TimeUnit unit) {
   return "UNKNOWN";
 }
 
-OrderedJson limitJson(const LimitStatus& limit) {
-  OrderedJson json;
-  json["name"] = limit.name;
+void writeLimit(JsonWriter& w, const LimitStatus& limit) {
+  w.beginObject();
+  w.field("name", limit.name);
   if (limit.unlimited) {
-    json["unlimited"] = true;
-    json["shadow"] = limit.shadow;
-    return json;
+    w.field("unlimited", true);
+    w.field("shadow", limit.shadow);
+    w.endObject();
+    return;
   }
   const Outcome& o = limit.outcome;
-  json["allowed"] = o.allowed;
-  json["limit"] = limit.limit;
-  json["unit"] = std::string(unitName(limit.unit));
-  json["unit_multiplier"] = limit.unit_multiplier;
-  json["window_s"] = ceilSeconds(limit.window_us);
-  json["algorithm"] = std::string(algorithmName(limit.algorithm));
-  json["remaining"] = std::max<std::int64_t>(0, o.remaining);
-  json["reset_after_ms"] = ceilMillis(o.reset_after_us);
-  json["retry_after_ms"] = ceilMillis(o.retry_after_us);
+  w.field("allowed", o.allowed);
+  w.field("limit", limit.limit);
+  w.field("unit", unitName(limit.unit));
+  w.field("unit_multiplier", limit.unit_multiplier);
+  w.field("window_s", ceilSeconds(limit.window_us));
+  w.field("algorithm", algorithmName(limit.algorithm));
+  w.field("remaining", std::max<std::int64_t>(0, o.remaining));
+  w.field("reset_after_ms", ceilMillis(o.reset_after_us));
+  w.field("retry_after_ms", ceilMillis(o.retry_after_us));
   if (limit.algorithm == Algorithm::kLeakyBucket) {
-    json["delay_ms"] = ceilMillis(o.delay_us);
-    json["shaped"] = limit.shape;
+    w.field("delay_ms", ceilMillis(o.delay_us));
+    w.field("shaped", limit.shape);
   }
-  json["shadow"] = limit.shadow;
+  w.field("shadow", limit.shadow);
   if (o.never) {
-    json["never"] = true;
+    w.field("never", true);
   }
-  return json;
+  w.endObject();
 }
 
 // The loader stores `metadata` as compact JSON; an unparsable text is passed on as a string.
-OrderedJson metadataJson(const std::string& text) {
-  OrderedJson parsed = OrderedJson::parse(text, nullptr, false);
-  return parsed.is_discarded() ? OrderedJson(text) : parsed;
-}
-
-std::string dumpBody(const OrderedJson& json) {
-  return json.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
+void writeMetadata(JsonWriter& w, const std::string& text) {
+  if (Json::accept(text)) {
+    w.raw(text);
+  } else {
+    w.value(text);
+  }
 }
 
 bool digits(std::string_view text, std::size_t pos, std::size_t count, int& out) {
@@ -328,6 +329,14 @@ bool isIso8601DateTime(std::string_view s) {
 
 Result<DecisionRequest> parseDecisionRequest(std::string_view body,
                                              std::string_view default_domain) {
+  if (auto fast = parseDecisionRequestFast(body, default_domain)) {
+    return std::move(*fast);
+  }
+  return parseDecisionRequestComplete(body, default_domain);
+}
+
+Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
+                                                     std::string_view default_domain) {
   auto parsed = parseBody(body);
   if (!parsed) {
     return parsed.error();
@@ -435,59 +444,68 @@ Micros shapingDelay(const Decision& decision) {
 }
 
 Response decisionResponse(const DecisionRequest& request, const Decision& decision) {
-  OrderedJson body;
-  body["allowed"] = decision.allowed;
-  body["domain"] = request.domain;
-  if (!request.client_id.empty()) {
-    body["clientId"] = request.client_id;
-  }
-  if (decision.degraded) {
-    body["degraded"] = true;
-  }
-  if (!decision.domain_known) {
-    body["reason"] = "unknown domain";
-  }
-  OrderedJson descriptors = OrderedJson::array();
-  for (const auto& d : decision.descriptors) {
-    OrderedJson limits = OrderedJson::array();
-    for (const auto& l : d.limits) {
-      limits.push_back(limitJson(l));
-    }
-    OrderedJson descriptor{{"matched", d.matched}, {"limits", std::move(limits)}};
-    if (!d.metadata_json.empty()) {
-      descriptor["metadata"] = metadataJson(d.metadata_json);
-    }
-    descriptors.push_back(std::move(descriptor));
-  }
-  body["descriptors"] = std::move(descriptors);
-
   Response response;
   response.status = decision.allowed ? 200 : 429;
+  std::string& body = response.body;
+  body.reserve(256 + 224 * decision.descriptors.size());
+  JsonWriter w(body);
+  w.beginObject();
+  w.field("allowed", decision.allowed);
+  w.field("domain", request.domain);
+  if (!request.client_id.empty()) {
+    w.field("clientId", request.client_id);
+  }
+  if (decision.degraded) {
+    w.field("degraded", true);
+  }
+  if (!decision.domain_known) {
+    w.field("reason", "unknown domain");
+  }
+  w.key("descriptors");
+  w.beginArray();
+  for (const auto& d : decision.descriptors) {
+    w.beginObject();
+    w.field("matched", d.matched);
+    w.key("limits");
+    w.beginArray();
+    for (const auto& l : d.limits) {
+      writeLimit(w, l);
+    }
+    w.endArray();
+    if (!d.metadata_json.empty()) {
+      w.key("metadata");
+      writeMetadata(w, d.metadata_json);
+    }
+    w.endObject();
+  }
+  w.endArray();
   if (const LimitStatus* binding = decision.binding()) {
     if (binding->outcome.never) {
-      body["reason"] = "the cost exceeds what limit \"" + binding->name + "\" can ever admit";
+      w.field("reason", "the cost exceeds what limit \"" + binding->name + "\" can ever admit");
     }
     response.headers = rateLimitHeaders(*binding, !decision.allowed);
   }
+  w.endObject();
+  body += '\n';
   if (decision.degraded) {
     response.headers.push_back({"X-Sluice-Degraded", "true"});
   }
   response.hold = std::chrono::microseconds(shapingDelay(decision));
-  response.body = dumpBody(body);
   return response;
 }
 
 Response envoyResponse(const Decision& decision) {
-  OrderedJson statuses = OrderedJson::array();
-  // The rules' `metadata` of each descriptor's node, in envoy's dynamicMetadata Struct.
-  OrderedJson metadata = OrderedJson::array();
+  Response response;
+  response.status = decision.allowed ? 200 : 429;
+  std::string& body = response.body;
+  JsonWriter w(body);
+  w.beginObject();
+  w.field("overallCode", decision.allowed ? "OK" : "OVER_LIMIT");
+  w.key("statuses");
+  w.beginArray();
   bool any_metadata = false;
   for (const auto& d : decision.descriptors) {
     any_metadata = any_metadata || !d.metadata_json.empty();
-    metadata.push_back(d.metadata_json.empty() ? OrderedJson::object()
-                                               : metadataJson(d.metadata_json));
-  }
-  for (const auto& d : decision.descriptors) {
     // One status per descriptor, as envoy has one limit per descriptor: the descriptor's
     // own binding limit (the denying one, else the least remaining).
     const LimitStatus* binding = nullptr;
@@ -502,34 +520,48 @@ Response envoyResponse(const Decision& decision) {
         binding = &l;
       }
     }
-    OrderedJson status;
-    if (!binding) {
-      status["code"] = "OK";
-      statuses.push_back(std::move(status));
+    w.beginObject();
+    if (binding == nullptr) {
+      w.field("code", "OK");
+      w.endObject();
       continue;
     }
     bool over = !binding->shadow && !binding->outcome.allowed;
-    status["code"] = over ? "OVER_LIMIT" : "OK";
-    status["currentLimit"] = OrderedJson{{"requestsPerUnit", binding->limit},
-                                         {"unit", std::string(envoyUnit(binding->unit))},
-                                         {"name", binding->name}};
-    status["limitRemaining"] = std::max<std::int64_t>(0, binding->outcome.remaining);
-    status["durationUntilReset"] =
-        std::to_string(ceilSeconds(binding->outcome.reset_after_us)) + "s";
-    statuses.push_back(std::move(status));
+    w.field("code", over ? "OVER_LIMIT" : "OK");
+    w.key("currentLimit");
+    w.beginObject();
+    w.field("requestsPerUnit", binding->limit);
+    w.field("unit", envoyUnit(binding->unit));
+    w.field("name", binding->name);
+    w.endObject();
+    w.field("limitRemaining", std::max<std::int64_t>(0, binding->outcome.remaining));
+    w.field("durationUntilReset",
+            std::to_string(ceilSeconds(binding->outcome.reset_after_us)) + "s");
+    w.endObject();
   }
-  OrderedJson body;
-  body["overallCode"] = decision.allowed ? "OK" : "OVER_LIMIT";
-  body["statuses"] = std::move(statuses);
+  w.endArray();
   if (any_metadata) {
-    body["dynamicMetadata"] = OrderedJson{{"descriptors", std::move(metadata)}};
+    // The rules' `metadata` of each descriptor's node, in envoy's dynamicMetadata Struct.
+    w.key("dynamicMetadata");
+    w.beginObject();
+    w.key("descriptors");
+    w.beginArray();
+    for (const auto& d : decision.descriptors) {
+      if (d.metadata_json.empty()) {
+        w.beginObject();
+        w.endObject();
+      } else {
+        writeMetadata(w, d.metadata_json);
+      }
+    }
+    w.endArray();
+    w.endObject();
   }
-  Response response;
-  response.status = decision.allowed ? 200 : 429;
+  w.endObject();
+  body += '\n';
   if (decision.degraded) {
     response.headers.push_back({"X-Sluice-Degraded", "true"});
   }
-  response.body = dumpBody(body);
   return response;
 }
 

@@ -20,8 +20,15 @@ inline constexpr std::size_t kMaxStringBytes = 1024;
 inline constexpr std::int64_t kMaxHits = 1'000'000'000;
 
 /// Parses a /shouldAllowRequest body. A missing `domain` becomes `default_domain`.
+/// Common bodies take a single-pass fast path (fast_decision_parser.hpp); everything else,
+/// errors included, goes through parseDecisionRequestComplete().
 Result<DecisionRequest> parseDecisionRequest(std::string_view body,
                                              std::string_view default_domain);
+
+/// The complete parser (a JSON document, then field checks): every accepted body and every
+/// error message is defined here. parseDecisionRequest() answers the same.
+Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
+                                                     std::string_view default_domain);
 
 /// The /shouldAllowRequest answer: 200 or 429 with the JSON body and the headers of the
 /// binding limit; 200 without limit headers when no limit was evaluated. `hold` is set

@@ -271,3 +271,66 @@ TEST(DecisionCodecTest, ShapedLeakyBucketHoldsTheAnswer) {
 
 }  // namespace
 }  // namespace sluice::http
+
+namespace sluice::http {
+namespace {
+
+// The answers are written without a JSON tree; they must be exactly what nlohmann writes
+// for the same document (compact, key order kept), escapes and metadata included.
+TEST(DecisionCodecTest, AnswersAreCanonicalCompactJson) {
+  DecisionRequest request;
+  request.domain = "do\"main\n";
+  request.client_id = "caf\xC3\xA9\x01";
+  Decision decision;
+  decision.allowed = false;
+  decision.degraded = true;
+  LimitStatus leaky = loginLimit(true, 3);
+  leaky.name = "leaky \\ one";
+  leaky.algorithm = Algorithm::kLeakyBucket;
+  leaky.shape = true;
+  leaky.outcome.delay_us = 1500;
+  LimitStatus unlimited;
+  unlimited.name = "free";
+  unlimited.unlimited = true;
+  LimitStatus never = loginLimit(false, 0);
+  never.outcome.never = true;
+  decision.descriptors.push_back(
+      DescriptorStatus{true, {loginLimit(false, 0), leaky, unlimited}, R"({"a":[1,"x"]})"});
+  decision.descriptors.push_back(DescriptorStatus{false, {}});
+  decision.descriptors.push_back(DescriptorStatus{true, {never}, "not json"});
+  for (const Response& r : {decisionResponse(request, decision), envoyResponse(decision)}) {
+    ASSERT_FALSE(r.body.empty());
+    EXPECT_EQ(r.body.back(), '\n');
+    EXPECT_EQ(nlohmann::ordered_json::parse(r.body).dump() + "\n", r.body);
+  }
+  json body = json::parse(decisionResponse(request, decision).body);
+  EXPECT_EQ(body["domain"], "do\"main\n");
+  EXPECT_EQ(body["descriptors"][0]["metadata"]["a"][1], "x");
+  EXPECT_EQ(body["descriptors"][2]["metadata"], "not json");
+  EXPECT_EQ(body["descriptors"][0]["limits"][1]["delay_ms"], 2);
+  EXPECT_EQ(body["descriptors"][0]["limits"][2]["unlimited"], true);
+  json envoy = json::parse(envoyResponse(decision).body);
+  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][1], json::object());
+  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][2], "not json");
+
+  request.domain = "unknown";
+  Decision unknown;
+  unknown.domain_known = false;
+  unknown.descriptors.resize(1);
+  std::string text = decisionResponse(request, unknown).body;
+  EXPECT_EQ(text,
+            R"({"allowed":true,"domain":"unknown","clientId":"café\u0001","reason":"unknown domain","descriptors":[{"matched":false,"limits":[]}]})"
+            "\n");
+}
+
+TEST(DecisionCodecTest, InvalidUtf8IsReplaced) {
+  DecisionRequest request;
+  request.domain = "a\xFF" "b\xC3";
+  Decision decision;
+  std::string text = decisionResponse(request, decision).body;
+  EXPECT_NE(text.find("\"a\xEF\xBF\xBD" "b\xEF\xBF\xBD\""), std::string::npos) << text;
+  EXPECT_TRUE(json::accept(text));
+}
+
+}  // namespace
+}  // namespace sluice::http

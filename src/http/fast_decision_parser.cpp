@@ -1,0 +1,251 @@
+#include "http/fast_decision_parser.hpp"
+
+#include <cstdint>
+#include <utility>
+
+#include "http/decision_codec.hpp"
+
+namespace sluice::http {
+namespace {
+
+/// A cursor over the body. Every method returns false where the complete parser is needed.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : text_(text) {}
+
+  void skipSpace() {
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+        return;
+      }
+      ++pos_;
+    }
+  }
+
+  /// Skips whitespace, then consumes `c` if it is next.
+  bool consume(char c) {
+    skipSpace();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+
+  bool peek(char c) {
+    skipSpace();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+
+  /// A string of printable ASCII without escapes, at most kMaxStringBytes long.
+  bool string(std::string_view& out) {
+    if (!consume('"')) {
+      return false;
+    }
+    std::size_t start = pos_;
+    while (pos_ < text_.size()) {
+      auto c = static_cast<unsigned char>(text_[pos_]);
+      if (c == '"') {
+        out = text_.substr(start, pos_ - start);
+        ++pos_;
+        return out.size() <= kMaxStringBytes;
+      }
+      if (c < 0x20 || c >= 0x80 || c == '\\') {
+        return false;
+      }
+      ++pos_;
+    }
+    return false;
+  }
+
+  /// An integer in [0, kMaxHits] written as JSON spells it (no sign, fraction, exponent or
+  /// leading zero).
+  bool count(std::int64_t& out) {
+    skipSpace();
+    std::size_t start = pos_;
+    std::int64_t v = 0;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+      v = v * 10 + (text_[pos_] - '0');
+      ++pos_;
+      if (pos_ - start > 10) {
+        return false;
+      }
+    }
+    std::size_t n = pos_ - start;
+    if (n == 0 || (n > 1 && text_[start] == '0') || v > kMaxHits) {
+      return false;
+    }
+    if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) {
+      return false;
+    }
+    out = v;
+    return true;
+  }
+
+  bool atEnd() {
+    skipSpace();
+    return pos_ == text_.size();
+  }
+
+ private:
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+/// `{"key": "...", "value": "..."}` with both fields, each once.
+bool entry(Scanner& s, Entry& out) {
+  if (!s.consume('{')) {
+    return false;
+  }
+  bool has_key = false;
+  bool has_value = false;
+  do {
+    std::string_view name;
+    std::string_view text;
+    if (!s.string(name) || !s.consume(':') || !s.string(text)) {
+      return false;
+    }
+    if (name == "key" && !has_key && !text.empty()) {
+      out.key.assign(text);
+      has_key = true;
+    } else if (name == "value" && !has_value) {
+      out.value.assign(text);
+      has_value = true;
+    } else {
+      return false;
+    }
+  } while (s.consume(','));
+  return s.consume('}') && has_key && has_value;
+}
+
+/// A non-empty array of at most kMaxEntries entries.
+bool entries(Scanner& s, Descriptor& out) {
+  if (!s.consume('[')) {
+    return false;
+  }
+  do {
+    if (out.size() == kMaxEntries) {
+      return false;
+    }
+    if (!entry(s, out.emplace_back())) {
+      return false;
+    }
+  } while (s.consume(','));
+  return s.consume(']');
+}
+
+/// `[entries...]` or `{"entries": [...], "hits_addend": n}` (either spelling, once).
+bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits) {
+  if (s.peek('[')) {
+    return entries(s, out);
+  }
+  if (!s.consume('{')) {
+    return false;
+  }
+  bool has_entries = false;
+  do {
+    std::string_view name;
+    if (!s.string(name) || !s.consume(':')) {
+      return false;
+    }
+    if (name == "entries" && !has_entries) {
+      if (!entries(s, out)) {
+        return false;
+      }
+      has_entries = true;
+    } else if ((name == "hits_addend" || name == "hitsAddend") && !hits) {
+      std::int64_t v = 0;
+      if (!s.count(v)) {
+        return false;
+      }
+      hits = v;
+    } else {
+      return false;
+    }
+  } while (s.consume(','));
+  return s.consume('}') && has_entries;
+}
+
+bool descriptors(Scanner& s, DecisionRequest& request) {
+  if (!s.consume('[')) {
+    return false;
+  }
+  if (s.consume(']')) {
+    return true;
+  }
+  bool any_hits = false;
+  do {
+    if (request.descriptors.size() == kMaxDescriptors) {
+      return false;
+    }
+    std::optional<std::int64_t> hits;
+    if (!descriptor(s, request.descriptors.emplace_back(), hits)) {
+      return false;
+    }
+    any_hits = any_hits || hits.has_value();
+    request.descriptor_hits.push_back(hits);
+  } while (s.consume(','));
+  if (!any_hits) {
+    request.descriptor_hits.clear();
+  }
+  return s.consume(']');
+}
+
+}  // namespace
+
+std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
+                                                        std::string_view default_domain) {
+  Scanner s(body);
+  if (!s.consume('{')) {
+    return std::nullopt;
+  }
+  DecisionRequest request;
+  enum : unsigned { kDomain = 1, kClient = 2, kDescriptors = 4, kHits = 8, kTimestamp = 16 };
+  unsigned seen = 0;
+  auto once = [&seen](unsigned field) {
+    bool fresh = (seen & field) == 0;
+    seen |= field;
+    return fresh;
+  };
+  if (!s.consume('}')) {
+    do {
+      std::string_view name;
+      if (!s.string(name) || !s.consume(':')) {
+        return std::nullopt;
+      }
+      bool ok = false;
+      if (name == "domain" && once(kDomain)) {
+        std::string_view text;
+        ok = s.string(text) && !text.empty();
+        request.domain.assign(text);
+      } else if (name == "clientId" && once(kClient)) {
+        std::string_view text;
+        ok = s.string(text);
+        request.client_id.assign(text);
+      } else if (name == "descriptors" && once(kDescriptors)) {
+        ok = descriptors(s, request);
+      } else if (name == "hits" && once(kHits)) {
+        ok = s.count(request.hits);
+      } else if (name == "timestamp" && once(kTimestamp)) {
+        std::string_view text;
+        ok = s.string(text) && isIso8601DateTime(text);
+      }
+      if (!ok) {
+        return std::nullopt;
+      }
+    } while (s.consume(','));
+    if (!s.consume('}')) {
+      return std::nullopt;
+    }
+  }
+  if (!s.atEnd()) {
+    return std::nullopt;
+  }
+  if ((seen & kDomain) == 0) {
+    request.domain.assign(default_domain);
+  }
+  return request;
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "sluice/decision.hpp"
+
+/// The fast path of parseDecisionRequest(): a single pass over the body for the shape that
+/// clients send (ASCII strings without escapes, plain integers, each field once), with no
+/// JSON tree and no allocation beyond the request itself. Anything else — an escape, a
+/// non-ASCII byte, a duplicate or unknown field, a null, any error — returns nullopt and
+/// the caller parses the body again with the complete parser, which owns every error
+/// message. So the fast path never changes an answer: where it answers, it answers what
+/// the complete parser would (tests/unit/http/fast_decision_parser_test.cpp and the
+/// fuzz_decision_json target compare the two).
+namespace sluice::http {
+
+std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
+                                                        std::string_view default_domain);
+
+}  // namespace sluice::http
