@@ -483,7 +483,7 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     if (binding->outcome.never) {
       w.field("reason", "the cost exceeds what limit \"" + binding->name + "\" can ever admit");
     }
-    response.headers = rateLimitHeaders(*binding, !decision.allowed);
+    appendRateLimitHeaders(response.header_lines, *binding, !decision.allowed);
   }
   w.endObject();
   body += '\n';

@@ -25,6 +25,29 @@ std::string_view Request::header(std::string_view name) const {
   return {};
 }
 
+std::string_view Response::header(std::string_view name) const {
+  for (const auto& h : headers) {
+    if (equalsIgnoreCase(h.name, name)) {
+      return h.value;
+    }
+  }
+  std::string_view lines = header_lines;
+  while (!lines.empty()) {
+    std::size_t end = lines.find("\r\n");
+    std::string_view line = lines.substr(0, end);
+    lines = end == std::string_view::npos ? std::string_view() : lines.substr(end + 2);
+    std::size_t colon = line.find(':');
+    if (colon != std::string_view::npos && equalsIgnoreCase(line.substr(0, colon), name)) {
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') {
+        value.remove_prefix(1);
+      }
+      return value;
+    }
+  }
+  return {};
+}
+
 Response jsonError(int status, std::string_view message) {
   Response response;
   response.status = status;

@@ -34,8 +34,15 @@ struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::vector<Header> headers;
+  /// More headers, already serialized as `Name: value\r\n` lines, sent after `headers`:
+  /// the decision endpoints write their rate-limit headers here without a string each.
+  std::string header_lines;
   std::string body;
   std::chrono::microseconds hold{0};
+
+  /// The first header with this name (case-insensitive) in `headers`, then in
+  /// `header_lines`; empty when absent.
+  std::string_view header(std::string_view name) const;
 };
 
 /// Hands a response back to the session. Must be called exactly once, on the I/O thread

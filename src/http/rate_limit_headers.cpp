@@ -1,6 +1,8 @@
 #include "http/rate_limit_headers.hpp"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 
 namespace sluice::http {
 
@@ -22,8 +24,10 @@ std::int64_t ceilMillis(Micros duration) {
   return (duration + kMicrosPerMilli - 1) / kMicrosPerMilli;
 }
 
-std::string sfString(std::string_view text) {
-  std::string out = "\"";
+namespace {
+
+void appendSfString(std::string& out, std::string_view text) {
+  out += '"';
   for (char ch : text) {
     auto byte = static_cast<unsigned char>(ch);
     if (byte < 0x20 || byte > 0x7e) {
@@ -35,30 +39,54 @@ std::string sfString(std::string_view text) {
     out += ch;
   }
   out += '"';
+}
+
+void appendNumber(std::string& out, std::int64_t value) {
+  std::array<char, 24> digits{};
+  auto result = std::to_chars(digits.data(), digits.data() + digits.size(), value);
+  out.append(digits.data(), static_cast<std::size_t>(result.ptr - digits.data()));
+}
+
+void appendHeader(std::string& out, std::string_view name, std::int64_t value) {
+  out += name;
+  out += ": ";
+  appendNumber(out, value);
+  out += "\r\n";
+}
+
+}  // namespace
+
+std::string sfString(std::string_view text) {
+  std::string out;
+  appendSfString(out, text);
   return out;
 }
 
-std::vector<Header> rateLimitHeaders(const LimitStatus& binding, bool denied) {
+void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool denied) {
   const Outcome& outcome = binding.outcome;
-  std::string limit = std::to_string(binding.limit);
-  std::string remaining = std::to_string(std::max<std::int64_t>(0, outcome.remaining));
-  std::string reset = std::to_string(ceilSeconds(outcome.reset_after_us));
-  std::string name = sfString(binding.name);
-
-  std::vector<Header> headers{
-      {"X-Ratelimit-Limit", limit},
-      {"X-Ratelimit-Remaining", remaining},
-      {"X-Ratelimit-Reset", reset},
-      {"RateLimit-Policy",
-       name + ";q=" + limit + ";w=" + std::to_string(ceilSeconds(binding.window_us))},
-      {"RateLimit", name + ";r=" + remaining + ";t=" + reset},
-  };
+  std::int64_t remaining = std::max<std::int64_t>(0, outcome.remaining);
+  std::int64_t reset = ceilSeconds(outcome.reset_after_us);
+  appendHeader(lines, "X-Ratelimit-Limit", binding.limit);
+  appendHeader(lines, "X-Ratelimit-Remaining", remaining);
+  appendHeader(lines, "X-Ratelimit-Reset", reset);
+  lines += "RateLimit-Policy: ";
+  appendSfString(lines, binding.name);
+  lines += ";q=";
+  appendNumber(lines, binding.limit);
+  lines += ";w=";
+  appendNumber(lines, ceilSeconds(binding.window_us));
+  lines += "\r\nRateLimit: ";
+  appendSfString(lines, binding.name);
+  lines += ";r=";
+  appendNumber(lines, remaining);
+  lines += ";t=";
+  appendNumber(lines, reset);
+  lines += "\r\n";
   if (denied && !outcome.never) {
-    std::string retry = std::to_string(retryAfterSeconds(outcome.retry_after_us));
-    headers.push_back({"X-Ratelimit-Retry-After", retry});
-    headers.push_back({"Retry-After", retry});
+    std::int64_t retry = retryAfterSeconds(outcome.retry_after_us);
+    appendHeader(lines, "X-Ratelimit-Retry-After", retry);
+    appendHeader(lines, "Retry-After", retry);
   }
-  return headers;
 }
 
 }  // namespace sluice::http

@@ -28,6 +28,7 @@ std::string sfString(std::string_view text);
 /// X-Ratelimit-Limit/-Remaining/-Reset, RateLimit-Policy and RateLimit; when `denied`
 /// also X-Ratelimit-Retry-After and Retry-After (unless the request can never pass, where
 /// a retry time would be a lie).
-std::vector<Header> rateLimitHeaders(const LimitStatus& binding, bool denied);
+/// Appended to `lines` as `Name: value\r\n` (Response::header_lines).
+void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool denied);
 
 }  // namespace sluice::http

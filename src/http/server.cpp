@@ -4,6 +4,7 @@
 
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -27,7 +28,6 @@ namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using BeastRequest = bhttp::request<bhttp::string_body>;
-using BeastResponse = bhttp::response<bhttp::string_body>;
 using ReusePort = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
 constexpr std::size_t kReadChunk = 4096;
@@ -71,8 +71,9 @@ class Session : public std::enable_shared_from_this<Session> {
         options_(worker.options),
         socket_(std::move(socket)),
         buffer_(worker.options.max_header_bytes + worker.options.max_body_bytes + kReadChunk),
-        read_timer_(socket_.get_executor()),
-        write_timer_(socket_.get_executor()) {}
+        idle_deadline_(socket_.get_executor()),
+        request_deadline_(socket_.get_executor()),
+        write_deadline_(socket_.get_executor()) {}
 
   ~Session() { worker_.sessionGone(this); }
 
@@ -111,8 +112,18 @@ class Session : public std::enable_shared_from_this<Session> {
     unsigned version = 11;
     std::size_t route_index = 0;
     Clock::time_point started;
-    std::optional<BeastResponse> response;
+    Response response;
     std::unique_ptr<net::steady_timer> hold_timer;
+  };
+
+  /// A deadline on a timer that is re-armed only when it must fire earlier: extending a
+  /// deadline (every request does) costs no timer operation; a timer that fires before the
+  /// current deadline re-arms itself for it.
+  struct Deadline {
+    explicit Deadline(const net::any_io_executor& executor) : timer(executor) {}
+    net::steady_timer timer;
+    Clock::time_point when = Clock::time_point::max();  // max: disarmed
+    bool armed = false;
   };
 
   // ---- reading -------------------------------------------------------------------------
@@ -148,9 +159,9 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     if (queue_.empty() && !writing_) {
-      armReadTimer(options_.idle_timeout);
+      setDeadline(idle_deadline_, Clock::now() + options_.idle_timeout);
     } else {
-      read_timer_.cancel();
+      clearDeadline(idle_deadline_);
     }
   }
 
@@ -161,7 +172,7 @@ class Session : public std::enable_shared_from_this<Session> {
     buffer_.commit(n);
     if (ec) {
       reading_ = false;
-      read_timer_.cancel();
+      clearDeadline(idle_deadline_);
       if (ec == net::error::eof) {
         no_more_reads_ = true;
         closeIfDone();
@@ -178,7 +189,8 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
     parser_->body_limit(options_.max_body_bytes);
-    armReadTimer(options_.request_timeout);
+    clearDeadline(idle_deadline_);
+    setDeadline(request_deadline_, Clock::now() + options_.request_timeout);
     bhttp::async_read_header(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
@@ -224,7 +236,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     reading_ = false;
-    read_timer_.cancel();
+    clearDeadline(request_deadline_);
     if (ec) {
       onReadError(ec);
       return;
@@ -285,16 +297,25 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void dispatch(BeastRequest&& req, std::uint64_t id) {
-    Request request;
-    request.method = std::string(req.method_string());
-    request.target = std::string(req.target());
-    request.path = request.target.substr(0, request.target.find('?'));
+    // One Request per session, refilled in place: its strings keep their capacity.
+    Request& request = request_;
+    request.method.assign(req.method_string());
+    request.target.assign(req.target());
+    request.path.assign(request.target, 0, request.target.find('?'));
+    std::size_t count = 0;
     for (const auto& field : req) {
-      request.headers.push_back(
-          Header{std::string(field.name_string()), std::string(field.value())});
+      if (count == request.headers.size()) {
+        request.headers.emplace_back();
+      }
+      Header& header = request.headers[count++];
+      header.name.assign(field.name_string());
+      header.value.assign(field.value());
     }
+    request.headers.resize(count);
     request.body = std::move(req.body());
-    request.peer = peer_;
+    if (request.peer != peer_) {
+      request.peer = peer_;
+    }
 
     const Router& router = *worker_.router;
     Router::Match match = router.route(request.method, request.path);
@@ -315,7 +336,7 @@ class Session : public std::enable_shared_from_this<Session> {
       self->complete(id, std::move(response));
     };
     try {
-      match.route->handler(request, std::move(respond));
+      match.route->handler(request_, std::move(respond));
     } catch (const std::exception& e) {
       spdlog::error("handler for {} {} failed: {}", request.method, request.path, e.what());
       complete(id, jsonError(500, "internal error"));
@@ -343,7 +364,7 @@ class Session : public std::enable_shared_from_this<Session> {
           std::chrono::duration<double>(Clock::now() - slot->started).count());
     }
     auto hold = response.hold;
-    slot->response.emplace(toBeast(std::move(response), slot->version, slot->keep_alive));
+    slot->response = std::move(response);
     if (hold.count() > 0) {
       slot->hold_timer = std::make_unique<net::steady_timer>(socket_.get_executor());
       slot->hold_timer->expires_after(hold);
@@ -362,42 +383,89 @@ class Session : public std::enable_shared_from_this<Session> {
     maybeWrite();
   }
 
-  static BeastResponse toBeast(Response response, unsigned version, bool keep_alive) {
-    BeastResponse res{static_cast<bhttp::status>(response.status), version};
-    res.set(bhttp::field::server, "sluice");
-    res.set(bhttp::field::content_type, response.content_type);
-    for (auto& header : response.headers) {
-      res.insert(header.name, header.value);
+  /// HTTP/1.1 wire format, as Beast would write it: status line, Server, Content-Type,
+  /// the response's headers, Connection when it differs from the version's default, and
+  /// Content-Length. CR and LF never reach the wire inside a header.
+  static void serialize(std::string& out, const Response& response, unsigned version,
+                        bool keep_alive) {
+    auto number = [&out](std::uint64_t value) {
+      std::array<char, 24> digits{};
+      auto result = std::to_chars(digits.data(), digits.data() + digits.size(), value);
+      out.append(digits.data(), static_cast<std::size_t>(result.ptr - digits.data()));
+    };
+    auto clean = [&out](std::string_view text) {
+      for (char c : text) {
+        if (c != '\r' && c != '\n') {
+          out += c;
+        }
+      }
+    };
+    out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    number(static_cast<std::uint64_t>(response.status));
+    out += ' ';
+    out += reasonPhrase(response.status);
+    out += "\r\nServer: sluice\r\nContent-Type: ";
+    clean(response.content_type);
+    out += "\r\n";
+    for (const auto& header : response.headers) {
+      clean(header.name);
+      out += ": ";
+      clean(header.value);
+      out += "\r\n";
     }
-    res.keep_alive(keep_alive);
-    res.body() = std::move(response.body);
-    res.prepare_payload();
-    return res;
+    out += response.header_lines;
+    if (version >= 11 && !keep_alive) {
+      out += "Connection: close\r\n";
+    } else if (version == 10 && keep_alive) {
+      out += "Connection: keep-alive\r\n";
+    }
+    bool no_body = response.status < 200 || response.status == 204 || response.status == 304;
+    if (!no_body) {
+      out += "Content-Length: ";
+      number(response.body.size());
+      out += "\r\n";
+    }
+    out += "\r\n";
+    if (!no_body) {
+      out += response.body;
+    }
   }
 
   // ---- writing ---------------------------------------------------------------------------
 
+  /// Writes every answer that is ready at the front of the queue in one write.
   void maybeWrite() {
     if (closed_ || writing_ || queue_.empty() || !queue_.front().ready) {
       return;
     }
-    Slot& front = queue_.front();
-    if (worker_.stopping && queue_.size() == 1 && !(reading_ && phase_ == Phase::kRequest)) {
-      // The last answer while draining tells the client that the connection ends here.
-      front.keep_alive = false;
-      front.response->keep_alive(false);
+    out_.clear();
+    write_count_ = 0;
+    bool reading_request = reading_ && phase_ == Phase::kRequest;
+    for (Slot& slot : queue_) {
+      if (!slot.ready) {
+        break;
+      }
+      if (worker_.stopping && write_count_ + 1 == queue_.size() && !reading_request) {
+        // The last answer while draining tells the client that the connection ends here.
+        slot.keep_alive = false;
+      }
+      serialize(out_, slot.response, slot.version, slot.keep_alive);
+      ++write_count_;
+      if (!slot.keep_alive) {
+        break;
+      }
     }
     writing_ = true;
     updateIdleTimer();  // a request being read keeps its own deadline
-    armWriteTimer();
-    bhttp::async_write(
-        socket_, *front.response,
+    setDeadline(write_deadline_, Clock::now() + options_.write_timeout);
+    net::async_write(
+        socket_, net::buffer(out_),
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onWrite(ec); });
   }
 
   void onWrite(beast::error_code ec) {
     writing_ = false;
-    write_timer_.cancel();
+    clearDeadline(write_deadline_);
     if (closed_) {
       return;
     }
@@ -405,8 +473,12 @@ class Session : public std::enable_shared_from_this<Session> {
       close();
       return;
     }
-    bool keep_alive = queue_.front().keep_alive;
-    queue_.pop_front();
+    bool keep_alive = true;
+    for (std::size_t i = 0; i < write_count_; ++i) {
+      keep_alive = keep_alive && queue_.front().keep_alive;
+      queue_.pop_front();
+    }
+    write_count_ = 0;
     if (!keep_alive) {
       gracefulClose();
       return;
@@ -445,7 +517,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     // A pending read (waiting for the next request) completes as aborted and is ignored.
     socket_.cancel(ec);
-    armReadTimer(kLingerTimeout);
+    clearDeadline(idle_deadline_);
+    setDeadline(request_deadline_, Clock::now() + kLingerTimeout);
     lingerRead();
   }
 
@@ -469,8 +542,9 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
-    read_timer_.cancel();
-    write_timer_.cancel();
+    idle_deadline_.timer.cancel();
+    request_deadline_.timer.cancel();
+    write_deadline_.timer.cancel();
     for (auto& slot : queue_) {
       if (slot.hold_timer) {
         slot.hold_timer->cancel();
@@ -480,36 +554,46 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // ---- deadlines -------------------------------------------------------------------------
 
-  void armReadTimer(std::chrono::steady_clock::duration timeout) {
-    read_timer_.expires_after(timeout);
-    read_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec || self->read_timer_.expiry() > Clock::now()) {
+  void setDeadline(Deadline& deadline, Clock::time_point when) {
+    deadline.when = when;
+    if (deadline.armed && deadline.timer.expiry() <= when) {
+      return;  // fires earlier and re-arms itself for `when`
+    }
+    deadline.armed = true;
+    deadline.timer.expires_at(when);  // a pending wait completes as aborted
+    deadline.timer.async_wait([self = shared_from_this(), &deadline](beast::error_code ec) {
+      if (ec) {
+        return;  // replaced by an earlier expiry, or the session closed
+      }
+      deadline.armed = false;
+      if (self->closed_ || deadline.when == Clock::time_point::max()) {
         return;
       }
-      // A slow or idle client, or a linger that ran out: drop the connection.
+      if (deadline.when > Clock::now()) {
+        self->setDeadline(deadline, deadline.when);
+        return;
+      }
+      // A slow or idle client, a client that does not read, or a linger that ran out.
       self->close();
     });
   }
 
-  void armWriteTimer() {
-    write_timer_.expires_after(options_.write_timeout);
-    write_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec || self->write_timer_.expiry() > Clock::now()) {
-        return;
-      }
-      self->close();
-    });
-  }
+  static void clearDeadline(Deadline& deadline) { deadline.when = Clock::time_point::max(); }
 
   Worker& worker_;
   const ServerOptions& options_;
   tcp::socket socket_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  Request request_;
   std::deque<Slot> queue_;
   std::uint64_t next_id_ = 0;
-  net::steady_timer read_timer_;
-  net::steady_timer write_timer_;
+  std::string out_;             // the answers being written
+  std::size_t write_count_ = 0;  // how many queued answers out_ holds
+  // Separate deadlines, so that each only ever moves later and rarely touches its timer.
+  Deadline idle_deadline_;     // waiting for a request's first byte, nothing pending
+  Deadline request_deadline_;  // first byte to last of a request; the linger after closing
+  Deadline write_deadline_;
   Phase phase_ = Phase::kIdleWait;
   bool reading_ = false;
   bool writing_ = false;

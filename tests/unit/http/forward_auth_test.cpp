@@ -456,12 +456,7 @@ Decision deniedDecision() {
 }
 
 std::string headerValue(const Response& response, std::string_view name) {
-  for (const auto& header : response.headers) {
-    if (header.name == name) {
-      return header.value;
-    }
-  }
-  return "";
+  return std::string(response.header(name));
 }
 
 TEST(ForwardAuthResponseTest, DenialUsesTheConfiguredStatusWithTheHeaders) {
