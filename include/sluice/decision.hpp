@@ -59,6 +59,9 @@ struct Decision {
   bool domain_known = true;
   std::vector<DescriptorStatus> descriptors;
   RuleSetPtr rules;                 ///< the snapshot used from start to end
+  /// The request's descriptors, moved in by the service once matched (so that observers
+  /// such as value labels need no copy of the request).
+  std::vector<Descriptor> request_descriptors;
 
   /// The limit whose headers the answer carries: on a deny the denying non-shadow limit
   /// with the longest retry; otherwise the evaluated limit with the least remaining.

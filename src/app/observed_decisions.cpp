@@ -50,10 +50,10 @@ class ObservedDecisionService final : public DecisionService {
 
   void decide(DecisionRequest request, Callback done) override {
     const Micros started = observers_.clock->nowMicros();
-    // The whole request is needed afterwards only for the log, the events and value labels.
+    // The whole request is needed afterwards only for the log and the events; value labels
+    // read the descriptors the service hands back in Decision::request_descriptors.
     std::shared_ptr<const DecisionRequest> kept;
-    if (observers_.access_log != nullptr || observers_.events != nullptr ||
-        !request.descriptors.empty()) {
+    if (observers_.access_log != nullptr || observers_.events != nullptr) {
       kept = std::make_shared<const DecisionRequest>(request);
     }
     std::string domain = request.domain;
@@ -69,9 +69,7 @@ class ObservedDecisionService final : public DecisionService {
                const Result<Decision>& decision, Micros started) {
     if (decision) {
       countNearLimit(domain, *decision);
-      if (request != nullptr) {
-        countDescriptorValues(*request, *decision);
-      }
+      countDescriptorValues(domain, *decision);
       if (request != nullptr && observers_.events != nullptr && !decision->allowed) {
         publishDenial(*request, *decision);
       }
@@ -125,8 +123,9 @@ class ObservedDecisionService final : public DecisionService {
     return *it->second;
   }
 
-  void countDescriptorValues(const DecisionRequest& request, const Decision& decision) {
-    if (!decision.domain_known || !decision.rules || request.descriptors.empty()) {
+  void countDescriptorValues(const std::string& domain_name, const Decision& decision) {
+    const std::vector<Descriptor>& descriptors = decision.request_descriptors;
+    if (!decision.domain_known || !decision.rules || descriptors.empty()) {
       return;
     }
     if (decision.rules != flag_cache_rules_) {
@@ -136,22 +135,22 @@ class ObservedDecisionService final : public DecisionService {
     if (!flag_cache_value_) {
       return;
     }
-    const DomainConfig* domain = decision.rules->findDomain(request.domain);
+    const DomainConfig* domain = decision.rules->findDomain(domain_name);
     if (domain == nullptr) {
       return;
     }
     // Matching again is the price of value labels, paid only when a rule asks for them.
-    RequestMatch match = matchRequest(*domain, request.descriptors);
+    RequestMatch match = matchRequest(*domain, descriptors);
     const std::size_t n = std::min(match.descriptors.size(), decision.descriptors.size());
-    for (std::size_t d = 0; d < n && d < request.descriptors.size(); ++d) {
+    for (std::size_t d = 0; d < n && d < descriptors.size(); ++d) {
       const DescriptorNode* node = match.descriptors[d].node;
       if (node == nullptr || !nodeWantsValues(*node)) {
         continue;
       }
-      const std::string value = describeDescriptor(request.descriptors[d]);
+      const std::string value = describeDescriptor(descriptors[d]);
       for (const LimitStatus& limit : decision.descriptors[d].limits) {
         observers_.metrics
-            ->counter(kDescriptorMetric, {{"domain", request.domain},
+            ->counter(kDescriptorMetric, {{"domain", domain_name},
                                           {"rule", limit.name},
                                           {"descriptor", value},
                                           {"outcome", std::string(limitOutcome(limit))}})

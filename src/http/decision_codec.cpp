@@ -483,6 +483,7 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     if (binding->outcome.never) {
       w.field("reason", "the cost exceeds what limit \"" + binding->name + "\" can ever admit");
     }
+    response.header_lines.reserve(256);
     appendRateLimitHeaders(response.header_lines, *binding, !decision.allowed);
   }
   w.endObject();

@@ -94,6 +94,7 @@ class DecisionServiceImpl final : public DecisionService {
         slots.emplace_back(d, ds.limits.size() - 1);
       }
     }
+    decision.request_descriptors = std::move(request.descriptors);
     if (store_request.limits.empty()) {
       record(*domain, decision);
       done(std::move(decision));

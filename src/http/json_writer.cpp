@@ -43,16 +43,20 @@ std::size_t utf8Length(std::string_view s, std::size_t pos) {
 
 void appendJsonString(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
+  // Bytes that JSON needs escaped or that start a UTF-8 sequence to check.
+  static constexpr auto kSpecial = [] {
+    std::array<bool, 256> table{};
+    for (std::size_t c = 0; c < 256; ++c) {
+      table[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+    }
+    return table;
+  }();
   out += '"';
   std::size_t i = 0;
   while (i < text.size()) {
     // Copy the longest run that needs no escaping in one append.
     std::size_t run = i;
-    while (run < text.size()) {
-      auto c = static_cast<unsigned char>(text[run]);
-      if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) {
-        break;
-      }
+    while (run < text.size() && !kSpecial[static_cast<unsigned char>(text[run])]) {
       ++run;
     }
     out.append(text.data() + i, run - i);
@@ -128,8 +132,9 @@ void JsonWriter::close(char bracket) {
 
 void JsonWriter::key(std::string_view name) {
   separate();
-  appendJsonString(out_, name);
-  out_ += ':';
+  out_ += '"';
+  out_ += name;
+  out_ += "\":";
   after_key_ = true;
 }
 

@@ -22,7 +22,8 @@ class JsonWriter {
   void beginArray() { open('['); }
   void endArray() { close(']'); }
 
-  /// `"name":` inside an object; the next call writes its value.
+  /// `"name":` inside an object; the next call writes its value. `name` is one of our own
+  /// field names (plain ASCII, nothing to escape) and is written as it is.
   void key(std::string_view name);
 
   void value(std::string_view text);

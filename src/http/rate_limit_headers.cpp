@@ -28,16 +28,21 @@ namespace {
 
 void appendSfString(std::string& out, std::string_view text) {
   out += '"';
-  for (char ch : text) {
-    auto byte = static_cast<unsigned char>(ch);
-    if (byte < 0x20 || byte > 0x7e) {
+  std::size_t run = 0;  // start of the pending run of bytes copied as they are
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    bool plain = byte >= 0x20 && byte <= 0x7e && byte != '"' && byte != '\\';
+    if (plain) {
       continue;
     }
-    if (ch == '"' || ch == '\\') {
+    out.append(text.data() + run, i - run);
+    run = i + 1;
+    if (byte == '"' || byte == '\\') {
       out += '\\';
-    }
-    out += ch;
+      out += static_cast<char>(byte);
+    }  // other bytes outside printable ASCII are dropped
   }
+  out.append(text.data() + run, text.size() - run);
   out += '"';
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -41,11 +42,12 @@ class MemoryStore final : public Store {
   void evaluate(const StoreRequest& request, Callback done) override {
     const Micros now = clock_.nowMicros();
     const std::size_t n = request.limits.size();
-    std::vector<Work> work(n);
+    // Inline capacity for the usual few limits per request: no allocation on the hot path.
+    boost::container::small_vector<Work, 4> work(n);
     for (std::size_t i = 0; i < n; ++i) {
       work[i].first = i;
     }
-    std::vector<std::uint32_t> involved;
+    boost::container::small_vector<std::uint32_t, 4> involved;
     involved.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t h = BucketTable::hashKey(request.limits[i].key);
@@ -58,7 +60,7 @@ class MemoryStore final : public Store {
     // cycle; holding all of them makes check-then-charge atomic across the limits.
     std::sort(involved.begin(), involved.end());
     involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
-    std::vector<std::unique_lock<std::mutex>> locks;
+    boost::container::small_vector<std::unique_lock<std::mutex>, 4> locks;
     locks.reserve(involved.size());
     for (const std::uint32_t s : involved) {
       locks.emplace_back(shards_[s]->mutex);
