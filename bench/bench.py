@@ -466,9 +466,9 @@ def redis_benchmark(ctx, wl, pipeline, requests, rb_redis):
     """The ceiling: redis-benchmark calling Sluice's script with EVALSHA."""
     sha = ctx.script_sha
     # Shaped like the store's keys: sluice:{client}:client|domain:key=value;i0;algorithm.
-    key = ("sluice:{r__rand_int__}:|bench:op=fixed_window_allow;i0;fixed_window"
+    key = ("sluice:{r__rand_int__}:|bench:op=fixed_window_allow;i0;fw"
            if wl["clients"] > 1 else
-           "sluice:{r00000000}:r00000000|bench:op=fixed_window_allow;i0;fixed_window")
+           "sluice:{r00000000}:r00000000|bench:op=fixed_window_allow;i0;fw")
     code = ALGORITHM_CODES["fixed_window"]
     # KEYS[1]; ARGV: test time (ignored), cost, then algorithm, L, W us, burst, min_interval,
     # flags, warmup: the same arguments Sluice sends for bench.yaml's fixed_window_allow rule.

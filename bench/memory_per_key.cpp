@@ -30,7 +30,7 @@ std::string makeKey(long i, std::size_t length) {
   char head[32];
   std::snprintf(head, sizeof head, "user-%09ld|", i);
   std::string key = head;
-  key += "auth:auth_type=login;0;fixed_window";
+  key += "auth:auth_type=login;0;fw";
   key.resize(length, 'x');
   return key;
 }

@@ -93,7 +93,7 @@ done
 # sliding_window_log with more entries in one bucket (one entry per request).
 for entries in 10 100; do
   cli FLUSHALL >/dev/null
-  key="sluice:{user-1}:user-1|bench:k=v;i0;sliding_window_log"
+  key="sluice:{user-1}:user-1|bench:k=v;i0;swl"
   for _ in $(seq 1 "$entries"); do
     cli EVALSHA "$SHA" 1 "$key" "" 1 1 1000 3600000000 0 0 0 0 >/dev/null
   done

@@ -22,6 +22,9 @@ enum class Algorithm : std::uint8_t {
 
 /// "fixed_window", "sliding_window_log", ...
 std::string_view algorithmName(Algorithm algorithm);
+/// The short code that names the algorithm inside bucket keys: "fw", "swl", "swc", "tb",
+/// "lb" (every byte of a key is stored per tracked client).
+std::string_view algorithmCode(Algorithm algorithm);
 /// Parses the YAML spelling; nullopt when unknown.
 std::optional<Algorithm> parseAlgorithm(std::string_view name);
 

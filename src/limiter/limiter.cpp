@@ -42,6 +42,22 @@ std::string_view algorithmName(Algorithm algorithm) {
   return "unknown";
 }
 
+std::string_view algorithmCode(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kFixedWindow:
+      return "fw";
+    case Algorithm::kSlidingWindowLog:
+      return "swl";
+    case Algorithm::kSlidingWindowCounter:
+      return "swc";
+    case Algorithm::kTokenBucket:
+      return "tb";
+    case Algorithm::kLeakyBucket:
+      return "lb";
+  }
+  return "unknown";
+}
+
 std::optional<Algorithm> parseAlgorithm(std::string_view name) {
   for (const auto& [value, spelling] : kNames) {
     if (spelling == name) {

@@ -84,7 +84,7 @@ void appendLimits(const std::vector<RateLimit>& limits, const DescriptorNode* no
     key += ';';
     key += limit.slot;
     key += ';';
-    key += algorithmName(limit.params.algorithm);
+    key += algorithmCode(limit.params.algorithm);
     match.limits.push_back(MatchedLimit{&limit, node, std::move(key)});
   }
 }

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+
 #include "bucket_driver.hpp"
 
 namespace sluice {
@@ -23,6 +26,20 @@ TEST(AlgorithmNameTest, RoundTripsEverySpelling) {
   EXPECT_EQ(parseAlgorithm("token_bucket"), Algorithm::kTokenBucket);
   EXPECT_EQ(parseAlgorithm("Token_Bucket"), std::nullopt);
   EXPECT_EQ(parseAlgorithm(""), std::nullopt);
+}
+
+TEST(AlgorithmNameTest, KeyCodesAreShortAndDistinct) {
+  std::set<std::string_view> codes;
+  for (Algorithm a :
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kTokenBucket, Algorithm::kLeakyBucket}) {
+    std::string_view code = algorithmCode(a);
+    EXPECT_LE(code.size(), 3u);
+    EXPECT_EQ(code.find_first_not_of("abcdefghijklmnopqrstuvwxyz"), std::string_view::npos);
+    codes.insert(code);
+  }
+  EXPECT_EQ(codes.size(), 5u);
+  EXPECT_EQ(algorithmCode(Algorithm::kFixedWindow), "fw");
 }
 
 TEST(FixedWindowTest, AdmitsUpToTheLimitThenDenies) {

@@ -143,10 +143,10 @@ TEST_F(MatcherTest, ExplicitValueWithoutLimitOverridesKeyOnlyDefault) {
 
 TEST_F(MatcherTest, KeyOnlyCountsEachValueSeparately) {
   load(kNested);
-  EXPECT_EQ(key(desc({{"user", "u1"}})), "d:user=u1;nper_user;fixed_window");
+  EXPECT_EQ(key(desc({{"user", "u1"}})), "d:user=u1;nper_user;fw");
   EXPECT_NE(key(desc({{"user", "u1"}})), key(desc({{"user", "u2"}})));
   EXPECT_EQ(key(desc({{"user", "u1"}, {"path", "/x"}})),
-            "d:user=u1:path=%2Fx;nper_user_path;fixed_window");
+            "d:user=u1:path=%2Fx;nper_user_path;fw");
 }
 
 TEST_F(MatcherTest, WildcardCountsEachValueSeparatelyWithoutShareThreshold) {
@@ -163,7 +163,7 @@ descriptors:
 )");
   EXPECT_NE(key(desc({{"path", "/api/a"}})), key(desc({{"path", "/api/b"}})));
   EXPECT_EQ(key(desc({{"shared", "/api/a"}})), key(desc({{"shared", "/api/b"}})));
-  EXPECT_EQ(key(desc({{"shared", "/api/a"}})), "d:shared~%2Fapi%2F%2A;i0;fixed_window");
+  EXPECT_EQ(key(desc({{"shared", "/api/a"}})), "d:shared~%2Fapi%2F%2A;i0;fw");
 }
 
 TEST_F(MatcherTest, SharedWildcardKeyNeverCollidesWithALiteralValue) {
@@ -179,11 +179,11 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 1}
 )");
   const std::string shared = key(desc({{"k", "fooX"}}));
-  EXPECT_EQ(shared, "d:k~foo%2A;i0;fixed_window");
+  EXPECT_EQ(shared, "d:k~foo%2A;i0;fw");
   // The literal text of the pattern finds the shared node too: the same counter.
   EXPECT_EQ(key(desc({{"k", "foo*"}})), shared);
   // Values counted one by one never take the shared counter's key.
-  EXPECT_EQ(key(desc({{"k", "fo*"}})), "d:k=fo%2A;i0;fixed_window");
+  EXPECT_EQ(key(desc({{"k", "fo*"}})), "d:k=fo%2A;i0;fw");
   EXPECT_NE(key(desc({{"k", "fo*"}})), shared);
 }
 
@@ -226,8 +226,8 @@ descriptors:
 )");
   const RequestMatch match = matchRequest(*domain_, {desc({{"plan", "free"}})});
   ASSERT_EQ(match.descriptors[0].limits.size(), 2u);
-  EXPECT_EQ(match.descriptors[0].limits[0].bucket_key, "d:plan=free;nburst;token_bucket");
-  EXPECT_EQ(match.descriptors[0].limits[1].bucket_key, "d:plan=free;i1;fixed_window");
+  EXPECT_EQ(match.descriptors[0].limits[0].bucket_key, "d:plan=free;nburst;tb");
+  EXPECT_EQ(match.descriptors[0].limits[1].bucket_key, "d:plan=free;i1;fw");
 }
 
 TEST_F(MatcherTest, BucketKeySurvivesAReloadThatOnlyChangesTheLimit) {
@@ -248,7 +248,7 @@ TEST_F(MatcherTest, NoDescriptorsUsesTheDomainLevelLimit) {
   EXPECT_TRUE(match.descriptors[0].matched);
   EXPECT_EQ(match.descriptors[0].node, nullptr);
   EXPECT_EQ(match.descriptors[0].limits[0].node, nullptr);
-  EXPECT_EQ(match.descriptors[0].limits[0].bucket_key, "d;i0;fixed_window");
+  EXPECT_EQ(match.descriptors[0].limits[0].bucket_key, "d;i0;fw");
 }
 
 TEST_F(MatcherTest, NoDescriptorsAndNoDomainLimitMatchesNothing) {
