@@ -487,7 +487,8 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     appendRateLimitHeaders(response.header_lines, *binding, !decision.allowed);
   }
   w.endObject();
-  body += '\n';
+  w.text("\n");
+  w.finish();
   if (decision.degraded) {
     response.headers.push_back({"X-Sluice-Degraded", "true"});
   }
@@ -559,7 +560,8 @@ Response envoyResponse(const Decision& decision) {
     w.endObject();
   }
   w.endObject();
-  body += '\n';
+  w.text("\n");
+  w.finish();
   if (decision.degraded) {
     response.headers.push_back({"X-Sluice-Degraded", "true"});
   }

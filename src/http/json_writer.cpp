@@ -41,7 +41,7 @@ std::size_t utf8Length(std::string_view s, std::size_t pos) {
 
 }  // namespace
 
-void appendJsonString(std::string& out, std::string_view text) {
+void JsonWriter::string(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   // Bytes that JSON needs escaped or that start a UTF-8 sequence to check.
   static constexpr auto kSpecial = [] {
@@ -51,15 +51,15 @@ void appendJsonString(std::string& out, std::string_view text) {
     }
     return table;
   }();
-  out += '"';
+  put('"');
   std::size_t i = 0;
   while (i < text.size()) {
-    // Copy the longest run that needs no escaping in one append.
+    // Copy the longest run that needs no escaping at once.
     std::size_t run = i;
     while (run < text.size() && !kSpecial[static_cast<unsigned char>(text[run])]) {
       ++run;
     }
-    out.append(text.data() + i, run - i);
+    put(text.data() + i, run - i);
     i = run;
     if (i == text.size()) {
       break;
@@ -68,96 +68,56 @@ void appendJsonString(std::string& out, std::string_view text) {
     if (c >= 0x80) {
       std::size_t n = utf8Length(text, i);
       if (n == 0) {
-        out += kReplacement;
+        put(kReplacement);
         ++i;
       } else {
-        out.append(text.data() + i, n);
+        put(text.data() + i, n);
         i += n;
       }
       continue;
     }
     switch (c) {
       case '"':
-        out += "\\\"";
+        put("\\\"", 2);
         break;
       case '\\':
-        out += "\\\\";
+        put("\\\\", 2);
         break;
       case '\b':
-        out += "\\b";
+        put("\\b", 2);
         break;
       case '\f':
-        out += "\\f";
+        put("\\f", 2);
         break;
       case '\n':
-        out += "\\n";
+        put("\\n", 2);
         break;
       case '\r':
-        out += "\\r";
+        put("\\r", 2);
         break;
       case '\t':
-        out += "\\t";
+        put("\\t", 2);
         break;
       default: {
-        std::array<char, 6> esc{'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-        out.append(esc.data(), esc.size());
+        const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        put(esc, sizeof esc);
       }
     }
     ++i;
   }
-  out += '"';
-}
-
-void JsonWriter::separate() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_) {
-    out_ += ',';
-  }
-  first_ = false;
-}
-
-void JsonWriter::open(char bracket) {
-  separate();
-  out_ += bracket;
-  first_ = true;
-}
-
-void JsonWriter::close(char bracket) {
-  out_ += bracket;
-  first_ = false;
-}
-
-void JsonWriter::key(std::string_view name) {
-  separate();
-  out_ += '"';
-  out_ += name;
-  out_ += "\":";
-  after_key_ = true;
-}
-
-void JsonWriter::value(std::string_view text) {
-  separate();
-  appendJsonString(out_, text);
-}
-
-void JsonWriter::value(bool flag) {
-  separate();
-  out_ += flag ? "true" : "false";
+  put('"');
 }
 
 void JsonWriter::value(std::int64_t number) {
   separate();
   std::array<char, 24> digits{};
-  auto [end, ec] = std::to_chars(digits.data(), digits.data() + digits.size(), number);
-  out_.append(digits.data(), static_cast<std::size_t>(end - digits.data()));
+  auto result = std::to_chars(digits.data(), digits.data() + digits.size(), number);
+  put(digits.data(), static_cast<std::size_t>(result.ptr - digits.data()));
 }
 
-void JsonWriter::raw(std::string_view json) {
-  separate();
-  out_ += json;
+void appendJsonString(std::string& out, std::string_view text) {
+  JsonWriter w(out);
+  w.value(text);
 }
 
 }  // namespace sluice::http

@@ -1,21 +1,27 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
 /// Appends compact JSON to a string without building a tree: the decision answers are
 /// written straight into the buffer that goes on the wire. The output is what
-/// nlohmann::json::dump() writes (no spaces, UTF-8 kept as is, invalid UTF-8 replaced by
-/// U+FFFD), so both encoders can be mixed and compared.
+/// nlohmann::json::dump() writes (no spaces, UTF-8 kept as is), with invalid UTF-8 replaced
+/// by U+FFFD, so both encoders can be mixed and compared.
 ///
-/// The writer tracks commas only; nesting correctness is the caller's (every begin has
-/// its end, keys only inside objects). Misuse shows in the unit tests, not at run time.
+/// Writes go through a small inline buffer, flushed into the string when full and by
+/// finish() (or the destructor): call finish() before touching the string directly.
+/// The writer tracks commas only; nesting correctness is the caller's (every begin has its
+/// end, keys only inside objects). Misuse shows in the unit tests, not at run time.
 namespace sluice::http {
 
 class JsonWriter {
  public:
   explicit JsonWriter(std::string& out) : out_(out) {}
+  ~JsonWriter() { finish(); }
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
 
   void beginObject() { open('{'); }
   void endObject() { close('}'); }
@@ -24,15 +30,30 @@ class JsonWriter {
 
   /// `"name":` inside an object; the next call writes its value. `name` is one of our own
   /// field names (plain ASCII, nothing to escape) and is written as it is.
-  void key(std::string_view name);
+  void key(std::string_view name) {
+    separate();
+    put('"');
+    put(name);
+    put("\":", 2);
+    after_key_ = true;
+  }
 
-  void value(std::string_view text);
+  void value(std::string_view text) {
+    separate();
+    string(text);
+  }
   void value(const char* text) { value(std::string_view(text)); }
-  void value(bool flag);
+  void value(bool flag) {
+    separate();
+    flag ? put("true", 4) : put("false", 5);
+  }
   void value(std::int64_t number);
   void value(int number) { value(static_cast<std::int64_t>(number)); }
   /// Text that is already valid JSON (e.g. the rules' compact `metadata`).
-  void raw(std::string_view json);
+  void raw(std::string_view json) {
+    separate();
+    put(json);
+  }
 
   template <typename T>
   void field(std::string_view name, const T& v) {
@@ -40,12 +61,60 @@ class JsonWriter {
     value(v);
   }
 
+  /// Appends text as it is, with no separator (e.g. the final newline).
+  void text(std::string_view t) { put(t); }
+
+  /// Moves what is buffered into the string.
+  void finish() {
+    out_.append(buffer_, length_);
+    length_ = 0;
+  }
+
  private:
-  void separate();
-  void open(char bracket);
-  void close(char bracket);
+  static constexpr std::size_t kBufferSize = 512;
+
+  void put(char c) {
+    if (length_ == kBufferSize) {
+      finish();
+    }
+    buffer_[length_++] = c;
+  }
+  void put(const char* data, std::size_t n) {
+    if (n > kBufferSize - length_) {
+      finish();
+      if (n > kBufferSize) {
+        out_.append(data, n);
+        return;
+      }
+    }
+    std::memcpy(buffer_ + length_, data, n);
+    length_ += n;
+  }
+  void put(std::string_view text) { put(text.data(), text.size()); }
+
+  void separate() {
+    if (after_key_) {
+      after_key_ = false;
+    } else if (!first_) {
+      put(',');
+    }
+    first_ = false;
+  }
+  void open(char bracket) {
+    separate();
+    put(bracket);
+    first_ = true;
+  }
+  void close(char bracket) {
+    put(bracket);
+    first_ = false;
+  }
+  /// A JSON string literal, quotes included, in nlohmann's escaping.
+  void string(std::string_view text);
 
   std::string& out_;
+  char buffer_[kBufferSize];
+  std::size_t length_ = 0;
   bool first_ = true;        // nothing written yet at this nesting level
   bool after_key_ = false;   // a key was written: its value needs no comma
 };

@@ -292,7 +292,10 @@ TEST(DecisionCodecTest, AnswersAreCanonicalCompactJson) {
       DescriptorStatus{true, {loginLimit(false, 0), leaky, unlimited}, R"({"a":[1,"x"]})"});
   decision.descriptors.push_back(DescriptorStatus{false, {}});
   decision.descriptors.push_back(DescriptorStatus{true, {never}, "not json"});
-  for (const Response& r : {decisionResponse(request, decision), envoyResponse(decision)}) {
+  DecisionRequest long_request = request;  // strings longer than the writer's buffer
+  long_request.client_id = std::string(700, 'x') + "\"" + std::string(300, 'y');
+  for (const Response& r : {decisionResponse(request, decision), envoyResponse(decision),
+                            decisionResponse(long_request, decision)}) {
     ASSERT_FALSE(r.body.empty());
     EXPECT_EQ(r.body.back(), '\n');
     EXPECT_EQ(nlohmann::ordered_json::parse(r.body).dump() + "\n", r.body);
