@@ -183,5 +183,7 @@ int validateRulesCommand(const std::string& path, std::ostream& out);
 /// Escapes one part of a store key so that the separators of a key (and '{', '}') never
 /// occur inside a part: bytes outside [A-Za-z0-9_.-] become %XX.
 std::string escapeKeyPart(std::string_view part);
+/// escapeKeyPart(part) appended to `out`.
+void appendEscapedKeyPart(std::string& out, std::string_view part);
 
 }  // namespace sluice

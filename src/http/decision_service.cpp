@@ -180,7 +180,9 @@ class DecisionServiceImpl final : public DecisionService {
 }  // namespace
 
 std::string storeKey(std::string_view client_id, std::string_view bucket_key) {
-  std::string key = escapeKeyPart(client_id);
+  std::string key;
+  key.reserve(client_id.size() + 1 + bucket_key.size());
+  appendEscapedKeyPart(key, client_id);
   key += '|';
   key += bucket_key;
   return key;

@@ -108,11 +108,15 @@ void JsonWriter::string(std::string_view text) {
   put('"');
 }
 
-void JsonWriter::value(std::int64_t number) {
-  separate();
+void Appender::number(std::int64_t number) {
   std::array<char, 24> digits{};
   auto result = std::to_chars(digits.data(), digits.data() + digits.size(), number);
   put(digits.data(), static_cast<std::size_t>(result.ptr - digits.data()));
+}
+
+void JsonWriter::value(std::int64_t number) {
+  separate();
+  out_.number(number);
 }
 
 void appendJsonString(std::string& out, std::string_view text) {

@@ -10,18 +10,60 @@
 /// nlohmann::json::dump() writes (no spaces, UTF-8 kept as is), with invalid UTF-8 replaced
 /// by U+FFFD, so both encoders can be mixed and compared.
 ///
-/// Writes go through a small inline buffer, flushed into the string when full and by
-/// finish() (or the destructor): call finish() before touching the string directly.
+/// Writes go through an Appender: call finish() (or let the destructor do it) before
+/// touching the string directly.
 /// The writer tracks commas only; nesting correctness is the caller's (every begin has its
 /// end, keys only inside objects). Misuse shows in the unit tests, not at run time.
 namespace sluice::http {
 
+/// Appends to a string through a small inline buffer: one string append per 512 bytes
+/// instead of one per piece. Call finish() (or let the destructor do it) before using the
+/// string.
+class Appender {
+ public:
+  explicit Appender(std::string& out) : out_(out) {}
+  ~Appender() { finish(); }
+  Appender(const Appender&) = delete;
+  Appender& operator=(const Appender&) = delete;
+
+  void put(char c) {
+    if (length_ == kBufferSize) {
+      finish();
+    }
+    buffer_[length_++] = c;
+  }
+  void put(const char* data, std::size_t n) {
+    if (n > kBufferSize - length_) {
+      finish();
+      if (n > kBufferSize) {
+        out_.append(data, n);
+        return;
+      }
+    }
+    std::memcpy(buffer_ + length_, data, n);
+    length_ += n;
+  }
+  void put(std::string_view text) { put(text.data(), text.size()); }
+  /// Decimal digits of `number`.
+  void number(std::int64_t number);
+
+  /// Moves what is buffered into the string.
+  void finish() {
+    out_.append(buffer_, length_);
+    length_ = 0;
+  }
+
+ private:
+  static constexpr std::size_t kBufferSize = 512;
+
+  std::string& out_;
+  char buffer_[kBufferSize];
+  std::size_t length_ = 0;
+};
+
 class JsonWriter {
  public:
   explicit JsonWriter(std::string& out) : out_(out) {}
-  ~JsonWriter() { finish(); }
-  JsonWriter(const JsonWriter&) = delete;
-  JsonWriter& operator=(const JsonWriter&) = delete;
 
   void beginObject() { open('{'); }
   void endObject() { close('}'); }
@@ -65,32 +107,12 @@ class JsonWriter {
   void text(std::string_view t) { put(t); }
 
   /// Moves what is buffered into the string.
-  void finish() {
-    out_.append(buffer_, length_);
-    length_ = 0;
-  }
+  void finish() { out_.finish(); }
 
  private:
-  static constexpr std::size_t kBufferSize = 512;
-
-  void put(char c) {
-    if (length_ == kBufferSize) {
-      finish();
-    }
-    buffer_[length_++] = c;
-  }
-  void put(const char* data, std::size_t n) {
-    if (n > kBufferSize - length_) {
-      finish();
-      if (n > kBufferSize) {
-        out_.append(data, n);
-        return;
-      }
-    }
-    std::memcpy(buffer_ + length_, data, n);
-    length_ += n;
-  }
-  void put(std::string_view text) { put(text.data(), text.size()); }
+  void put(char c) { out_.put(c); }
+  void put(const char* data, std::size_t n) { out_.put(data, n); }
+  void put(std::string_view text) { out_.put(text); }
 
   void separate() {
     if (after_key_) {
@@ -112,9 +134,7 @@ class JsonWriter {
   /// A JSON string literal, quotes included, in nlohmann's escaping.
   void string(std::string_view text);
 
-  std::string& out_;
-  char buffer_[kBufferSize];
-  std::size_t length_ = 0;
+  Appender out_;
   bool first_ = true;        // nothing written yet at this nesting level
   bool after_key_ = false;   // a key was written: its value needs no comma
 };

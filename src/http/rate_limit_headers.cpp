@@ -1,8 +1,8 @@
 #include "http/rate_limit_headers.hpp"
 
 #include <algorithm>
-#include <array>
-#include <charconv>
+
+#include "http/json_writer.hpp"
 
 namespace sluice::http {
 
@@ -26,8 +26,8 @@ std::int64_t ceilMillis(Micros duration) {
 
 namespace {
 
-void appendSfString(std::string& out, std::string_view text) {
-  out += '"';
+void appendSfString(Appender& out, std::string_view text) {
+  out.put('"');
   std::size_t run = 0;  // start of the pending run of bytes copied as they are
   for (std::size_t i = 0; i < text.size(); ++i) {
     auto byte = static_cast<unsigned char>(text[i]);
@@ -35,35 +35,31 @@ void appendSfString(std::string& out, std::string_view text) {
     if (plain) {
       continue;
     }
-    out.append(text.data() + run, i - run);
+    out.put(text.data() + run, i - run);
     run = i + 1;
     if (byte == '"' || byte == '\\') {
-      out += '\\';
-      out += static_cast<char>(byte);
+      out.put('\\');
+      out.put(static_cast<char>(byte));
     }  // other bytes outside printable ASCII are dropped
   }
-  out.append(text.data() + run, text.size() - run);
-  out += '"';
+  out.put(text.data() + run, text.size() - run);
+  out.put('"');
 }
 
-void appendNumber(std::string& out, std::int64_t value) {
-  std::array<char, 24> digits{};
-  auto result = std::to_chars(digits.data(), digits.data() + digits.size(), value);
-  out.append(digits.data(), static_cast<std::size_t>(result.ptr - digits.data()));
-}
-
-void appendHeader(std::string& out, std::string_view name, std::int64_t value) {
-  out += name;
-  out += ": ";
-  appendNumber(out, value);
-  out += "\r\n";
+void appendHeader(Appender& out, std::string_view name, std::int64_t value) {
+  out.put(name);
+  out.put(": ", 2);
+  out.number(value);
+  out.put("\r\n", 2);
 }
 
 }  // namespace
 
 std::string sfString(std::string_view text) {
   std::string out;
-  appendSfString(out, text);
+  Appender appender(out);
+  appendSfString(appender, text);
+  appender.finish();
   return out;
 }
 
@@ -71,27 +67,29 @@ void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool
   const Outcome& outcome = binding.outcome;
   std::int64_t remaining = std::max<std::int64_t>(0, outcome.remaining);
   std::int64_t reset = ceilSeconds(outcome.reset_after_us);
-  appendHeader(lines, "X-Ratelimit-Limit", binding.limit);
-  appendHeader(lines, "X-Ratelimit-Remaining", remaining);
-  appendHeader(lines, "X-Ratelimit-Reset", reset);
-  lines += "RateLimit-Policy: ";
-  appendSfString(lines, binding.name);
-  lines += ";q=";
-  appendNumber(lines, binding.limit);
-  lines += ";w=";
-  appendNumber(lines, ceilSeconds(binding.window_us));
-  lines += "\r\nRateLimit: ";
-  appendSfString(lines, binding.name);
-  lines += ";r=";
-  appendNumber(lines, remaining);
-  lines += ";t=";
-  appendNumber(lines, reset);
-  lines += "\r\n";
+  Appender out(lines);
+  appendHeader(out, "X-Ratelimit-Limit", binding.limit);
+  appendHeader(out, "X-Ratelimit-Remaining", remaining);
+  appendHeader(out, "X-Ratelimit-Reset", reset);
+  out.put("RateLimit-Policy: ");
+  appendSfString(out, binding.name);
+  out.put(";q=");
+  out.number(binding.limit);
+  out.put(";w=");
+  out.number(ceilSeconds(binding.window_us));
+  out.put("\r\nRateLimit: ");
+  appendSfString(out, binding.name);
+  out.put(";r=");
+  out.number(remaining);
+  out.put(";t=");
+  out.number(reset);
+  out.put("\r\n");
   if (denied && !outcome.never) {
     std::int64_t retry = retryAfterSeconds(outcome.retry_after_us);
-    appendHeader(lines, "X-Ratelimit-Retry-After", retry);
-    appendHeader(lines, "Retry-After", retry);
+    appendHeader(out, "X-Ratelimit-Retry-After", retry);
+    appendHeader(out, "Retry-After", retry);
   }
+  out.finish();
 }
 
 }  // namespace sluice::http

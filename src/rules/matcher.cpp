@@ -107,13 +107,13 @@ DescriptorMatch matchDescriptor(const DomainConfig& domain, const Descriptor& de
       return match;
     }
     prefix += ':';
-    prefix += escapeKeyPart(entry.key);
+    appendEscapedKeyPart(prefix, entry.key);
     if (node->share_threshold && node->value) {
       prefix += '~';
-      prefix += escapeKeyPart(*node->value);
+      appendEscapedKeyPart(prefix, *node->value);
     } else {
       prefix += '=';
-      prefix += escapeKeyPart(entry.value);
+      appendEscapedKeyPart(prefix, entry.value);
     }
     if (i + 1 == descriptor.size()) {
       // The request's depth equals this node's: its limits (if any) apply.

@@ -111,20 +111,26 @@ std::optional<Micros> parseDuration(std::string_view text) {
   return amount * scale;
 }
 
-std::string escapeKeyPart(std::string_view part) {
+void appendEscapedKeyPart(std::string& out, std::string_view part) {
   static constexpr char kHex[] = "0123456789ABCDEF";
+  std::size_t run = 0;  // start of the pending run of safe bytes
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    const auto c = static_cast<unsigned char>(part[i]);
+    if (isKeySafe(c)) {
+      continue;
+    }
+    out.append(part.data() + run, i - run);
+    run = i + 1;
+    const char escaped[3] = {'%', kHex[c >> 4], kHex[c & 0x0F]};
+    out.append(escaped, sizeof escaped);
+  }
+  out.append(part.data() + run, part.size() - run);
+}
+
+std::string escapeKeyPart(std::string_view part) {
   std::string out;
   out.reserve(part.size());
-  for (const char ch : part) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (isKeySafe(c)) {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0x0F]);
-    }
-  }
+  appendEscapedKeyPart(out, part);
   return out;
 }
 
