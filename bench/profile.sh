@@ -108,9 +108,9 @@ if ((callgrind)); then
     echo "# sluice:: functions, inclusive (what each costs with everything it calls):"
     callgrind_annotate --inclusive=yes --threshold=100 "$work/callgrind.out" 2>/dev/null \
       | grep -E '^ *[0-9,]+ \( *[0-9.]+%\)' | grep 'sluice::' | sed -E 's/ \[[^]]*\]$//' \
-      | sed 's/^/#   /' | cut -c1-200 | head -25
+      | sed 's/^/#   /' | cut -c1-200 | head -25 || true  # head closes the pipe early
     echo "# hottest functions (self instructions):"
-    grep -v 'PROGRAM TOTALS' "$work/flat.txt" | sed -E 's/ \[[^]]*\]$//' | cut -c1-200 | head -40
+    grep -v 'PROGRAM TOTALS' "$work/flat.txt" | sed -E 's/ \[[^]]*\]$//' | cut -c1-200 | head -40 || true
   } | tee "$out"
   exit 0
 fi

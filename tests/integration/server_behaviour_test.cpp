@@ -160,6 +160,27 @@ TEST(ServerBehaviourTest, IdleKeepAliveConnectionIsClosed) {
   EXPECT_GE(Clock::now() - start, milliseconds(200));
 }
 
+// Deadlines move later with every request without re-arming their timer each time: a timer
+// that fires at an old deadline must re-arm itself for the current one, not drop a busy
+// connection.
+TEST(ServerBehaviourTest, BusyKeepAliveConnectionOutlivesEveryTimeout) {
+  SluiceProcess sluice(withArgs({"--threads", "1", "--idle-timeout-ms", "300",
+                                 "--request-timeout-ms", "300"}));
+  RawConnection busy("127.0.0.1", sluice.port());
+  auto start = Clock::now();
+  int answered = 0;
+  while (Clock::now() - start < milliseconds(1500)) {
+    ASSERT_TRUE(busy.send(rawPost("/shouldAllowRequest", "{}")));
+    std::string response = busy.readResponse(milliseconds(2000));
+    ASSERT_EQ(statusOf(response), 200) << "after " << answered << " answers: " << response;
+    ++answered;
+    std::this_thread::sleep_for(milliseconds(120));
+  }
+  EXPECT_GE(answered, 8);
+  // Then idle: closed after the idle timeout.
+  EXPECT_TRUE(busy.waitClosed(milliseconds(3000)));
+}
+
 TEST(ServerBehaviourTest, ShapedLeakyBucketHoldsAnswersWithoutBlockingTheThread) {
   SluiceProcess sluice(withRules({{"shaped.yaml", kShapedRules}}, {"--threads", "1"}));
   std::string body = R"({"domain":"shaped","descriptors":[[{"key":"queue","value":"q"}]]})";
