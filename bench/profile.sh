@@ -77,6 +77,8 @@ if ((callgrind)); then
     if (exec 3<>"/dev/tcp/127.0.0.1/$sport") 2>/dev/null; then break; fi
     sleep 0.1
   done
+  # Start-up (rules loading, dynamic linking) is not what a request costs: zero the counters.
+  callgrind_control -z "$spid" >/dev/null 2>&1 || true
   BENCH_MODE=json BENCH_CLIENTS=$clients BENCH_OP=$op BENCH_DESC=$desc BENCH_RATE=300 \
     wrk -t1 -c4 -d"${seconds}s" --timeout 10s -s "$here/wrk/decision.lua" \
     "http://127.0.0.1:$sport" >"$work/wrk.txt" 2>&1
@@ -91,8 +93,17 @@ if ((callgrind)); then
     callgrind_annotate --threshold=100 "$work/callgrind.out" 2>/dev/null \
       | grep -E '^ *[0-9,]+ \( *[0-9.]+%\)' >"$work/flat.txt"
     grep 'PROGRAM TOTALS' "$work/flat.txt" | sed 's/^/# /'
-    echo "# shares by kind (self instructions, start-up included):"
-    grep -v 'PROGRAM TOTALS' "$work/flat.txt" | awk '{
+    # Zeroing the counters mid-run credits the frames then on the stack (the thread's entry,
+    # clone, start_thread) with everything as "self": leave them out of the self listings.
+    grep -vE 'PROGRAM TOTALS|clone\.S:clone|pthread_create\.c:start_thread|_M_run\(\)|\?\?\?:0x[0-9a-f]+ ' \
+      "$work/flat.txt" >"$work/self.txt" || true
+    total=$(grep 'PROGRAM TOTALS' "$work/flat.txt" | awk '{gsub(",", "", $1); print $1}')
+    requests=$(grep -oE '[0-9]+ requests in' "$work/wrk.txt" | awk '{print $1}')
+    if [[ -n $total && -n $requests && $requests -gt 0 ]]; then
+      echo "# instructions per request: $((total / requests)) (counters zeroed after start-up)"
+    fi
+    echo "# shares by kind (self instructions, start-up excluded):"
+    awk '{
          share = $0; sub(/^[^(]*\( */, "", share); sub(/%.*/, "", share); line = $0;
          kind = "other user code";
          if (line ~ /malloc|free|operator new|operator delete|tcache/) kind = "malloc/free";
@@ -104,13 +115,13 @@ if ((callgrind)); then
          else if (line ~ /mem(move|cpy|set|cmp)|str(len|cmp)|basic_string/) kind = "libc mem*/str*, std::string";
          else if (line ~ /libc\.so|ld-linux/) kind = "other libc";
          sum[kind] += share }
-       END { for (k in sum) printf "#   %6.2f%%  %s\n", sum[k], k }' | sort -k2 -rn
+       END { for (k in sum) printf "#   %6.2f%%  %s\n", sum[k], k }' "$work/self.txt" | sort -k2 -rn
     echo "# sluice:: functions, inclusive (what each costs with everything it calls):"
     callgrind_annotate --inclusive=yes --threshold=100 "$work/callgrind.out" 2>/dev/null \
       | grep -E '^ *[0-9,]+ \( *[0-9.]+%\)' | grep 'sluice::' | sed -E 's/ \[[^]]*\]$//' \
       | sed 's/^/#   /' | cut -c1-200 | head -25 || true  # head closes the pipe early
     echo "# hottest functions (self instructions):"
-    grep -v 'PROGRAM TOTALS' "$work/flat.txt" | sed -E 's/ \[[^]]*\]$//' | cut -c1-200 | head -40 || true
+    sed -E 's/ \[[^]]*\]$//' "$work/self.txt" | cut -c1-200 | head -40 || true
   } | tee "$out"
   exit 0
 fi
