@@ -6,6 +6,8 @@
 -- requests, n * W / L, needs L and W = q * L + r as (limit, q, r).
 -- Built by make_gcra() on first use in a call (see 10_common.lua).
 local function make_gcra()
+  local kExact = 2 ^ 52
+  local kFitSteps = 4
   local function less_eq(xu, xr, yu, yr)
     return xu < yu or (xu == yu and xr <= yr)
   end
@@ -39,17 +41,42 @@ local function make_gcra()
     return us
   end
 
+  -- from + span(k) <= till
+  local function fits_at(k, fu, fr, tu, tr, limit, q, r)
+    local su, sr = span(k, limit, q, r)
+    local au, ar = add(fu, fr, su, sr, limit)
+    return less_eq(au, ar, tu, tr)
+  end
+
   -- The largest k in [0, most] with from + span(k) <= till (0 if none).
+  -- from + span(k) <= till is monotonic in k when the times are exact (integers below 2^52,
+  -- 0 <= rem < L: every time this script computes from a state it wrote), so the answer is
+  -- the k at which it turns false: estimated in doubles as floor((till - from) * L / W), then
+  -- confirmed or moved by exact steps (the estimate is off by at most one). Any other input
+  -- (a foreign state), or an estimate that does not converge, takes the binary search, whose
+  -- answer is the same whenever the test is monotonic.
   local function fits(fu, fr, tu, tr, most, limit, q, r)
     if not less_eq(fu, fr, tu, tr) then
       return 0
     end
+    if fu % 1 == 0 and tu % 1 == 0 and fr % 1 == 0 and tr % 1 == 0 and fr >= 0 and tr >= 0
+        and fr < limit and tr < limit and fu >= -kExact and fu <= kExact and tu >= -kExact
+        and tu <= kExact then
+      local k = max(0, min(most, floor(((tu - fu) * limit + (tr - fr)) / (q * limit + r))))
+      for _ = 1, kFitSteps do
+        if k < most and fits_at(k + 1, fu, fr, tu, tr, limit, q, r) then
+          k = k + 1
+        elseif k > 0 and not fits_at(k, fu, fr, tu, tr, limit, q, r) then
+          k = k - 1
+        else
+          return k
+        end
+      end
+    end
     local lo, hi = 0, most
     while lo < hi do
       local mid = lo + floor((hi - lo + 1) / 2)
-      local su, sr = span(mid, limit, q, r)
-      local au, ar = add(fu, fr, su, sr, limit)
-      if less_eq(au, ar, tu, tr) then
+      if fits_at(mid, fu, fr, tu, tr, limit, q, r) then
         lo = mid
       else
         hi = mid - 1
