@@ -26,6 +26,18 @@ local function floor_div(a, b)
   return q
 end
 
+-- tonumber() for the script's arguments: the values sent most often ('0' for most codes and
+-- flags, '1' for the cost) are matched as strings (interned: a pointer comparison), which
+-- spares tonumber's strtod.
+local function number(s)
+  if s == '0' then
+    return 0
+  elseif s == '1' then
+    return 1
+  end
+  return tonumber(s)
+end
+
 -- A stored state: { a, b, c, at_1, cost_1, at_2, cost_2, ... } packed with cmsgpack (the
 -- format every Sluice version reads and writes: sidecars of different versions may share
 -- one Redis). Returns a, b, c and the unpacked array (its log is t[4..]), or 0, 0, 0, nil

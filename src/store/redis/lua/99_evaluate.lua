@@ -28,7 +28,7 @@ local kStride = 7
 local kReplyStride = 6
 local kReadBatch = 1000  -- keys per MGET: unpack() must stay within Lua's C stack limit
 local now = sluice_now
-local cost = max(tonumber(ARGV[2]), 0)
+local cost = max(number(ARGV[2]), 0)
 local n = #KEYS
 if n == 0 then
   return { 1 }
@@ -56,10 +56,10 @@ local allowed = true
 local sliding_window_log, sliding_window_counter, gcra
 for i = 1, n do
   local base = 3 + (i - 1) * kStride
-  local algorithm = tonumber(ARGV[base])
+  local algorithm = number(ARGV[base])
   local limit = tonumber(ARGV[base + 1])
   local window = tonumber(ARGV[base + 2])
-  local flags = tonumber(ARGV[base + 5])
+  local flags = number(ARGV[base + 5])
   local count_rejected = (flags % 2) == 1
   local shadow = (floor(flags / 2) % 2) == 1
   local a, b, c, t = read_state(raw[i])
@@ -78,7 +78,7 @@ for i = 1, n do
   elseif algorithm == 1 then
     sliding_window_log = sliding_window_log or make_sliding_window_log()
     ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
-        sliding_window_log(limit, window, tonumber(ARGV[base + 4]), count_rejected, a, b, t,
+        sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
                            now, cost)
   elseif algorithm == 2 then
     sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
@@ -87,8 +87,8 @@ for i = 1, n do
   else
     gcra = gcra or make_gcra()
     ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
-        gcra(algorithm == 4, limit, window, tonumber(ARGV[base + 3]),
-             tonumber(ARGV[base + 6]), count_rejected, a, b, c, now, cost)
+        gcra(algorithm == 4, limit, window, number(ARGV[base + 3]),
+             number(ARGV[base + 6]), count_rejected, a, b, c, now, cost)
   end
   local r = 2 + (i - 1) * kReplyStride
   reply[r] = ok and 1 or 0
