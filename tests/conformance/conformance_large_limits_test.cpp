@@ -106,6 +106,37 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, LargeLimitsTraceTest,
                                            Algorithm::kTokenBucket, Algorithm::kLeakyBucket),
                          [](const auto& info) { return std::string(algorithmName(info.param)); });
 
+// The script reads the states in batches of MGETs (Lua's unpack() has a stack limit): a
+// request with more limits than one batch still decides every limit like the limiter.
+TEST(ManyLimitsTest, ARequestWithMoreLimitsThanOneReadBatchDecidesEveryLimit) {
+  StorePair pair(testPrefix());
+  std::vector<StoreLimit> limits;
+  for (int i = 0; i < 2500; ++i) {
+    StoreLimit l;
+    l.key = "many:" + std::to_string(i);
+    l.params.algorithm = i % 2 == 0 ? Algorithm::kFixedWindow : Algorithm::kTokenBucket;
+    l.params.limit = 1 + i % 3;
+    l.params.window_us = kMicrosPerSecond;
+    limits.push_back(l);
+  }
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    pair.clock().set(kT0 + step * 1000);
+    StoreRequest request{limits, 1, "many-client"};
+    auto m = pair.run(pair.memory(), request);
+    auto r = pair.run(pair.redis(), request);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(m->allowed, r->allowed);
+    ASSERT_EQ(r->outcomes.size(), limits.size());
+    for (std::size_t k = 0; k < limits.size(); ++k) {
+      ASSERT_TRUE(sameOutcome(m->outcomes[k], r->outcomes[k]))
+          << "limit " << k << ": memory " << str(m->outcomes[k]) << " vs redis "
+          << str(r->outcomes[k]);
+    }
+  }
+}
+
 // MessagePack as cmsgpack writes a non-negative integer.
 std::string packUnsigned(std::uint64_t n) {
   std::string out;
