@@ -64,7 +64,8 @@ for i = 1, n do
   local shadow = (floor(flags / 2) % 2) == 1
   local a, b, c, t = read_state(raw[i])
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state
-  if limit <= 0 or window <= 0 or algorithm < 0 or algorithm > 4 or algorithm % 1 ~= 0 then
+  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 4
+      or algorithm % 1 ~= 0 then
     -- Not a limit this script knows: a request that consumes nothing passes; anything
     -- else can never pass. The key is deleted if charged (ttl 0).
     ok, remaining, reset_after, retry_after, delay, never, ttl = cost <= 0, 0, 0, 0, 0,
