@@ -4,7 +4,5 @@
 -- the Redis clock, so they get one hour of slack: an expired-but-kept state decides exactly
 -- like a fresh bucket (that is what the limiter's ttl means), so the slack never changes a
 -- decision, while expiring on real time during a simulated trace could.
-local function sluice_now()
-  return tonumber(ARGV[1])
-end
+local sluice_now = tonumber(ARGV[1])
 local sluice_ttl_slack_ms = 3600000

@@ -1,10 +1,23 @@
 -- Shared helpers. Lua numbers are IEEE doubles: every integer below stays under 2^53
 -- (times are ~1.7e15 us), where doubles are exact, so integer arithmetic matches C++ int64.
-local ALGORITHMS = {}
+--
+-- Cost model (this script runs on Redis's only thread, once per decision): EVALSHA runs the
+-- whole chunk on every call, so every top-level `local function` is a new closure and every
+-- table a new allocation for Lua's garbage collector, on every call. Hence:
+--   * an algorithm returns its outcome as multiple values, not as tables;
+--   * a stored state is read straight from the array cmsgpack unpacks, and the next state is
+--     the array that gets packed (one table each);
+--   * algorithms with helper functions are built by a make_*() function on their first use
+--     in a call, so a call pays only for the algorithms it uses.
+-- Every algorithm returns, in this order:
+--   allowed, remaining, reset_after, retry_after, delay, never, ttl, next_state
+-- (times in us; next_state = the array to store, { a, b, c, at_1, cost_1, ... }).
+local floor, max, min = math.floor, math.max, math.min
+local kRetryNever = -1
 
 -- floor(a / b) for b > 0, exact (the quotient of doubles may round across an integer).
 local function floor_div(a, b)
-  local q = math.floor(a / b)
+  local q = floor(a / b)
   if q * b > a then
     q = q - 1
   elseif (q + 1) * b <= a then
@@ -13,50 +26,40 @@ local function floor_div(a, b)
   return q
 end
 
-local function window_start(now, window)
-  return floor_div(now, window) * window
+-- tonumber() for the script's arguments: the values sent most often ('0' for most codes and
+-- flags, '1' for the cost) are matched as strings (interned: a pointer comparison), which
+-- spares tonumber's strtod.
+local function number(s)
+  if s == '0' then
+    return 0
+  elseif s == '1' then
+    return 1
+  end
+  return tonumber(s)
 end
 
-local function new_outcome()
-  return { allowed = true, remaining = 0, reset_after = 0, retry_after = 0, delay = 0,
-           never = false }
-end
-
--- A stored state: { a, b, c, at_1, cost_1, at_2, cost_2, ... } packed with cmsgpack.
--- An absent key is a fresh bucket; so is a value that is not ours (another type, garbage
--- written by someone else): it is overwritten on the next charge instead of failing every
--- request on that key.
-local function decode_state(raw)
-  local st = { a = 0, b = 0, c = 0, at = {}, cost = {} }
+-- A stored state: { a, b, c, at_1, cost_1, at_2, cost_2, ... } packed with cmsgpack (the
+-- format every Sluice version reads and writes: sidecars of different versions may share
+-- one Redis). Returns a, b, c and the unpacked array (its log is t[4..]), or 0, 0, 0, nil
+-- for a fresh bucket. An absent key is a fresh bucket; so is a value that is not ours
+-- (another type reads as false through MGET; garbage written by someone else): it is
+-- overwritten on the next charge instead of failing every request on that key.
+local function read_state(raw)
   if type(raw) ~= 'string' then
-    return st
+    return 0, 0, 0, nil
   end
   local ok, t = pcall(cmsgpack.unpack, raw)
-  if not ok or type(t) ~= 'table' or #t < 3 or (#t - 3) % 2 ~= 0 then
-    return st
+  if not ok or type(t) ~= 'table' then
+    return 0, 0, 0, nil
   end
-  for i = 1, #t do
+  local size = #t
+  if size < 3 or (size - 3) % 2 ~= 0 then
+    return 0, 0, 0, nil
+  end
+  for i = 1, size do
     if type(t[i]) ~= 'number' then
-      return st
+      return 0, 0, 0, nil
     end
   end
-  st.a, st.b, st.c = t[1], t[2], t[3]
-  local n = 0
-  for i = 4, #t, 2 do
-    n = n + 1
-    st.at[n] = t[i]
-    st.cost[n] = t[i + 1]
-  end
-  return st
+  return t[1], t[2], t[3], t
 end
-
-local function encode_state(st)
-  local t = { st.a, st.b, st.c }
-  for i = 1, #st.at do
-    t[#t + 1] = st.at[i]
-    t[#t + 1] = st.cost[i]
-  end
-  return cmsgpack.pack(t)
-end
-
-local kRetryNever = -1

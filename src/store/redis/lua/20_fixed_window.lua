@@ -1,33 +1,35 @@
 -- fixed_window: the exact port of src/limiter/fixed_window.cpp (see the formula there).
 -- State: a = window start, b = count in that window.
-ALGORITHMS[0] = function(p, st, now, cost)
-  local limit = p.limit
-  local start = window_start(now, p.window)
+-- No helpers, so no make_*(): the request's hot path costs one closure per call.
+local function fixed_window(limit, window, count_rejected, a, b, now, cost)
+  local start = floor_div(now, window) * window
   local count = 0
-  if st.a == start then
-    count = st.b
+  if a == start then
+    count = b
   end
-  local left = start + p.window - now
-  local nxt = { a = start, b = count, c = 0, at = {}, cost = {} }
-  local o = new_outcome()
+  local left = start + window - now
+  local next_count = count
+  local allowed, remaining, retry_after, never = true, 0, 0, false
   if cost > limit then
-    o.allowed = false
-    o.never = true
-    o.retry_after = kRetryNever
-    o.remaining = math.max(0, limit - count)
+    allowed = false
+    never = true
+    retry_after = kRetryNever
+    remaining = max(0, limit - count)
   elseif count + cost <= limit then
-    nxt.b = count + cost
-    o.remaining = limit - nxt.b
+    next_count = count + cost
+    remaining = limit - next_count
   else
-    o.allowed = false
-    o.remaining = math.max(0, limit - count)
-    o.retry_after = left
-    if p.count_rejected then
-      nxt.b = count + cost
+    allowed = false
+    remaining = max(0, limit - count)
+    retry_after = left
+    if count_rejected then
+      next_count = count + cost
     end
   end
-  if nxt.b > 0 then
-    o.reset_after = left
+  local reset_after = 0
+  if next_count > 0 then
+    reset_after = left
   end
-  return o, nxt, o.reset_after
+  return allowed, remaining, reset_after, retry_after, 0, never, reset_after,
+         { start, next_count, 0 }
 end

@@ -1,151 +1,169 @@
 -- token_bucket (3) and leaky_bucket (4): the exact port of src/limiter/gcra.cpp (GCRA over
--- one theoretical arrival time kept as an exact rational pair {us, rem}: us + rem / L
+-- one theoretical arrival time kept as an exact rational pair (us, rem): us + rem / L
 -- microseconds, 0 <= rem < L). State: a = TAT.us, b = TAT.rem, c = warm-up store.
 -- Exact in doubles while B * L and every time stay below 2^53 (see gcra.cpp).
-local function gcra_less_eq(x, y)
-  return x.us < y.us or (x.us == y.us and x.rem <= y.rem)
-end
-
-local function gcra_span(g, n)
-  local nr = n * g.r
-  local whole = floor_div(nr, g.limit)
-  return { us = n * g.q + whole, rem = nr - whole * g.limit }
-end
-
-local function gcra_add(g, x, y)
-  local t = { us = x.us + y.us, rem = x.rem + y.rem }
-  if t.rem >= g.limit then
-    t.us = t.us + 1
-    t.rem = t.rem - g.limit
+-- A time is passed and returned as two values (us, rem), never as a table; the span of n
+-- requests, n * W / L, needs L and W = q * L + r as (limit, q, r).
+-- Built by make_gcra() on first use in a call (see 10_common.lua).
+local function make_gcra()
+  local kExact = 2 ^ 52
+  local kFitSteps = 4
+  local function less_eq(xu, xr, yu, yr)
+    return xu < yu or (xu == yu and xr <= yr)
   end
-  return t
-end
 
-local function gcra_sub(g, x, y)
-  local t = { us = x.us - y.us, rem = x.rem - y.rem }
-  if t.rem < 0 then
-    t.us = t.us - 1
-    t.rem = t.rem + g.limit
+  local function span(n, limit, q, r)
+    local nr = n * r
+    local whole = floor_div(nr, limit)
+    return n * q + whole, nr - whole * limit
   end
-  return t
-end
 
-local function gcra_normalize(g, us, rem)
-  local k = floor_div(rem, g.limit)
-  return { us = us + k, rem = rem - k * g.limit }
-end
-
--- The largest k in [0, most] with from + span(k) <= till (0 if none).
-local function gcra_fits(g, from, till, most)
-  if not gcra_less_eq(from, till) then
-    return 0
-  end
-  local lo, hi = 0, most
-  while lo < hi do
-    local mid = lo + math.floor((hi - lo + 1) / 2)
-    if gcra_less_eq(gcra_add(g, from, gcra_span(g, mid)), till) then
-      lo = mid
-    else
-      hi = mid - 1
+  local function add(xu, xr, yu, yr, limit)
+    local us, rem = xu + yu, xr + yr
+    if rem >= limit then
+      return us + 1, rem - limit
     end
-  end
-  return lo
-end
-
-local function gcra_ceil(t)
-  if t.rem > 0 then
-    return t.us + 1
-  end
-  return t.us
-end
-
--- Guava's warm-up surcharge for taking `delta` us of stored time at level `stored`.
-local function gcra_warmup_extra(stored, delta, period)
-  local half = math.floor(period / 2)
-  local hi = math.max(0, stored - half)
-  local lo = math.max(0, stored - delta - half)
-  return math.ceil(2 * (hi - lo) * (hi + lo) / period)
-end
-
-local function gcra(p, st, now, cost, leaky)
-  local limit = p.limit
-  local g = { limit = limit, q = math.floor(p.window / limit) }
-  g.r = p.window - g.q * limit
-  local burst = p.burst
-  if burst <= 0 then
-    burst = limit
-  end
-  local period = 0
-  if not leaky then
-    period = math.max(p.warmup, 0)
-  end
-  local tat = gcra_normalize(g, st.a, st.b)
-  local n = { us = now, rem = 0 }
-  local base = n
-  if not gcra_less_eq(tat, n) then
-    base = tat
-  end
-  local ceiling = gcra_add(g, n, gcra_span(g, burst))
-  local charged = gcra_add(g, base, gcra_span(g, cost))
-
-  local stored = 0
-  if period > 0 then
-    local idle = math.max(0, now - gcra_ceil(tat))
-    stored = math.min(period, math.max(st.c, 0) + math.min(idle, period))
+    return us, rem
   end
 
-  local o = new_outcome()
-  local nxt = tat
-  local next_stored = math.max(st.c, 0)
-  local function charge()
-    nxt = charged
-    next_stored = stored
+  local function sub(xu, xr, yu, yr, limit)
+    local us, rem = xu - yu, xr - yr
+    if rem < 0 then
+      return us - 1, rem + limit
+    end
+    return us, rem
+  end
+
+  local function ceil_us(us, rem)
+    if rem > 0 then
+      return us + 1
+    end
+    return us
+  end
+
+  -- from + span(k) <= till
+  local function fits_at(k, fu, fr, tu, tr, limit, q, r)
+    local su, sr = span(k, limit, q, r)
+    local au, ar = add(fu, fr, su, sr, limit)
+    return less_eq(au, ar, tu, tr)
+  end
+
+  -- The largest k in [0, most] with from + span(k) <= till (0 if none).
+  -- from + span(k) <= till is monotonic in k when the times are exact (integers below 2^52,
+  -- 0 <= rem < L: every time this script computes from a state it wrote), so the answer is
+  -- the k at which it turns false: estimated in doubles as floor((till - from) * L / W), then
+  -- confirmed or moved by exact steps (the estimate is off by at most one). Any other input
+  -- (a foreign state), or an estimate that does not converge, takes the binary search, whose
+  -- answer is the same whenever the test is monotonic.
+  local function fits(fu, fr, tu, tr, most, limit, q, r)
+    if not less_eq(fu, fr, tu, tr) then
+      return 0
+    end
+    if fu % 1 == 0 and tu % 1 == 0 and fr % 1 == 0 and tr % 1 == 0 and fr >= 0 and tr >= 0
+        and fr < limit and tr < limit and fu >= -kExact and fu <= kExact and tu >= -kExact
+        and tu <= kExact then
+      local k = max(0, min(most, floor(((tu - fu) * limit + (tr - fr)) / (q * limit + r))))
+      for _ = 1, kFitSteps do
+        if k < most and fits_at(k + 1, fu, fr, tu, tr, limit, q, r) then
+          k = k + 1
+        elseif k > 0 and not fits_at(k, fu, fr, tu, tr, limit, q, r) then
+          k = k - 1
+        else
+          return k
+        end
+      end
+    end
+    local lo, hi = 0, most
+    while lo < hi do
+      local mid = lo + floor((hi - lo + 1) / 2)
+      if fits_at(mid, fu, fr, tu, tr, limit, q, r) then
+        lo = mid
+      else
+        hi = mid - 1
+      end
+    end
+    return lo
+  end
+
+  -- Guava's warm-up surcharge for taking `delta` us of stored time at level `stored`.
+  local function warmup_extra(stored, delta, period)
+    local half = floor(period / 2)
+    local hi = max(0, stored - half)
+    local lo = max(0, stored - delta - half)
+    return math.ceil(2 * (hi - lo) * (hi + lo) / period)
+  end
+
+  return function(leaky, limit, window, burst, warmup, count_rejected, a, b, c, now, cost)
+    local q = floor(window / limit)
+    local r = window - q * limit
+    if burst <= 0 then
+      burst = limit
+    end
+    local period = 0
+    if not leaky then
+      period = max(warmup, 0)
+    end
+    local k = floor_div(b, limit)
+    local tat_us, tat_rem = a + k, b - k * limit
+    local base_us, base_rem = now, 0
+    if not less_eq(tat_us, tat_rem, now, 0) then
+      base_us, base_rem = tat_us, tat_rem
+    end
+    local burst_us, burst_rem = span(burst, limit, q, r)
+    local ceiling_us, ceiling_rem = add(now, 0, burst_us, burst_rem, limit)
+    local cost_us, cost_rem = span(cost, limit, q, r)
+    local charged_us, charged_rem = add(base_us, base_rem, cost_us, cost_rem, limit)
+
+    local stored = 0
     if period > 0 then
-      local delta = math.min(stored, gcra_span(g, cost).us)
-      nxt = gcra_add(g, nxt, { us = gcra_warmup_extra(stored, delta, period), rem = 0 })
-      next_stored = stored - delta
+      local idle = max(0, now - ceil_us(tat_us, tat_rem))
+      stored = min(period, max(c, 0) + min(idle, period))
     end
-  end
 
-  if cost > burst then
-    o.allowed = false
-    o.never = true
-    o.retry_after = kRetryNever
-    o.remaining = gcra_fits(g, base, ceiling, burst)
-  elseif gcra_less_eq(charged, ceiling) then
-    charge()
-    o.remaining = gcra_fits(g, nxt, ceiling, burst)
-    if leaky then
-      o.delay = gcra_ceil(base) - now
+    local next_us, next_rem = tat_us, tat_rem
+    local next_stored = max(c, 0)
+    local allowed, remaining, retry_after, delay, never = true, 0, 0, 0, false
+    if cost > burst then
+      allowed = false
+      never = true
+      retry_after = kRetryNever
+      remaining = fits(base_us, base_rem, ceiling_us, ceiling_rem, burst, limit, q, r)
+    elseif less_eq(charged_us, charged_rem, ceiling_us, ceiling_rem) then
+      -- Charge: TAT' = max(TAT, now) + span(cost), plus the warm-up surcharge.
+      next_us, next_rem = charged_us, charged_rem
+      next_stored = stored
+      if period > 0 then
+        local delta = min(stored, cost_us)
+        next_us, next_rem = add(next_us, next_rem, warmup_extra(stored, delta, period), 0, limit)
+        next_stored = stored - delta
+      end
+      remaining = fits(next_us, next_rem, ceiling_us, ceiling_rem, burst, limit, q, r)
+      if leaky then
+        delay = ceil_us(base_us, base_rem) - now
+      end
+    else
+      allowed = false
+      remaining = fits(base_us, base_rem, ceiling_us, ceiling_rem, burst, limit, q, r)
+      if count_rejected then
+        -- The attempt empties the bucket (TAT' = N + D(B), S' = S); denied implies TAT > now,
+        -- so no idle time is credited to S.
+        next_us, next_rem = ceiling_us, ceiling_rem
+      end
+      local pu, pr = add(next_us, next_rem, cost_us, cost_rem, limit)
+      pu, pr = sub(pu, pr, burst_us, burst_rem, limit)
+      retry_after = max(0, ceil_us(pu, pr) - now)
     end
-  else
-    o.allowed = false
-    o.remaining = gcra_fits(g, base, ceiling, burst)
-    if p.count_rejected then
-      -- The attempt empties the bucket (TAT' = N + D(B), S' = S); denied implies TAT > now,
-      -- so no idle time is credited to S.
-      nxt = ceiling
+
+    local stored_out = 0
+    if period > 0 then
+      stored_out = next_stored
     end
-    local passes_at = gcra_sub(g, gcra_add(g, nxt, gcra_span(g, cost)), gcra_span(g, burst))
-    o.retry_after = math.max(0, gcra_ceil(passes_at) - now)
+    local reset_after = max(0, ceil_us(next_us, next_rem) - now)
+    local ttl = reset_after
+    if period > 0 then
+      ttl = ttl + (period - min(period, next_stored))
+    end
+    return allowed, remaining, reset_after, retry_after, delay, never, ttl,
+           { next_us, next_rem, stored_out }
   end
-
-  local stored_out = 0
-  if period > 0 then
-    stored_out = next_stored
-  end
-  o.reset_after = math.max(0, gcra_ceil(nxt) - now)
-  local ttl = o.reset_after
-  if period > 0 then
-    ttl = ttl + (period - math.min(period, next_stored))
-  end
-  return o, { a = nxt.us, b = nxt.rem, c = stored_out, at = {}, cost = {} }, ttl
-end
-
-ALGORITHMS[3] = function(p, st, now, cost)
-  return gcra(p, st, now, cost, false)
-end
-
-ALGORITHMS[4] = function(p, st, now, cost)
-  return gcra(p, st, now, cost, true)
 end

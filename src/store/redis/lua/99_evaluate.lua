@@ -10,10 +10,10 @@
 -- KEYS[i]  the Redis key of limit i
 -- ARGV[1]  test time in us: read only by the test-only prelude, ignored in production
 -- ARGV[2]  cost (hits; 0 = check without consuming)
--- ARGV[3 + 6*(i-1) ...] per limit i: algorithm (0 fixed_window, 1 sliding_window_log,
---          2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket), L, W (us), burst,
---          min_interval (us), flags (1 = count_rejected, 2 = shadow), warmup (us)
---          (7 values per limit)
+-- ARGV[3 + 7*(i-1) ...] per limit i, 7 values: algorithm (0 fixed_window,
+--          1 sliding_window_log, 2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket),
+--          L, W (us), burst, min_interval (us), flags (1 = count_rejected, 2 = shadow),
+--          warmup (us)
 -- Returns { allowed, then per limit: allowed, remaining, reset_after_us, retry_after_us,
 --           delay_us, never }, integers (booleans as 0/1).
 --
@@ -21,67 +21,103 @@
 -- allows; then every limit that allowed is charged; otherwise nothing is charged, except
 -- that count_rejected limits record the attempt either way. A charged state is written with
 -- a TTL equal to the limiter's ttl (ceil to ms) and deleted when that ttl is 0.
+--
+-- Redis work per call: TIME, one MGET for all states, then one SET ... PX (or DEL) per
+-- charged limit.
 local kStride = 7
-local now = sluice_now()
-local cost = math.max(tonumber(ARGV[2]), 0)
+local kReplyStride = 6
+local kReadBatch = 1000  -- keys per MGET: unpack() must stay within Lua's C stack limit
+local now = sluice_now
+local cost = max(number(ARGV[2]), 0)
 local n = #KEYS
-
-local function blocked(st, c)
-  local o = new_outcome()
-  if c > 0 then
-    o.allowed = false
-    o.never = true
-    o.retry_after = kRetryNever
-  end
-  return o, st, 0
+if n == 0 then
+  return { 1 }
 end
 
-local outcomes, nexts, ttls, params = {}, {}, {}, {}
+-- MGET reads a key of another type as nil, like an absent key: a fresh bucket.
+local raw
+if n <= kReadBatch then
+  raw = redis.call('MGET', unpack(KEYS))
+else
+  raw = {}
+  for first = 1, n, kReadBatch do
+    local part = redis.call('MGET', unpack(KEYS, first, min(n, first + kReadBatch - 1)))
+    for j = 1, #part do
+      raw[first + j - 1] = part[j]
+    end
+  end
+end
+
+-- reply: the answer, filled in place (sized for one limit, grows for more).
+-- pending: per limit, the state array to store, its ttl, and count_rejected.
+local reply = { 1, 0, 0, 0, 0, 0, 0 }
+local pending = { false, 0, false }
 local allowed = true
+local sliding_window_log, sliding_window_counter, gcra
 for i = 1, n do
   local base = 3 + (i - 1) * kStride
-  local flags = tonumber(ARGV[base + 5])
-  local p = {
-    algorithm = tonumber(ARGV[base]),
-    limit = tonumber(ARGV[base + 1]),
-    window = tonumber(ARGV[base + 2]),
-    burst = tonumber(ARGV[base + 3]),
-    min_interval = tonumber(ARGV[base + 4]),
-    count_rejected = (flags % 2) == 1,
-    shadow = (math.floor(flags / 2) % 2) == 1,
-    warmup = tonumber(ARGV[base + 6]),
-  }
-  params[i] = p
-  -- pcall: a key of another type (WRONGTYPE) reads as a fresh bucket, see decode_state.
-  local st = decode_state(redis.pcall('GET', KEYS[i]))
-  local o, nxt, ttl
-  if p.limit <= 0 or p.window <= 0 or ALGORITHMS[p.algorithm] == nil then
-    o, nxt, ttl = blocked(st, cost)
+  local algorithm = number(ARGV[base])
+  local limit = tonumber(ARGV[base + 1])
+  local window = tonumber(ARGV[base + 2])
+  local flags = number(ARGV[base + 5])
+  local count_rejected = (flags % 2) == 1
+  local shadow = (floor(flags / 2) % 2) == 1
+  local a, b, c, t = read_state(raw[i])
+  local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state
+  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 4
+      or algorithm % 1 ~= 0 then
+    -- Not a limit this script knows: a request that consumes nothing passes; anything
+    -- else can never pass. The key is deleted if charged (ttl 0).
+    ok, remaining, reset_after, retry_after, delay, never, ttl = cost <= 0, 0, 0, 0, 0,
+                                                                   cost > 0, 0
+    if never then
+      retry_after = kRetryNever
+    end
+  elseif algorithm == 0 then
+    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+        fixed_window(limit, window, count_rejected, a, b, now, cost)
+  elseif algorithm == 1 then
+    sliding_window_log = sliding_window_log or make_sliding_window_log()
+    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+        sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
+                           now, cost)
+  elseif algorithm == 2 then
+    sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
+    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+        sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
   else
-    o, nxt, ttl = ALGORITHMS[p.algorithm](p, st, now, cost)
+    gcra = gcra or make_gcra()
+    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+        gcra(algorithm == 4, limit, window, number(ARGV[base + 3]),
+             number(ARGV[base + 6]), count_rejected, a, b, c, now, cost)
   end
-  outcomes[i], nexts[i], ttls[i] = o, nxt, ttl
-  if not p.shadow and not o.allowed then
+  local r = 2 + (i - 1) * kReplyStride
+  reply[r] = ok and 1 or 0
+  reply[r + 1] = remaining
+  reply[r + 2] = reset_after
+  reply[r + 3] = retry_after
+  reply[r + 4] = delay
+  reply[r + 5] = never and 1 or 0
+  local p = 1 + (i - 1) * 3
+  pending[p] = next_state or false
+  pending[p + 1] = ttl
+  pending[p + 2] = count_rejected
+  if not shadow and not ok then
     allowed = false
   end
 end
 
-local reply = { allowed and 1 or 0 }
+reply[1] = allowed and 1 or 0
 for i = 1, n do
-  local o = outcomes[i]
-  if (allowed and o.allowed) or params[i].count_rejected then
-    if ttls[i] > 0 then
-      local ms = math.floor((ttls[i] + 999) / 1000) + sluice_ttl_slack_ms
-      redis.call('SET', KEYS[i], encode_state(nexts[i]), 'PX', ms)
+  local p = 1 + (i - 1) * 3
+  if (allowed and reply[2 + (i - 1) * kReplyStride] == 1) or pending[p + 2] then
+    local ttl = pending[p + 1]
+    if ttl > 0 then
+      local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
+      redis.call('SET', KEYS[i], cmsgpack.pack(pending[p]), 'PX', ms)
     else
       redis.call('DEL', KEYS[i])
     end
   end
-  reply[#reply + 1] = o.allowed and 1 or 0
-  reply[#reply + 1] = o.remaining
-  reply[#reply + 1] = o.reset_after
-  reply[#reply + 1] = o.retry_after
-  reply[#reply + 1] = o.delay
-  reply[#reply + 1] = o.never and 1 or 0
 end
 return reply
