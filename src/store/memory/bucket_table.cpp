@@ -289,7 +289,7 @@ void BucketTable::storeKey(std::uint32_t index, std::string_view key) {
     compactArena();
   }
   if (arena_.empty() || arena_used_ + key.size() > kArenaChunkBytes) {
-    arena_.push_back(std::make_unique<char[]>(kArenaChunkBytes));
+    arena_.push_back(std::make_unique_for_overwrite<char[]>(kArenaChunkBytes));
     arena_used_ = 0;
   }
   std::memcpy(arena_.back().get() + arena_used_, key.data(), key.size());
@@ -319,7 +319,7 @@ void BucketTable::compactArena() {
     }
     const std::string_view key = keyOf(index);
     if (packed.empty() || used + key.size() > kArenaChunkBytes) {
-      packed.push_back(std::make_unique<char[]>(kArenaChunkBytes));
+      packed.push_back(std::make_unique_for_overwrite<char[]>(kArenaChunkBytes));
       used = 0;
     }
     std::memcpy(packed.back().get() + used, key.data(), key.size());
