@@ -394,6 +394,10 @@ class Session : public std::enable_shared_from_this<Session> {
       out.append(digits.data(), static_cast<std::size_t>(result.ptr - digits.data()));
     };
     auto clean = [&out](std::string_view text) {
+      if (text.find_first_of("\r\n") == std::string_view::npos) {
+        out += text;
+        return;
+      }
       for (char c : text) {
         if (c != '\r' && c != '\n') {
           out += c;
