@@ -542,7 +542,7 @@ def bench_ceiling(ctx, results):
 
 def point(runs):
     keys = ["rps", "p50_us", "p99_us", "p999_us", "cpu_us_per_decision",
-            "redis_cpu_us_per_decision", "denied_share"]
+            "redis_cpu_us_per_decision", "denied_share", "server_p99_le_us"]
     return {"summary": {k: summarize([r.get(k) for r in runs]) for k in keys}, "runs": runs}
 
 
@@ -579,6 +579,38 @@ def bench_throughput(ctx, systems, results):
             results.setdefault(wl["id"], {})[name] = point(rs)
 
 
+def server_histogram(port):
+    """Sluice's own latency histogram for /shouldAllowRequest (time from a complete request
+    to its answer being ready, from /metrics): {upper bound in s: cumulative count}."""
+    try:
+        status, body = post(port, None, path="/metrics", method="GET")
+    except OSError:
+        return None
+    if status != 200:
+        return None
+    buckets = {}
+    for line in body.decode(errors="replace").splitlines():
+        if (line.startswith("sluice_http_request_duration_seconds_bucket{")
+                and 'endpoint="/shouldAllowRequest"' in line):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets[float("inf") if le == "+Inf" else float(le)] = float(line.rsplit(" ", 1)[1])
+    return buckets
+
+
+def server_quantile_bound(before, after, q):
+    """The smallest histogram bound (µs) under which a share q of the requests between two
+    scrapes were answered: Sluice's own p99 is at most this."""
+    if not before or not after:
+        return None
+    total = after.get(float("inf"), 0) - before.get(float("inf"), 0)
+    if total <= 0:
+        return None
+    for bound in sorted(after):
+        if after[bound] - before.get(bound, 0) >= q * total:
+            return None if bound == float("inf") else bound * 1e6
+    return None
+
+
 def bench_latency(ctx, systems, results, latency):
     """Latency at a fixed offered rate: half of each system's median maximum (10k clients)."""
     wl = next(w for w in WORKLOADS if w["id"] == "10k_allow")
@@ -600,8 +632,12 @@ def bench_latency(ctx, systems, results, latency):
         for s in active[i % len(active):] + active[:i % len(active)]:
             # Enough connections that each waits several ms between sends at this rate.
             conns = max(8, min(256, int(targets[s.name] / 200)))
+            own = s.name.startswith("sluice")
+            h0 = server_histogram(s.port) if own else None
             r = run_wrk(ctx, s, wl, ctx.profile["duration"], rate=targets[s.name],
                         connections=conns)
+            if own:
+                r["server_p99_le_us"] = server_quantile_bound(h0, server_histogram(s.port), 0.99)
             runs[s.name].append(r)
             log(f"latency@{targets[s.name]:>9,.0f}/s {s.name:<20} run {i + 1}: achieved "
                 f"{r['rps']:>9,.0f}/s p50 {r['p50_us'] / 1000:.3f} p99 {r['p99_us'] / 1000:.3f} "
