@@ -174,7 +174,7 @@ class ClusterBackend final : public redis::RedisBackend,
     metrics.describe("redis_cluster_topology_refreshes_total", Metrics::Type::kCounter,
                      "CLUSTER SLOTS reads of the Redis Cluster store (per I/O thread).");
     metrics.describe("redis_cluster_failovers_total", Metrics::Type::kCounter,
-                     "Slot ranges whose unreachable master was replaced (per I/O thread).");
+                     "Slot ranges whose master was replaced by one of its replicas.");
     return metrics;
   }
 
@@ -386,8 +386,11 @@ class ClusterBackend final : public redis::RedisBackend,
     net::post(io_, [weak = weak_from_this()] {
       if (auto self = weak.lock()) {
         self->redispatchParked();
-        if (self->refresh_wanted_ && !self->refreshing_ && !self->refresh_armed_) {
-          self->requestRefresh();
+        if (self->refresh_wanted_ && !self->refreshing_) {
+          // A read that waited for a connection goes out now, not at the next retry.
+          self->refresh_timer_.cancel();
+          self->refresh_armed_ = false;
+          self->runRefresh();
         }
       }
     });
@@ -480,37 +483,61 @@ class ClusterBackend final : public redis::RedisBackend,
         });
   }
 
+  /// "0-5460: 127.0.0.1:7003 replaces 127.0.0.1:7000 (unreachable)" for each range whose
+  /// master is now one of its replicas of the previous topology (a failover, automatic or
+  /// manual). Read from the topologies alone, so that every I/O thread finds the same.
+  std::vector<std::string> failoversSince(const redis::ClusterTopology& next) const {
+    std::vector<std::string> out;
+    for (const redis::SlotRange& range : next.ranges) {
+      for (const redis::SlotRange& before : previous_.ranges) {
+        if (before.first > range.first || before.last < range.first ||
+            before.master.address() == range.master.address()) {
+          continue;
+        }
+        const bool promoted =
+            std::any_of(before.replicas.begin(), before.replicas.end(),
+                        [&](const redis::ClusterNode& n) { return n.address() == range.master.address(); });
+        if (!promoted) {
+          continue;
+        }
+        auto old = by_address_.find(before.master.address());
+        const bool unreachable =
+            old != by_address_.end() && nodes_[static_cast<std::size_t>(old->second)].failed;
+        out.push_back(std::to_string(range.first) + "-" + std::to_string(range.last) + ": " +
+                      range.master.address() + " replaces " + before.master.address() +
+                      (unreachable ? " (unreachable)" : ""));
+      }
+    }
+    return out;
+  }
+
   void apply(const redis::ClusterTopology& topology) {
     std::vector<int> slots(redis::kClusterSlots, -1);
-    std::vector<std::string> failovers;
     for (const redis::SlotRange& range : topology.ranges) {
       const int master = nodeIndex(range.master.host, range.master.port);
       for (const redis::ClusterNode& replica : range.replicas) {
         nodeIndex(replica.host, replica.port);
       }
-      const int before = slots_[static_cast<std::size_t>(range.first)];
-      if (before >= 0 && before != master && nodes_[static_cast<std::size_t>(before)].failed) {
-        failovers.push_back(std::to_string(range.first) + "-" + std::to_string(range.last) +
-                            " from " + nodes_[static_cast<std::size_t>(before)].address +
-                            " (unreachable) to " + range.master.address());
-      }
       std::fill(slots.begin() + range.first, slots.begin() + range.last + 1, master);
     }
+    const std::vector<std::string> failovers = failoversSince(topology);
     slots_ = std::move(slots);
     complete_ = topology.coversAllSlots();
-    failovers_.inc(static_cast<std::uint64_t>(failovers.size()));
 
     const std::string description = topology.describe();
     if (description != described_) {
       described_ = description;
+      // Once per process: every I/O thread reads the same change.
       if (TopologyLog::changed(description)) {
         for (const std::string& failover : failovers) {
           spdlog::warn("redis cluster: failover detected: slots {}", failover);
         }
+        failovers_.inc(static_cast<std::uint64_t>(failovers.size()));
         spdlog::info("redis cluster: topology {}{}", description,
                      complete_ ? "" : " (not every slot is served)");
       }
     }
+    previous_ = topology;
     dropUnusedConnections();
     updateHealth();
     // A master of the map unreachable: read again until a replica has taken over.
@@ -559,6 +586,7 @@ class ClusterBackend final : public redis::RedisBackend,
   std::vector<int> slots_;  ///< slot -> index into nodes_ of its master, -1 unknown
   bool complete_ = false;   ///< every slot has a master
   std::string described_;   ///< the topology last applied, for change detection
+  redis::ClusterTopology previous_;
   std::atomic<bool> healthy_{false};
 
   std::vector<std::shared_ptr<Call>> parked_;
