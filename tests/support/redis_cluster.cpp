@@ -31,7 +31,8 @@ std::string findRedisCli() {
 
 void expectOk(const ReplyPtr& reply, const std::string& what) {
   if (!reply || reply->type == REDIS_REPLY_ERROR) {
-    throw std::runtime_error(what + ": " + (reply ? std::string(reply->str, reply->len) : "no reply"));
+    throw std::runtime_error(what + ": " +
+                             (reply ? std::string(reply->str, reply->len) : "no reply"));
   }
 }
 
@@ -151,7 +152,7 @@ int RedisCluster::replicaOf(int master_port) {
   return -1;
 }
 
-void RedisCluster::waitOk(std::chrono::milliseconds timeout, int slot) {
+void RedisCluster::waitOk(std::chrono::milliseconds timeout, int slot, int owner) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -184,7 +185,8 @@ void RedisCluster::waitOk(std::chrono::milliseconds timeout, int slot) {
         seen.push_back(owner);
       }
       ok = !seen.empty() && seen.front() >= 0 &&
-           std::all_of(seen.begin(), seen.end(), [&](int p) { return p == seen.front(); });
+           std::all_of(seen.begin(), seen.end(), [&](int p) { return p == seen.front(); }) &&
+           (owner < 0 || seen.front() == owner);
     }
     if (ok) {
       return;
@@ -203,8 +205,8 @@ void RedisCluster::beginSlotMigration(int slot, RedisServer& from, RedisServer& 
     if (!keys || keys->type != REDIS_REPLY_ARRAY || keys->elements == 0) {
       break;
     }
-    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(to.port()), "",
-                                        "0", "5000", "KEYS"};
+    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(to.port()), "", "0",
+                                        "5000",    "KEYS"};
     for (std::size_t i = 0; i < keys->elements; ++i) {
       migrate.emplace_back(keys->element[i]->str, keys->element[i]->len);
     }

@@ -35,8 +35,8 @@ class RedisCluster {
   /// A running replica of the master on `master_port` whose link is up; -1 when none.
   int replicaOf(int master_port);
   /// Waits until every running node reports cluster_state:ok and names the same owner for
-  /// `slot` (pass -1 to skip that check).
-  void waitOk(std::chrono::milliseconds timeout, int slot = -1);
+  /// `slot` (pass -1 to skip that check), which must be the node on `owner` when given.
+  void waitOk(std::chrono::milliseconds timeout, int slot = -1, int owner = -1);
 
   /// Moves `slot` the way redis-cli --cluster reshard does, in two halves so that a test can
   /// act in between: begin() marks it IMPORTING on `to` and MIGRATING on `from` and moves

@@ -122,8 +122,8 @@ Result<ClusterTopology> parseClusterSlots(const Reply& reply, std::string_view q
       return master.error();
     }
     if (!*master) {
-      return badReply("the master of slots " + std::to_string(first) + "-" +
-                      std::to_string(last) + " has no known endpoint");
+      return badReply("the master of slots " + std::to_string(first) + "-" + std::to_string(last) +
+                      " has no known endpoint");
     }
     range.master = std::move(**master);
     for (std::size_t i = 3; i < entry.elements.size(); ++i) {

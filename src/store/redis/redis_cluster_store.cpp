@@ -75,7 +75,8 @@ class ClusterBackend final : public redis::RedisBackend,
         reconnects_(redis::describeRedisMetrics(metrics).counter("redis_reconnects_total")),
         moved_(describe(metrics).counter("redis_cluster_redirects_total", {{"kind", "moved"}})),
         ask_(metrics.counter("redis_cluster_redirects_total", {{"kind", "ask"}})),
-        refreshes_ok_(metrics.counter("redis_cluster_topology_refreshes_total", {{"result", "ok"}})),
+        refreshes_ok_(
+            metrics.counter("redis_cluster_topology_refreshes_total", {{"result", "ok"}})),
         refreshes_failed_(
             metrics.counter("redis_cluster_topology_refreshes_total", {{"result", "failed"}})),
         failovers_(metrics.counter("redis_cluster_failovers_total")) {}
@@ -230,9 +231,9 @@ class ClusterBackend final : public redis::RedisBackend,
   void dispatch(std::shared_ptr<Call> call) {
     const auto now = Clock::now();
     if (now >= call->deadline) {
-      finish(call, redis::redisError(redis::FailureSource::kDeadline, 0,
-                                     "redis cluster, after " + std::to_string(call->redirects) +
-                                         " redirect(s)"));
+      finish(call, redis::redisError(
+                       redis::FailureSource::kDeadline, 0,
+                       "redis cluster, after " + std::to_string(call->redirects) + " redirect(s)"));
       return;
     }
     int index = call->fixed_node ? *call->fixed_node
@@ -255,9 +256,9 @@ class ClusterBackend final : public redis::RedisBackend,
       park(std::move(call));  // connecting for the first time
       return;
     }
-    const auto timeout = std::max(
-        std::chrono::milliseconds(1),
-        std::chrono::ceil<std::chrono::milliseconds>(call->deadline - now));
+    const auto timeout =
+        std::max(std::chrono::milliseconds(1),
+                 std::chrono::ceil<std::chrono::milliseconds>(call->deadline - now));
     auto on_reply = [weak = weak_from_this(), call, index](Result<redis::Reply> reply) {
       if (auto self = weak.lock()) {
         self->onReply(call, index, std::move(reply));
@@ -314,9 +315,8 @@ class ClusterBackend final : public redis::RedisBackend,
       });
       return;
     }
-    const std::string host = redirect->host.empty()
-                                 ? nodes_[static_cast<std::size_t>(index)].host
-                                 : redirect->host;
+    const std::string host =
+        redirect->host.empty() ? nodes_[static_cast<std::size_t>(index)].host : redirect->host;
     const int target = nodeIndex(host, redirect->port);
     if (redirect->kind == redis::Redirect::Kind::kMoved) {
       moved_.inc();
@@ -362,9 +362,9 @@ class ClusterBackend final : public redis::RedisBackend,
       park_timer_.cancel();
     } else if (!park_at_) {
       // Re-arm for the earliest remaining deadline.
-      auto earliest = std::min_element(
-          parked_.begin(), parked_.end(),
-          [](const auto& a, const auto& b) { return a->deadline < b->deadline; });
+      auto earliest =
+          std::min_element(parked_.begin(), parked_.end(),
+                           [](const auto& a, const auto& b) { return a->deadline < b->deadline; });
       park_at_ = (*earliest)->deadline;
       park_timer_.expires_at(*park_at_);
       park_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
@@ -457,30 +457,30 @@ class ClusterBackend final : public redis::RedisBackend,
     refreshing_ = true;
     refresh_wanted_ = false;
     const Node& node = nodes_[static_cast<std::size_t>(*source)];
-    node.connection->command(
-        {"CLUSTER", "SLOTS"}, seeds_.front().connect_timeout,
-        [weak = weak_from_this(), host = node.host,
-         address = node.address](Result<redis::Reply> reply) {
-          auto self = weak.lock();
-          if (!self) {
-            return;
-          }
-          self->refreshing_ = false;
-          Result<redis::ClusterTopology> topology =
-              reply ? redis::parseClusterSlots(*reply, host) : Result<redis::ClusterTopology>(reply.error());
-          if (!topology) {
-            self->refreshes_failed_.inc();
-            spdlog::debug("redis cluster: CLUSTER SLOTS from {} failed: {}", address,
-                          topology.error().message);
-            self->requestRefresh(kMinRefreshInterval);
-            return;
-          }
-          self->refreshes_ok_.inc();
-          self->apply(*topology);
-          if (self->refresh_wanted_) {
-            self->requestRefresh();
-          }
-        });
+    node.connection->command({"CLUSTER", "SLOTS"}, seeds_.front().connect_timeout,
+                             [weak = weak_from_this(), host = node.host,
+                              address = node.address](Result<redis::Reply> reply) {
+                               auto self = weak.lock();
+                               if (!self) {
+                                 return;
+                               }
+                               self->refreshing_ = false;
+                               Result<redis::ClusterTopology> topology =
+                                   reply ? redis::parseClusterSlots(*reply, host)
+                                         : Result<redis::ClusterTopology>(reply.error());
+                               if (!topology) {
+                                 self->refreshes_failed_.inc();
+                                 spdlog::debug("redis cluster: CLUSTER SLOTS from {} failed: {}",
+                                               address, topology.error().message);
+                                 self->requestRefresh(kMinRefreshInterval);
+                                 return;
+                               }
+                               self->refreshes_ok_.inc();
+                               self->apply(*topology);
+                               if (self->refresh_wanted_) {
+                                 self->requestRefresh();
+                               }
+                             });
   }
 
   /// "0-5460: 127.0.0.1:7003 replaces 127.0.0.1:7000 (unreachable)" for each range whose
@@ -494,9 +494,9 @@ class ClusterBackend final : public redis::RedisBackend,
             before.master.address() == range.master.address()) {
           continue;
         }
-        const bool promoted =
-            std::any_of(before.replicas.begin(), before.replicas.end(),
-                        [&](const redis::ClusterNode& n) { return n.address() == range.master.address(); });
+        const bool promoted = std::any_of(
+            before.replicas.begin(), before.replicas.end(),
+            [&](const redis::ClusterNode& n) { return n.address() == range.master.address(); });
         if (!promoted) {
           continue;
         }
@@ -629,8 +629,7 @@ Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
                        where + "a cluster is reached over TCP (redis://host:port)");
     }
     if (parsed->db != 0) {
-      return makeError(ErrorKind::kInvalidArgument,
-                       where + "Redis Cluster has database 0 only");
+      return makeError(ErrorKind::kInvalidArgument, where + "Redis Cluster has database 0 only");
     }
     if (!seeds.empty() &&
         (parsed->user != seeds.front().user || parsed->password != seeds.front().password)) {
@@ -644,8 +643,7 @@ Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
 
 StorePtr makeRedisClusterStore(net::io_context& io, const std::vector<RedisOptions>& seeds,
                                Metrics& metrics) {
-  auto backend =
-      std::make_shared<ClusterBackend>(io, seeds, metrics, redis::composeScript(false));
+  auto backend = std::make_shared<ClusterBackend>(io, seeds, metrics, redis::composeScript(false));
   backend->start();
   return redis::makeRedisStoreOver(std::move(backend), seeds.front(), metrics, "redis_cluster",
                                    nullptr);

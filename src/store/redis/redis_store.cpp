@@ -488,8 +488,7 @@ namespace redis {
 
 Metrics& describeRedisMetrics(Metrics& metrics) {
   metrics.describe("store_call_duration_seconds", Metrics::Type::kHistogram,
-                   "Latency of store calls (one Redis round trip per decision).",
-                   latencyBuckets());
+                   "Latency of store calls (one Redis round trip per decision).", latencyBuckets());
   metrics.describe("local_cache_hits_total", Metrics::Type::kCounter,
                    "Requests denied from the local over-limit cache without a Redis call.");
   metrics.describe("redis_reconnects_total", Metrics::Type::kCounter,

@@ -1,5 +1,3 @@
-#include "store/redis/cluster_slots.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,6 +5,7 @@
 
 #include "sluice/redis_store.hpp"
 #include "sluice/rules.hpp"
+#include "store/redis/cluster_slots.hpp"
 
 namespace sluice::redis {
 namespace {
@@ -68,7 +67,8 @@ TEST(ClusterSlotsTest, EmptyOrUnclosedTagHashesTheWholeKey) {
 }
 
 TEST(ClusterSlotsTest, AllKeysOfOneClientShareTheClientsSlot) {
-  const std::string key = redisBucketKey("sluice", "user-123", "user-123|auth:auth_type=login;i0;fixed_window");
+  const std::string key =
+      redisBucketKey("sluice", "user-123", "user-123|auth:auth_type=login;i0;fixed_window");
   EXPECT_EQ(keyHashSlot(key), 14551);
   EXPECT_EQ(keyHashSlot(key), keyHashSlot("user-123"));
   EXPECT_EQ(keyHashSlot(redisBucketKey("sluice", "user-123", "user-123|auth;i0;token_bucket")),
@@ -76,7 +76,8 @@ TEST(ClusterSlotsTest, AllKeysOfOneClientShareTheClientsSlot) {
 }
 
 TEST(ClusterSlotsTest, KeysWithoutAClientAreTaggedWithTheirDomainInACluster) {
-  const std::string a = redisClusterBucketKey("sluice", "", "|auth:auth_type=login;i0;fixed_window");
+  const std::string a =
+      redisClusterBucketKey("sluice", "", "|auth:auth_type=login;i0;fixed_window");
   const std::string b = redisClusterBucketKey("sluice", "", "|auth:path=%2Fx;n1;token_bucket");
   const std::string domain_level = redisClusterBucketKey("sluice", "", "|auth;i0;fixed_window");
   EXPECT_EQ(a, "sluice:{|auth}:|auth:auth_type=login;i0;fixed_window");
@@ -101,8 +102,8 @@ TEST(ClusterSlotsTest, ParsesClusterSlotsOfRedis7) {
   Reply reply = array({
       array({integer(5461), integer(10922), node("127.0.0.1", 7001, "b"),
              node("127.0.0.1", 7004, "e")}),
-      array({integer(0), integer(5460), node("127.0.0.1", 7000, "a"),
-             node("127.0.0.1", 7003, "d")}),
+      array(
+          {integer(0), integer(5460), node("127.0.0.1", 7000, "a"), node("127.0.0.1", 7003, "d")}),
       array({integer(10923), integer(16383), node("127.0.0.1", 7002, "c")}),
   });
   auto topology = parseClusterSlots(reply, "10.0.0.1");
@@ -120,8 +121,8 @@ TEST(ClusterSlotsTest, ParsesClusterSlotsOfRedis7) {
 }
 
 TEST(ClusterSlotsTest, EmptyHostMeansTheQueriedNodesHostAndUnknownReplicasAreSkipped) {
-  Reply reply = array({array({integer(0), integer(16383), node("", 7000, "a"),
-                              node("?", 7003, "d")})});
+  Reply reply =
+      array({array({integer(0), integer(16383), node("", 7000, "a"), node("?", 7003, "d")})});
   auto topology = parseClusterSlots(reply, "10.0.0.1");
   ASSERT_TRUE(topology) << topology.error().message;
   EXPECT_EQ(topology->ranges[0].master.address(), "10.0.0.1:7000");
@@ -129,8 +130,8 @@ TEST(ClusterSlotsTest, EmptyHostMeansTheQueriedNodesHostAndUnknownReplicasAreSki
 }
 
 TEST(ClusterSlotsTest, OlderRepliesWithoutNodeIdsParse) {
-  Reply reply = array({array({integer(0), integer(16383),
-                              array({string("127.0.0.1"), integer(7000)})})});
+  Reply reply =
+      array({array({integer(0), integer(16383), array({string("127.0.0.1"), integer(7000)})})});
   auto topology = parseClusterSlots(reply, "");
   ASSERT_TRUE(topology) << topology.error().message;
   EXPECT_EQ(topology->ranges[0].master.id, "");
@@ -149,7 +150,8 @@ TEST(ClusterSlotsTest, GapsAreReportedAsIncomplete) {
 
 TEST(ClusterSlotsTest, MalformedRepliesAreErrors) {
   EXPECT_FALSE(parseClusterSlots(string("ERR"), ""));
-  EXPECT_FALSE(parseClusterSlots(array({array({integer(0), integer(16384), node("h", 1, "a")})}), ""));
+  EXPECT_FALSE(
+      parseClusterSlots(array({array({integer(0), integer(16384), node("h", 1, "a")})}), ""));
   EXPECT_FALSE(parseClusterSlots(array({array({integer(5), integer(4), node("h", 1, "a")})}), ""));
   EXPECT_FALSE(parseClusterSlots(array({array({integer(0), integer(1)})}), ""));
   EXPECT_FALSE(parseClusterSlots(array({array({integer(0), integer(1), node("h", 0, "a")})}), ""));

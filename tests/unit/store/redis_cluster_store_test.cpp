@@ -1,5 +1,3 @@
-#include "sluice/redis_store.hpp"
-
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
@@ -8,6 +6,7 @@
 #include <string>
 
 #include "sluice/metrics.hpp"
+#include "sluice/redis_store.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "support/free_port.hpp"
 #include "support/redis_cluster.hpp"
@@ -47,7 +46,8 @@ class RedisClusterStoreTest : public ::testing::Test {
   }
 
   bool waitHealthy() {
-    return runUntil(io_, [&] { return store_->healthy(); }, milliseconds(5000));
+    return runUntil(
+        io_, [&] { return store_->healthy(); }, milliseconds(5000));
   }
 
   Result<StoreResponse> call(const StoreRequest& request) {
@@ -119,8 +119,8 @@ TEST_F(RedisClusterStoreTest, ARequestWhoseKeysSpanSlotsIsRefusedNotSplit) {
   open(cluster.url(0));
   ASSERT_TRUE(waitHealthy());
   // No client: each key is tagged with its first part, here two different ones.
-  auto r = call(request({fixedWindow("a;i0;fixed_window", 2), fixedWindow("b;i0;fixed_window", 2)},
-                        ""));
+  auto r =
+      call(request({fixedWindow("a;i0;fixed_window", 2), fixedWindow("b;i0;fixed_window", 2)}, ""));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
   EXPECT_EQ(r.error().message, "redis cluster: the keys of one request span hash slots");
