@@ -203,6 +203,11 @@ class RedisStore final : public Store {
       state->patterns.push_back(globEscape(prefix_) + ":{*}:" + globEscape(p) + "*");
     }
     state->nodes = backend_->keyNodes();
+    if (state->nodes.empty()) {
+      // A cluster whose topology is not known yet: nothing to scan is not "nothing found".
+      done(redis::redisError(redis::FailureSource::kNotReady, 0, "no Redis node is known yet"));
+      return;
+    }
     state->done = std::move(done);
     scanNext(std::move(state));
   }
