@@ -275,5 +275,49 @@ TEST(RedisClusterTest, SurvivesAManualFailoverAndAKilledMaster) {
   EXPECT_GE(metric(sluice, "sluice_redis_cluster_failovers_total"), 1);
 }
 
+TEST(RedisClusterTest, LocalModeDecidesFromMemoryWhileAMasterIsDownThenGoesBackToTheCluster) {
+  RedisCluster cluster(3, 1);
+  const int master = cluster.masterPorts()[1];
+  const std::string client = clientOn(cluster, master, "l");
+  SluiceOptions options = sidecar(cluster.url(0));
+  options.args.back() = "local";
+  SluiceProcess sluice(options);
+  ASSERT_TRUE(waitReady(sluice)) << sluice.log();
+  HttpClient http = sluice.client();
+  auto post = [&] { return http.post("/shouldAllowRequest", request(client)); };
+  EXPECT_EQ(post().header("X-Ratelimit-Remaining"), "4");
+  EXPECT_EQ(post().header("X-Ratelimit-Remaining"), "3");
+  ASSERT_GT(cluster.replicaOf(master), 0);
+  ReplyPtr waited = cluster.byPort(master).command({"WAIT", "1", "5000"});
+  ASSERT_TRUE(waited && waited->type == REDIS_REPLY_INTEGER && waited->integer == 1);
+  cluster.byPort(master).stop();
+
+  // The memory store answers (its own bucket: 4 left after the first local charge).
+  HttpResponse local = post();
+  EXPECT_EQ(local.status, 200) << local.body;
+  EXPECT_EQ(local.header("X-Sluice-Degraded"), "true");
+  EXPECT_EQ(local.header("X-Ratelimit-Remaining"), "4");
+
+  // Checks (hits 0) consume nothing, wherever they are answered.
+  json check_body = json::parse(request(client));
+  check_body["hits"] = 0;
+  const auto killed = std::chrono::steady_clock::now();
+  HttpResponse r;
+  while (std::chrono::steady_clock::now() - killed < std::chrono::seconds(20)) {
+    r = http.post("/shouldAllowRequest", check_body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    if (r.header("X-Sluice-Degraded").empty()) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  // Back on the cluster, where only the two requests made before the failover counted.
+  ASSERT_TRUE(r.header("X-Sluice-Degraded").empty()) << sluice.log();
+  EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "3") << r.body;
+  EXPECT_EQ(post().header("X-Ratelimit-Remaining"), "2");
+  EXPECT_EQ(metric(sluice, "sluice_store_failure_mode_activations_total", "mode=\"local\""), 1)
+      << sluice.log();
+}
+
 }  // namespace
 }  // namespace sluice::test
