@@ -38,13 +38,17 @@ void expectOk(const ReplyPtr& reply, const std::string& what) {
 
 }  // namespace
 
-RedisCluster::RedisCluster(int masters, int replicas_per_master) {
+RedisCluster::RedisCluster(int masters, int replicas_per_master, const std::string& password) {
   const int total = masters * (1 + replicas_per_master);
   for (int i = 0; i < total; ++i) {
     RedisServerOptions options;
     // A short node timeout: a killed master is replaced within a few seconds.
     options.extra_args = {"--cluster-enabled",      "yes", "--cluster-config-file", "nodes.conf",
                           "--cluster-node-timeout", "1000"};
+    if (!password.empty()) {
+      options.password = password;
+      options.extra_args.insert(options.extra_args.end(), {"--masterauth", password});
+    }
     nodes_.push_back(std::make_unique<RedisServer>(options));
   }
   std::vector<std::string> argv = {findRedisCli(), "--cluster", "create"};
@@ -53,6 +57,9 @@ RedisCluster::RedisCluster(int masters, int replicas_per_master) {
   }
   argv.insert(argv.end(),
               {"--cluster-replicas", std::to_string(replicas_per_master), "--cluster-yes"});
+  if (!password.empty()) {
+    argv.insert(argv.end(), {"-a", password, "--no-auth-warning"});
+  }
   const std::string dir = makeTempDir("sluice-cluster");
   ChildOptions child;
   child.argv = argv;

@@ -16,7 +16,8 @@ namespace sluice::test {
 /// kills every server and removes their directories, whatever the test did.
 class RedisCluster {
  public:
-  RedisCluster(int masters, int replicas_per_master);
+  /// With a `password`, every node requires it (requirepass, and masterauth for replicas).
+  RedisCluster(int masters, int replicas_per_master, const std::string& password = "");
   ~RedisCluster() = default;
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;

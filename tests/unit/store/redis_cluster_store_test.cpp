@@ -83,6 +83,21 @@ TEST_F(RedisClusterStoreTest, FindsTheClusterThroughAnyReachableSeed) {
   EXPECT_EQ(r->outcomes[0].remaining, 1);
 }
 
+TEST_F(RedisClusterStoreTest, AuthenticatesOnEveryNodeWithTheSeedsPassword) {
+  RedisCluster cluster(3, 0, "s3cret");
+  open("redis://:s3cret@127.0.0.1:" + std::to_string(cluster.nodes()[1]->port()));
+  ASSERT_TRUE(waitHealthy());
+  std::set<int> masters;
+  for (int i = 0; i < 12; ++i) {
+    const std::string client = "a" + std::to_string(i);
+    masters.insert(cluster.ownerOf(redis::keyHashSlot(client)));
+    auto r = call(request({fixedWindow("d:k=v;i0;fixed_window", 2)}, client));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_TRUE(r->allowed);
+  }
+  EXPECT_EQ(masters.size(), 3u);
+}
+
 TEST_F(RedisClusterStoreTest, ResetRemovesTheBucketsOnEveryMaster) {
   RedisCluster cluster(3, 0);
   open(cluster.url(0));
