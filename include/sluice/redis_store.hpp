@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/clock.hpp"
 #include "sluice/metrics.hpp"
@@ -48,6 +49,14 @@ struct RedisOptions {
 std::string redisBucketKey(std::string_view prefix, std::string_view client,
                            std::string_view bucket_key);
 
+/// The key of one bucket in a Redis Cluster (`--store redis_cluster`): redisBucketKey when
+/// there is a client; without one, the hash tag is the bucket key's first part (up to its
+/// first ':' or ';', the escaped domain for the app's keys: "<prefix>:{|auth}:|auth:..."),
+/// so that every key of one request still shares one slot and one script call checks and
+/// charges them all-or-nothing. Distinct (client, bucket_key) pairs give distinct keys.
+std::string redisClusterBucketKey(std::string_view prefix, std::string_view client,
+                                  std::string_view bucket_key);
+
 /// Parses a Redis URL into `base` (keeps base's non-URL fields). Errors name the problem.
 Result<RedisOptions> parseRedisUrl(const std::string& url, RedisOptions base = {});
 
@@ -59,6 +68,29 @@ Result<RedisOptions> parseRedisUrl(const std::string& url, RedisOptions base = {
 /// kScript, kUnavailable. Metrics: store_call_duration_seconds{store="redis"},
 /// local_cache_hits_total, redis_reconnects_total.
 StorePtr makeRedisStore(boost::asio::io_context& io, const RedisOptions& options, Metrics& metrics);
+
+/// Parses `--redis` for `--store redis_cluster`: one or more comma-separated seed URLs
+/// (redis://[user:password@]host:port, database 0), each into `base`. The seeds only serve
+/// to discover the cluster; every seed must carry the same user and password (used for
+/// every node). Errors name the seed.
+Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
+                                                        RedisOptions base = {});
+
+/// A Redis Cluster store bound to one I/O thread's io_context, with the Redis store's
+/// semantics, script, deadline and local cache. It reads the slot map with CLUSTER SLOTS
+/// from any reachable seed or known node, sends each request (whose keys share one slot,
+/// see redisClusterBucketKey) as one EVALSHA to its slot's master over one connection per
+/// master (made on first use), follows MOVED (updating the map and re-reading the topology,
+/// at most every 200 ms) and ASK (ASKING, once, map unchanged), at most 5 redirects within
+/// the request deadline, and re-reads the topology when a master is lost until a replica
+/// has been promoted. Calls to a master that is not connected fail at once with
+/// kConnection (the failure mode answers). healthy() while every slot has a reachable
+/// master. `seeds` must not be empty (parseRedisClusterUrls); their first gives the
+/// credentials, timeouts and key prefix. Metrics: those of makeRedisStore plus
+/// redis_cluster_redirects_total{kind}, redis_cluster_topology_refreshes_total{result},
+/// redis_cluster_failovers_total.
+StorePtr makeRedisClusterStore(boost::asio::io_context& io, const std::vector<RedisOptions>& seeds,
+                               Metrics& metrics);
 
 enum class FailureMode { kOpen, kClosed, kLocal };
 

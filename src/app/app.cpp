@@ -74,22 +74,28 @@ void raiseOpenFileLimit() {
 }
 
 int serve(const AppOptions& options) {
-  if (options.store == "redis_cluster") {
-    std::cerr << "sluice: --store redis_cluster is not available in this build; use "
-                 "--store memory or --store redis\n";
-    return kExitUsage;
-  }
   std::optional<RedisOptions> redis_options;
-  if (options.store == "redis") {
+  std::vector<RedisOptions> cluster_seeds;
+  if (options.store == "redis" || options.store == "redis_cluster") {
     RedisOptions base;
     base.key_prefix = options.redis_prefix;
     base.request_timeout = options.redis_timeout;
-    auto parsed = parseRedisUrl(options.redis_url, base);
-    if (!parsed) {
-      std::cerr << "sluice: --redis: " << parsed.error().message << "\n";
-      return kExitUsage;
+    if (options.store == "redis_cluster") {
+      auto parsed = parseRedisClusterUrls(options.redis_url, base);
+      if (!parsed) {
+        std::cerr << "sluice: --redis: " << parsed.error().message << "\n";
+        return kExitUsage;
+      }
+      cluster_seeds = std::move(*parsed);
+      redis_options = cluster_seeds.front();
+    } else {
+      auto parsed = parseRedisUrl(options.redis_url, base);
+      if (!parsed) {
+        std::cerr << "sluice: --redis: " << parsed.error().message << "\n";
+        return kExitUsage;
+      }
+      redis_options = std::move(*parsed);
     }
-    redis_options = std::move(*parsed);
   }
 
   raiseOpenFileLimit();
@@ -133,8 +139,11 @@ int serve(const AppOptions& options) {
   for (unsigned i = 0; i < server.threadCount(); ++i) {
     ThreadServices& t = threads[i];
     if (redis_options) {
-      t.store = makeFailoverStore(makeRedisStore(server.ioContext(i), *redis_options, metrics),
-                                  memory, *failureMode(options.failure_mode), metrics);
+      StorePtr redis = cluster_seeds.empty()
+                           ? makeRedisStore(server.ioContext(i), *redis_options, metrics)
+                           : makeRedisClusterStore(server.ioContext(i), cluster_seeds, metrics);
+      t.store = makeFailoverStore(std::move(redis), memory, *failureMode(options.failure_mode),
+                                  metrics);
     } else {
       t.store = memory;
     }

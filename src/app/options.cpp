@@ -104,7 +104,8 @@ const std::vector<Flag>& flags() {
        }},
       {"redis", "URL",
        "redis://[user:password@]host:port/db or unix:///path (default "
-       "redis://127.0.0.1:6379/0)",
+       "redis://127.0.0.1:6379/0); with --store redis_cluster, comma-separated seed nodes "
+       "redis://host:port,redis://host:port",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.redis_url); }},
       {"failure-mode", "MODE", "open | closed | local: when the store fails (default open)",
        [](AppOptions& o, std::string_view v) {

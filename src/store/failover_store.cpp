@@ -110,7 +110,11 @@ class FailoverStore final : public Store {
     primary_->evaluate(request,
                        [this, copy, done = std::move(done)](Result<StoreResponse> result) mutable {
                          if (result) {
-                           leaveFailure();
+                           // A cluster answers for some slots while a master is down: the
+                           // outage ends when the primary is healthy, not at the first success.
+                           if (primary_->healthy()) {
+                             leaveFailure();
+                           }
                            done(std::move(result));
                            return;
                          }

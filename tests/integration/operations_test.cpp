@@ -121,10 +121,14 @@ TEST(OperationsTest, BadFlagExitsTwoWithAMessage) {
   EXPECT_NE(output.find("unknown flag --thread"), std::string::npos) << output;
 }
 
-TEST(OperationsTest, RedisClusterIsRefusedClearly) {
-  auto [code, output] = runSluice({"--store", "redis_cluster"});
+TEST(OperationsTest, RedisClusterSeedOnADatabaseOtherThanZeroIsRefusedClearly) {
+  auto [code, output] = runSluice(
+      {"--store", "redis_cluster", "--redis", "redis://127.0.0.1:7000,redis://127.0.0.1:7001/2"});
   EXPECT_EQ(code, 2);
-  EXPECT_NE(output.find("redis_cluster is not available"), std::string::npos) << output;
+  EXPECT_NE(output.find("--redis: seed 2 ('redis://127.0.0.1:7001/2'): Redis Cluster has "
+                        "database 0 only"),
+            std::string::npos)
+      << output;
 }
 
 TEST(OperationsTest, ValidateExampleRules) {

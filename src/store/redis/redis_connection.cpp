@@ -383,6 +383,9 @@ void RedisConnection::fail(const std::string& reason) {
   context_.reset();
   socket_.reset();
   scheduleReconnect();
+  if (options_.on_disconnected) {
+    options_.on_disconnected(reason);
+  }
 }
 
 void RedisConnection::scheduleReconnect() {

@@ -47,6 +47,9 @@ struct ConnectionOptions {
   std::chrono::milliseconds stall_timeout{1000};
   /// Called on the connection's thread after each successful handshake (1 = first).
   std::function<void(std::uint64_t connect_count)> on_connected;
+  /// Called on the connection's thread each time the connection is lost or an attempt to
+  /// (re)connect fails, with the reason; a reconnect follows with backoff.
+  std::function<void(const std::string& reason)> on_disconnected;
 };
 
 struct AsyncContextDeleter {

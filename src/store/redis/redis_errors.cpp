@@ -8,6 +8,8 @@
 namespace sluice::redis {
 namespace {
 
+constexpr std::string_view kReplyPrefix = "redis replied: ";
+
 bool startsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
@@ -48,7 +50,7 @@ Error redisError(FailureSource source, int code, std::string_view text) {
           return makeError(ErrorKind::kConnection, "redis connection error: " + detail);
       }
     case FailureSource::kReply:
-      return makeError(replyErrorKind(text), "redis replied: " + detail);
+      return makeError(replyErrorKind(text), std::string(kReplyPrefix) + detail);
     case FailureSource::kDeadline:
       return makeError(ErrorKind::kTimeout, "redis request deadline passed: " + detail);
     case FailureSource::kDisconnected:
@@ -59,6 +61,14 @@ Error redisError(FailureSource source, int code, std::string_view text) {
       return makeError(ErrorKind::kScript, "unexpected redis reply: " + detail);
   }
   return makeError(ErrorKind::kInternal, "redis: " + detail);
+}
+
+std::optional<std::string_view> replyErrorText(const Error& error) {
+  std::string_view message = error.message;
+  if (!startsWith(message, kReplyPrefix)) {
+    return std::nullopt;
+  }
+  return message.substr(kReplyPrefix.size());
 }
 
 bool isNoScript(std::string_view reply_error) { return startsWith(reply_error, "NOSCRIPT"); }

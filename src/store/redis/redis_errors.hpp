@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "sluice/result.hpp"
@@ -24,6 +25,10 @@ enum class FailureSource {
 ///   NOAUTH, WRONGPASS, NOPERM -> kConnection (the connection is unusable as configured);
 ///   deadline -> kTimeout; disconnected / not ready -> kConnection; bad shape -> kScript.
 Error redisError(FailureSource source, int code, std::string_view text);
+
+/// The server's error text ("MOVED 3999 127.0.0.1:6381") of an error redisError() made from
+/// an error reply (FailureSource::kReply); nullopt for any other error. Views `error`.
+std::optional<std::string_view> replyErrorText(const Error& error);
 
 /// True for a NOSCRIPT error reply (the script cache lost our script).
 bool isNoScript(std::string_view reply_error);

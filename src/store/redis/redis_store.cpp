@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "sluice/rules.hpp"
+#include "store/redis/cluster_slots.hpp"
 #include "store/redis/lua_scripts.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
@@ -80,25 +82,21 @@ bool sameParams(const LimitParams& a, const LimitParams& b) {
          a.count_rejected == b.count_rejected && a.warmup_us == b.warmup_us;
 }
 
-class RedisStore final : public Store {
+/// The single-node backend: one pipelined connection.
+class SingleNodeBackend final : public redis::RedisBackend {
  public:
-  RedisStore(net::io_context& io, const RedisOptions& options, Metrics& metrics,
-             const Clock* test_clock)
-      : options_(options),
-        prefix_(sanitizePrefix(options.key_prefix)),
-        test_clock_(test_clock),
-        duration_(describe(metrics).histogram("store_call_duration_seconds", {{"store", "redis"}})),
-        cache_hits_(metrics.counter("local_cache_hits_total")),
-        reconnects_(metrics.counter("redis_reconnects_total")) {
+  SingleNodeBackend(net::io_context& io, const RedisOptions& options, Metrics& metrics,
+                    std::string script) {
     redis::ConnectionOptions copts;
     copts.redis = options;
     copts.stall_timeout = options.stall_timeout;
-    copts.on_connected = [&reconnects = reconnects_](std::uint64_t count) {
+    copts.on_connected = [&reconnects = redis::describeRedisMetrics(metrics).counter(
+                              "redis_reconnects_total")](std::uint64_t count) {
       if (count > 1) {
         reconnects.inc();
       }
     };
-    copts.scripts.push_back(redis::composeScript(test_clock != nullptr));
+    copts.scripts.push_back(std::move(script));
     connection_ = redis::RedisConnection::create(io, std::move(copts));
     // The connection is started on its own thread: the factory may run elsewhere.
     net::post(io, [weak = std::weak_ptr<redis::RedisConnection>(connection_)] {
@@ -107,6 +105,36 @@ class RedisStore final : public Store {
       }
     });
   }
+
+  void evalScript(std::vector<std::string> keys, std::vector<std::string> args,
+                  std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
+    connection_->evalScript(0, std::move(keys), std::move(args), timeout, std::move(done));
+  }
+  std::vector<std::string> keyNodes() const override { return {std::string()}; }
+  void command(const std::string& /*node*/, std::vector<std::string> argv,
+               std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
+    connection_->command(std::move(argv), timeout, std::move(done));
+  }
+  bool clustered() const override { return false; }
+  bool ready() const override { return connection_->ready(); }
+
+ private:
+  std::shared_ptr<redis::RedisConnection> connection_;
+};
+
+class RedisStore final : public Store {
+ public:
+  RedisStore(std::shared_ptr<redis::RedisBackend> backend, const RedisOptions& options,
+             Metrics& metrics, std::string_view kind, const Clock* test_clock)
+      : options_(options),
+        prefix_(sanitizePrefix(options.key_prefix)),
+        kind_(kind),
+        test_clock_(test_clock),
+        duration_(redis::describeRedisMetrics(metrics).histogram("store_call_duration_seconds",
+                                                                 {{"store", kind_}})),
+        cache_hits_(metrics.counter("local_cache_hits_total")),
+        backend_(std::move(backend)),
+        clustered_(backend_->clustered()) {}
 
   ~RedisStore() override = default;
 
@@ -126,7 +154,7 @@ class RedisStore final : public Store {
     args.push_back(test_clock_ != nullptr ? std::to_string(sent_at) : std::string());
     args.push_back(std::to_string(std::max<std::int64_t>(request.cost, 0)));
     for (const StoreLimit& limit : request.limits) {
-      keys.push_back(redisBucketKey(prefix_, request.client, limit.key));
+      keys.push_back(bucketKey(request.client, limit.key));
       const LimitParams& p = limit.params;
       args.push_back(std::to_string(static_cast<int>(p.algorithm)));
       args.push_back(std::to_string(p.limit));
@@ -150,8 +178,8 @@ class RedisStore final : public Store {
     }
     const auto started = std::chrono::steady_clock::now();
     const std::size_t n = request.limits.size();
-    connection_->evalScript(
-        0, std::move(keys), std::move(args), options_.request_timeout,
+    backend_->evalScript(
+        std::move(keys), std::move(args), options_.request_timeout,
         [this, n, started, sent_at, cache_context = std::move(cache_context),
          done = std::move(done)](Result<redis::Reply> reply) {
           duration_.observe(
@@ -174,12 +202,18 @@ class RedisStore final : public Store {
     for (const auto& p : key_prefixes) {
       state->patterns.push_back(globEscape(prefix_) + ":{*}:" + globEscape(p) + "*");
     }
+    state->nodes = backend_->keyNodes();
+    if (state->nodes.empty()) {
+      // A cluster whose topology is not known yet: nothing to scan is not "nothing found".
+      done(redis::redisError(redis::FailureSource::kNotReady, 0, "no Redis node is known yet"));
+      return;
+    }
     state->done = std::move(done);
     scanNext(std::move(state));
   }
 
-  bool healthy() const override { return connection_->ready(); }
-  std::string_view kind() const override { return "redis"; }
+  bool healthy() const override { return backend_->ready(); }
+  std::string_view kind() const override { return kind_; }
 
  private:
   struct CacheLimit {
@@ -194,6 +228,8 @@ class RedisStore final : public Store {
   };
 
   struct ResetState {
+    std::vector<std::string> nodes;  ///< every node is scanned with every pattern
+    std::size_t node = 0;
     std::vector<std::string> patterns;
     std::size_t pattern = 0;
     std::string cursor = "0";
@@ -201,15 +237,9 @@ class RedisStore final : public Store {
     ResetCallback done;
   };
 
-  static Metrics& describe(Metrics& metrics) {
-    metrics.describe("store_call_duration_seconds", Metrics::Type::kHistogram,
-                     "Latency of store calls (one Redis round trip per decision).",
-                     latencyBuckets());
-    metrics.describe("local_cache_hits_total", Metrics::Type::kCounter,
-                     "Requests denied from the local over-limit cache without a Redis call.");
-    metrics.describe("redis_reconnects_total", Metrics::Type::kCounter,
-                     "Redis connections re-established after a loss (per I/O thread).");
-    return metrics;
+  std::string bucketKey(std::string_view client, std::string_view key) const {
+    return clustered_ ? redisClusterBucketKey(prefix_, client, key)
+                      : redisBucketKey(prefix_, client, key);
   }
 
   static bool hasCountRejected(const StoreRequest& request) {
@@ -266,7 +296,7 @@ class RedisStore final : public Store {
       if (limit.shadow) {
         continue;
       }
-      auto it = cache_.find(redisBucketKey(prefix_, request.client, limit.key));
+      auto it = cache_.find(bucketKey(request.client, limit.key));
       if (it == cache_.end()) {
         continue;
       }
@@ -343,11 +373,16 @@ class RedisStore final : public Store {
 
   void scanNext(std::shared_ptr<ResetState> state) {
     if (state->pattern >= state->patterns.size()) {
+      state->pattern = 0;
+      ++state->node;
+    }
+    if (state->node >= state->nodes.size() || state->patterns.empty()) {
       auto done = std::move(state->done);
       done(state->removed);
       return;
     }
-    connection_->command(
+    backend_->command(
+        state->nodes[state->node],
         {"SCAN", state->cursor, "MATCH", state->patterns[state->pattern], "COUNT",
          std::to_string(kResetScanCount)},
         options_.connect_timeout, [this, state](Result<redis::Reply> reply) {
@@ -365,34 +400,51 @@ class RedisStore final : public Store {
           if (state->cursor == "0") {
             ++state->pattern;
           }
-          std::vector<std::string> unlink = {"UNLINK"};
+          // One UNLINK per hash slot: a cluster refuses multi-key commands across slots.
+          std::map<int, std::vector<std::string>> by_slot;
           for (const auto& k : reply->elements[1].elements) {
+            auto& unlink = by_slot[clustered_ ? redis::keyHashSlot(k.str) : 0];
+            if (unlink.empty()) {
+              unlink.push_back("UNLINK");
+            }
             unlink.push_back(k.str);
           }
-          if (unlink.size() == 1) {
-            scanNext(state);
-            return;
+          auto batches = std::make_shared<std::vector<std::vector<std::string>>>();
+          for (auto& [slot, unlink] : by_slot) {
+            batches->push_back(std::move(unlink));
           }
-          connection_->command(std::move(unlink), options_.connect_timeout,
-                               [this, state](Result<redis::Reply> r) {
-                                 if (!r) {
-                                   auto done = std::move(state->done);
-                                   done(r.error());
-                                   return;
-                                 }
-                                 state->removed += static_cast<std::size_t>(r->integer);
-                                 scanNext(state);
-                               });
+          unlinkNext(state, std::move(batches), 0);
         });
+  }
+
+  void unlinkNext(std::shared_ptr<ResetState> state,
+                  std::shared_ptr<std::vector<std::vector<std::string>>> batches,
+                  std::size_t index) {
+    if (index >= batches->size()) {
+      scanNext(std::move(state));
+      return;
+    }
+    const std::string& node = state->nodes[state->node];
+    backend_->command(node, std::move((*batches)[index]), options_.connect_timeout,
+                      [this, state, batches, index](Result<redis::Reply> r) {
+                        if (!r) {
+                          auto done = std::move(state->done);
+                          done(r.error());
+                          return;
+                        }
+                        state->removed += static_cast<std::size_t>(r->integer);
+                        unlinkNext(state, batches, index + 1);
+                      });
   }
 
   RedisOptions options_;
   std::string prefix_;
+  std::string kind_;
   const Clock* test_clock_;
   Histogram& duration_;
   Counter& cache_hits_;
-  Counter& reconnects_;
-  std::shared_ptr<redis::RedisConnection> connection_;
+  std::shared_ptr<redis::RedisBackend> backend_;
+  bool clustered_;
   std::unordered_map<std::string, CacheEntry> cache_;
 };
 
@@ -415,7 +467,44 @@ std::string redisBucketKey(std::string_view prefix, std::string_view client,
   return key;
 }
 
+std::string redisClusterBucketKey(std::string_view prefix, std::string_view client,
+                                  std::string_view bucket_key) {
+  if (!client.empty()) {
+    return redisBucketKey(prefix, client, bucket_key);
+  }
+  // The tag is the key's first part (the escaped domain after '|' for the app's keys):
+  // '|' never occurs in an escaped client, so no client's tag equals it.
+  std::string_view tag = bucket_key.substr(0, bucket_key.find_first_of(":;"));
+  std::string key;
+  key.reserve(prefix.size() + tag.size() + bucket_key.size() + 4);
+  if (prefix.find_first_of("{}") != std::string_view::npos) {
+    key += sanitizePrefix(prefix);
+  } else {
+    key.append(prefix);
+  }
+  key += ":{";
+  key.append(tag);
+  key += "}:";
+  key.append(bucket_key);
+  return key;
+}
+
 namespace redis {
+
+Metrics& describeRedisMetrics(Metrics& metrics) {
+  metrics.describe("store_call_duration_seconds", Metrics::Type::kHistogram,
+                   "Latency of store calls (one Redis round trip per decision).", latencyBuckets());
+  metrics.describe("local_cache_hits_total", Metrics::Type::kCounter,
+                   "Requests denied from the local over-limit cache without a Redis call.");
+  metrics.describe("redis_reconnects_total", Metrics::Type::kCounter,
+                   "Redis connections re-established after a loss (per I/O thread).");
+  return metrics;
+}
+
+StorePtr makeRedisStoreOver(std::shared_ptr<RedisBackend> backend, const RedisOptions& options,
+                            Metrics& metrics, std::string_view kind, const Clock* test_clock) {
+  return std::make_shared<RedisStore>(std::move(backend), options, metrics, kind, test_clock);
+}
 
 std::string composeScript(bool test_time) {
   std::string out(lua::script(test_time ? kTestPrelude : kProductionPrelude));
@@ -433,13 +522,17 @@ std::string composeScript(bool test_time) {
 
 StorePtr makeRedisStoreForTesting(net::io_context& io, const RedisOptions& options,
                                   Metrics& metrics, const Clock& script_clock) {
-  return std::make_shared<RedisStore>(io, options, metrics, &script_clock);
+  return std::make_shared<RedisStore>(
+      std::make_shared<SingleNodeBackend>(io, options, metrics, composeScript(true)), options,
+      metrics, "redis", &script_clock);
 }
 
 }  // namespace redis
 
 StorePtr makeRedisStore(net::io_context& io, const RedisOptions& options, Metrics& metrics) {
-  return std::make_shared<RedisStore>(io, options, metrics, nullptr);
+  return std::make_shared<RedisStore>(
+      std::make_shared<SingleNodeBackend>(io, options, metrics, redis::composeScript(false)),
+      options, metrics, "redis", nullptr);
 }
 
 }  // namespace sluice

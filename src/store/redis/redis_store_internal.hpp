@@ -1,11 +1,16 @@
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "sluice/clock.hpp"
 #include "sluice/metrics.hpp"
 #include "sluice/redis_store.hpp"
 #include "sluice/store.hpp"
+#include "store/redis/redis_connection.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -17,6 +22,44 @@ namespace sluice::redis {
 /// The request script: time prelude + every algorithm file + 99_evaluate.lua.
 /// `test_time` selects the prelude that reads the time from ARGV[1].
 std::string composeScript(bool test_time);
+
+/// Declares the metrics every Redis-backed store and backend shares
+/// (store_call_duration_seconds, local_cache_hits_total, redis_reconnects_total).
+Metrics& describeRedisMetrics(Metrics& metrics);
+
+/// Where a Redis store sends its calls: one connection (`redis`) or a cluster router
+/// (`redis_cluster`). Methods other than ready() run on the store's io_context thread;
+/// handlers complete exactly once, on that thread.
+class RedisBackend {
+ public:
+  virtual ~RedisBackend() = default;
+
+  /// EVALSHA of the request script (composeScript) over `keys`, which share one hash slot,
+  /// with a deadline of `timeout` from now covering every retry and redirect.
+  virtual void evalScript(std::vector<std::string> keys, std::vector<std::string> args,
+                          std::chrono::milliseconds timeout, ReplyHandler done) = 0;
+
+  /// The nodes that hold keys (the masters), named for command(); for admin reset's SCAN.
+  virtual std::vector<std::string> keyNodes() const = 0;
+
+  /// Runs one command on `node` (one of keyNodes()), without redirection.
+  virtual void command(const std::string& node, std::vector<std::string> argv,
+                       std::chrono::milliseconds timeout, ReplyHandler done) = 0;
+
+  /// True when keys are spread over hash slots: a multi-key command (UNLINK) must name keys
+  /// of one slot only, and keys without a client are hash-tagged by domain
+  /// (redisClusterBucketKey).
+  virtual bool clustered() const = 0;
+
+  /// True while calls can be made. Thread-safe.
+  virtual bool ready() const = 0;
+};
+
+/// A Redis store over `backend`; `kind` is "redis" or "redis_cluster" (Store::kind() and
+/// the store label of store_call_duration_seconds). `test_clock` as in
+/// makeRedisStoreForTesting (nullptr in production).
+StorePtr makeRedisStoreOver(std::shared_ptr<RedisBackend> backend, const RedisOptions& options,
+                            Metrics& metrics, std::string_view kind, const Clock* test_clock);
 
 /// TESTS ONLY (not reachable from configuration or the public headers): a Redis store whose
 /// script takes the decision time from `script_clock` (sent as ARGV[1]) instead of Redis

@@ -1,0 +1,651 @@
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sluice/redis_store.hpp"
+#include "store/redis/cluster_slots.hpp"
+#include "store/redis/redis_connection.hpp"
+#include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_store_internal.hpp"
+
+namespace sluice {
+
+namespace net = boost::asio;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A request follows at most this many MOVED/ASK/TRYAGAIN answers (Redis' own clients
+/// use 5 as well); more means the topology is in flux: the failure mode answers.
+constexpr int kMaxRedirects = 5;
+/// Topology refreshes (CLUSTER SLOTS) are at least this far apart per I/O thread, however
+/// many MOVED replies or connection failures ask for one.
+constexpr std::chrono::milliseconds kMinRefreshInterval{200};
+/// While a master of the slot map is unreachable, the topology is re-read this often until
+/// a replica has been promoted (the failover).
+constexpr std::chrono::milliseconds kFailedMasterRefresh{250};
+/// TRYAGAIN (keys of one slot half migrated) is retried after this pause.
+constexpr std::chrono::milliseconds kTryAgainPause{10};
+
+/// Topology changes are logged once per process, not once per I/O thread: every thread
+/// keeps its own slot map and sees the same change.
+class TopologyLog {
+ public:
+  /// True when `description` differs from the last one logged (and records it).
+  static bool changed(const std::string& description) {
+    static std::mutex mutex;
+    static std::string last;
+    std::lock_guard lock(mutex);
+    if (description == last) {
+      return false;
+    }
+    last = description;
+    return true;
+  }
+};
+
+/// Routes each request to the master of its hash slot (one connection per master, made on
+/// first use), follows MOVED and ASK, re-reads the topology after MOVED and after a master
+/// is lost. Lives on one io_context; everything is asynchronous.
+class ClusterBackend final : public redis::RedisBackend,
+                             public std::enable_shared_from_this<ClusterBackend> {
+ public:
+  ClusterBackend(net::io_context& io, std::vector<RedisOptions> seeds, Metrics& metrics,
+                 std::string script)
+      : io_(io),
+        seeds_(std::move(seeds)),
+        script_(std::move(script)),
+        park_timer_(io),
+        refresh_timer_(io),
+        slots_(redis::kClusterSlots, -1),
+        reconnects_(redis::describeRedisMetrics(metrics).counter("redis_reconnects_total")),
+        moved_(describe(metrics).counter("redis_cluster_redirects_total", {{"kind", "moved"}})),
+        ask_(metrics.counter("redis_cluster_redirects_total", {{"kind", "ask"}})),
+        refreshes_ok_(
+            metrics.counter("redis_cluster_topology_refreshes_total", {{"result", "ok"}})),
+        refreshes_failed_(
+            metrics.counter("redis_cluster_topology_refreshes_total", {{"result", "failed"}})),
+        failovers_(metrics.counter("redis_cluster_failovers_total")) {}
+
+  ~ClusterBackend() override {
+    // Handlers of calls in flight are dropped with the connections, never called.
+    for (Node& node : nodes_) {
+      node.connection.reset();
+    }
+  }
+
+  ClusterBackend(const ClusterBackend&) = delete;
+  ClusterBackend& operator=(const ClusterBackend&) = delete;
+
+  /// Reads the topology from the seeds (asynchronously, on the io_context's thread).
+  void start() {
+    net::post(io_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        for (const RedisOptions& seed : self->seeds_) {
+          self->nodeIndex(seed.host, seed.port);
+        }
+        self->requestRefresh();
+      }
+    });
+  }
+
+  void evalScript(std::vector<std::string> keys, std::vector<std::string> args,
+                  std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
+    auto call = std::make_shared<Call>();
+    call->slot = keys.empty() ? 0 : redis::keyHashSlot(keys.front());
+    for (const std::string& key : keys) {
+      if (redis::keyHashSlot(key) != call->slot) {
+        done(makeError(ErrorKind::kInvalidArgument,
+                       "redis cluster: the keys of one request span hash slots"));
+        return;
+      }
+    }
+    call->keys = std::move(keys);
+    call->args = std::move(args);
+    call->deadline = Clock::now() + timeout;
+    call->done = std::move(done);
+    dispatch(std::move(call));
+  }
+
+  std::vector<std::string> keyNodes() const override {
+    std::vector<std::string> out;
+    for (int index : masters()) {
+      out.push_back(nodes_[static_cast<std::size_t>(index)].address);
+    }
+    return out;
+  }
+
+  void command(const std::string& node, std::vector<std::string> argv,
+               std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
+    auto it = by_address_.find(node);
+    if (it == by_address_.end()) {
+      done(makeError(ErrorKind::kNotFound, "redis cluster: unknown node " + node));
+      return;
+    }
+    auto call = std::make_shared<Call>();
+    call->fixed_node = it->second;
+    call->args = std::move(argv);
+    call->deadline = Clock::now() + timeout;
+    call->done = std::move(done);
+    dispatch(std::move(call));
+  }
+
+  bool clustered() const override { return true; }
+  bool ready() const override { return healthy_.load(std::memory_order_acquire); }
+
+ private:
+  struct Node {
+    std::string host;
+    int port = 0;
+    std::string address;  ///< "host:port"
+    std::shared_ptr<redis::RedisConnection> connection;
+    bool failed = false;  ///< lost (or never reached) since its last successful handshake
+  };
+
+  /// One request on its way through redirects; `keys` empty and `fixed_node` set for a
+  /// plain command (admin reset), which is not redirected.
+  struct Call {
+    std::vector<std::string> keys;
+    std::vector<std::string> args;  ///< script arguments, or the command's argv
+    int slot = 0;
+    std::optional<int> fixed_node;
+    std::optional<int> ask_node;  ///< ASK target for the next attempt only
+    int redirects = 0;
+    Clock::time_point deadline;
+    redis::ReplyHandler done;
+  };
+
+  static Metrics& describe(Metrics& metrics) {
+    metrics.describe("redis_cluster_redirects_total", Metrics::Type::kCounter,
+                     "MOVED and ASK replies followed by the Redis Cluster store (per kind).");
+    metrics.describe("redis_cluster_topology_refreshes_total", Metrics::Type::kCounter,
+                     "CLUSTER SLOTS reads of the Redis Cluster store (per I/O thread).");
+    metrics.describe("redis_cluster_failovers_total", Metrics::Type::kCounter,
+                     "Slot ranges whose master was replaced by one of its replicas.");
+    return metrics;
+  }
+
+  std::vector<int> masters() const {
+    std::vector<int> out;
+    for (int index : slots_) {
+      if (index >= 0 && std::find(out.begin(), out.end(), index) == out.end()) {
+        out.push_back(index);
+      }
+    }
+    return out;
+  }
+
+  int nodeIndex(const std::string& host, int port) {
+    std::string address = host + ":" + std::to_string(port);
+    auto it = by_address_.find(address);
+    if (it != by_address_.end()) {
+      return it->second;
+    }
+    const int index = static_cast<int>(nodes_.size());
+    nodes_.push_back(Node{host, port, address, nullptr, false});
+    by_address_.emplace(std::move(address), index);
+    return index;
+  }
+
+  /// The node's connection, created and started on first use.
+  redis::RedisConnection& connection(int index) {
+    Node& node = nodes_[static_cast<std::size_t>(index)];
+    if (!node.connection) {
+      redis::ConnectionOptions options;
+      options.redis = seeds_.front();
+      options.redis.host = node.host;
+      options.redis.port = node.port;
+      options.stall_timeout = options.redis.stall_timeout;
+      options.scripts.push_back(script_);
+      options.on_connected = [weak = weak_from_this(), index](std::uint64_t count) {
+        if (auto self = weak.lock()) {
+          self->onConnected(index, count);
+        }
+      };
+      options.on_disconnected = [weak = weak_from_this(), index](const std::string&) {
+        if (auto self = weak.lock()) {
+          self->onDisconnected(index);
+        }
+      };
+      node.connection = redis::RedisConnection::create(io_, std::move(options));
+      node.failed = false;
+      node.connection->start();
+    }
+    return *node.connection;
+  }
+
+  void dispatch(std::shared_ptr<Call> call) {
+    const auto now = Clock::now();
+    if (now >= call->deadline) {
+      finish(call, redis::redisError(
+                       redis::FailureSource::kDeadline, 0,
+                       "redis cluster, after " + std::to_string(call->redirects) + " redirect(s)"));
+      return;
+    }
+    int index = call->fixed_node ? *call->fixed_node
+                : call->ask_node ? *call->ask_node
+                                 : slots_[static_cast<std::size_t>(call->slot)];
+    if (index < 0) {
+      // No topology yet (start-up): wait for it within the deadline.
+      requestRefresh();
+      park(std::move(call));
+      return;
+    }
+    redis::RedisConnection& conn = connection(index);
+    const Node& node = nodes_[static_cast<std::size_t>(index)];
+    if (!conn.ready()) {
+      if (node.failed) {
+        requestRefresh();
+        finish(call, redis::redisError(redis::FailureSource::kNotReady, 0, node.address));
+        return;
+      }
+      park(std::move(call));  // connecting for the first time
+      return;
+    }
+    const auto timeout =
+        std::max(std::chrono::milliseconds(1),
+                 std::chrono::ceil<std::chrono::milliseconds>(call->deadline - now));
+    auto on_reply = [weak = weak_from_this(), call, index](Result<redis::Reply> reply) {
+      if (auto self = weak.lock()) {
+        self->onReply(call, index, std::move(reply));
+      }
+    };
+    if (call->fixed_node) {
+      conn.command(call->args, timeout, std::move(on_reply));
+      return;
+    }
+    if (call->ask_node) {
+      // ASKING and the script go out back to back on one connection: the target accepts
+      // the importing slot for the next command only.
+      call->ask_node.reset();
+      conn.command({"ASKING"}, timeout, [](Result<redis::Reply>) {});
+    }
+    conn.evalScript(0, call->keys, call->args, timeout, std::move(on_reply));
+  }
+
+  void onReply(const std::shared_ptr<Call>& call, int index, Result<redis::Reply> reply) {
+    if (reply || call->fixed_node) {
+      finish(call, std::move(reply));
+      return;
+    }
+    const Error& error = reply.error();
+    const std::optional<std::string_view> text = redis::replyErrorText(error);
+    if (!text) {
+      if (error.kind == ErrorKind::kConnection) {
+        requestRefresh();
+      }
+      finish(call, std::move(reply));
+      return;
+    }
+    const std::optional<redis::Redirect> redirect = redis::parseRedirect(*text);
+    const bool try_again = text->starts_with("TRYAGAIN");
+    if (!redirect && !try_again) {
+      if (text->starts_with("CLUSTERDOWN")) {
+        requestRefresh();
+      }
+      finish(call, std::move(reply));
+      return;
+    }
+    if (++call->redirects > kMaxRedirects) {
+      finish(call, makeError(ErrorKind::kUnavailable,
+                             "redis cluster: more than " + std::to_string(kMaxRedirects) +
+                                 " redirects, last: " + std::string(*text)));
+      return;
+    }
+    if (try_again) {
+      auto timer = std::make_shared<net::steady_timer>(io_, kTryAgainPause);
+      timer->async_wait([weak = weak_from_this(), call, timer](boost::system::error_code ec) {
+        if (auto self = weak.lock(); self && !ec) {
+          self->dispatch(call);
+        }
+      });
+      return;
+    }
+    const std::string host =
+        redirect->host.empty() ? nodes_[static_cast<std::size_t>(index)].host : redirect->host;
+    const int target = nodeIndex(host, redirect->port);
+    if (redirect->kind == redis::Redirect::Kind::kMoved) {
+      moved_.inc();
+      slots_[static_cast<std::size_t>(redirect->slot)] = target;
+      requestRefresh();
+    } else {
+      ask_.inc();
+      call->ask_node = target;
+    }
+    dispatch(call);
+  }
+
+  void finish(const std::shared_ptr<Call>& call, Result<redis::Reply> result) {
+    auto done = std::move(call->done);
+    done(std::move(result));
+  }
+
+  /// Holds a call until its node connects or the topology arrives, within its deadline.
+  void park(std::shared_ptr<Call> call) {
+    const auto deadline = call->deadline;
+    parked_.push_back(std::move(call));
+    if (!park_at_ || deadline < *park_at_) {
+      park_at_ = deadline;
+      park_timer_.expires_at(deadline);
+      park_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        if (auto self = weak.lock(); self && !ec) {
+          self->park_at_.reset();
+          self->redispatchParked();
+        }
+      });
+    }
+  }
+
+  /// Tries every parked call again (a node connected, the topology changed, a deadline).
+  void redispatchParked() {
+    std::vector<std::shared_ptr<Call>> calls;
+    calls.swap(parked_);
+    for (auto& call : calls) {
+      dispatch(std::move(call));
+    }
+    if (parked_.empty()) {
+      park_at_.reset();
+      park_timer_.cancel();
+    } else if (!park_at_) {
+      // Re-arm for the earliest remaining deadline.
+      auto earliest =
+          std::min_element(parked_.begin(), parked_.end(),
+                           [](const auto& a, const auto& b) { return a->deadline < b->deadline; });
+      park_at_ = (*earliest)->deadline;
+      park_timer_.expires_at(*park_at_);
+      park_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        if (auto self = weak.lock(); self && !ec) {
+          self->park_at_.reset();
+          self->redispatchParked();
+        }
+      });
+    }
+  }
+
+  void onConnected(int index, std::uint64_t count) {
+    if (count > 1) {
+      reconnects_.inc();
+    }
+    nodes_[static_cast<std::size_t>(index)].failed = false;
+    updateHealth();
+    // Not from inside the connection's own reply callback.
+    net::post(io_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->redispatchParked();
+        if (self->refresh_wanted_ && !self->refreshing_) {
+          // A read that waited for a connection goes out now, not at the next retry.
+          self->refresh_timer_.cancel();
+          self->refresh_armed_ = false;
+          self->runRefresh();
+        }
+      }
+    });
+  }
+
+  void onDisconnected(int index) {
+    nodes_[static_cast<std::size_t>(index)].failed = true;
+    updateHealth();
+    net::post(io_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->redispatchParked();
+        self->requestRefresh();
+      }
+    });
+  }
+
+  /// Asks for a CLUSTER SLOTS read, at most one per kMinRefreshInterval.
+  void requestRefresh(std::chrono::milliseconds min_wait = std::chrono::milliseconds(0)) {
+    refresh_wanted_ = true;
+    if (refreshing_ || refresh_armed_) {
+      return;
+    }
+    const auto now = Clock::now();
+    const auto at = std::max(last_refresh_ + kMinRefreshInterval, now + min_wait);
+    if (at <= now) {
+      runRefresh();
+      return;
+    }
+    refresh_armed_ = true;
+    refresh_timer_.expires_at(at);
+    refresh_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      if (auto self = weak.lock(); self && !ec) {
+        self->refresh_armed_ = false;
+        self->runRefresh();
+      }
+    });
+  }
+
+  void runRefresh() {
+    if (refreshing_ || !refresh_wanted_) {
+      return;
+    }
+    // Any node that answers will do: the masters in use first, then every known node
+    // (replicas included: after a failover one of them is the new master), then the seeds.
+    std::optional<int> source;
+    for (std::size_t i = 0; i < nodes_.size() && !source; ++i) {
+      const int index = static_cast<int>((refresh_rotor_ + i) % nodes_.size());
+      const Node& node = nodes_[static_cast<std::size_t>(index)];
+      if (node.connection && node.connection->ready()) {
+        source = index;
+      }
+    }
+    last_refresh_ = Clock::now();
+    if (!source) {
+      // Nobody connected: connect to every known node; the first handshake that succeeds
+      // triggers the read (onConnected), and the timer retries meanwhile.
+      for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        connection(static_cast<int>(i));
+      }
+      requestRefresh(kMinRefreshInterval);
+      return;
+    }
+    refresh_rotor_ = static_cast<std::size_t>(*source) + 1;
+    refreshing_ = true;
+    refresh_wanted_ = false;
+    const Node& node = nodes_[static_cast<std::size_t>(*source)];
+    node.connection->command({"CLUSTER", "SLOTS"}, seeds_.front().connect_timeout,
+                             [weak = weak_from_this(), host = node.host,
+                              address = node.address](Result<redis::Reply> reply) {
+                               auto self = weak.lock();
+                               if (!self) {
+                                 return;
+                               }
+                               self->refreshing_ = false;
+                               Result<redis::ClusterTopology> topology =
+                                   reply ? redis::parseClusterSlots(*reply, host)
+                                         : Result<redis::ClusterTopology>(reply.error());
+                               if (!topology) {
+                                 self->refreshes_failed_.inc();
+                                 spdlog::debug("redis cluster: CLUSTER SLOTS from {} failed: {}",
+                                               address, topology.error().message);
+                                 self->requestRefresh(kMinRefreshInterval);
+                                 return;
+                               }
+                               self->refreshes_ok_.inc();
+                               self->apply(*topology);
+                               if (self->refresh_wanted_) {
+                                 self->requestRefresh();
+                               }
+                             });
+  }
+
+  /// "0-5460: 127.0.0.1:7003 replaces 127.0.0.1:7000 (unreachable)" for each range whose
+  /// master is now one of its replicas of the previous topology (a failover, automatic or
+  /// manual). Read from the topologies alone, so that every I/O thread finds the same.
+  std::vector<std::string> failoversSince(const redis::ClusterTopology& next) const {
+    std::vector<std::string> out;
+    for (const redis::SlotRange& range : next.ranges) {
+      for (const redis::SlotRange& before : previous_.ranges) {
+        if (before.first > range.first || before.last < range.first ||
+            before.master.address() == range.master.address()) {
+          continue;
+        }
+        const bool promoted = std::any_of(
+            before.replicas.begin(), before.replicas.end(),
+            [&](const redis::ClusterNode& n) { return n.address() == range.master.address(); });
+        if (!promoted) {
+          continue;
+        }
+        auto old = by_address_.find(before.master.address());
+        const bool unreachable =
+            old != by_address_.end() && nodes_[static_cast<std::size_t>(old->second)].failed;
+        out.push_back(std::to_string(range.first) + "-" + std::to_string(range.last) + ": " +
+                      range.master.address() + " replaces " + before.master.address() +
+                      (unreachable ? " (unreachable)" : ""));
+      }
+    }
+    return out;
+  }
+
+  void apply(const redis::ClusterTopology& topology) {
+    std::vector<int> slots(redis::kClusterSlots, -1);
+    for (const redis::SlotRange& range : topology.ranges) {
+      const int master = nodeIndex(range.master.host, range.master.port);
+      for (const redis::ClusterNode& replica : range.replicas) {
+        nodeIndex(replica.host, replica.port);
+      }
+      std::fill(slots.begin() + range.first, slots.begin() + range.last + 1, master);
+    }
+    const std::vector<std::string> failovers = failoversSince(topology);
+    slots_ = std::move(slots);
+    complete_ = topology.coversAllSlots();
+
+    const std::string description = topology.describe();
+    if (description != described_) {
+      described_ = description;
+      // Once per process: every I/O thread reads the same change.
+      if (TopologyLog::changed(description)) {
+        for (const std::string& failover : failovers) {
+          spdlog::warn("redis cluster: failover detected: slots {}", failover);
+        }
+        failovers_.inc(static_cast<std::uint64_t>(failovers.size()));
+        spdlog::info("redis cluster: topology {}{}", description,
+                     complete_ ? "" : " (not every slot is served)");
+      }
+    }
+    previous_ = topology;
+    dropUnusedConnections();
+    updateHealth();
+    // A master of the map unreachable: read again until a replica has taken over.
+    for (int index : masters()) {
+      if (nodes_[static_cast<std::size_t>(index)].failed) {
+        requestRefresh(kFailedMasterRefresh);
+        break;
+      }
+    }
+    redispatchParked();
+  }
+
+  /// Closes the connections of nodes that no longer serve slots (a failed-over master, a
+  /// replica used as a seed). Deferred: this may run inside one of their reply callbacks.
+  void dropUnusedConnections() {
+    const std::vector<int> in_use = masters();
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      Node& node = nodes_[i];
+      if (!node.connection ||
+          std::find(in_use.begin(), in_use.end(), static_cast<int>(i)) != in_use.end()) {
+        continue;
+      }
+      net::post(io_, [connection = std::move(node.connection)] { connection->stop(); });
+      node.failed = false;
+    }
+  }
+
+  void updateHealth() {
+    bool healthy = complete_;
+    for (int index : masters()) {
+      if (nodes_[static_cast<std::size_t>(index)].failed) {
+        healthy = false;
+      }
+    }
+    healthy_.store(healthy, std::memory_order_release);
+  }
+
+  net::io_context& io_;
+  std::vector<RedisOptions> seeds_;
+  std::string script_;
+  net::steady_timer park_timer_;
+  net::steady_timer refresh_timer_;
+
+  std::vector<Node> nodes_;  ///< every node ever named; indices are stable
+  std::unordered_map<std::string, int> by_address_;
+  std::vector<int> slots_;  ///< slot -> index into nodes_ of its master, -1 unknown
+  bool complete_ = false;   ///< every slot has a master
+  std::string described_;   ///< the topology last applied, for change detection
+  redis::ClusterTopology previous_;
+  std::atomic<bool> healthy_{false};
+
+  std::vector<std::shared_ptr<Call>> parked_;
+  std::optional<Clock::time_point> park_at_;
+
+  bool refresh_wanted_ = false;
+  bool refreshing_ = false;
+  bool refresh_armed_ = false;
+  Clock::time_point last_refresh_{};
+  std::size_t refresh_rotor_ = 0;
+
+  Counter& reconnects_;
+  Counter& moved_;
+  Counter& ask_;
+  Counter& refreshes_ok_;
+  Counter& refreshes_failed_;
+  Counter& failovers_;
+};
+
+}  // namespace
+
+Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
+                                                        RedisOptions base) {
+  std::vector<RedisOptions> seeds;
+  std::size_t start = 0;
+  while (start <= urls.size()) {
+    std::size_t comma = urls.find(',', start);
+    if (comma == std::string::npos) {
+      comma = urls.size();
+    }
+    const std::string url = urls.substr(start, comma - start);
+    start = comma + 1;
+    const std::string where = "seed " + std::to_string(seeds.size() + 1) + " ('" + url + "'): ";
+    auto parsed = parseRedisUrl(url, base);
+    if (!parsed) {
+      return makeError(ErrorKind::kInvalidArgument, where + parsed.error().message);
+    }
+    if (!parsed->unix_path.empty()) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       where + "a cluster is reached over TCP (redis://host:port)");
+    }
+    if (parsed->db != 0) {
+      return makeError(ErrorKind::kInvalidArgument, where + "Redis Cluster has database 0 only");
+    }
+    if (!seeds.empty() &&
+        (parsed->user != seeds.front().user || parsed->password != seeds.front().password)) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       where + "every seed must have the same user and password");
+    }
+    seeds.push_back(std::move(*parsed));
+  }
+  return seeds;
+}
+
+StorePtr makeRedisClusterStore(net::io_context& io, const std::vector<RedisOptions>& seeds,
+                               Metrics& metrics) {
+  auto backend = std::make_shared<ClusterBackend>(io, seeds, metrics, redis::composeScript(false));
+  backend->start();
+  return redis::makeRedisStoreOver(std::move(backend), seeds.front(), metrics, "redis_cluster",
+                                   nullptr);
+}
+
+}  // namespace sluice

@@ -1,0 +1,145 @@
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "sluice/metrics.hpp"
+#include "sluice/redis_store.hpp"
+#include "store/redis/cluster_slots.hpp"
+#include "support/free_port.hpp"
+#include "support/redis_cluster.hpp"
+
+namespace sluice {
+namespace {
+
+using std::chrono::milliseconds;
+using test::RedisCluster;
+using test::runFor;
+using test::runUntil;
+
+StoreLimit fixedWindow(std::string key, std::int64_t limit) {
+  StoreLimit l;
+  l.key = std::move(key);
+  l.params.algorithm = Algorithm::kFixedWindow;
+  l.params.limit = limit;
+  l.params.window_us = 3600 * kMicrosPerSecond;
+  return l;
+}
+
+StoreRequest request(std::vector<StoreLimit> limits, std::string client) {
+  StoreRequest r;
+  r.limits = std::move(limits);
+  r.client = std::move(client);
+  return r;
+}
+
+class RedisClusterStoreTest : public ::testing::Test {
+ protected:
+  void open(const std::string& seeds) {
+    RedisOptions base;
+    base.request_timeout = milliseconds(1000);
+    auto parsed = parseRedisClusterUrls(seeds, base);
+    ASSERT_TRUE(parsed) << parsed.error().message;
+    store_ = makeRedisClusterStore(io_, *parsed, metrics_);
+  }
+
+  bool waitHealthy() {
+    return runUntil(
+        io_, [&] { return store_->healthy(); }, milliseconds(5000));
+  }
+
+  Result<StoreResponse> call(const StoreRequest& request) {
+    std::optional<Result<StoreResponse>> result;
+    int calls = 0;
+    store_->evaluate(request, [&](Result<StoreResponse> r) {
+      ++calls;
+      result.emplace(std::move(r));
+    });
+    EXPECT_TRUE(runUntil(io_, [&] { return result.has_value(); }));
+    runFor(io_, milliseconds(1));
+    EXPECT_EQ(calls, 1);
+    if (!result) {
+      return makeError(ErrorKind::kInternal, "no answer");
+    }
+    return std::move(*result);
+  }
+
+  boost::asio::io_context io_;
+  Metrics metrics_;
+  StorePtr store_;
+};
+
+TEST_F(RedisClusterStoreTest, FindsTheClusterThroughAnyReachableSeed) {
+  RedisCluster cluster(3, 0);
+  const std::string dead = "redis://127.0.0.1:" + std::to_string(test::freeLoopbackPort());
+  open(dead + "," + cluster.url(2));
+  ASSERT_TRUE(waitHealthy());
+  EXPECT_EQ(store_->kind(), "redis_cluster");
+  auto r = call(request({fixedWindow("d:k=v;i0;fixed_window", 2)}, "someone"));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->allowed);
+  EXPECT_EQ(r->outcomes[0].remaining, 1);
+}
+
+TEST_F(RedisClusterStoreTest, AuthenticatesOnEveryNodeWithTheSeedsPassword) {
+  RedisCluster cluster(3, 0, "s3cret");
+  open("redis://:s3cret@127.0.0.1:" + std::to_string(cluster.nodes()[1]->port()));
+  ASSERT_TRUE(waitHealthy());
+  std::set<int> masters;
+  for (int i = 0; i < 12; ++i) {
+    const std::string client = "a" + std::to_string(i);
+    masters.insert(cluster.ownerOf(redis::keyHashSlot(client)));
+    auto r = call(request({fixedWindow("d:k=v;i0;fixed_window", 2)}, client));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_TRUE(r->allowed);
+  }
+  EXPECT_EQ(masters.size(), 3u);
+}
+
+TEST_F(RedisClusterStoreTest, ResetRemovesTheBucketsOnEveryMaster) {
+  RedisCluster cluster(3, 0);
+  open(cluster.url(0));
+  ASSERT_TRUE(waitHealthy());
+  constexpr int kClients = 30;
+  std::set<int> masters;
+  for (int i = 0; i < kClients; ++i) {
+    const std::string client = "r" + std::to_string(i);
+    masters.insert(cluster.ownerOf(redis::keyHashSlot(client)));
+    auto r = call(request({fixedWindow("d:k=v;i0;fixed_window", 2)}, client));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->outcomes[0].remaining, 1);
+  }
+  ASSERT_EQ(masters.size(), 3u);
+  auto other = call(request({fixedWindow("e:k=v;i0;fixed_window", 2)}, "r0"));
+  ASSERT_TRUE(other) << other.error().message;
+
+  std::optional<Result<std::size_t>> removed;
+  store_->reset({"d:"}, [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
+  ASSERT_TRUE(runUntil(io_, [&] { return removed.has_value(); }));
+  ASSERT_TRUE(*removed) << removed->error().message;
+  EXPECT_EQ(**removed, static_cast<std::size_t>(kClients));
+
+  auto fresh = call(request({fixedWindow("d:k=v;i0;fixed_window", 2)}, "r7"));
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(fresh->outcomes[0].remaining, 1);
+  auto kept = call(request({fixedWindow("e:k=v;i0;fixed_window", 2)}, "r0"));
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->outcomes[0].remaining, 0);
+}
+
+TEST_F(RedisClusterStoreTest, ARequestWhoseKeysSpanSlotsIsRefusedNotSplit) {
+  RedisCluster cluster(3, 0);
+  open(cluster.url(0));
+  ASSERT_TRUE(waitHealthy());
+  // No client: each key is tagged with its first part, here two different ones.
+  auto r =
+      call(request({fixedWindow("a;i0;fixed_window", 2), fixedWindow("b;i0;fixed_window", 2)}, ""));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_EQ(r.error().message, "redis cluster: the keys of one request span hash slots");
+}
+
+}  // namespace
+}  // namespace sluice
