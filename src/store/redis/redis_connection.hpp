@@ -151,6 +151,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   std::unordered_map<std::uint64_t, Pending> pending_;
   std::multimap<Clock::time_point, std::uint64_t> deadlines_;
   std::deque<Clock::time_point> in_flight_;  ///< send times of unanswered hiredis commands
+  std::string wire_;  ///< the RESP encoding of the command being sent (reused)
 };
 
 }  // namespace sluice::redis
