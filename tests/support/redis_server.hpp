@@ -1,5 +1,6 @@
 #pragma once
 
+#include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 #include <sys/types.h>
 
@@ -9,9 +10,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "sluice/result.hpp"
+#include "sluice/store.hpp"
 
 /// Test fixtures around a real redis-server (DESIGN.md §7: no mock stands in for Redis).
 namespace sluice::test {
@@ -125,6 +130,25 @@ inline void runFor(boost::asio::io_context& io, std::chrono::milliseconds durati
   while (std::chrono::steady_clock::now() < deadline) {
     io.run_one_for(std::chrono::milliseconds(5));
   }
+}
+
+/// Evaluates `request` on an asynchronous store driven by `io` from the test thread. The
+/// callback must run exactly once: a late reply must never complete a request twice.
+inline Result<StoreResponse> evaluateOnce(boost::asio::io_context& io, Store& store,
+                                          const StoreRequest& request) {
+  std::optional<Result<StoreResponse>> result;
+  int calls = 0;
+  store.evaluate(request, [&](Result<StoreResponse> r) {
+    ++calls;
+    result.emplace(std::move(r));
+  });
+  EXPECT_TRUE(runUntil(io, [&] { return result.has_value(); }));
+  runFor(io, std::chrono::milliseconds(1));
+  EXPECT_EQ(calls, 1);
+  if (!result) {
+    return makeError(ErrorKind::kInternal, "no answer");
+  }
+  return std::move(*result);
 }
 
 }  // namespace sluice::test

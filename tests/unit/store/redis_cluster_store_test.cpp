@@ -51,19 +51,7 @@ class RedisClusterStoreTest : public ::testing::Test {
   }
 
   Result<StoreResponse> call(const StoreRequest& request) {
-    std::optional<Result<StoreResponse>> result;
-    int calls = 0;
-    store_->evaluate(request, [&](Result<StoreResponse> r) {
-      ++calls;
-      result.emplace(std::move(r));
-    });
-    EXPECT_TRUE(runUntil(io_, [&] { return result.has_value(); }));
-    runFor(io_, milliseconds(1));
-    EXPECT_EQ(calls, 1);
-    if (!result) {
-      return makeError(ErrorKind::kInternal, "no answer");
-    }
-    return std::move(*result);
+    return test::evaluateOnce(io_, *store_, request);
   }
 
   boost::asio::io_context io_;

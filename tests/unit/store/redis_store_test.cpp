@@ -46,20 +46,7 @@ class RedisStoreTest : public ::testing::Test {
   }
 
   Result<StoreResponse> call(const StoreRequest& request) {
-    std::optional<Result<StoreResponse>> result;
-    int calls = 0;
-    store_->evaluate(request, [&](Result<StoreResponse> r) {
-      ++calls;
-      result.emplace(std::move(r));
-    });
-    EXPECT_TRUE(runUntil(io_, [&] { return result.has_value(); }));
-    // A late reply must never complete a request twice.
-    runFor(io_, milliseconds(1));
-    EXPECT_EQ(calls, 1);
-    if (!result) {
-      return makeError(ErrorKind::kInternal, "no answer");
-    }
-    return std::move(*result);
+    return test::evaluateOnce(io_, *store_, request);
   }
 
   StoreRequest request(std::vector<StoreLimit> limits, std::int64_t cost = 1,
