@@ -1,11 +1,3 @@
-// GCC 12 at -O2 reports -Wmaybe-uninitialized inside std::string for the RuleError
-// temporaries pushed below (a known false positive of its middle end with inlined SSO
-// strings; GCC 13 and clang do not report it). The warning is attributed to <string>, so it
-// is switched off before any include, for this file only.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "sluice/rules.hpp"
 
 #include <yaml-cpp/eventhandler.h>
