@@ -119,9 +119,4 @@ void JsonWriter::value(std::int64_t number) {
   out_.number(number);
 }
 
-void appendJsonString(std::string& out, std::string_view text) {
-  JsonWriter w(out);
-  w.value(text);
-}
-
 }  // namespace sluice::http

@@ -139,7 +139,4 @@ class JsonWriter {
   bool after_key_ = false;   // a key was written: its value needs no comma
 };
 
-/// Appends `text` as a JSON string literal (quotes included) in nlohmann's escaping.
-void appendJsonString(std::string& out, std::string_view text);
-
 }  // namespace sluice::http
