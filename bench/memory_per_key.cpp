@@ -4,17 +4,18 @@
 // keys, then existing ones); timings on a shared machine are indicative only.
 //
 //   ./build/bench/bench_memory_per_key [keys=1000000] [algorithm=fixed_window] [key_length=40]
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
-#include "sluice/clock.hpp"
-#include "sluice/limiter.hpp"
-#include "sluice/memory_store.hpp"
-#include "sluice/metrics.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/limiter/limiter.hpp"
+#include "sluice/store/memory_store.hpp"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <string_view>
 
 #include "common/logging.hpp"
-#include "sluice/clock.hpp"
-#include "sluice/result.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/result.hpp"
 
 namespace spdlog {
 class logger;

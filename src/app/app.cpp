@@ -3,9 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -20,11 +20,11 @@
 #include "http/forward_auth.hpp"
 #include "http/routes.hpp"
 #include "http/server.hpp"
-#include "sluice/clock.hpp"
-#include "sluice/memory_store.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/redis_store.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/rules/rules.hpp"
+#include "sluice/store/memory_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 namespace sluice::app {
 namespace {
@@ -142,8 +142,8 @@ int serve(const AppOptions& options) {
       StorePtr redis = cluster_seeds.empty()
                            ? makeRedisStore(server.ioContext(i), *redis_options, metrics)
                            : makeRedisClusterStore(server.ioContext(i), cluster_seeds, metrics);
-      t.store = makeFailoverStore(std::move(redis), memory, *failureMode(options.failure_mode),
-                                  metrics);
+      t.store =
+          makeFailoverStore(std::move(redis), memory, *failureMode(options.failure_mode), metrics);
     } else {
       t.store = memory;
     }

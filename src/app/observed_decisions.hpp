@@ -4,10 +4,10 @@
 #include <string>
 
 #include "app/access_log.hpp"
-#include "sluice/clock.hpp"
-#include "sluice/decision.hpp"
-#include "sluice/event_stream.hpp"
-#include "sluice/metrics.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/decision/decision.hpp"
+#include "sluice/store/event_stream.hpp"
 
 namespace sluice::app {
 

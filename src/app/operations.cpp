@@ -6,7 +6,7 @@
 
 #include "app/observed_decisions.hpp"
 #include "app/options.hpp"
-#include "sluice/redis_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 namespace sluice::app {
 

@@ -7,11 +7,11 @@
 #include "app/access_log.hpp"
 #include "http/admin_server.hpp"
 #include "http/routes.hpp"
-#include "sluice/clock.hpp"
-#include "sluice/decision.hpp"
-#include "sluice/event_stream.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/decision/decision.hpp"
+#include "sluice/store/event_stream.hpp"
+#include "sluice/store/store.hpp"
 
 namespace boost::asio {
 class io_context;

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "common/logging.hpp"
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
 
 namespace sluice::app {
 

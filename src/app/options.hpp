@@ -12,7 +12,7 @@
 
 #include "app/operations_options.hpp"
 #include "http/forward_auth.hpp"
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
 
 namespace YAML {
 class Node;

@@ -141,9 +141,9 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
   success_.inc();
   current_.store(loaded.rules, std::memory_order_release);
   active_.set(static_cast<double>(loaded.rules->limitCount()));
-  spdlog::info("rules: loaded {} ({} domain(s), {} limit(s), {} file(s), hash {})",
-               options_.path, loaded.rules->domains.size(), loaded.rules->limitCount(),
-               loaded.rules->files.size(), loaded.rules->hash);
+  spdlog::info("rules: loaded {} ({} domain(s), {} limit(s), {} file(s), hash {})", options_.path,
+               loaded.rules->domains.size(), loaded.rules->limitCount(), loaded.rules->files.size(),
+               loaded.rules->hash);
   outcome.status = Status::kSwapped;
   outcome.active = loaded.rules;
   lock.unlock();

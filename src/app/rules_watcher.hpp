@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "sluice/clock.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice::app {
 
@@ -36,10 +36,11 @@ namespace sluice::app {
 ///
 /// Change detection: every `poll_interval` the watcher compares a fingerprint of the path
 /// (for a directory, the rules files' names, inode, size, mtime, ctime and, up to 1 MiB, a
-/// content digest; hidden files and editor temporaries ignored, as the loader does). A change is reloaded once the fingerprint
-/// has stayed the same for `debounce`, so an editor's truncate-then-write is read once it is
-/// complete. A change is noticed within poll_interval + debounce (0.7 s by default). A set
-/// whose content hash equals the active one is not swapped (Status::kUnchanged).
+/// content digest; hidden files and editor temporaries ignored, as the loader does). A change is
+/// reloaded once the fingerprint has stayed the same for `debounce`, so an editor's
+/// truncate-then-write is read once it is complete. A change is noticed within poll_interval +
+/// debounce (0.7 s by default). A set whose content hash equals the active one is not swapped
+/// (Status::kUnchanged).
 ///
 /// Metrics: `rules_reloads_total{result="success|failure"}` per validated / refused load
 /// (the first load included; unchanged content counts nothing), gauge `rules_active` = the
@@ -53,9 +54,9 @@ namespace sluice::app {
 class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
  public:
   struct Options {
-    std::string path;                               ///< rules file or directory
-    std::chrono::milliseconds poll_interval{500};   ///< how often the fingerprint is checked
-    std::chrono::milliseconds debounce{200};        ///< how long a change must be stable
+    std::string path;                              ///< rules file or directory
+    std::chrono::milliseconds poll_interval{500};  ///< how often the fingerprint is checked
+    std::chrono::milliseconds debounce{200};       ///< how long a change must be stable
   };
 
   enum class Status {
@@ -117,8 +118,8 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   Gauge& active_;
   std::atomic<RuleSetPtr> current_;
 
-  std::mutex reload_mutex_;            // serializes loads; guards loaded_fingerprint_
-  std::string loaded_fingerprint_;     // fingerprint taken just before the last load
+  std::mutex reload_mutex_;         // serializes loads; guards loaded_fingerprint_
+  std::string loaded_fingerprint_;  // fingerprint taken just before the last load
 
   std::mutex callbacks_mutex_;
   std::vector<ReloadCallback> callbacks_;

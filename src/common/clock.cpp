@@ -1,4 +1,4 @@
-#include "sluice/clock.hpp"
+#include "sluice/common/clock.hpp"
 
 namespace sluice {
 

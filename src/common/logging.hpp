@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
 
 /// Process-wide logging set-up (spdlog's default logger) and the JSON helpers shared by the
 /// access log and the JSON log format.

@@ -1,4 +1,4 @@
-#include "sluice/metrics.hpp"
+#include "sluice/common/metrics.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -17,10 +17,17 @@ std::string fullName(std::string_view name) {
 void appendEscaped(std::string& out, std::string_view value) {
   for (char ch : value) {
     switch (ch) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += ch;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += ch;
     }
   }
 }
@@ -81,8 +88,8 @@ double Histogram::sum() const { return sum_.load(std::memory_order_relaxed); }
 std::uint64_t Histogram::count() const { return count_.load(std::memory_order_relaxed); }
 
 std::vector<double> latencyBuckets() {
-  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-          0.25,    0.5,    1.0};
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+          0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1.0};
 }
 
 std::string renderLabels(const Labels& labels) {

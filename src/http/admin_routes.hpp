@@ -7,9 +7,9 @@
 
 #include "http/router.hpp"
 #include "http/routes.hpp"
-#include "sluice/decision.hpp"
-#include "sluice/result.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/decision/decision.hpp"
+#include "sluice/rules/rules.hpp"
 
 /// The admin listener's endpoints (`--admin-listen`): the state-changing actions, which the
 /// decision port never serves, plus the read-only operations views.

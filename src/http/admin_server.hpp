@@ -6,8 +6,8 @@
 
 #include "http/admin_routes.hpp"
 #include "http/server.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/store.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/store/store.hpp"
 
 namespace boost::asio {
 class io_context;

@@ -1,5 +1,5 @@
 // Decision::binding() lives in the http library: the HTTP answers are built from it.
-#include "sluice/decision.hpp"
+#include "sluice/decision/decision.hpp"
 
 namespace sluice {
 

@@ -4,8 +4,8 @@
 #include <string_view>
 
 #include "http/message.hpp"
-#include "sluice/decision.hpp"
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/decision/decision.hpp"
 
 /// JSON in and out of the decision endpoints: Sluice's own `POST /shouldAllowRequest`
 /// (DESIGN.md §2) and envoyproxy/ratelimit's `POST /json`. Pure functions; every parse

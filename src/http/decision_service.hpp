@@ -3,10 +3,10 @@
 #include <functional>
 #include <memory>
 
-#include "sluice/decision.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/rules.hpp"
-#include "sluice/store.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/decision/decision.hpp"
+#include "sluice/rules/rules.hpp"
+#include "sluice/store/store.hpp"
 
 namespace sluice::http {
 

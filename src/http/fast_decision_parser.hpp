@@ -3,7 +3,7 @@
 #include <optional>
 #include <string_view>
 
-#include "sluice/decision.hpp"
+#include "sluice/decision/decision.hpp"
 
 /// The fast path of parseDecisionRequest(): a single pass over the body for the shape that
 /// clients send (ASCII strings without escapes, plain integers, each field once), with no

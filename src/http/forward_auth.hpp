@@ -10,8 +10,8 @@
 #include "http/message.hpp"
 #include "http/router.hpp"
 #include "http/routes.hpp"
-#include "sluice/decision.hpp"
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/decision/decision.hpp"
 
 namespace YAML {
 class Node;

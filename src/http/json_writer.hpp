@@ -135,8 +135,8 @@ class JsonWriter {
   void string(std::string_view text);
 
   Appender out_;
-  bool first_ = true;        // nothing written yet at this nesting level
-  bool after_key_ = false;   // a key was written: its value needs no comma
+  bool first_ = true;       // nothing written yet at this nesting level
+  bool after_key_ = false;  // a key was written: its value needs no comma
 };
 
 }  // namespace sluice::http

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "http/message.hpp"
-#include "sluice/clock.hpp"
-#include "sluice/decision.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/decision/decision.hpp"
 
 /// The rate-limit response headers of DESIGN.md §2, computed from the binding limit.
 namespace sluice::http {

@@ -6,8 +6,8 @@
 
 #include "http/decision_service.hpp"
 #include "http/router.hpp"
-#include "sluice/decision.hpp"
-#include "sluice/metrics.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/decision/decision.hpp"
 
 namespace sluice::http {
 

@@ -4,7 +4,6 @@
 
 #include <array>
 #include <atomic>
-#include <charconv>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -12,6 +11,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <deque>
 #include <optional>
 #include <thread>
@@ -592,7 +592,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Request request_;
   std::deque<Slot> queue_;
   std::uint64_t next_id_ = 0;
-  std::string out_;             // the answers being written
+  std::string out_;              // the answers being written
   std::size_t write_count_ = 0;  // how many queued answers out_ holds
   // Separate deadlines, so that each only ever moves later and rarely touches its timer.
   Deadline idle_deadline_;     // waiting for a request's first byte, nothing pending

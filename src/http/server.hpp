@@ -7,8 +7,8 @@
 #include <string>
 
 #include "http/router.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/result.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/common/result.hpp"
 
 namespace boost::asio {
 class io_context;

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "sluice/limiter.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 /// The five algorithms, one function each. Every function is pure and deterministic; the
 /// exact formulas, which the Redis Lua scripts reproduce, are in the comment at the top of

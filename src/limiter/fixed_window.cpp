@@ -1,6 +1,6 @@
-#include "limiter/algorithms.hpp"
-
 #include <algorithm>
+
+#include "limiter/algorithms.hpp"
 
 namespace sluice::limiter_detail {
 

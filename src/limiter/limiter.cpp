@@ -1,4 +1,4 @@
-#include "sluice/limiter.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 #include <algorithm>
 #include <array>

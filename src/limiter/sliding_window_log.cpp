@@ -1,7 +1,7 @@
-#include "limiter/algorithms.hpp"
-
 #include <algorithm>
 #include <cstddef>
+
+#include "limiter/algorithms.hpp"
 
 namespace sluice::limiter_detail {
 

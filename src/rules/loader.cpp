@@ -1,5 +1,3 @@
-#include "sluice/rules.hpp"
-
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -23,6 +21,7 @@
 #include <variant>
 
 #include "rules/suggest.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {
@@ -37,14 +36,13 @@ constexpr std::uintmax_t kMaxFileBytes = 16U * 1024U * 1024U;
 constexpr std::int64_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
 
 constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "rate_limit",
-                                                   "rate_limits"};
+                                                    "rate_limits"};
 constexpr std::array<std::string_view, 10> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
 constexpr std::array<std::string_view, 12> kLimitKeys{
-    "unit",      "requests_per_unit", "unlimited",       "name",           "replaces",
-    "algorithm", "burst",             "unit_multiplier", "count_rejected", "min_interval",
-    "shape",     "warmup"};
+    "unit",  "requests_per_unit", "unlimited",      "name",         "replaces", "algorithm",
+    "burst", "unit_multiplier",   "count_rejected", "min_interval", "shape",    "warmup"};
 constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 /// Where in a rules file a mapping is: which keys it takes and how errors name it.
 enum class Section { kRoot, kDescriptor, kLimit, kReplaces };
@@ -78,12 +76,11 @@ std::string_view nameOf(Section section) {
 }
 
 constexpr std::array<std::string_view, 7> kUnitNames{"second", "minute", "hour", "day",
-                                                    "week",   "month",  "year"};
+                                                     "week",   "month",  "year"};
 constexpr const char* kAlgorithmList =
     "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket";
 constexpr std::array<std::string_view, 5> kAlgorithmNames{
-    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket",
-    "leaky_bucket"};
+    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket", "leaky_bucket"};
 
 /// Which algorithms each optional algorithm parameter applies to.
 struct ParamRule {
@@ -134,8 +131,7 @@ constexpr std::size_t kMaxMetadataNodes = 10'000;
 
 /// Converts `metadata` (any YAML) to JSON: plain scalars keep their YAML type, quoted ones
 /// stay strings. nullopt when it exceeds the bounds above; `budget` counts nodes down.
-std::optional<nlohmann::json> yamlToJson(const YAML::Node& node, int depth,
-                                         std::size_t& budget) {
+std::optional<nlohmann::json> yamlToJson(const YAML::Node& node, int depth, std::size_t& budget) {
   if (depth > kMaxMetadataDepth || budget == 0) {
     return std::nullopt;
   }
@@ -180,9 +176,9 @@ std::optional<nlohmann::json> yamlToJson(const YAML::Node& node, int depth,
       if (text == "null" || text == "~" || text == "Null" || text == "NULL") {
         return nullptr;
       }
-      const bool numeric_start = !text.empty() && (std::isdigit(static_cast<unsigned char>(
-                                                       text.front())) != 0 ||
-                                                   text.front() == '-' || text.front() == '.');
+      const bool numeric_start =
+          !text.empty() && (std::isdigit(static_cast<unsigned char>(text.front())) != 0 ||
+                            text.front() == '-' || text.front() == '.');
       if (!numeric_start) {
         return text;
       }
@@ -193,7 +189,8 @@ std::optional<nlohmann::json> yamlToJson(const YAML::Node& node, int depth,
         return integer;
       }
       double real = 0;
-      const auto [real_end, real_ec] = std::from_chars(text.data(), text.data() + text.size(), real);
+      const auto [real_end, real_ec] =
+          std::from_chars(text.data(), text.data() + text.size(), real);
       if (real_ec == std::errc{} && real_end == text.data() + text.size()) {
         return real;
       }
@@ -255,9 +252,9 @@ class FileParser {
       errors_.push_back(RuleError{std::move(location), std::move(message)});
     } else if (error_count_ == kMaxErrors + 1) {
       // Line 0: printed as "file: message" and sorted after the file's other errors.
-      errors_.push_back(RuleError{SourceLocation{file_, 0, 0},
-                                  "too many errors; only the first " +
-                                      std::to_string(kMaxErrors) + " are shown"});
+      errors_.push_back(RuleError{
+          SourceLocation{file_, 0, 0},
+          "too many errors; only the first " + std::to_string(kMaxErrors) + " are shown"});
     }
   }
 
@@ -314,7 +311,8 @@ class FileParser {
       return message + " (" + inQuotes(name) + " belongs inside 'rate_limit')";
     }
     if (section == Section::kLimit && contains(kDescriptorKeys, name)) {
-      return message + " (" + inQuotes(name) + " belongs to the descriptor, not inside a rate limit)";
+      return message + " (" + inQuotes(name) +
+             " belongs to the descriptor, not inside a rate limit)";
     }
     if (const auto elsewhere = closestMatch(name, kLimitKeys); elsewhere && at_node) {
       return message + " (did you mean " + inQuotes(*elsewhere) + " inside 'rate_limit'?)";
@@ -359,8 +357,8 @@ class FileParser {
     const std::string requirement =
         min == 0 ? "a non-negative integer" : "an integer >= " + std::to_string(min);
     if (!field.value.IsScalar() || field.value.Tag() == "!") {
-      error(at(field), inQuotes(name) + " must be " + requirement + ", got " +
-                           describe(field.value));
+      error(at(field),
+            inQuotes(name) + " must be " + requirement + ", got " + describe(field.value));
       return std::nullopt;
     }
     const std::string& text = field.value.Scalar();
@@ -369,15 +367,14 @@ class FileParser {
       digits.remove_prefix(1);
     }
     const bool all_digits =
-        !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
-          return c >= '0' && c <= '9';
-        });
+        !digits.empty() &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
     std::int64_t value = 0;
     if (all_digits) {
       const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
       if (ec == std::errc::result_out_of_range || (ec == std::errc{} && value > max)) {
-        error(at(field), inQuotes(name) + " is too large: " + text + " (at most " +
-                             std::to_string(max) + ")");
+        error(at(field),
+              inQuotes(name) + " is too large: " + text + " (at most " + std::to_string(max) + ")");
         return std::nullopt;
       }
       if (ec == std::errc{} && end == digits.data() + digits.size() && value >= min) {
@@ -429,16 +426,16 @@ class FileParser {
       return;
     }
     if (!field.value.IsSequence()) {
-      error(at(field), "'descriptors' must be a list of mappings with 'key', not a " +
-                           kindOf(field.value));
+      error(at(field),
+            "'descriptors' must be a list of mappings with 'key', not a " + kindOf(field.value));
       return;
     }
     // Composite key (key, value) -> line, to report duplicates at one level.
     std::map<std::pair<std::string, std::string>, int> seen;
     for (const auto& item : field.value) {
       if (!item.IsMap()) {
-        error(at(item), "each item of 'descriptors' must be a mapping with 'key', not a " +
-                            kindOf(item));
+        error(at(item),
+              "each item of 'descriptors' must be a mapping with 'key', not a " + kindOf(item));
         continue;
       }
       if (!spendNode(item)) {
@@ -525,8 +522,8 @@ class FileParser {
     node.limits = parseNodeLimits(fields, name, node.shadow_mode);
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
       if (depth_ >= kMaxDepth) {
-        error(at(it->second.key), "descriptors are nested deeper than " +
-                                      std::to_string(kMaxDepth) + " levels");
+        error(at(it->second.key),
+              "descriptors are nested deeper than " + std::to_string(kMaxDepth) + " levels");
       } else {
         ++depth_;
         parseDescriptors(it->second, name, node.children, node.children_index);
@@ -546,15 +543,15 @@ class FileParser {
     const auto single = fields.find("rate_limit");
     const auto list = fields.find("rate_limits");
     if (single != fields.end() && list != fields.end()) {
-      error(at(list->second.key),
-            "use either 'rate_limit' or 'rate_limits' on one node, not both");
+      error(at(list->second.key), "use either 'rate_limit' or 'rate_limits' on one node, not both");
       return limits;
     }
     if (single != fields.end()) {
       if (!single->second.value.IsMap()) {
-        error(at(single->second), "'rate_limit' must be a mapping with 'unit' and "
-                                  "'requests_per_unit', not a " +
-                                      kindOf(single->second.value));
+        error(at(single->second),
+              "'rate_limit' must be a mapping with 'unit' and "
+              "'requests_per_unit', not a " +
+                  kindOf(single->second.value));
       } else if (auto limit = parseLimit(single->second.value, base_name, 0, shadow)) {
         limits.push_back(std::move(*limit));
       }
@@ -569,9 +566,10 @@ class FileParser {
       std::size_t index = 0;
       for (const auto& item : items) {
         if (!item.IsMap()) {
-          error(at(item), "each item of 'rate_limits' must be a mapping with 'unit' and "
-                          "'requests_per_unit', not a " +
-                              kindOf(item));
+          error(at(item),
+                "each item of 'rate_limits' must be a mapping with 'unit' and "
+                "'requests_per_unit', not a " +
+                    kindOf(item));
         } else if (auto limit = parseLimit(item, base_name + "[" + std::to_string(index) + "]",
                                            index, shadow)) {
           if (limit->explicit_name) {
@@ -664,8 +662,8 @@ class FileParser {
           limit.params.algorithm = *algorithm;
         } else {
           algorithm_known = false;
-          std::string message = "unknown algorithm " + inQuotes(*text) + " (expected one of " +
-                                kAlgorithmList + ")";
+          std::string message =
+              "unknown algorithm " + inQuotes(*text) + " (expected one of " + kAlgorithmList + ")";
           if (const auto suggestion = closestMatch(*text, kAlgorithmNames)) {
             message += "; did you mean " + inQuotes(*suggestion) + "?";
           }
@@ -682,8 +680,8 @@ class FileParser {
       if (field == nullptr) {
         continue;
       }
-      if (algorithm_known && std::find(rule.algorithms.begin(), rule.algorithms.end(),
-                                       algorithm) == rule.algorithms.end()) {
+      if (algorithm_known && std::find(rule.algorithms.begin(), rule.algorithms.end(), algorithm) ==
+                                 rule.algorithms.end()) {
         std::string applies;
         for (const Algorithm a : rule.algorithms) {
           applies += applies.empty() ? "" : ", ";
@@ -727,11 +725,10 @@ class FileParser {
       }
       if (field != nullptr && capacity > 0 && limit.requests_per_unit > 0 &&
           capacity > ((std::int64_t{1} << 53) - 1) / limit.requests_per_unit) {
-        error(at(*field), "burst x requests_per_unit (" + std::to_string(capacity) + " x " +
-                              std::to_string(limit.requests_per_unit) +
-                              ") must stay below 2^53 for " +
-                              std::string(algorithmName(algorithm)) +
-                              " (exact arithmetic in the Redis store)");
+        error(at(*field),
+              "burst x requests_per_unit (" + std::to_string(capacity) + " x " +
+                  std::to_string(limit.requests_per_unit) + ") must stay below 2^53 for " +
+                  std::string(algorithmName(algorithm)) + " (exact arithmetic in the Redis store)");
       }
     }
     if (errors_.size() != errors_before) {
@@ -740,7 +737,8 @@ class FileParser {
     if (!limit.explicit_name) {
       limit.name = generated_name;
     }
-    limit.slot = limit.explicit_name ? "n" + escapeKeyPart(limit.name) : "i" + std::to_string(index);
+    limit.slot =
+        limit.explicit_name ? "n" + escapeKeyPart(limit.name) : "i" + std::to_string(index);
     limit.params.limit = limit.requests_per_unit;
     limit.params.window_us = unitMicros(limit.unit) * limit.unit_multiplier;
     const bool bucket =
@@ -751,14 +749,14 @@ class FileParser {
 
   void parseReplaces(const Field& field, RateLimit& limit) {
     if (!field.value.IsSequence()) {
-      error(at(field), "'replaces' must be a list of mappings with 'name', not a " +
-                           kindOf(field.value));
+      error(at(field),
+            "'replaces' must be a list of mappings with 'name', not a " + kindOf(field.value));
       return;
     }
     for (const auto& item : field.value) {
       if (!item.IsMap()) {
-        error(at(item), "each 'replaces' entry must be a mapping with 'name', not a " +
-                            kindOf(item));
+        error(at(item),
+              "each 'replaces' entry must be a mapping with 'name', not a " + kindOf(item));
         continue;
       }
       const Fields entry = readFields(item, Section::kReplaces);
@@ -903,8 +901,8 @@ class DocumentProbe final : public YAML::EventHandler {
   void OnSequenceStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/,
                        YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {}
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/,
-                  YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {}
+  void OnMapStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                  YAML::EmitterStyle::value /*style*/) override {}
   void OnMapEnd() override {}
 
   YAML::Mark start;
@@ -938,8 +936,7 @@ std::variant<YAML::Node, RuleError> firstDocument(const std::string& file,
       return RuleError{locationOf(file, first),
                        std::string("YAML syntax error: unexpected '") + found + "'"};
     }
-    return RuleError{locationOf(file, probe.start),
-                     "only one YAML document (one domain) per file"};
+    return RuleError{locationOf(file, probe.start), "only one YAML document (one domain) per file"};
   }
   return YAML::Load(content);
 }
@@ -970,10 +967,10 @@ void loadFile(const std::string& name, const std::string& content, RuleSet& rule
     return;
   }
   if (const auto it = domain_origin.find(domain->domain); it != domain_origin.end()) {
-    errors.push_back(RuleError{
-        domain->location, "duplicate domain " + inQuotes(domain->domain) + " (already defined at " +
-                              it->second.file + ":" + std::to_string(it->second.line) + ":" +
-                              std::to_string(it->second.column) + ")"});
+    errors.push_back(RuleError{domain->location, "duplicate domain " + inQuotes(domain->domain) +
+                                                     " (already defined at " + it->second.file +
+                                                     ":" + std::to_string(it->second.line) + ":" +
+                                                     std::to_string(it->second.column) + ")"});
     return;
   }
   domain_origin.emplace(domain->domain, domain->location);

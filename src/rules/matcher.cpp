@@ -1,8 +1,7 @@
-#include "sluice/rules.hpp"
-
 #include <set>
 #include <string>
 
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {

@@ -1,11 +1,10 @@
-#include "sluice/rules.hpp"
-
 #include <array>
 #include <cctype>
 #include <charconv>
 #include <limits>
 #include <string>
 
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {
@@ -42,8 +41,8 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 bool isKeySafe(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '.' || c == '-';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
 }
 
 }  // namespace

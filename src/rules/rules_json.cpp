@@ -1,9 +1,7 @@
-#include "sluice/rules.hpp"
-
 #include <nlohmann/json.hpp>
-
 #include <ostream>
 
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {
@@ -17,12 +15,9 @@ std::string locationText(const SourceLocation& location) {
 
 json limitToJson(const RateLimit& limit) {
   json out = {
-      {"name", limit.name},
-      {"explicit_name", limit.explicit_name},
-      {"unlimited", limit.unlimited},
-      {"shadow_mode", limit.shadow_mode},
-      {"slot", limit.slot},
-      {"location", locationText(limit.location)},
+      {"name", limit.name},           {"explicit_name", limit.explicit_name},
+      {"unlimited", limit.unlimited}, {"shadow_mode", limit.shadow_mode},
+      {"slot", limit.slot},           {"location", locationText(limit.location)},
   };
   if (!limit.unlimited) {
     const LimitParams& params = limit.params;
@@ -124,8 +119,8 @@ int validateRulesCommand(const std::string& path, std::ostream& out) {
     return 1;
   }
   out << path << ": OK (" << result.rules->domains.size() << " domains, "
-      << result.rules->limitCount() << " limits, " << result.rules->files.size()
-      << " files, hash " << result.rules->hash << ")\n";
+      << result.rules->limitCount() << " limits, " << result.rules->files.size() << " files, hash "
+      << result.rules->hash << ")\n";
   return 0;
 }
 

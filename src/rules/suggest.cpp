@@ -55,7 +55,8 @@ std::optional<std::string> closestMatch(std::string_view word,
   for (const std::string_view candidate : candidates) {
     const std::size_t distance = editDistance(normalized, normalize(candidate));
     // Up to 2 edits, and fewer than a third of the word, so short words do not all look alike.
-    const std::size_t allowed = std::min<std::size_t>(2, std::max<std::size_t>(1, normalized.size() / 3));
+    const std::size_t allowed =
+        std::min<std::size_t>(2, std::max<std::size_t>(1, normalized.size() / 3));
     if (distance <= allowed && (!best || distance < best_distance)) {
       best = std::string(candidate);
       best_distance = distance;

@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "sluice/redis_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 namespace sluice {
 namespace {

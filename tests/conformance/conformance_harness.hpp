@@ -8,11 +8,11 @@
 #include <ostream>
 #include <string>
 
-#include "sluice/clock.hpp"
-#include "sluice/memory_store.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/redis_store.hpp"
-#include "sluice/store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/store/memory_store.hpp"
+#include "sluice/store/redis_store.hpp"
+#include "sluice/store/store.hpp"
 #include "store/redis/redis_store_internal.hpp"
 #include "support/redis_server.hpp"
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "sluice/clock.hpp"
-#include "sluice/memory_store.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/redis_store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/store/memory_store.hpp"
+#include "sluice/store/redis_store.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "conformance/conformance_harness.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice::conformance {
 namespace {

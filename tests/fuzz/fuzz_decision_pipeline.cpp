@@ -12,10 +12,10 @@
 #include "fuzz_check.hpp"
 #include "http/decision_codec.hpp"
 #include "http/decision_service.hpp"
-#include "sluice/clock.hpp"
-#include "sluice/memory_store.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/rules/rules.hpp"
+#include "sluice/store/memory_store.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // The limiter on everything a valid rules file and a request can give it
 // (sluice::evaluate, src/limiter/): L up to 2^32-1, windows, full buckets, min_interval and
 // warmup up to kMaxRuleSpanMicros (the loader's bounds), costs up to http::kMaxHits, and a
-// run of requests over time. Checks the contract of include/sluice/limiter.hpp; UBSan
+// run of requests over time. Checks the contract of include/sluice/limiter/limiter.hpp; UBSan
 // catches overflow in the arithmetic.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -11,8 +11,8 @@
 #include <limits>
 
 #include "fuzz_check.hpp"
-#include "sluice/limiter.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/limiter/limiter.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "fuzz_check.hpp"
-#include "sluice/redis_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string url(reinterpret_cast<const char*>(data), size);

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "sluice/limiter.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/limiter/limiter.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include "fuzz_check.hpp"
 #include "http/decision_codec.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/rules/rules.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -110,9 +110,8 @@ TEST(EventsStreamTest, DenialsArriveInTheStreamInOrder) {
 
 TEST(EventsStreamTest, DefaultsToTheStoresRedisAndStreamName) {
   RedisServer redis;
-  SluiceProcess sluice(withArgs(
-      {"--threads", "1", "--store", "redis", "--redis", redis.url(), "--events", "redis-stream",
-       "--redis-timeout-ms", "1000"}));
+  SluiceProcess sluice(withArgs({"--threads", "1", "--store", "redis", "--redis", redis.url(),
+                                 "--events", "redis-stream", "--redis-timeout-ms", "1000"}));
   // The store connects after /healthz answers; decide only once it has (else failure mode
   // `open` would allow the 6th request).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -141,9 +141,8 @@ TEST(MetricsLogsTest, JsonAccessLog) {
 
 TEST(MetricsLogsTest, DegradedModeIsLoggedOnceWhenItStartsAndOnceWhenItEnds) {
   RedisServer redis;
-  SluiceProcess sluice(withArgs(
-      {"--threads", "2", "--store", "redis", "--redis", redis.url(), "--failure-mode", "open",
-       "--redis-timeout-ms", "1000"}));
+  SluiceProcess sluice(withArgs({"--threads", "2", "--store", "redis", "--redis", redis.url(),
+                                 "--failure-mode", "open", "--redis-timeout-ms", "1000"}));
   // Each I/O thread connects on its own, after /healthz already answers: start from a
   // healthy store so that the outage below is the only one.
   const auto connected_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -1,7 +1,6 @@
 // Hot reload of the rules under a running sluice (issue 3, DESIGN.md §3): edit, break, fix,
 // add and delete rule files and check the served limits, the log and GET /rules.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -9,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -31,9 +31,12 @@ std::string apiRules(int per_day, const std::string& name = "calls") {
          "  - key: route\n"
          "    value: /search\n"
          "    rate_limit:\n"
-         "      name: " + name + "\n"
+         "      name: " +
+         name +
+         "\n"
          "      unit: day\n"
-         "      requests_per_unit: " + std::to_string(per_day) + "\n";
+         "      requests_per_unit: " +
+         std::to_string(per_day) + "\n";
 }
 
 std::string apiRequest(const std::string& client = "c1") {
@@ -123,9 +126,9 @@ TEST_F(RulesReloadTest, BrokenEditKeepsTheOldRulesLogsTheErrorAndCountsAFailure)
   const std::string file = sluice_.rulesDir() + "/api.yaml";
   ASSERT_TRUE(waitUntil(
       [&] {
-        return sluice_.log().find(file + ":7:7: unknown key 'requestsperunit' in a rate limit "
-                                         "(did you mean 'requests_per_unit'?)") !=
-               std::string::npos;
+        return sluice_.log().find(file +
+                                  ":7:7: unknown key 'requestsperunit' in a rate limit "
+                                  "(did you mean 'requests_per_unit'?)") != std::string::npos;
       },
       kReloadDeadline))
       << sluice_.log();
@@ -156,9 +159,9 @@ TEST_F(RulesReloadTest, YamlSyntaxErrorIsRefusedWithItsLocation) {
 TEST_F(RulesReloadTest, DuplicateDomainInANewFileIsRefusedAsAWhole) {
   const std::string before = hash();
   sluice_.writeRuleFile("zz.yaml", apiRules(1));
-  ASSERT_TRUE(waitUntil(
-      [&] { return sluice_.log().find("duplicate domain 'api'") != std::string::npos; },
-      kReloadDeadline))
+  ASSERT_TRUE(
+      waitUntil([&] { return sluice_.log().find("duplicate domain 'api'") != std::string::npos; },
+                kReloadDeadline))
       << sluice_.log();
   EXPECT_EQ(servedLimit(), "100");
   EXPECT_EQ(hash(), before);
@@ -214,7 +217,8 @@ TEST_F(RulesReloadTest, HundredReloadsWhileAClientSendsRequestsWithoutAFailedReq
     while (!stop.load()) {
       try {
         // A new client id every time: every request is allowed by every rules version.
-        HttpResponse r = client.post("/shouldAllowRequest", apiRequest("load-" + std::to_string(i++)));
+        HttpResponse r =
+            client.post("/shouldAllowRequest", apiRequest("load-" + std::to_string(i++)));
         const json body = json::parse(r.body);
         if (r.status != 200 || body["allowed"] != true) {
           if (failed.fetch_add(1) == 0) {

@@ -164,8 +164,8 @@ TEST(ServerBehaviourTest, IdleKeepAliveConnectionIsClosed) {
 // that fires at an old deadline must re-arm itself for the current one, not drop a busy
 // connection.
 TEST(ServerBehaviourTest, BusyKeepAliveConnectionOutlivesEveryTimeout) {
-  SluiceProcess sluice(withArgs({"--threads", "1", "--idle-timeout-ms", "300",
-                                 "--request-timeout-ms", "300"}));
+  SluiceProcess sluice(
+      withArgs({"--threads", "1", "--idle-timeout-ms", "300", "--request-timeout-ms", "300"}));
   RawConnection busy("127.0.0.1", sluice.port());
   auto start = Clock::now();
   int answered = 0;

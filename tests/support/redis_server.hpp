@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/result.hpp"
-#include "sluice/store.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/store/store.hpp"
 
 /// Test fixtures around a real redis-server (DESIGN.md §7: no mock stands in for Redis).
 namespace sluice::test {

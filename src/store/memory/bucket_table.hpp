@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sluice/clock.hpp"
-#include "sluice/limiter.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 namespace sluice::memory_detail {
 

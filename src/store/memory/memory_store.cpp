@@ -1,4 +1,4 @@
-#include "sluice/memory_store.hpp"
+#include "sluice/store/memory_store.hpp"
 
 #include <algorithm>
 #include <atomic>

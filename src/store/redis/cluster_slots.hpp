@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
 #include "store/redis/redis_connection.hpp"
 
 /// Redis Cluster's key space: hash slots, the CLUSTER SLOTS reply, MOVED/ASK redirects.

@@ -1,4 +1,4 @@
-#include "sluice/event_stream.hpp"
+#include "sluice/store/event_stream.hpp"
 
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/redis_store.hpp"
+#include "sluice/store/redis_store.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"

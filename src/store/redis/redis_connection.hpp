@@ -15,8 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sluice/redis_store.hpp"
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/store/redis_store.hpp"
 
 struct redisAsyncContext;
 struct redisReply;

@@ -3,7 +3,7 @@
 #include <optional>
 #include <string_view>
 
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
 
 namespace sluice::redis {
 

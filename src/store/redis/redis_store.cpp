@@ -1,4 +1,4 @@
-#include "sluice/redis_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/rules.hpp"
+#include "sluice/rules/rules.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "store/redis/lua_scripts.hpp"
 #include "store/redis/redis_connection.hpp"

@@ -6,10 +6,10 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/clock.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/redis_store.hpp"
-#include "sluice/store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/store/redis_store.hpp"
+#include "sluice/store/store.hpp"
 #include "store/redis/redis_connection.hpp"
 
 namespace boost::asio {

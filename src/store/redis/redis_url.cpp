@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "common/hex.hpp"
-#include "sluice/redis_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 namespace sluice {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "app/observed_decisions.hpp"
 #include "http/decision_service.hpp"
-#include "sluice/clock.hpp"
-#include "sluice/memory_store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/store/memory_store.hpp"
 
 namespace sluice::app {
 namespace {

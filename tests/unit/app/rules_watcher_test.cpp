@@ -17,16 +17,18 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 std::string rules(const std::string& domain, int per_minute) {
-  return "domain: " + domain + "\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: minute\n"
-         "      requests_per_unit: " + std::to_string(per_minute) + "\n";
+  return "domain: " + domain +
+         "\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: minute\n"
+         "      requests_per_unit: " +
+         std::to_string(per_minute) + "\n";
 }
 
 class RulesWatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("sluice_watcher_" + std::to_string(::getpid()) + "_" +
-                                        std::string(info->name()));
+    dir_ = fs::temp_directory_path() /
+           ("sluice_watcher_" + std::to_string(::getpid()) + "_" + std::string(info->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -47,8 +49,8 @@ class RulesWatcherTest : public ::testing::Test {
 
   RulesWatcher& makeWatcher(std::chrono::milliseconds poll = 20ms,
                             std::chrono::milliseconds debounce = 20ms) {
-    watcher_ = RulesWatcher::create(io_.get_executor(), {dir_.string(), poll, debounce},
-                                    metrics_, clock_);
+    watcher_ =
+        RulesWatcher::create(io_.get_executor(), {dir_.string(), poll, debounce}, metrics_, clock_);
     return *watcher_;
   }
 
@@ -113,9 +115,10 @@ TEST_F(RulesWatcherTest, BrokenEditKeepsTheOldRulesServing) {
   const RulesWatcher::Outcome outcome = watcher.reloadNow();
   EXPECT_EQ(outcome.status, RulesWatcher::Status::kRejected);
   EXPECT_EQ(outcome.errors.at(0).toString(),
-            (dir_ / "a.yaml").string() + ":4:17: rate limit is missing 'requests_per_unit' "
-            "(envoyproxy/ratelimit would read it as 0 and block all traffic; write "
-            "'requests_per_unit: 0' if that is intended)");
+            (dir_ / "a.yaml").string() +
+                ":4:17: rate limit is missing 'requests_per_unit' "
+                "(envoyproxy/ratelimit would read it as 0 and block all traffic; write "
+                "'requests_per_unit: 0' if that is intended)");
   EXPECT_EQ(watcher.current(), before);
   EXPECT_EQ(outcome.active, before);
   EXPECT_EQ(reloads("success"), 1u);
@@ -251,8 +254,8 @@ TEST_F(RulesWatcherTest, StopEndsPolling) {
 TEST_F(RulesWatcherTest, WorksOnAMultiThreadedExecutor) {
   write("a.yaml", rules("a", 5));
   boost::asio::thread_pool pool(4);
-  auto watcher = RulesWatcher::create(pool.get_executor(), {dir_.string(), 10ms, 10ms}, metrics_,
-                                      clock_);
+  auto watcher =
+      RulesWatcher::create(pool.get_executor(), {dir_.string(), 10ms, 10ms}, metrics_, clock_);
   watcher->reloadNow();
   watcher->start();
   watcher->start();
@@ -260,7 +263,8 @@ TEST_F(RulesWatcherTest, WorksOnAMultiThreadedExecutor) {
     write("a.yaml", rules("a", limit));
     watcher->requestReload();
     const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (limitOf(watcher->current(), "a") != limit && std::chrono::steady_clock::now() < deadline) {
+    while (limitOf(watcher->current(), "a") != limit &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(5ms);
     }
     EXPECT_EQ(limitOf(watcher->current(), "a"), limit);

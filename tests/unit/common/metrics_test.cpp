@@ -1,8 +1,8 @@
-#include "sluice/metrics.hpp"
+#include "sluice/common/metrics.hpp"
 
 #include <gtest/gtest.h>
 
-#include "sluice/clock.hpp"
+#include "sluice/common/clock.hpp"
 
 namespace sluice {
 namespace {

@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "http/decision_service.hpp"
-#include "sluice/clock.hpp"
-#include "sluice/memory_store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/store/memory_store.hpp"
 
 namespace sluice::http {
 namespace {

@@ -315,17 +315,23 @@ TEST(DecisionCodecTest, AnswersAreCanonicalCompactJson) {
   unknown.domain_known = false;
   unknown.descriptors.resize(1);
   std::string text = decisionResponse(request, unknown).body;
-  EXPECT_EQ(text,
-            R"({"allowed":true,"domain":"unknown","clientId":"café\u0001","reason":"unknown domain","descriptors":[{"matched":false,"limits":[]}]})"
-            "\n");
+  EXPECT_EQ(
+      text,
+      R"({"allowed":true,"domain":"unknown","clientId":"café\u0001","reason":"unknown domain","descriptors":[{"matched":false,"limits":[]}]})"
+      "\n");
 }
 
 TEST(DecisionCodecTest, InvalidUtf8IsReplaced) {
   DecisionRequest request;
-  request.domain = "a\xFF" "b\xC3";
+  request.domain =
+      "a\xFF"
+      "b\xC3";
   Decision decision;
   std::string text = decisionResponse(request, decision).body;
-  EXPECT_NE(text.find("\"a\xEF\xBF\xBD" "b\xEF\xBF\xBD\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"a\xEF\xBF\xBD"
+                      "b\xEF\xBF\xBD\""),
+            std::string::npos)
+      << text;
   EXPECT_TRUE(json::accept(text));
 }
 

@@ -4,8 +4,8 @@
 
 #include <optional>
 
-#include "sluice/clock.hpp"
-#include "sluice/memory_store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/store/memory_store.hpp"
 
 namespace sluice::http {
 namespace {

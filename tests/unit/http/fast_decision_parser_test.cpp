@@ -66,11 +66,11 @@ TEST(FastDecisionParserTest, LeavesEverythingElseToTheCompleteParser) {
   const std::vector<std::string> bodies = {
       "",
       "[]",
-      R"({"domain":"a\"b"})",                        // an escape
-      "{\"domain\":\"caf\xC3\xA9\"}",                  // non-ASCII
-      R"({"domain":"a","domain":"b"})",              // a duplicate field
-      R"({"domain":null})",                          // null means "not given"
-      R"({"domain":""})",                            // an error
+      R"({"domain":"a\"b"})",            // an escape
+      "{\"domain\":\"caf\xC3\xA9\"}",    // non-ASCII
+      R"({"domain":"a","domain":"b"})",  // a duplicate field
+      R"({"domain":null})",              // null means "not given"
+      R"({"domain":""})",                // an error
       R"({"hits":-1})",
       R"({"hits":1.0})",
       R"({"hits":1e2})",
@@ -87,7 +87,9 @@ TEST(FastDecisionParserTest, LeavesEverythingElseToTheCompleteParser) {
       R"({"descriptors":[[{"key":"a","value":"1"},]]})",
       R"({"timestamp":"yesterday"})",
       R"({} x)",
-      std::string(R"({"domain":"a"})" "\0", 15),  // a NUL after the document
+      std::string(R"({"domain":"a"})"
+                  "\0",
+                  15),  // a NUL after the document
       "{\"domain\":\"a\tb\"}",
   };
   for (const auto& body : bodies) {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "sluice/limiter.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 namespace sluice::testing {
 

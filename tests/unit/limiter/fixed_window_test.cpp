@@ -1,11 +1,10 @@
-#include "sluice/limiter.hpp"
-
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string_view>
 
 #include "bucket_driver.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 namespace sluice {
 namespace {

@@ -1,5 +1,3 @@
-#include "sluice/limiter.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "bucket_driver.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 // Random traces against the algorithms: invariants that must hold for every request, and
 // the bounds each algorithm promises over any span of time.

@@ -1,8 +1,7 @@
-#include "sluice/limiter.hpp"
-
 #include <gtest/gtest.h>
 
 #include "bucket_driver.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 namespace sluice {
 namespace {

@@ -1,10 +1,9 @@
-#include "sluice/limiter.hpp"
-
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "bucket_driver.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 namespace sluice {
 namespace {

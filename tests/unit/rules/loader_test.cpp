@@ -1,5 +1,3 @@
-#include "sluice/rules.hpp"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +5,7 @@
 #include <sstream>
 
 #include "rules_test_util.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {
@@ -89,12 +88,12 @@ descriptors:
 }
 
 TEST(LoaderTest, AcceptsEveryAlgorithmSpelling) {
-  for (const Algorithm algorithm : {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
-                                    Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
-                                    Algorithm::kLeakyBucket}) {
-    const RuleSetPtr rules = loadOne(
-        "domain: d\nrate_limit: {unit: second, requests_per_unit: 1, algorithm: " +
-        std::string(algorithmName(algorithm)) + "}\n");
+  for (const Algorithm algorithm :
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kTokenBucket, Algorithm::kLeakyBucket}) {
+    const RuleSetPtr rules =
+        loadOne("domain: d\nrate_limit: {unit: second, requests_per_unit: 1, algorithm: " +
+                std::string(algorithmName(algorithm)) + "}\n");
     ASSERT_TRUE(rules);
     EXPECT_EQ(rules->findDomain("d")->domain_limits[0].params.algorithm, algorithm);
   }
@@ -132,7 +131,8 @@ descriptors:
   EXPECT_TRUE(nodes[0].shadow_mode);
   EXPECT_TRUE(nodes[0].detailed_metric);
   EXPECT_TRUE(nodes[0].value_to_metric);
-  EXPECT_EQ(nodes[0].metadata_json, R"({"owner":"team-a","quoted":"3","tags":["x",true],"tier":2})");
+  EXPECT_EQ(nodes[0].metadata_json,
+            R"({"owner":"team-a","quoted":"3","tags":["x",true],"tier":2})");
   EXPECT_TRUE(nodes[0].limits[0].shadow_mode);
   EXPECT_EQ(nodes[0].limits[0].name, "shared");
   EXPECT_EQ(nodes[0].limits[0].slot, "nshared");
@@ -252,8 +252,8 @@ TEST(RulesFileNameTest, AcceptsYamlAndSkipsHiddenAndTemporaries) {
   EXPECT_TRUE(isRulesFileName("a.yaml"));
   EXPECT_TRUE(isRulesFileName("a.yml"));
   EXPECT_TRUE(isRulesFileName("A.YAML"));
-  for (const char* name : {".a.yaml", ".#a.yaml", "a.yaml~", "a.yaml.swp", "#a.yaml#",
-                           "a.yaml.tmp", "a.txt", ".yaml", "", "4913"}) {
+  for (const char* name : {".a.yaml", ".#a.yaml", "a.yaml~", "a.yaml.swp", "#a.yaml#", "a.yaml.tmp",
+                           "a.txt", ".yaml", "", "4913"}) {
     EXPECT_FALSE(isRulesFileName(name)) << name;
   }
 }

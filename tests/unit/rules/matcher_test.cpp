@@ -1,10 +1,9 @@
-#include "sluice/rules.hpp"
-
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "rules_test_util.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {
@@ -145,8 +144,7 @@ TEST_F(MatcherTest, KeyOnlyCountsEachValueSeparately) {
   load(kNested);
   EXPECT_EQ(key(desc({{"user", "u1"}})), "d:user=u1;nper_user;fw");
   EXPECT_NE(key(desc({{"user", "u1"}})), key(desc({{"user", "u2"}})));
-  EXPECT_EQ(key(desc({{"user", "u1"}, {"path", "/x"}})),
-            "d:user=u1:path=%2Fx;nper_user_path;fw");
+  EXPECT_EQ(key(desc({{"user", "u1"}, {"path", "/x"}})), "d:user=u1:path=%2Fx;nper_user_path;fw");
 }
 
 TEST_F(MatcherTest, WildcardCountsEachValueSeparatelyWithoutShareThreshold) {
@@ -201,11 +199,12 @@ descriptors:
   - key: "a=b"
     rate_limit: {unit: second, requests_per_unit: 1}
 )");
-  const std::vector<Descriptor> descriptors{
-      desc({{"a", "b:b=c"}}),        desc({{"a", "b"}, {"b", "c"}}), desc({{"a:b", "c"}}),
-      desc({{"a=b", "c"}}),          desc({{"a", "b=c"}}),           desc({{"a", "b;i0"}}),
-      desc({{"a", "%3A"}}),          desc({{"a", ":"}}),             desc({{"a", ""}}),
-      desc({{"a", "b"}, {"b", ""}}), desc({{"a", "{x}"}}),           desc({{"a", "b~c"}})};
+  const std::vector<Descriptor> descriptors{desc({{"a", "b:b=c"}}), desc({{"a", "b"}, {"b", "c"}}),
+                                            desc({{"a:b", "c"}}),   desc({{"a=b", "c"}}),
+                                            desc({{"a", "b=c"}}),   desc({{"a", "b;i0"}}),
+                                            desc({{"a", "%3A"}}),   desc({{"a", ":"}}),
+                                            desc({{"a", ""}}),      desc({{"a", "b"}, {"b", ""}}),
+                                            desc({{"a", "{x}"}}),   desc({{"a", "b~c"}})};
   std::set<std::string> keys;
   for (const Descriptor& d : descriptors) {
     const std::string k = key(d);
@@ -231,12 +230,17 @@ descriptors:
 }
 
 TEST_F(MatcherTest, BucketKeySurvivesAReloadThatOnlyChangesTheLimit) {
-  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n");
+  load(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: "
+      "1}\n");
   const std::string before = key(desc({{"k", "v"}}));
-  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 9}\n");
+  load(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: "
+      "9}\n");
   EXPECT_EQ(key(desc({{"k", "v"}})), before);
-  load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 9, "
-       "algorithm: sliding_window_log}\n");
+  load(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 9, "
+      "algorithm: sliding_window_log}\n");
   EXPECT_NE(key(desc({{"k", "v"}})), before);
 }
 
@@ -313,13 +317,16 @@ descriptors:
   - key: j
     rate_limit: {unit: second, requests_per_unit: 1}
 )");
-  EXPECT_TRUE(matchRequest(*domain_, {desc({{"k", "v"}})}).descriptors[0].limits[0].limit->shadow_mode);
-  EXPECT_FALSE(matchRequest(*domain_, {desc({{"j", "v"}})}).descriptors[0].limits[0].limit->shadow_mode);
+  EXPECT_TRUE(
+      matchRequest(*domain_, {desc({{"k", "v"}})}).descriptors[0].limits[0].limit->shadow_mode);
+  EXPECT_FALSE(
+      matchRequest(*domain_, {desc({{"j", "v"}})}).descriptors[0].limits[0].limit->shadow_mode);
 }
 
 TEST_F(MatcherTest, ZeroLimitMatchesWithZeroRequests) {
-  load("domain: d\ndescriptors:\n  - key: ip\n    value: 50.0.0.5\n    rate_limit: {unit: second, "
-       "requests_per_unit: 0}\n");
+  load(
+      "domain: d\ndescriptors:\n  - key: ip\n    value: 50.0.0.5\n    rate_limit: {unit: second, "
+      "requests_per_unit: 0}\n");
   const RequestMatch match = matchRequest(*domain_, {desc({{"ip", "50.0.0.5"}})});
   ASSERT_EQ(match.descriptors[0].limits.size(), 1u);
   EXPECT_EQ(match.descriptors[0].limits[0].limit->params.limit, 0);

@@ -1,6 +1,6 @@
-#include "sluice/rules.hpp"
-
 #include <gtest/gtest.h>
+
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {
@@ -37,7 +37,8 @@ TEST(DurationTest, ParsesEveryUnit) {
 }
 
 TEST(DurationTest, RejectsMalformed) {
-  for (const char* text : {"", "5", "ms", "-1s", "1.5s", "2 s", "2sec", "1h30m", "99999999999999999d"}) {
+  for (const char* text :
+       {"", "5", "ms", "-1s", "1.5s", "2 s", "2sec", "1h30m", "99999999999999999d"}) {
     EXPECT_EQ(parseDuration(text), std::nullopt) << text;
   }
 }

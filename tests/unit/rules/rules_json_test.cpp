@@ -1,10 +1,9 @@
-#include "sluice/rules.hpp"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "rules_test_util.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/rules.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice::testing {
 

@@ -1,8 +1,7 @@
-#include "sluice/rules.hpp"
-
 #include <gtest/gtest.h>
 
 #include "rules_test_util.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {
@@ -47,8 +46,8 @@ TEST(ValidationTest, StrayCommaIsASyntaxErrorNotAHang) {
 }
 
 TEST(ValidationTest, UnknownKeySuggestsRateLimit) {
-  expectOnlyError("domain: d\ndescriptors:\n  - key: k\n    ratelimit:\n      unit: second\n",
-                  4, "unknown key 'ratelimit' in a descriptor (did you mean 'rate_limit'?)");
+  expectOnlyError("domain: d\ndescriptors:\n  - key: k\n    ratelimit:\n      unit: second\n", 4,
+                  "unknown key 'ratelimit' in a descriptor (did you mean 'rate_limit'?)");
 }
 
 TEST(ValidationTest, UnknownKeySuggestsRequestsPerUnit) {
@@ -75,10 +74,10 @@ TEST(ValidationTest, LimitKeyOnTheDescriptorSaysWhereItBelongs) {
 }
 
 TEST(ValidationTest, DescriptorKeyInsideARateLimitSaysWhereItBelongs) {
-  expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 5\n      shadow_mode: true\n"),
-                  8,
-                  "unknown key 'shadow_mode' in a rate limit ('shadow_mode' belongs to the "
-                  "descriptor, not inside a rate limit)");
+  expectOnlyError(
+      withLimit("      unit: second\n      requests_per_unit: 5\n      shadow_mode: true\n"), 8,
+      "unknown key 'shadow_mode' in a rate limit ('shadow_mode' belongs to the "
+      "descriptor, not inside a rate limit)");
 }
 
 TEST(ValidationTest, DuplicateYamlKey) {
@@ -110,9 +109,7 @@ TEST(ValidationTest, StringMustNotBeAList) {
   expectOnlyError("domain: [a, b]\n", 1, "'domain' must be a string, not a list");
 }
 
-TEST(ValidationTest, MissingDomain) {
-  expectOnlyError("descriptors: []\n", 1, "missing 'domain'");
-}
+TEST(ValidationTest, MissingDomain) { expectOnlyError("descriptors: []\n", 1, "missing 'domain'"); }
 
 TEST(ValidationTest, EmptyDomain) {
   expectOnlyError("domain: \"\"\n", 1, "'domain' must not be empty");
@@ -133,7 +130,8 @@ TEST(ValidationTest, OneDocumentPerFile) {
 
 TEST(ValidationTest, DuplicateDomainAcrossFiles) {
   const auto errors =
-      loadRulesFromStrings({{"a.yaml", "domain: auth\n"}, {"b.yaml", "# b\ndomain: auth\n"}}).errors;
+      loadRulesFromStrings({{"a.yaml", "domain: auth\n"}, {"b.yaml", "# b\ndomain: auth\n"}})
+          .errors;
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].toString(),
             "b.yaml:2:9: duplicate domain 'auth' (already defined at a.yaml:1:9)");
@@ -160,9 +158,10 @@ TEST(ValidationTest, DuplicateKeyOnlyNodeNested) {
 }
 
 TEST(ValidationTest, SameKeyDifferentValuesIsNotADuplicate) {
-  EXPECT_TRUE(errorsOf("domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: w\n"
-                       "  - key: k\n")
-                  .empty());
+  EXPECT_TRUE(
+      errorsOf("domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: w\n"
+               "  - key: k\n")
+          .empty());
 }
 
 TEST(ValidationTest, BadUnit) {
@@ -295,7 +294,8 @@ TEST(ValidationTest, ShareThresholdWithoutWildcard) {
 
 TEST(ValidationTest, UnknownAlgorithm) {
   expectOnlyError(
-      withLimit("      unit: second\n      requests_per_unit: 5\n      algorithm: token-bucket\n"), 8,
+      withLimit("      unit: second\n      requests_per_unit: 5\n      algorithm: token-bucket\n"),
+      8,
       "unknown algorithm 'token-bucket' (expected one of fixed_window, sliding_window_log, "
       "sliding_window_counter, token_bucket, leaky_bucket); did you mean 'token_bucket'?");
 }
@@ -308,9 +308,9 @@ struct ParamCase {
 class InapplicableParamTest : public ::testing::TestWithParam<ParamCase> {};
 
 TEST_P(InapplicableParamTest, IsRejectedAtItsLine) {
-  expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 5\n" +
-                            std::string(GetParam().line)),
-                  8, GetParam().message);
+  expectOnlyError(
+      withLimit("      unit: second\n      requests_per_unit: 5\n" + std::string(GetParam().line)),
+      8, GetParam().message);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -331,9 +331,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "fixed_window, sliding_window_log, sliding_window_counter)"}));
 
 TEST(ValidationTest, ParamsValidForTheirAlgorithmsAreAccepted) {
-  EXPECT_TRUE(errorsOf(withLimit("      unit: second\n      requests_per_unit: 5\n"
-                                 "      algorithm: leaky_bucket\n      burst: 3\n      shape: true\n"))
-                  .empty());
+  EXPECT_TRUE(
+      errorsOf(withLimit("      unit: second\n      requests_per_unit: 5\n"
+                         "      algorithm: leaky_bucket\n      burst: 3\n      shape: true\n"))
+          .empty());
   EXPECT_TRUE(errorsOf(withLimit("      unit: second\n      requests_per_unit: 5\n"
                                  "      algorithm: sliding_window_counter\n"
                                  "      count_rejected: true\n"))
@@ -355,9 +356,10 @@ TEST(ValidationTest, ZeroBurst) {
 }
 
 TEST(ValidationTest, RateLimitAndRateLimitsTogether) {
-  expectOnlyError("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, "
-                  "requests_per_unit: 1}\n    rate_limits:\n      - {unit: day, requests_per_unit: 9}\n",
-                  5, "use either 'rate_limit' or 'rate_limits' on one node, not both");
+  expectOnlyError(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, "
+      "requests_per_unit: 1}\n    rate_limits:\n      - {unit: day, requests_per_unit: 9}\n",
+      5, "use either 'rate_limit' or 'rate_limits' on one node, not both");
 }
 
 TEST(ValidationTest, EmptyRateLimitsList) {
@@ -366,15 +368,16 @@ TEST(ValidationTest, EmptyRateLimitsList) {
 }
 
 TEST(ValidationTest, DuplicateNameInRateLimits) {
-  expectOnlyError("domain: d\ndescriptors:\n  - key: k\n    rate_limits:\n"
-                  "      - {name: a, unit: second, requests_per_unit: 1}\n"
-                  "      - {name: a, unit: day, requests_per_unit: 9}\n",
-                  6, "duplicate rate limit name 'a' on one node (first at line 5)");
+  expectOnlyError(
+      "domain: d\ndescriptors:\n  - key: k\n    rate_limits:\n"
+      "      - {name: a, unit: second, requests_per_unit: 1}\n"
+      "      - {name: a, unit: day, requests_per_unit: 9}\n",
+      6, "duplicate rate limit name 'a' on one node (first at line 5)");
 }
 
 TEST(ValidationTest, EmptyName) {
-  expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 5\n      name: \"\"\n"), 8,
-                  "'name' must not be empty");
+  expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 5\n      name: \"\"\n"),
+                  8, "'name' must not be empty");
 }
 
 TEST(ValidationTest, NestingDeeperThanSixtyFourLevels) {
@@ -423,8 +426,9 @@ TEST(ValidationTest, AnchorsAndAliasesWork) {
 }
 
 TEST(ValidationTest, ErrorsOfOneRateLimitComeInFileOrder) {
-  const auto errors = errorsOf(withLimit("      burst: 3\n      unit: fortnight\n"
-                                         "      requests_per_unit: -1\n"));
+  const auto errors =
+      errorsOf(withLimit("      burst: 3\n      unit: fortnight\n"
+                         "      requests_per_unit: -1\n"));
   ASSERT_EQ(errors.size(), 3u);
   EXPECT_EQ(errors[0].location.line, 6);
   EXPECT_EQ(errors[0].message.rfind("'burst' does not apply", 0), 0u);

@@ -1,5 +1,3 @@
-#include "store/memory/bucket_table.hpp"
-
 #include <gtest/gtest.h>
 
 #include <list>
@@ -7,6 +5,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "store/memory/bucket_table.hpp"
 
 namespace sluice::memory_detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/memory_store.hpp"
+#include "sluice/store/memory_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/clock.hpp"
-#include "sluice/metrics.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
 
 namespace sluice {
 namespace {

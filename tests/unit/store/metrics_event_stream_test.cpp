@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "sluice/event_stream.hpp"
+#include "sluice/store/event_stream.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice {

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/redis_store.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/rules/rules.hpp"
+#include "sluice/store/redis_store.hpp"
 #include "store/redis/cluster_slots.hpp"
 
 namespace sluice::redis {

@@ -5,8 +5,8 @@
 #include <set>
 #include <string>
 
-#include "sluice/metrics.hpp"
-#include "sluice/redis_store.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/store/redis_store.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "support/free_port.hpp"
 #include "support/redis_cluster.hpp"

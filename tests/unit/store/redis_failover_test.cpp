@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "sluice/memory_store.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/redis_store.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/store/memory_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 namespace sluice {
 namespace {

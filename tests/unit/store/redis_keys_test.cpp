@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/redis_store.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/rules/rules.hpp"
+#include "sluice/store/redis_store.hpp"
 
 namespace sluice {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/redis_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "sluice/metrics.hpp"
+#include "sluice/common/metrics.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "sluice/redis_store.hpp"
+#include "sluice/store/redis_store.hpp"
 
 namespace sluice {
 namespace {

@@ -17,7 +17,7 @@
 -- Returns { allowed, then per limit: allowed, remaining, reset_after_us, retry_after_us,
 --           delay_us, never }, integers (booleans as 0/1).
 --
--- Semantics (include/sluice/store.hpp): the request is allowed iff every non-shadow limit
+-- Semantics (include/sluice/store/store.hpp): the request is allowed iff every non-shadow limit
 -- allows; then every limit that allowed is charged; otherwise nothing is charged, except
 -- that count_rejected limits record the attempt either way. A charged state is written with
 -- a TTL equal to the limiter's ttl (ceil to ms) and deleted when that ttl is 0.

@@ -6,10 +6,10 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/clock.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/result.hpp"
-#include "sluice/store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/store/store.hpp"
 
 namespace boost::asio {
 class io_context;

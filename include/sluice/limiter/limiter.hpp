@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/clock.hpp"
+#include "sluice/common/clock.hpp"
 
 /// The rate-limiting algorithms as pure functions of (state, now, cost): no I/O, no clock
 /// reads. The memory store keeps BucketState in process; the Redis store runs Lua scripts

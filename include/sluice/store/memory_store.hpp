@@ -3,9 +3,9 @@
 #include <chrono>
 #include <cstddef>
 
-#include "sluice/clock.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/store/store.hpp"
 
 namespace sluice {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/limiter.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 /// The rules model (envoyproxy/ratelimit's YAML schema plus Sluice's extensions), the
 /// loader/validator and the matcher. Pure: no Asio, no hiredis, no clock reads.
@@ -34,14 +34,14 @@ struct SourceLocation {
 
 /// One rate limit (a `rate_limit:` block, one item of `rate_limits:`, or a domain-level one).
 struct RateLimit {
-  std::string name;                 ///< explicit `name`, else generated from the node path
+  std::string name;  ///< explicit `name`, else generated from the node path
   bool explicit_name = false;
   TimeUnit unit = TimeUnit::kSecond;
   std::int64_t unit_multiplier = 1;
   std::int64_t requests_per_unit = 0;
   bool unlimited = false;
-  bool shadow_mode = false;         ///< from the owning node
-  LimitParams params;               ///< ready for the limiter (limit, window, algorithm, ...)
+  bool shadow_mode = false;  ///< from the owning node
+  LimitParams params;        ///< ready for the limiter (limit, window, algorithm, ...)
   std::vector<std::string> replaces;
   /// Identity of this limit within its node, part of the bucket key: counters survive a
   /// reload while domain, node path, slot and algorithm stay the same. Already key-safe:
@@ -72,8 +72,8 @@ struct DescriptorNode {
   bool shadow_mode = false;
   bool detailed_metric = false;
   bool value_to_metric = false;
-  std::string metadata_json;         ///< `metadata` as compact JSON text ("" if none)
-  std::vector<RateLimit> limits;     ///< empty: no limit at this node
+  std::string metadata_json;      ///< `metadata` as compact JSON text ("" if none)
+  std::vector<RateLimit> limits;  ///< empty: no limit at this node
   std::vector<DescriptorNode> children;
   DescriptorLevelIndex children_index;
   SourceLocation location;
@@ -91,9 +91,9 @@ struct DomainConfig {
 /// An immutable snapshot of all rules; swapped atomically on reload (STYLE.md habit 6).
 struct RuleSet {
   std::map<std::string, DomainConfig, std::less<>> domains;
-  std::vector<std::string> files;   ///< the files it came from
-  std::string hash;                 ///< content hash, hex
-  std::int64_t loaded_at_ms = 0;    ///< set by whoever loads it (the loader does not read clocks)
+  std::vector<std::string> files;  ///< the files it came from
+  std::string hash;                ///< content hash, hex
+  std::int64_t loaded_at_ms = 0;   ///< set by whoever loads it (the loader does not read clocks)
 
   const DomainConfig* findDomain(std::string_view domain) const;
   /// Number of limits (all nodes, all domains).
@@ -134,8 +134,8 @@ using Descriptor = std::vector<Entry>;
 
 /// A limit that applies to a request.
 struct MatchedLimit {
-  const RateLimit* limit = nullptr;     ///< points into the RuleSet: keep the snapshot alive
-  const DescriptorNode* node = nullptr; ///< null for the domain-level limit
+  const RateLimit* limit = nullptr;      ///< points into the RuleSet: keep the snapshot alive
+  const DescriptorNode* node = nullptr;  ///< null for the domain-level limit
   /// The counter's identity without store prefix and client: escaped domain, descriptor
   /// entries (wildcard values replaced by the pattern under share_threshold), slot and
   /// algorithm. Two different descriptors never yield the same bucket key.

@@ -8,18 +8,18 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/limiter.hpp"
-#include "sluice/result.hpp"
-#include "sluice/rules.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/limiter/limiter.hpp"
+#include "sluice/rules/rules.hpp"
 
 namespace sluice {
 
 /// A parsed decision request (from /shouldAllowRequest, /json or /check).
 struct DecisionRequest {
-  std::string domain;                     ///< already defaulted by the caller
-  std::string client_id;                  ///< empty: no per-client scope
-  std::vector<Descriptor> descriptors;    ///< empty: the domain-level rate_limit applies
-  std::int64_t hits = 1;                  ///< >= 0
+  std::string domain;                   ///< already defaulted by the caller
+  std::string client_id;                ///< empty: no per-client scope
+  std::vector<Descriptor> descriptors;  ///< empty: the domain-level rate_limit applies
+  std::int64_t hits = 1;                ///< >= 0
   /// Per-descriptor hits (envoy's descriptor-level hits_addend); empty or one per descriptor.
   std::vector<std::optional<std::int64_t>> descriptor_hits;
 };
@@ -55,10 +55,10 @@ struct DescriptorStatus {
 
 struct Decision {
   bool allowed = true;
-  bool degraded = false;            ///< decided by a failure mode, not by the store
+  bool degraded = false;  ///< decided by a failure mode, not by the store
   bool domain_known = true;
   std::vector<DescriptorStatus> descriptors;
-  RuleSetPtr rules;                 ///< the snapshot used from start to end
+  RuleSetPtr rules;  ///< the snapshot used from start to end
   /// The request's descriptors, moved in by the service once matched (so that observers
   /// such as value labels need no copy of the request).
   std::vector<Descriptor> request_descriptors;

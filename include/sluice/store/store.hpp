@@ -7,14 +7,14 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/limiter.hpp"
-#include "sluice/result.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/limiter/limiter.hpp"
 
 namespace sluice {
 
 /// One limit of a store request.
 struct StoreLimit {
-  std::string key;      ///< full bucket key (client + MatchedLimit::bucket_key), unique
+  std::string key;  ///< full bucket key (client + MatchedLimit::bucket_key), unique
   LimitParams params;
   bool shadow = false;  ///< evaluated and charged as usual, but never denies the request
 };

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
-#include "sluice/clock.hpp"
-#include "sluice/metrics.hpp"
-#include "sluice/redis_store.hpp"
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/store/redis_store.hpp"
 
 /// Denied-request events for analytics, decoupled from the request path by a bounded queue.
 namespace sluice {

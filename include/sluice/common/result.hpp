@@ -10,10 +10,10 @@ namespace sluice {
 enum class ErrorKind {
   kInvalidArgument,  ///< the caller's input is wrong (bad JSON, bad YAML, bad flag)
   kNotFound,
-  kTimeout,          ///< a deadline passed (store call)
-  kConnection,       ///< the store is unreachable or the connection broke
-  kScript,           ///< the store rejected a script (Lua error, NOSCRIPT after reload)
-  kUnavailable,      ///< the component is shutting down or not ready
+  kTimeout,      ///< a deadline passed (store call)
+  kConnection,   ///< the store is unreachable or the connection broke
+  kScript,       ///< the store rejected a script (Lua error, NOSCRIPT after reload)
+  kUnavailable,  ///< the component is shutting down or not ready
   kInternal,
 };
 
