@@ -57,11 +57,17 @@ class ObservedDecisionService final : public DecisionService {
       kept = std::make_shared<const DecisionRequest>(request);
     }
     std::string domain = request.domain;
-    inner_->decide(std::move(request), [this, started, kept, domain = std::move(domain),
-                                        done = std::move(done)](Result<Decision> decision) mutable {
-      observe(domain, kept.get(), decision, started);
-      done(std::move(decision));
-    });
+    // The client of a denial, for GET /limits/top (ids fit the small-string buffer mostly).
+    std::string client = observers_.top != nullptr && !kept ? request.client_id : std::string();
+    inner_->decide(std::move(request),
+                   [this, started, kept, domain = std::move(domain), client = std::move(client),
+                    done = std::move(done)](Result<Decision> decision) mutable {
+                     observe(domain, kept.get(), decision, started);
+                     if (decision && !decision->allowed && observers_.top != nullptr) {
+                       recordDenials(domain, kept ? kept->client_id : client, *decision);
+                     }
+                     done(std::move(decision));
+                   });
   }
 
  private:
@@ -89,6 +95,18 @@ class ObservedDecisionService final : public DecisionService {
       }
       record.latency_us = now - started;
       observers_.access_log->write(record);
+    }
+  }
+
+  void recordDenials(const std::string& domain, const std::string& client,
+                     const Decision& decision) {
+    const Micros now = observers_.clock->nowMicros();
+    for (const DescriptorStatus& descriptor : decision.descriptors) {
+      for (const LimitStatus& limit : descriptor.limits) {
+        if (!limit.unlimited && !limit.shadow && !limit.outcome.allowed) {
+          observers_.top->record(domain, limit.name, client, now);
+        }
+      }
     }
   }
 

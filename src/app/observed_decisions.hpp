@@ -6,6 +6,7 @@
 #include "app/access_log.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/store/event_stream.hpp"
 
@@ -17,6 +18,7 @@ struct DecisionObservers {
   const Clock* clock = nullptr;       ///< required: latency and event time
   AccessLog* access_log = nullptr;    ///< null: no access log
   DenialEventSink* events = nullptr;  ///< null: no denied-request events
+  TopDenials* top = nullptr;          ///< null: no GET /limits/top counting
 };
 
 /// Wraps a DecisionService and, once each decision is known (on the same I/O thread,
@@ -28,7 +30,8 @@ struct DecisionObservers {
 ///   "key=value,key=value"; the only metric that carries request values, by the rule's
 ///   own opt-in);
 /// - writes an access-log line (domain, client, binding rule, decision, latency);
-/// - publishes a DenialEvent for a denied request (the binding, denying limit).
+/// - publishes a DenialEvent for a denied request (the binding, denying limit);
+/// - counts the client in `top` for every non-shadow limit that denied (GET /limits/top).
 /// Errors pass through unchanged (logged as decision "error").
 ///
 /// One instance per I/O thread, like the wrapped service (its metric-handle cache is not

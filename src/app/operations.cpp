@@ -10,8 +10,22 @@
 
 namespace sluice::app {
 
+namespace {
+
+TopDenialsOptions topOptions(const OperationsOptions& o) {
+  TopDenialsOptions top;
+  top.window_us = o.top_window_ms * kMicrosPerMilli;
+  top.capacity = o.top_capacity;
+  return top;
+}
+
+}  // namespace
+
 Operations::Operations(const AppOptions& options, Metrics& metrics, const Clock& clock)
-    : metrics_(metrics), clock_(clock), admin_enabled_(options.operations.admin) {
+    : metrics_(metrics),
+      clock_(clock),
+      admin_enabled_(options.operations.admin),
+      top_(topOptions(options.operations), clock) {
   admin_options_.host = options.operations.admin_host;
   admin_options_.port = options.operations.admin_port;
   admin_options_.threads = 1;
@@ -58,6 +72,8 @@ std::unique_ptr<DecisionService> Operations::wrap(std::unique_ptr<DecisionServic
   observers.clock = &clock_;
   observers.access_log = access_log_.get();
   observers.events = events_.get();
+  // Only the admin listener reads the counts: without it, nothing is counted.
+  observers.top = admin_enabled_ ? &top_.addThread() : nullptr;
   return makeObservedDecisionService(std::move(inner), observers);
 }
 
@@ -75,14 +91,16 @@ Status Operations::start() {
   if (!admin_enabled_) {
     return {};
   }
-  admin_ =
-      std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, targets_);
+  admin_ = std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, targets_,
+                                                 &top_);
   if (auto status = admin_->listen(); !status) {
     return makeError(status.error().kind, "--admin-listen: " + status.error().message);
   }
   admin_->start();
-  spdlog::info("admin listener on {}:{} (DELETE /limits, /metrics, /rules, /healthz, /readyz)",
-               admin_options_.host, admin_->port());
+  spdlog::info(
+      "admin listener on {}:{} (DELETE /limits, GET /limits/top, /metrics, /rules, /healthz, "
+      "/readyz)",
+      admin_options_.host, admin_->port());
   return {};
 }
 

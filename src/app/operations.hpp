@@ -9,6 +9,7 @@
 #include "http/routes.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/store/event_stream.hpp"
 #include "sluice/store/store.hpp"
@@ -40,7 +41,8 @@ class Operations {
   Operations(const Operations&) = delete;
   Operations& operator=(const Operations&) = delete;
 
-  /// Wraps one I/O thread's DecisionService with the observers.
+  /// Wraps one I/O thread's DecisionService with the observers (and gives the thread its
+  /// own GET /limits/top counters). Call before start().
   std::unique_ptr<DecisionService> wrap(std::unique_ptr<DecisionService> inner);
 
   /// Registers one I/O thread's store for DELETE /limits; `context` gives the admin
@@ -67,6 +69,7 @@ class Operations {
   bool admin_enabled_ = false;
   std::unique_ptr<AccessLog> access_log_;
   std::unique_ptr<EventPublisher> events_;
+  TopDenialsBoard top_;  // one TopDenials per wrapped I/O thread
   std::vector<http::AdminResetTarget> targets_;
   http::HandlerContext admin_context_;
   std::unique_ptr<http::AdminListener> admin_;
