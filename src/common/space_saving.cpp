@@ -87,11 +87,13 @@ void SpaceSaving::add(std::string_view key, std::uint64_t weight) {
   // weight so far is at most that count (it would hold a counter otherwise).
   const std::size_t id = heap_.front();
   Slot& slot = slots_[id];
-  index_.erase(std::string_view(slot.key));
+  // The index node is re-keyed rather than freed and allocated again.
+  auto node = index_.extract(std::string_view(slot.key));
   slot.key.assign(key);
   slot.error = slot.count;
   slot.count += weight;
-  index_.emplace(std::string_view(slot.key), id);
+  node.key() = std::string_view(slot.key);
+  index_.insert(std::move(node));
   siftDown(0);
 }
 
