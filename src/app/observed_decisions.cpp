@@ -64,7 +64,7 @@ class ObservedDecisionService final : public DecisionService {
                     done = std::move(done)](Result<Decision> decision) mutable {
                      observe(domain, kept.get(), decision, started);
                      if (decision && !decision->allowed && observers_.top != nullptr) {
-                       recordDenials(domain, kept ? kept->client_id : client, *decision);
+                       recordDenials(domain, kept ? kept->client_id : client, *decision, started);
                      }
                      done(std::move(decision));
                    });
@@ -98,9 +98,9 @@ class ObservedDecisionService final : public DecisionService {
     }
   }
 
-  void recordDenials(const std::string& domain, const std::string& client,
-                     const Decision& decision) {
-    const Micros now = observers_.clock->nowMicros();
+  /// `now`: when the request arrived (the window it falls in; saves a clock read).
+  void recordDenials(const std::string& domain, const std::string& client, const Decision& decision,
+                     Micros now) {
     for (const DescriptorStatus& descriptor : decision.descriptors) {
       for (const LimitStatus& limit : descriptor.limits) {
         if (!limit.unlimited && !limit.shadow && !limit.outcome.allowed) {
