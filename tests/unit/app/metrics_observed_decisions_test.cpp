@@ -128,6 +128,38 @@ TEST_F(ObservedDecisionsTest, ValueLabelsOnlyForRulesThatAskForThem) {
   EXPECT_EQ(rendered.find("auth_type=login"), std::string::npos) << rendered;
 }
 
+/// GET /limits/top's counts: each non-shadow limit that denied, with the request's client,
+/// whether or not the request is kept for the access log and the events.
+TEST_F(ObservedDecisionsTest, CountsDeniedClientsPerRuleForTheTopList) {
+  for (bool with_events : {false, true}) {
+    TopDenialsOptions options;
+    options.capacity = 4;
+    TopDenials top(options);
+    DecisionObservers observers;
+    observers.metrics = &metrics_;
+    observers.clock = &clock_;
+    observers.events = with_events ? &sink_ : nullptr;
+    observers.top = &top;
+    service_ = makeObservedDecisionService(
+        http::makeDecisionService([this] { return rules_; }, store_, metrics_), observers);
+    const std::string suffix = with_events ? "-e" : "";
+    for (int i = 0; i < 5; ++i) {
+      decide("user", "u1", "mallory" + suffix);  // 3 allowed, 2 denied
+    }
+    for (int i = 0; i < 3; ++i) {
+      decide("auth_type", "trial", "shadowy" + suffix);  // shadow denials: allowed
+    }
+    decide("auth_type", "login", "alice" + suffix);  // allowed
+    auto parts = top.parts({}, clock_.nowMicros());
+    ASSERT_EQ(parts.size(), 1u) << with_events;
+    EXPECT_EQ(parts[0].domain, "auth");
+    EXPECT_EQ(parts[0].rule, "per_user");
+    ASSERT_EQ(parts[0].summary.entries.size(), 1u);
+    EXPECT_EQ(parts[0].summary.entries[0].key, "mallory" + suffix);
+    EXPECT_EQ(parts[0].summary.entries[0].count, 2u);
+  }
+}
+
 TEST(DecisionWordTest, NamesTheRequestLevelOutcome) {
   Decision unknown;
   unknown.domain_known = false;
