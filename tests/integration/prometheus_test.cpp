@@ -112,15 +112,20 @@ std::set<std::string> families(const std::string& exposition) {
   return out;
 }
 
-/// The families of the table in docs/operations.md ("| `sluice_...` | type | ...").
+/// The families of the table of docs/operations.md's "## Metrics" section
+/// ("| `sluice_...` | type | ...").
 std::set<std::string> documentedFamilies() {
   std::ifstream in(source("docs/operations.md"));
   std::set<std::string> out;
   std::string line;
   static const std::regex kRow(R"(^\| `(sluice_[a-z_]+)` \|)");
   std::smatch m;
+  bool in_metrics = false;  // the "## Metrics" section only, not the planned metrics
   while (std::getline(in, line)) {
-    if (std::regex_search(line, m, kRow)) {
+    if (line.rfind("## ", 0) == 0) {
+      in_metrics = line.rfind("## Metrics", 0) == 0;
+    }
+    if (in_metrics && std::regex_search(line, m, kRow)) {
       out.insert(m[1]);
     }
   }
