@@ -227,19 +227,9 @@ class ConfigReader {
   std::string_view file_;
 };
 
-Result<ForwardAuthConfig> readConfig(const YAML::Node& node, std::string_view file) {
-  const ConfigReader reader(file);
-  ForwardAuthConfig config;
-  if (!node || node.IsNull()) {
-    return config;
-  }
-  if (auto keys = reader.expectKeys(
-          node, "",
-          {"domain", "domain_header", "deny_status", "uri_headers", "method_headers",
-           "normalize_path", "client", "trusted_proxies", "client_ip_header", "descriptors"});
-      !keys) {
-    return keys.error();
-  }
+// The domain, the deny status and where the original request is read from.
+Status readRequestKeys(const ConfigReader& reader, const YAML::Node& node,
+                       ForwardAuthConfig& config) {
   if (node["domain"]) {
     auto domain = reader.string(node["domain"], "domain", true);
     if (!domain) {
@@ -282,6 +272,12 @@ Result<ForwardAuthConfig> readConfig(const YAML::Node& node, std::string_view fi
     }
     config.normalize_path = *normalize;
   }
+  return {};
+}
+
+// Who the client is: its sources, and the proxies whose address header is believed.
+Status readClientKeys(const ConfigReader& reader, const YAML::Node& node,
+                      ForwardAuthConfig& config) {
   if (node["client"]) {
     const YAML::Node client = node["client"];
     if (!client.IsSequence()) {
@@ -323,6 +319,11 @@ Result<ForwardAuthConfig> readConfig(const YAML::Node& node, std::string_view fi
     }
     config.client_ip_header = std::move(*header);
   }
+  return {};
+}
+
+Status readDescriptorKeys(const ConfigReader& reader, const YAML::Node& node,
+                          ForwardAuthConfig& config) {
   if (node["descriptors"]) {
     const YAML::Node descriptors = node["descriptors"];
     if (!descriptors.IsSequence()) {
@@ -338,6 +339,27 @@ Result<ForwardAuthConfig> readConfig(const YAML::Node& node, std::string_view fi
         return spec.error();
       }
       config.descriptors.push_back(std::move(*spec));
+    }
+  }
+  return {};
+}
+
+Result<ForwardAuthConfig> readConfig(const YAML::Node& node, std::string_view file) {
+  const ConfigReader reader(file);
+  ForwardAuthConfig config;
+  if (!node || node.IsNull()) {
+    return config;
+  }
+  if (auto keys = reader.expectKeys(
+          node, "",
+          {"domain", "domain_header", "deny_status", "uri_headers", "method_headers",
+           "normalize_path", "client", "trusted_proxies", "client_ip_header", "descriptors"});
+      !keys) {
+    return keys.error();
+  }
+  for (auto* read : {readRequestKeys, readClientKeys, readDescriptorKeys}) {
+    if (auto status = read(reader, node, config); !status) {
+      return status.error();
     }
   }
   return config;
