@@ -12,13 +12,6 @@
 namespace sluice::http {
 namespace {
 
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // Calls `each` with every comma-separated element of every header named `name`, in order.
 template <typename Fn>
 void forEachListElement(const Request& request, std::string_view name, Fn each) {
