@@ -8,7 +8,7 @@
 
 #include "http/decision_codec.hpp"
 #include "http/decision_service.hpp"
-#include "http/forward_auth.hpp"
+#include "http/request_attributes.hpp"
 
 namespace sluice::http {
 namespace {
