@@ -40,11 +40,6 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-bool isKeySafe(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == '-';
-}
-
 }  // namespace
 
 Micros unitMicros(TimeUnit unit) {
@@ -108,29 +103,6 @@ std::optional<Micros> parseDuration(std::string_view text) {
     return std::nullopt;
   }
   return amount * scale;
-}
-
-void appendEscapedKeyPart(std::string& out, std::string_view part) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::size_t run = 0;  // start of the pending run of safe bytes
-  for (std::size_t i = 0; i < part.size(); ++i) {
-    const auto c = static_cast<unsigned char>(part[i]);
-    if (isKeySafe(c)) {
-      continue;
-    }
-    out.append(part.data() + run, i - run);
-    run = i + 1;
-    const char escaped[3] = {'%', kHex[c >> 4], kHex[c & 0x0F]};
-    out.append(escaped, sizeof escaped);
-  }
-  out.append(part.data() + run, part.size() - run);
-}
-
-std::string escapeKeyPart(std::string_view part) {
-  std::string out;
-  out.reserve(part.size());
-  appendEscapedKeyPart(out, part);
-  return out;
 }
 
 std::string RuleError::toString() const {

@@ -350,7 +350,7 @@ TEST(MatcherHandBuiltTest, UnindexedTreeMatchesWithTheSamePrecedence) {
     n.value = std::move(value);
     RateLimit limit;
     limit.name = std::move(name);
-    limit.slot = "i0";
+    limit.limit_id = "i0";
     n.limits.push_back(limit);
     return n;
   };
