@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "common/ascii.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
@@ -26,19 +27,6 @@ constexpr std::array<UnitSpelling, 7> kUnits{{
     {TimeUnit::kMonth, "month", 30 * kDayMicros},
     {TimeUnit::kYear, "year", 365 * kDayMicros},
 }};
-
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 }  // namespace
 

@@ -145,10 +145,7 @@ TEST_P(ConformanceTableTest, MemoryAndRedisGiveTheExpectedDecisions) {
   for (std::size_t i = 0; i < c.steps.size(); ++i) {
     const Step& s = c.steps[i];
     pair.clock().set(kT0 + s.at);
-    StoreRequest request;
-    request.limits = {limit};
-    request.cost = s.cost;
-    request.client = "client";
+    StoreRequest request = clientRequest({limit}, s.cost, "client");
     for (Store* store : {&pair.memory(), &pair.redis()}) {
       auto r = pair.run(*store, request);
       ASSERT_TRUE(r.ok()) << store->kind() << ": " << r.error().message;
@@ -182,7 +179,7 @@ TEST(ConformanceMultiLimitTest, ADeniedRequestLeavesTheOtherLimitsUntouched) {
     EXPECT_FALSE(second->allowed);
     EXPECT_TRUE(second->outcomes[0].allowed);
     EXPECT_FALSE(second->outcomes[1].allowed);
-    auto check = pair.run(*store, StoreRequest{{loose}, 0, "c"});
+    auto check = pair.run(*store, clientRequest({loose}, 0, "c"));
     ASSERT_TRUE(check.ok());
     EXPECT_EQ(check->outcomes[0].remaining, 4) << "the denied request charged the loose limit";
   }

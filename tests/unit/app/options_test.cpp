@@ -35,7 +35,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->listen_host, "127.0.0.1");
   EXPECT_EQ(o->listen_port, 8080);
   EXPECT_EQ(o->rules, "config/rules");
-  EXPECT_EQ(o->store, "memory");
+  EXPECT_EQ(o->store, StoreKind::kMemory);
   EXPECT_EQ(o->default_domain, "default");
   EXPECT_EQ(o->max_body_bytes, 1u << 20);
   EXPECT_FALSE(o->validate);
@@ -48,7 +48,7 @@ TEST(OptionsTest, FlagsInBothSpellings) {
   EXPECT_EQ(o->listen_host, "0.0.0.0");
   EXPECT_EQ(o->listen_port, 9000);
   EXPECT_EQ(o->threads, 3u);
-  EXPECT_EQ(o->store, "redis");
+  EXPECT_EQ(o->store, StoreKind::kRedis);
   EXPECT_TRUE(o->validate);
   EXPECT_EQ(o->redis_timeout, std::chrono::milliseconds(50));
 }
@@ -81,7 +81,7 @@ TEST(OptionsTest, EnvironmentMirrorsFlagsAndFlagsWin) {
                                         {"SLUICE_MAX_BODY_BYTES", "2048"}});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->rules, "/flag");
-  EXPECT_EQ(o->failure_mode, "closed");
+  EXPECT_EQ(o->failure_mode, FailureMode::kClosed);
   EXPECT_EQ(o->max_body_bytes, 2048u);
   EXPECT_EQ(parse({}, {{"SLUICE_THREADS", "x"}}).error().message,
             "SLUICE_THREADS: must be an integer from 1 to 1024, got \"x\"");
@@ -96,7 +96,7 @@ TEST(OptionsTest, ConfigFileIsOverriddenByEnvironmentAndFlags) {
   EXPECT_EQ(o->listen_port, 7001);
   EXPECT_EQ(o->rules, "/env");
   EXPECT_EQ(o->default_domain, "web");
-  EXPECT_EQ(o->failure_mode, "local");
+  EXPECT_EQ(o->failure_mode, FailureMode::kLocal);
   ASSERT_NE(o->config_root, nullptr);
   std::remove(file.c_str());
 }

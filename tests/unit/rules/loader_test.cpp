@@ -4,13 +4,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "rules_test_util.hpp"
 #include "sluice/rules/rules.hpp"
+#include "support/rules_loading.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::loadOne;
+using test::loadOne;
 namespace fs = std::filesystem;
 
 TEST(LoaderTest, LoadsTheSeedExample) {
@@ -312,7 +312,7 @@ TEST(ShippedRulesTest, ConfigRulesDirectoryIsValid) {
   ASSERT_TRUE(result.rules);
   const DomainConfig* auth = result.rules->findDomain("auth");
   ASSERT_NE(auth, nullptr);
-  const RequestMatch login = matchRequest(*auth, {testing::desc({{"auth_type", "login"}})});
+  const RequestMatch login = matchRequest(*auth, {test::desc({{"auth_type", "login"}})});
   ASSERT_EQ(login.descriptors[0].limits.size(), 1u);
   EXPECT_EQ(login.descriptors[0].limits[0].limit->requests_per_unit, 5);
   EXPECT_EQ(login.descriptors[0].limits[0].limit->unit, TimeUnit::kMinute);
