@@ -9,9 +9,9 @@ namespace sluice::app {
 struct AppOptions;
 class SluiceServer;
 
-/// Runs sluice with the process's arguments and environment (DESIGN.md §2a). Returns the
-/// exit code: 0 after a graceful shutdown (or --help, or valid rules with --validate),
-/// 1 when the rules are invalid or the server cannot start, 2 for a bad command line.
+/// Runs sluice with the process's arguments and environment (README.md, "Command line"). Returns
+/// the exit code: 0 after a graceful shutdown (or --help, or valid rules with --validate), 1 when
+/// the rules are invalid or the server cannot start, 2 for a bad command line.
 int runMain(int argc, char** argv);
 
 /// Builds the whole server from parsed options: the rules, the listener (bound), the

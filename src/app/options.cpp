@@ -10,6 +10,13 @@
 namespace sluice::app {
 namespace {
 
+/// --store's spellings.
+constexpr std::pair<StoreKind, std::string_view> kStoreKinds[] = {
+    {StoreKind::kMemory, "memory"},
+    {StoreKind::kRedis, "redis"},
+    {StoreKind::kRedisCluster, "redis_cluster"},
+};
+
 constexpr std::size_t kMaxBodyLimit = 64 << 20;
 constexpr unsigned kMaxThreads = 1024;
 
@@ -100,14 +107,14 @@ const std::vector<Flag>& flags() {
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.rules); }},
       {"store", "KIND", "memory | redis | redis_cluster (default memory)",
        [](AppOptions& o, std::string_view v) {
-         std::string kind;
-         if (auto status = oneOf(v, {"memory", "redis", "redis_cluster"}, kind); !status) {
-           return status;
+         for (const auto& [value, name] : kStoreKinds) {
+           if (v == name) {
+             o.store = value;
+             return Status{};
+           }
          }
-         o.store = kind == "memory"  ? StoreKind::kMemory
-                   : kind == "redis" ? StoreKind::kRedis
-                                     : StoreKind::kRedisCluster;
-         return Status{};
+         std::string ignored;
+         return oneOf(v, {"memory", "redis", "redis_cluster"}, ignored);
        }},
       {"redis", "URL",
        "redis://[user:password@]host:port/db or unix:///path (default "
@@ -320,13 +327,10 @@ Status parseRedisNodes(AppOptions& options) {
 }  // namespace
 
 std::string_view storeKindName(StoreKind kind) {
-  switch (kind) {
-    case StoreKind::kMemory:
-      return "memory";
-    case StoreKind::kRedis:
-      return "redis";
-    case StoreKind::kRedisCluster:
-      return "redis_cluster";
+  for (const auto& [value, name] : kStoreKinds) {
+    if (value == kind) {
+      return name;
+    }
   }
   return "memory";
 }

@@ -27,7 +27,7 @@ enum class StoreKind { kMemory, kRedis, kRedisCluster };
 /// "memory", "redis", "redis_cluster".
 std::string_view storeKindName(StoreKind kind);
 
-/// Everything the command line (DESIGN.md §2a) can set. Precedence, lowest first:
+/// Everything the command line (README.md, "Command line") can set. Precedence, lowest first:
 /// defaults, the server YAML (`--config`), `SLUICE_*` environment variables, flags.
 struct AppOptions {
   bool help = false;

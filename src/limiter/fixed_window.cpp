@@ -4,7 +4,7 @@
 
 namespace sluice::limiter_detail {
 
-// fixed_window (DESIGN.md §4). State: a = window start, b = count.
+// fixed_window (contract: algorithms.hpp). State: a = window start, b = count.
 //   start = floor(now / W) * W; count = (a == start) ? b : 0; left = start + W - now
 //   never    iff c > L:              denied, retry = -1, nothing recorded
 //   allowed  iff count + c <= L:     b' = count + c, remaining = L - b'

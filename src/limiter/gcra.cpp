@@ -5,7 +5,8 @@
 
 namespace sluice::limiter_detail {
 
-// token_bucket and leaky_bucket (DESIGN.md §4): GCRA over one theoretical arrival time (TAT).
+// token_bucket and leaky_bucket (contract: algorithms.hpp): GCRA over one theoretical arrival time
+// (TAT).
 //
 // Exact rational time. The emission interval T = W / L is rarely a whole number of
 // microseconds, so every GCRA time is a pair (us, rem) meaning us + rem / L microseconds with

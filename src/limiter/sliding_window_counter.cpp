@@ -5,8 +5,8 @@
 
 namespace sluice::limiter_detail {
 
-// sliding_window_counter (DESIGN.md §4). State: a = start of the current window, b = its count,
-// c = the previous window's count.
+// sliding_window_counter (contract: algorithms.hpp). State: a = start of the current window, b =
+// its count, c = the previous window's count.
 //   start = floor(now / W) * W; elapsed = now - start
 //   (curr, prev) = (b, c) if a == start; (0, b) if a == start - W; (0, 0) otherwise
 //   estimate = prev * (W - elapsed) / W + curr     IEEE-754 double, evaluated exactly in this

@@ -5,8 +5,8 @@
 
 namespace sluice::limiter_detail {
 
-// sliding_window_log (DESIGN.md §4). State: log = (at, cost) oldest first; a = time of the last
-// admitted request and b = 1 once there is one (for min_interval).
+// sliding_window_log (contract: algorithms.hpp). State: log = (at, cost) oldest first; a = time of
+// the last admitted request and b = 1 once there is one (for min_interval).
 //   An entry counts while now < at + W, i.e. at is in (now - W, now]; older ones are dropped
 //   (an entry from the future, after a wall-clock step back, keeps counting, and the log
 //   stays sorted by time: a new entry goes in order, merging with an equal `at`).

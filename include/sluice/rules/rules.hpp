@@ -87,7 +87,8 @@ struct DomainConfig {
   SourceLocation location;
 };
 
-/// An immutable snapshot of all rules; swapped atomically on reload (STYLE.md habit 6).
+/// An immutable snapshot of all rules; swapped atomically on reload (docs/architecture.md,
+/// "Conventions").
 struct RuleSet {
   std::map<std::string, DomainConfig, std::less<>> domains;
   std::vector<std::string> files;  ///< the files it came from

@@ -33,7 +33,7 @@ struct StoreResponse {
   bool degraded = false;          ///< answered by a failure mode, not by the store itself
 };
 
-/// Where counters live. Semantics (DESIGN.md §4): the request is allowed iff every
+/// Where counters live. Semantics (README.md, "Rules", item 4): the request is allowed iff every
 /// non-shadow limit allows; then every limit that allowed is charged. Otherwise nothing
 /// is charged, except that limits with count_rejected record the attempt either way.
 class Store {
