@@ -41,6 +41,29 @@ TEST(OptionsTest, Defaults) {
   EXPECT_FALSE(o->validate);
 }
 
+TEST(OptionsTest, RedisUrlsAreParsedOnceWithPrefixAndTimeout) {
+  auto o = parse({"--store", "redis", "--redis", "redis://10.0.0.5:7000/2", "--redis-prefix", "rl",
+                  "--redis-timeout-ms", "30"});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  ASSERT_EQ(o->redis_nodes.size(), 1u);
+  EXPECT_EQ(o->redis_nodes[0].host, "10.0.0.5");
+  EXPECT_EQ(o->redis_nodes[0].port, 7000);
+  EXPECT_EQ(o->redis_nodes[0].db, 2);
+  EXPECT_EQ(o->redis_nodes[0].key_prefix, "rl");
+  EXPECT_EQ(o->redis_nodes[0].request_timeout, std::chrono::milliseconds(30));
+
+  auto cluster = parse({"--store", "redis_cluster", "--redis", "redis://a:1,redis://b:2"});
+  ASSERT_TRUE(cluster.ok()) << cluster.error().message;
+  EXPECT_EQ(cluster->store, StoreKind::kRedisCluster);
+  ASSERT_EQ(cluster->redis_nodes.size(), 2u);
+  EXPECT_EQ(cluster->redis_nodes[1].host, "b");
+
+  EXPECT_TRUE(parse({})->redis_nodes.empty());
+  auto bad = parse({"--store", "redis", "--redis", "http://x"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.error().message.starts_with("--redis: ")) << bad.error().message;
+}
+
 TEST(OptionsTest, FlagsInBothSpellings) {
   auto o = parse({"--listen", "0.0.0.0:9000", "--threads=3", "--store", "redis", "--validate",
                   "--redis-timeout-ms", "50"});

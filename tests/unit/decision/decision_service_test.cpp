@@ -214,5 +214,55 @@ TEST_F(DecisionServiceTest, NoRulesLoadedIsUnavailable) {
   EXPECT_EQ(d.error().kind, ErrorKind::kUnavailable);
 }
 
+/// Records what each decision's observer call saw.
+class CountingObserver final : public DecisionObserver {
+ public:
+  void observe(const DecisionRequest& request, const Result<Decision>& decision,
+               Micros started_us) override {
+    clients.push_back(request.client_id);
+    outcomes.push_back(decision ? std::string(decisionWord(*decision)) : "error");
+    started.push_back(started_us);
+  }
+  std::vector<std::string> clients;
+  std::vector<std::string> outcomes;
+  std::vector<Micros> started;
+};
+
+TEST_F(DecisionServiceTest, EveryObserverSeesEachDecisionOnceErrorsIncluded) {
+  CountingObserver first;
+  CountingObserver second;
+  DecisionServiceParts parts;
+  parts.rules = [this] { return rules_; };
+  parts.store = makeMemoryStore({}, clock_, metrics_);
+  parts.clock = &clock_;
+  parts.observers = {&first, &second};
+  auto s = makeDecisionService(std::move(parts));
+  EXPECT_TRUE(decide(*s, request("a", "login")).ok());
+  DecisionRequest mixed = request("b", "login");
+  mixed.descriptors.push_back({Entry{"auth_type", "trial"}});
+  mixed.descriptor_hits = {2, 3};
+  EXPECT_FALSE(decide(*s, mixed).ok());
+  for (const CountingObserver* o : {&first, &second}) {
+    EXPECT_EQ(o->clients, (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(o->outcomes, (std::vector<std::string>{"allowed", "error"}));
+    EXPECT_EQ(o->started, (std::vector<Micros>{clock_.nowMicros(), clock_.nowMicros()}));
+  }
+}
+
+TEST_F(DecisionServiceTest, TheRequestComesBackInsideTheDecision) {
+  auto s = service(makeMemoryStore({}, clock_, metrics_));
+  auto d = decide(*s, request("a", "login", 1));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->request.domain, "auth");
+  EXPECT_EQ(d->request.client_id, "a");
+  ASSERT_EQ(d->request.descriptors.size(), 1u);
+  EXPECT_EQ(d->request.descriptors[0][0].value, "login");
+  ASSERT_NE(d->domain, nullptr);
+  EXPECT_EQ(d->domain->domain, "auth");
+  ASSERT_EQ(d->descriptors.size(), 1u);
+  ASSERT_NE(d->descriptors[0].node, nullptr);
+  EXPECT_EQ(d->descriptors[0].node->value, "login");
+}
+
 }  // namespace
 }  // namespace sluice
