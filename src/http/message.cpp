@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/ascii.hpp"
+#include "http/header_text.hpp"
 
 namespace sluice::http {
 
