@@ -107,8 +107,13 @@ TEST_F(RedisClusterStoreTest, ResetRemovesTheBucketsOnEveryMaster) {
   auto other = call(request({fixedWindow("e:k=v;i0;fixed_window", 2)}, "r0"));
   ASSERT_TRUE(other) << other.error().message;
 
+  // Every client's buckets of domain d (reset prefixes are store-key prefixes: client first).
+  std::vector<std::string> prefixes;
+  for (int i = 0; i < kClients; ++i) {
+    prefixes.push_back(BucketKey::storeKey("r" + std::to_string(i), "d:"));
+  }
   std::optional<Result<std::size_t>> removed;
-  store_->reset({"d:"}, [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
+  store_->reset(prefixes, [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
   ASSERT_TRUE(runUntil(io_, [&] { return removed.has_value(); }));
   ASSERT_TRUE(*removed) << removed->error().message;
   EXPECT_EQ(**removed, static_cast<std::size_t>(kClients));

@@ -333,7 +333,9 @@ TEST_F(RedisStoreTest, ResetDeletesBucketsByPrefix) {
   ASSERT_TRUE(call(request({fixedWindow("auth:a", 5), fixedWindow("auth:b", 5)}, 1, "x")).ok());
   ASSERT_TRUE(call(request({fixedWindow("auth:a", 5), fixedWindow("api:c", 5)}, 1, "y")).ok());
   std::optional<Result<std::size_t>> removed;
-  store_->reset({"auth:"}, [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
+  // Reset prefixes are store-key prefixes (client first): both clients' "auth:" buckets.
+  store_->reset({BucketKey::storeKey("x", "auth:"), BucketKey::storeKey("y", "auth:")},
+                [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
   ASSERT_TRUE(runUntil(io_, [&] { return removed.has_value(); }));
   ASSERT_TRUE(removed->ok()) << removed->error().message;
   EXPECT_EQ(**removed, 3u);
