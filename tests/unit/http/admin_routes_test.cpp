@@ -36,7 +36,10 @@ class AdminRoutesTest : public ::testing::Test {
     ASSERT_TRUE(loaded.errors.empty());
     rules_ = loaded.rules;
     store_ = makeMemoryStore(MemoryStoreOptions{}, clock_, metrics_);
-    decisions_ = makeDecisionService([this] { return rules_; }, store_, metrics_);
+    DecisionServiceParts parts;
+    parts.rules = [this] { return rules_; };
+    parts.store = store_;
+    decisions_ = makeDecisionService(std::move(parts));
     AdminContext context;
     context.operations.metrics = &metrics_;
     context.operations.rules = [this] { return rules_; };
