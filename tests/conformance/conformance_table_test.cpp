@@ -170,7 +170,7 @@ TEST(ConformanceMultiLimitTest, ADeniedRequestLeavesTheOtherLimitsUntouched) {
   StoreLimit tight{"multi:tight", params(Algorithm::kSlidingWindowLog, 1, kSec), false};
   for (Store* store : {&pair.memory(), &pair.redis()}) {
     SCOPED_TRACE(std::string(store->kind()));
-    StoreRequest both{{loose, tight}, 1, "c"};
+    StoreRequest both = clientRequest({loose, tight}, 1, "c");
     auto first = pair.run(*store, both);
     ASSERT_TRUE(first.ok());
     EXPECT_TRUE(first->allowed);
@@ -191,7 +191,7 @@ TEST(ConformanceMultiLimitTest, ShadowLimitsAreChargedButNeverDeny) {
   StoreLimit real{"multi:real", params(Algorithm::kFixedWindow, 5, kSec), false};
   for (Store* store : {&pair.memory(), &pair.redis()}) {
     SCOPED_TRACE(std::string(store->kind()));
-    StoreRequest both{{shadow, real}, 1, "c"};
+    StoreRequest both = clientRequest({shadow, real}, 1, "c");
     ASSERT_TRUE(pair.run(*store, both)->allowed);
     auto second = pair.run(*store, both);
     ASSERT_TRUE(second.ok());
