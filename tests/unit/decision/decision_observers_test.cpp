@@ -2,12 +2,11 @@
 
 #include <vector>
 
-#include "app/observed_decisions.hpp"
-#include "http/decision_service.hpp"
 #include "sluice/common/clock.hpp"
+#include "sluice/decision/decision_service.hpp"
 #include "sluice/store/memory_store.hpp"
 
-namespace sluice::app {
+namespace sluice {
 namespace {
 
 constexpr const char* kRules = R"(domain: auth
@@ -47,12 +46,14 @@ class ObservedDecisionsTest : public ::testing::Test {
     ASSERT_TRUE(loaded.errors.empty());
     rules_ = loaded.rules;
     store_ = makeMemoryStore(MemoryStoreOptions{}, clock_, metrics_);
-    DecisionObservers observers;
-    observers.metrics = &metrics_;
-    observers.clock = &clock_;
-    observers.events = &sink_;
-    service_ = makeObservedDecisionService(
-        http::makeDecisionService([this] { return rules_; }, store_, metrics_), observers);
+    metrics_observer_ = makeDecisionMetrics(metrics_);
+    events_observer_ = makeDenialEvents(sink_, clock_);
+    DecisionServiceParts parts;
+    parts.rules = [this] { return rules_; };
+    parts.store = store_;
+    parts.clock = &clock_;
+    parts.observers = {metrics_observer_.get(), events_observer_.get()};
+    service_ = makeDecisionService(std::move(parts));
   }
 
   Decision decide(const std::string& key, const std::string& value,
@@ -76,6 +77,8 @@ class ObservedDecisionsTest : public ::testing::Test {
   RuleSetPtr rules_;
   StorePtr store_;
   RecordingSink sink_;
+  std::unique_ptr<DecisionObserver> metrics_observer_;
+  std::unique_ptr<DecisionObserver> events_observer_;
   std::unique_ptr<DecisionService> service_;
 };
 
@@ -128,36 +131,32 @@ TEST_F(ObservedDecisionsTest, ValueLabelsOnlyForRulesThatAskForThem) {
   EXPECT_EQ(rendered.find("auth_type=login"), std::string::npos) << rendered;
 }
 
-/// GET /limits/top's counts: each non-shadow limit that denied, with the request's client,
-/// whether or not the request is kept for the access log and the events.
+/// GET /limits/top's counts: each non-shadow limit that denied, with the request's client.
 TEST_F(ObservedDecisionsTest, CountsDeniedClientsPerRuleForTheTopList) {
-  for (bool with_events : {false, true}) {
-    TopDenialsOptions options;
-    options.capacity = 4;
-    TopDenials top(options);
-    DecisionObservers observers;
-    observers.metrics = &metrics_;
-    observers.clock = &clock_;
-    observers.events = with_events ? &sink_ : nullptr;
-    observers.top = &top;
-    service_ = makeObservedDecisionService(
-        http::makeDecisionService([this] { return rules_; }, store_, metrics_), observers);
-    const std::string suffix = with_events ? "-e" : "";
-    for (int i = 0; i < 5; ++i) {
-      decide("user", "u1", "mallory" + suffix);  // 3 allowed, 2 denied
-    }
-    for (int i = 0; i < 3; ++i) {
-      decide("auth_type", "trial", "shadowy" + suffix);  // shadow denials: allowed
-    }
-    decide("auth_type", "login", "alice" + suffix);  // allowed
-    auto parts = top.parts({}, clock_.nowMicros());
-    ASSERT_EQ(parts.size(), 1u) << with_events;
-    EXPECT_EQ(parts[0].domain, "auth");
-    EXPECT_EQ(parts[0].rule, "per_user");
-    ASSERT_EQ(parts[0].summary.entries.size(), 1u);
-    EXPECT_EQ(parts[0].summary.entries[0].key, "mallory" + suffix);
-    EXPECT_EQ(parts[0].summary.entries[0].count, 2u);
+  TopDenialsOptions options;
+  options.capacity = 4;
+  TopDenials top(options);
+  std::unique_ptr<DecisionObserver> recorder = makeTopDenialsRecorder(top);
+  DecisionServiceParts parts;
+  parts.rules = [this] { return rules_; };
+  parts.store = store_;
+  parts.clock = &clock_;
+  parts.observers = {recorder.get()};
+  service_ = makeDecisionService(std::move(parts));
+  for (int i = 0; i < 5; ++i) {
+    decide("user", "u1", "mallory");  // 3 allowed, 2 denied
   }
+  for (int i = 0; i < 3; ++i) {
+    decide("auth_type", "trial", "shadowy");  // shadow denials: allowed
+  }
+  decide("auth_type", "login", "alice");  // allowed
+  auto parts_seen = top.parts({}, clock_.nowMicros());
+  ASSERT_EQ(parts_seen.size(), 1u);
+  EXPECT_EQ(parts_seen[0].domain, "auth");
+  EXPECT_EQ(parts_seen[0].rule, "per_user");
+  ASSERT_EQ(parts_seen[0].summary.entries.size(), 1u);
+  EXPECT_EQ(parts_seen[0].summary.entries[0].key, "mallory");
+  EXPECT_EQ(parts_seen[0].summary.entries[0].count, 2u);
 }
 
 TEST(DecisionWordTest, NamesTheRequestLevelOutcome) {
@@ -176,20 +175,5 @@ TEST(DecisionWordTest, NamesTheRequestLevelOutcome) {
   EXPECT_EQ(decisionWord(allowed), "allowed");
 }
 
-TEST(AccessRecordTest, PlainAndJsonLines) {
-  AccessRecord record;
-  record.domain = "auth";
-  record.client = "a \"b\"";
-  record.rule = "login";
-  record.decision = "denied";
-  record.latency_us = 42;
-  EXPECT_EQ(formatAccessRecord(record, LogFormat::kPlain),
-            R"(domain="auth" client="a \"b\"" rule="login" decision=denied degraded=false )"
-            R"(latency_us=42)");
-  EXPECT_EQ(formatAccessRecord(record, LogFormat::kJson),
-            R"("domain":"auth","client":"a \"b\"","rule":"login","decision":"denied",)"
-            R"("degraded":false,"latency_us":42)");
-}
-
 }  // namespace
-}  // namespace sluice::app
+}  // namespace sluice
