@@ -109,8 +109,8 @@ int serve(const AppOptions& options) {
   }
 
   http::ServerOptions server_options;
-  server_options.host = options.listen_host;
-  server_options.port = options.listen_port;
+  server_options.listen = options.listen;
+  server_options.unix_socket_mode = options.listen_mode;
   server_options.threads =
       options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   server_options.max_body_bytes = options.max_body_bytes;
@@ -192,10 +192,14 @@ int serve(const AppOptions& options) {
 
   watcher->start();
   RuleSetPtr loaded = watcher->current();
+  std::string listening;
+  for (const http::ListenAddress& address : server.boundAddresses()) {
+    listening += (listening.empty() ? "" : ", ") + address.toString();
+  }
   spdlog::info(
-      "sluice listening on {}:{} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
+      "sluice listening on {} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
       "in {} domain(s)",
-      options.listen_host, server.port(), server.threadCount(), options.store,
+      listening, server.threadCount(), options.store,
       redis_options ? " (failure mode " + options.failure_mode + ")" : "", options.rules,
       loaded->limitCount(), loaded->domains.size());
   server.run();

@@ -12,8 +12,8 @@ namespace sluice::app {
 
 Operations::Operations(const AppOptions& options, Metrics& metrics, const Clock& clock)
     : metrics_(metrics), clock_(clock), admin_enabled_(options.operations.admin) {
-  admin_options_.host = options.operations.admin_host;
-  admin_options_.port = options.operations.admin_port;
+  admin_options_.listen = {
+      http::ListenAddress::tcp(options.operations.admin_host, options.operations.admin_port)};
   admin_options_.threads = 1;
   admin_options_.max_body_bytes = options.max_body_bytes;
   admin_options_.request_timeout = options.request_timeout;
@@ -82,7 +82,7 @@ Status Operations::start() {
   }
   admin_->start();
   spdlog::info("admin listener on {}:{} (DELETE /limits, /metrics, /rules, /healthz, /readyz)",
-               admin_options_.host, admin_->port());
+               admin_options_.listen.front().host, admin_->port());
   return {};
 }
 
