@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <exception>
@@ -153,6 +154,9 @@ void Server::run() {
       listener->accept();
     }
     threads.emplace_back([&impl, w = worker.get()] {
+      // A thread without listeners of its own (unix sockets only) waits for the connections
+      // thread 0 hands it; it ends when beginStop() stops its io_context.
+      auto work = net::make_work_guard(w->ioc);
       for (;;) {
         try {
           w->ioc.run();
