@@ -34,7 +34,7 @@ struct ListenAddress {
 };
 
 /// Limits and timeouts of the HTTP listener. Every read has a deadline and every buffer a
-/// bound (STYLE.md habit 5).
+/// bound (docs/architecture.md, "Conventions").
 struct ServerOptions {
   /// Where to listen: one or more addresses, all served by the same I/O threads.
   std::vector<ListenAddress> listen{ListenAddress{}};
