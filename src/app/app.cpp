@@ -56,8 +56,8 @@ void raiseOpenFileLimit() {
 
 http::ServerOptions serverOptions(const AppOptions& options) {
   http::ServerOptions server;
-  server.host = options.listen_host;
-  server.port = options.listen_port;
+  server.listen = options.listen;
+  server.unix_socket_mode = options.listen_mode;
   server.threads =
       options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   server.max_body_bytes = options.max_body_bytes;
@@ -135,10 +135,14 @@ class SluiceServer {
 
     watcher_->start();
     RuleSetPtr loaded = watcher_->current();
+    std::string listening;
+    for (const http::ListenAddress& address : server_.boundAddresses()) {
+      listening += (listening.empty() ? "" : ", ") + address.toString();
+    }
     spdlog::info(
-        "sluice listening on {}:{} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
+        "sluice listening on {} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
         "in {} domain(s)",
-        options_.listen_host, server_.port(), server_.threadCount(), storeKindName(options_.store),
+        listening, server_.threadCount(), storeKindName(options_.store),
         options_.store != StoreKind::kMemory
             ? " (failure mode " + std::string(failureModeName(options_.failure_mode)) + ")"
             : "",

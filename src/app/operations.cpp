@@ -26,8 +26,8 @@ Operations::Operations(const AppOptions& options, Metrics& metrics, const Clock&
       clock_(clock),
       admin_enabled_(options.operations.admin),
       top_(topOptions(options.operations), clock) {
-  admin_options_.host = options.operations.admin_host;
-  admin_options_.port = options.operations.admin_port;
+  admin_options_.listen = {
+      http::ListenAddress::tcp(options.operations.admin_host, options.operations.admin_port)};
   admin_options_.threads = 1;
   admin_options_.max_body_bytes = options.max_body_bytes;
   admin_options_.request_timeout = options.request_timeout;
@@ -105,7 +105,7 @@ Status Operations::start() {
   spdlog::info(
       "admin listener on {}:{} (DELETE /limits, GET /limits/top, /metrics, /rules, /healthz, "
       "/readyz)",
-      admin_options_.host, admin_->port());
+      admin_options_.listen.front().host, admin_->port());
   return {};
 }
 

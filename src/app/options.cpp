@@ -99,9 +99,25 @@ const std::vector<Flag>& flags() {
   static const std::vector<Flag> kFlags{
       {"config", "FILE", "server YAML file with the same keys as these flags",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.config_file); }, false},
-      {"listen", "HOST:PORT", "address to serve on (default 127.0.0.1:8080)",
-       [](AppOptions& o, std::string_view v) {
-         return parseListen(v, o.listen_host, o.listen_port);
+      {"listen", "ADDRESSES",
+       "where to serve, comma-separated: HOST:PORT and/or unix:PATH (default "
+       "127.0.0.1:8080)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto list = parseListenList(v);
+         if (!list) {
+           return list.error();
+         }
+         o.listen = std::move(*list);
+         return {};
+       }},
+      {"listen-mode", "MODE", "octal permissions of the unix: sockets of --listen (default 0660)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto mode = parseFileMode(v);
+         if (!mode) {
+           return mode.error();
+         }
+         o.listen_mode = *mode;
+         return {};
        }},
       {"rules", "PATH", "a rules file or a directory of *.yaml (default config/rules)",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.rules); }},
@@ -366,6 +382,48 @@ Status parseListen(std::string_view text, std::string& host, std::uint16_t& port
   host = std::string(h);
   port = static_cast<std::uint16_t>(*p);
   return {};
+}
+
+Result<std::vector<http::ListenAddress>> parseListenList(std::string_view text) {
+  std::vector<http::ListenAddress> list;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    http::ListenAddress address;
+    if (item.starts_with("unix:")) {
+      const std::string_view path = item.substr(5);
+      if (path.empty()) {
+        return invalid("unix: needs a socket path, e.g. unix:/run/sluice/sluice.sock");
+      }
+      address = http::ListenAddress::unixSocket(std::string(path));
+    } else if (auto status = parseListen(item, address.host, address.port); !status) {
+      return status.error();
+    }
+    if (std::find(list.begin(), list.end(), address) != list.end()) {
+      return invalid("\"" + std::string(item) + "\" is given twice");
+    }
+    list.push_back(std::move(address));
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    text.remove_prefix(comma + 1);
+  }
+  return list;
+}
+
+Result<unsigned> parseFileMode(std::string_view text) {
+  const bool octal =
+      !text.empty() && text.size() <= 4 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '7'; });
+  unsigned mode = 0;
+  for (char c : octal ? text : std::string_view{}) {
+    mode = mode * 8 + static_cast<unsigned>(c - '0');
+  }
+  if (!octal || mode > 0777) {
+    return invalid("must be octal permissions such as 0660 or 0600, got \"" + std::string(text) +
+                   "\"");
+  }
+  return mode;
 }
 
 Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvLookup& env) {

@@ -12,6 +12,7 @@
 
 #include "app/operations_options.hpp"
 #include "http/forward_auth.hpp"
+#include "http/server.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/store/redis_store.hpp"
 
@@ -33,8 +34,9 @@ struct AppOptions {
   bool help = false;
   bool validate = false;    ///< --validate: check the rules and exit
   std::string config_file;  ///< --config: server YAML with the same keys as the flags
-  std::string listen_host = "127.0.0.1";
-  std::uint16_t listen_port = 8080;
+  /// --listen: TCP addresses and unix sockets, all served alike (default 127.0.0.1:8080).
+  std::vector<http::ListenAddress> listen{http::ListenAddress{}};
+  unsigned listen_mode = 0660;  ///< --listen-mode: permissions of the unix socket files
   std::string rules = "config/rules";
   StoreKind store = StoreKind::kMemory;
   std::string redis_url = "redis://127.0.0.1:6379/0";  ///< --redis as given
@@ -74,5 +76,13 @@ std::string helpText();
 
 /// Splits "HOST:PORT" ("[::1]:8080" for IPv6). Errors name the text.
 Status parseListen(std::string_view text, std::string& host, std::uint16_t& port);
+
+/// A comma-separated list of listen addresses: "HOST:PORT" or "unix:PATH" (an absolute or
+/// relative path, without commas), e.g. "127.0.0.1:8080,unix:/run/sluice/sluice.sock".
+/// Errors name the element; an address given twice is an error.
+Result<std::vector<http::ListenAddress>> parseListenList(std::string_view text);
+
+/// Octal permissions of a unix socket file: "660", "0660", "0600" (at most 0777).
+Result<unsigned> parseFileMode(std::string_view text);
 
 }  // namespace sluice::app

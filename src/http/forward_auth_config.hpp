@@ -76,7 +76,8 @@ struct ForwardAuthConfig {
   /// The client id: the first source that yields a value (header, cookie or client_ip).
   /// None yields one: the request has no client scope.
   std::vector<Attribute> client{Attribute{AttributeSource::kClientIp, "", std::nullopt}};
-  /// Peers whose `client_ip_header` is believed; empty: the TCP peer is the client.
+  /// Peers whose `client_ip_header` is believed; empty: the TCP peer is the client. A
+  /// unix-socket peer is always believed (see clientIp()).
   std::vector<IpNetwork> trusted_proxies;
   /// Walked from the right, skipping trusted proxies: the first other address is the
   /// client (nginx real_ip_recursive). X-Real-IP works too (one element).

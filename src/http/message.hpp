@@ -11,6 +11,10 @@
 /// handlers, codecs and their tests compile without Beast; only session.cpp converts.
 namespace sluice::http {
 
+/// Request::peer of a connection on a unix socket. Forward auth takes such a peer for a
+/// trusted proxy: the socket file's permissions decide who may connect.
+inline constexpr std::string_view kUnixSocketPeer = "unix";
+
 struct Header {
   std::string name;
   std::string value;
@@ -23,7 +27,9 @@ struct Request {
   std::string path;    ///< target without the query string
   std::vector<Header> headers;
   std::string body;
-  std::string peer;  ///< the TCP peer's address without port, e.g. "127.0.0.1", "::1"
+  /// The TCP peer's address without port, e.g. "127.0.0.1", "::1"; kUnixSocketPeer on a
+  /// unix socket, whose peers have no address.
+  std::string peer;
 
   /// The first header with this name (case-insensitive); empty when absent.
   std::string_view header(std::string_view name) const;

@@ -250,14 +250,17 @@ std::optional<std::string> queryValue(std::string_view query, std::string_view n
 std::string clientIp(const ForwardAuthConfig& config, const Request& request,
                      std::string_view peer) {
   const std::optional<IpAddress> peer_address = parseIpAddress(peer);
-  if (!peer_address) {
+  // A unix-socket peer has no address; whoever may connect (the socket file's mode) is a
+  // local proxy, trusted like those in trusted_proxies.
+  const bool unix_peer = !peer_address && peer == kUnixSocketPeer;
+  if (!peer_address && !unix_peer) {
     return std::string(trim(peer));
   }
   auto trusted = [&](const IpAddress& address) {
     return std::any_of(config.trusted_proxies.begin(), config.trusted_proxies.end(),
                        [&](const IpNetwork& network) { return network.contains(address); });
   };
-  if (!trusted(*peer_address)) {
+  if (peer_address && !trusted(*peer_address)) {
     return peer_address->toString();
   }
   std::vector<std::string_view> hops;
@@ -265,18 +268,19 @@ std::string clientIp(const ForwardAuthConfig& config, const Request& request,
                      [&](std::string_view hop) { hops.push_back(hop); });
   // From the nearest hop outwards: the first address that is not a trusted proxy is the
   // client; what lies beyond it was written by the client and may be forged.
-  IpAddress client = *peer_address;
+  std::optional<IpAddress> client = peer_address;
   for (auto hop = hops.rbegin(); hop != hops.rend(); ++hop) {
     std::optional<IpAddress> address = parseIpAddress(*hop);
     if (!address) {
       break;
     }
-    client = *address;
-    if (!trusted(client)) {
+    client = address;
+    if (!trusted(*client)) {
       break;
     }
   }
-  return client.toString();
+  // A unix-socket peer without a usable address header: no client address (no value).
+  return client ? client->toString() : std::string();
 }
 
 DecisionRequest buildForwardAuthRequest(const ForwardAuthConfig& config, const Request& request,

@@ -34,7 +34,9 @@ std::optional<std::string> queryValue(std::string_view query, std::string_view n
 
 /// The client address: the peer, unless the peer is a trusted proxy (see
 /// ForwardAuthConfig::client_ip_header). Canonical text; the peer text as given when it
-/// does not parse.
+/// does not parse. A unix-socket peer (kUnixSocketPeer) counts as a trusted proxy: the
+/// address comes from the header, and is empty (the request has no client address) when
+/// the header has none.
 std::string clientIp(const ForwardAuthConfig& config, const Request& request,
                      std::string_view peer);
 

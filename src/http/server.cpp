@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <exception>
@@ -18,6 +19,30 @@ namespace sluice::http {
 
 namespace net = boost::asio;
 
+ListenAddress ListenAddress::tcp(std::string host, std::uint16_t port) {
+  ListenAddress address;
+  address.host = std::move(host);
+  address.port = port;
+  return address;
+}
+
+ListenAddress ListenAddress::unixSocket(std::string path) {
+  ListenAddress address;
+  address.kind = Kind::kUnix;
+  address.host.clear();
+  address.port = 0;
+  address.path = std::move(path);
+  return address;
+}
+
+std::string ListenAddress::toString() const {
+  if (kind == Kind::kUnix) {
+    return "unix:" + path;
+  }
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 struct Server::Impl {
   Impl(ServerOptions opts, Metrics& m) : options(std::move(opts)), metrics(m) {
     unsigned n = std::max(1u, options.threads);
@@ -28,7 +53,7 @@ struct Server::Impl {
 
   ServerOptions options;
   Metrics& metrics;
-  std::uint16_t bound_port = 0;
+  std::vector<ListenAddress> bound;  // as listen() bound them
   std::atomic<bool> stop_requested{false};
   std::atomic<unsigned> running{0};
   net::io_context control{1};
@@ -41,24 +66,55 @@ Server::Server(ServerOptions options, Metrics& metrics)
 Server::~Server() = default;
 
 Status Server::listen() {
-  const ServerOptions& o = impl_->options;
-  const std::string where = o.host + ":" + std::to_string(o.port);
-  auto endpoint = probeListenEndpoint(impl_->control, o.host, o.port);
-  if (!endpoint) {
-    return endpoint.error();
+  Impl& impl = *impl_;
+  std::vector<Worker*> all;
+  for (auto& worker : impl.workers) {
+    all.push_back(worker.get());
   }
-  for (auto& worker : impl_->workers) {
-    auto acceptor = openSharedAcceptor(worker->ioc, *endpoint, where);
-    if (!acceptor) {
-      return acceptor.error();
+  impl.bound.clear();
+  for (const ListenAddress& address : impl.options.listen) {
+    if (address.kind == ListenAddress::Kind::kUnix) {
+      // SO_REUSEPORT does not work on unix sockets: one acceptor, on thread 0, for all.
+      Worker& owner = *impl.workers.front();
+      SocketFile file;
+      auto acceptor =
+          openUnixAcceptor(owner.ioc, address.path, impl.options.unix_socket_mode, file);
+      if (!acceptor) {
+        return acceptor.error();
+      }
+      owner.listeners.push_back(
+          std::make_unique<Listener>(owner, std::move(*acceptor), all, std::move(file)));
+      impl.bound.push_back(address);
+      continue;
     }
-    worker->listener.emplace(*worker, std::move(*acceptor));
+    const std::string where = address.toString();
+    auto endpoint = probeListenEndpoint(impl.control, address.host, address.port);
+    if (!endpoint) {
+      return endpoint.error();
+    }
+    for (auto& worker : impl.workers) {
+      auto acceptor = openSharedAcceptor(worker->ioc, *endpoint, where);
+      if (!acceptor) {
+        return acceptor.error();
+      }
+      worker->listeners.push_back(std::make_unique<Listener>(
+          *worker, std::move(*acceptor), std::vector<Worker*>{worker.get()}, std::nullopt));
+    }
+    impl.bound.push_back(ListenAddress::tcp(address.host, endpoint->port()));
   }
-  impl_->bound_port = endpoint->port();
   return {};
 }
 
-std::uint16_t Server::port() const { return impl_->bound_port; }
+std::uint16_t Server::port() const {
+  for (const ListenAddress& address : impl_->bound) {
+    if (address.kind == ListenAddress::Kind::kTcp) {
+      return address.port;
+    }
+  }
+  return 0;
+}
+
+std::vector<ListenAddress> Server::boundAddresses() const { return impl_->bound; }
 
 unsigned Server::threadCount() const { return static_cast<unsigned>(impl_->workers.size()); }
 
@@ -83,15 +139,24 @@ void Server::run() {
   auto guard = net::make_work_guard(impl.control);
   std::vector<std::thread> threads;
   impl.running = static_cast<unsigned>(impl.workers.size());
+  if (impl.bound.empty() || impl.bound.size() != impl.options.listen.size()) {
+    spdlog::error("Server::run() needs listen() and setRouter() for every thread");
+    return;
+  }
   for (auto& worker : impl.workers) {
-    if (!worker->listener || !worker->router) {
+    if (!worker->router) {
       spdlog::error("Server::run() needs listen() and setRouter() for every thread");
       return;
     }
   }
   for (auto& worker : impl.workers) {
-    worker->listener->accept();
+    for (auto& listener : worker->listeners) {
+      listener->accept();
+    }
     threads.emplace_back([&impl, w = worker.get()] {
+      // A thread without listeners of its own (unix sockets only) waits for the connections
+      // thread 0 hands it; it ends when beginStop() stops its io_context.
+      auto work = net::make_work_guard(w->ioc);
       for (;;) {
         try {
           w->ioc.run();

@@ -1,11 +1,14 @@
 #include "http/session.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
+#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -28,7 +31,7 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 }  // namespace
 
-Session::Session(tcp::socket socket, Worker& worker)
+Session::Session(net::generic::stream_protocol::socket socket, Worker& worker)
     : worker_(worker),
       options_(worker.options),
       socket_(std::move(socket)),
@@ -42,9 +45,14 @@ Session::~Session() { worker_.sessionGone(this); }
 void Session::start() {
   worker_.sessions.insert(this);
   beast::error_code ec;
-  auto remote = socket_.remote_endpoint(ec);
-  if (!ec) {
-    auto address = remote.address();
+  const auto remote = socket_.remote_endpoint(ec);
+  if (!ec && remote.protocol().family() == AF_UNIX) {
+    peer_ = kUnixSocketPeer;
+  } else if (!ec && remote.size() <= sizeof(sockaddr_in6)) {
+    tcp::endpoint ip;
+    std::memcpy(ip.data(), remote.data(), remote.size());
+    ip.resize(remote.size());
+    auto address = ip.address();
     if (address.is_v6() && address.to_v6().is_v4_mapped()) {
       address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
     }
@@ -368,7 +376,7 @@ void Session::gracefulClose() {
   lingering_ = true;
   no_more_reads_ = true;
   beast::error_code ec;
-  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  socket_.shutdown(net::socket_base::shutdown_send, ec);
   if (ec) {
     close();
     return;
@@ -398,7 +406,7 @@ void Session::close() {
   }
   closed_ = true;
   beast::error_code ec;
-  socket_.shutdown(tcp::socket::shutdown_both, ec);
+  socket_.shutdown(net::socket_base::shutdown_both, ec);
   socket_.close(ec);
   idle_deadline_.timer.cancel();
   request_deadline_.timer.cancel();

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <array>
-#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -30,12 +30,13 @@ struct Worker;
 /// keep it alive through shared_from_this().
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(boost::asio::ip::tcp::socket socket, Worker& worker);
+  Session(boost::asio::generic::stream_protocol::socket socket, Worker& worker);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  /// Registers with the worker, notes the peer address and starts reading.
+  /// Registers with the worker, notes the peer address (kUnixSocketPeer on a unix socket)
+  /// and starts reading.
   void start();
 
   /// The server is stopping: close now if idle, else finish what is in flight.
@@ -90,7 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   Worker& worker_;
   const ServerOptions& options_;
-  boost::asio::ip::tcp::socket socket_;
+  boost::asio::generic::stream_protocol::socket socket_;  // TCP or unix
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   Request request_;

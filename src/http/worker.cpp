@@ -11,7 +11,7 @@ void Worker::beginStop() {
     return;
   }
   stopping = true;
-  if (listener) {
+  for (auto& listener : listeners) {
     listener->close();
   }
   // shutdown() may close a session, whose destructor runs later from its handlers.

@@ -16,7 +16,7 @@ namespace sluice::http {
 
 class Session;
 
-/// Everything one I/O thread owns: its io_context, its listener, its sessions, its routing
+/// Everything one I/O thread owns: its io_context, its listeners, its sessions, its routing
 /// table and latency histograms. Only that thread touches it once run() has started.
 /// Member order matters for destruction: the io_context is destroyed after the I/O objects
 /// declared below it and before the session registry and router declared above it
@@ -31,7 +31,8 @@ struct Worker {
   std::unordered_set<Session*> sessions;
   bool stopping = false;
   boost::asio::io_context ioc{1};
-  std::optional<Listener> listener;
+  /// Its own TCP listeners; thread 0 also runs the unix-socket ones (for every thread).
+  std::vector<std::unique_ptr<Listener>> listeners;
   std::optional<boost::asio::steady_timer> drain_timer;
 
   /// Graceful shutdown of this thread: stop accepting, close idle sessions, let the busy

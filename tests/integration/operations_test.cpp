@@ -111,7 +111,9 @@ TEST(OperationsTest, EnvoyJsonEndpoint) {
 TEST(OperationsTest, HelpListsTheFlags) {
   auto [code, output] = runSluice({"--help"});
   EXPECT_EQ(code, 0);
-  EXPECT_NE(output.find("--listen HOST:PORT"), std::string::npos) << output;
+  EXPECT_NE(output.find("--listen ADDRESSES"), std::string::npos) << output;
+  EXPECT_NE(output.find("HOST:PORT and/or unix:PATH"), std::string::npos) << output;
+  EXPECT_NE(output.find("--listen-mode MODE"), std::string::npos) << output;
   EXPECT_NE(output.find("--failure-mode"), std::string::npos);
 }
 

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
@@ -57,16 +59,26 @@ bool HttpResponse::hasHeader(std::string_view name) const {
 
 struct HttpClient::Impl {
   std::string host;
-  std::uint16_t port;
+  std::uint16_t port = 0;
+  std::string unix_path;  // when set, instead of host and port
   std::chrono::milliseconds timeout;
   net::io_context ioc;
-  std::optional<tcp::socket> socket;
+  std::optional<net::generic::stream_protocol::socket> socket;
   beast::flat_buffer buffer;
 
   void connect() {
-    tcp::resolver resolver(ioc);
     socket.emplace(ioc);
-    net::connect(*socket, resolver.resolve(host, std::to_string(port)));
+    if (!unix_path.empty()) {
+      socket->connect(net::generic::stream_protocol::endpoint(
+          net::local::stream_protocol::endpoint(unix_path)));
+    } else {
+      tcp::resolver resolver(ioc);
+      tcp::socket tcp_socket(ioc);
+      net::connect(tcp_socket, resolver.resolve(host, std::to_string(port)));
+      const auto protocol = tcp_socket.local_endpoint().protocol();
+      socket->assign(net::generic::stream_protocol(protocol.family(), protocol.protocol()),
+                     tcp_socket.release());
+    }
     setTimeouts(socket->native_handle(), timeout);
     buffer.clear();
   }
@@ -100,6 +112,13 @@ HttpClient::HttpClient(std::string host, std::uint16_t port, std::chrono::millis
   impl_->timeout = timeout;
 }
 
+HttpClient::HttpClient(UnixSocket socket, std::chrono::milliseconds timeout)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->host = "localhost";
+  impl_->unix_path = std::move(socket.path);
+  impl_->timeout = timeout;
+}
+
 HttpClient::~HttpClient() = default;
 HttpClient::HttpClient(HttpClient&&) noexcept = default;
 HttpClient& HttpClient::operator=(HttpClient&&) noexcept = default;
@@ -107,7 +126,8 @@ HttpClient& HttpClient::operator=(HttpClient&&) noexcept = default;
 HttpResponse HttpClient::request(std::string_view method, std::string_view target, std::string body,
                                  const std::vector<std::pair<std::string, std::string>>& headers) {
   bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
-  req.set(bhttp::field::host, impl_->host + ":" + std::to_string(impl_->port));
+  req.set(bhttp::field::host,
+          impl_->unix_path.empty() ? impl_->host + ":" + std::to_string(impl_->port) : impl_->host);
   if (!body.empty()) {
     req.set(bhttp::field::content_type, "application/json");
   }
@@ -140,6 +160,13 @@ RawConnection::RawConnection(const std::string& host, std::uint16_t port) {
   tcp::socket socket(ioc);
   net::connect(socket, resolver.resolve(host, std::to_string(port)));
   fd_ = socket.release();
+}
+
+RawConnection::RawConnection(const UnixSocket& socket) {
+  net::io_context ioc;
+  net::local::stream_protocol::socket local(ioc);
+  local.connect(net::local::stream_protocol::endpoint(socket.path));
+  fd_ = local.release();
 }
 
 RawConnection::~RawConnection() {

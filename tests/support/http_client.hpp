@@ -22,12 +22,20 @@ struct HttpResponse {
   bool hasHeader(std::string_view name) const;
 };
 
+/// A unix socket file to connect to instead of a TCP host and port.
+struct UnixSocket {
+  std::string path;
+};
+
 /// One keep-alive connection, opened lazily and reopened after the server closed it.
 /// Every call throws std::runtime_error on a network error or timeout.
 class HttpClient {
  public:
   HttpClient(std::string host, std::uint16_t port,
              std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  /// Over a unix socket; requests carry `Host: localhost`.
+  explicit HttpClient(UnixSocket socket,
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
   ~HttpClient();
   HttpClient(HttpClient&&) noexcept;
   HttpClient& operator=(HttpClient&&) noexcept;
@@ -44,10 +52,11 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A plain blocking TCP connection to play a misbehaving client.
+/// A plain blocking TCP (or unix socket) connection to play a misbehaving client.
 class RawConnection {
  public:
   RawConnection(const std::string& host, std::uint16_t port);
+  explicit RawConnection(const UnixSocket& socket);
   ~RawConnection();
   RawConnection(const RawConnection&) = delete;
   RawConnection& operator=(const RawConnection&) = delete;

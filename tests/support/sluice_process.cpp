@@ -44,10 +44,16 @@ SluiceProcess::SluiceProcess(SluiceOptions options) : options_(std::move(options
   }
   // The free port may be taken between the probe and sluice's bind: try a few.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    port_ = freeLoopbackPort();
+    std::string listen;
+    if (options_.tcp) {
+      port_ = freeLoopbackPort();
+      listen = "127.0.0.1:" + std::to_string(port_);
+    }
+    if (options_.unix_socket) {
+      listen += (listen.empty() ? "" : ",") + std::string("unix:") + socketPath();
+    }
     ChildOptions child;
-    child.argv = {SLUICE_BINARY, "--listen", "127.0.0.1:" + std::to_string(port_), "--rules",
-                  rulesDir()};
+    child.argv = {SLUICE_BINARY, "--listen", listen, "--rules", rulesDir()};
     child.argv.insert(child.argv.end(), options_.args.begin(), options_.args.end());
     child.env = options_.env;
     child.output_file = dir_ + "/sluice.log";
@@ -90,7 +96,9 @@ bool SluiceProcess::waitHealthy(std::chrono::milliseconds timeout) {
       return false;
     }
     try {
-      HttpClient probe("127.0.0.1", port_, std::chrono::milliseconds(500));
+      HttpClient probe = options_.tcp
+                             ? HttpClient("127.0.0.1", port_, std::chrono::milliseconds(500))
+                             : HttpClient(UnixSocket{socketPath()}, std::chrono::milliseconds(500));
       if (probe.get("/healthz").status == 200) {
         return true;
       }

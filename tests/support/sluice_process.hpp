@@ -26,6 +26,9 @@ struct SluiceOptions {
   std::vector<std::string> args{"--threads", "2"};  ///< more flags
   std::vector<std::pair<std::string, std::string>> env;
   bool wait_healthy = true;
+  /// Listen on 127.0.0.1:<free port> (port()), and/or on the unix socket socketPath().
+  bool tcp = true;
+  bool unix_socket = false;
   std::chrono::milliseconds start_timeout{10'000};
 };
 
@@ -57,10 +60,16 @@ class SluiceProcess {
   SluiceProcess& operator=(const SluiceProcess&) = delete;
 
   std::uint16_t port() const { return port_; }
+  /// The unix socket of SluiceOptions::unix_socket: <dir()>/sluice.sock.
+  std::string socketPath() const { return dir_ + "/sluice.sock"; }
   const std::string& dir() const { return dir_; }
   std::string rulesDir() const { return dir_ + "/rules"; }
   HttpClient client(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) const {
     return HttpClient("127.0.0.1", port_, timeout);
+  }
+
+  HttpClient unixClient(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) const {
+    return HttpClient(UnixSocket{socketPath()}, timeout);
   }
 
   /// (Re)writes one rule file atomically (write + rename).

@@ -32,8 +32,8 @@ std::string writeTemp(const std::string& text) {
 TEST(OptionsTest, Defaults) {
   auto o = parse({});
   ASSERT_TRUE(o.ok());
-  EXPECT_EQ(o->listen_host, "127.0.0.1");
-  EXPECT_EQ(o->listen_port, 8080);
+  EXPECT_EQ(o->listen.front().host, "127.0.0.1");
+  EXPECT_EQ(o->listen.front().port, 8080);
   EXPECT_EQ(o->rules, "config/rules");
   EXPECT_EQ(o->store, StoreKind::kMemory);
   EXPECT_EQ(o->default_domain, "default");
@@ -68,8 +68,8 @@ TEST(OptionsTest, FlagsInBothSpellings) {
   auto o = parse({"--listen", "0.0.0.0:9000", "--threads=3", "--store", "redis", "--validate",
                   "--redis-timeout-ms", "50"});
   ASSERT_TRUE(o.ok()) << o.error().message;
-  EXPECT_EQ(o->listen_host, "0.0.0.0");
-  EXPECT_EQ(o->listen_port, 9000);
+  EXPECT_EQ(o->listen.front().host, "0.0.0.0");
+  EXPECT_EQ(o->listen.front().port, 9000);
   EXPECT_EQ(o->threads, 3u);
   EXPECT_EQ(o->store, StoreKind::kRedis);
   EXPECT_TRUE(o->validate);
@@ -79,8 +79,40 @@ TEST(OptionsTest, FlagsInBothSpellings) {
 TEST(OptionsTest, Ipv6Listen) {
   auto o = parse({"--listen", "[::1]:8081"});
   ASSERT_TRUE(o.ok());
-  EXPECT_EQ(o->listen_host, "::1");
-  EXPECT_EQ(o->listen_port, 8081);
+  EXPECT_EQ(o->listen.front().host, "::1");
+  EXPECT_EQ(o->listen.front().port, 8081);
+}
+
+TEST(OptionsTest, ListenTakesTcpAndUnixAddressesCommaSeparated) {
+  auto o = parse({"--listen", "127.0.0.1:9000,unix:/run/sluice/s.sock", "--listen-mode", "600"});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  ASSERT_EQ(o->listen.size(), 2u);
+  EXPECT_EQ(o->listen[0], http::ListenAddress::tcp("127.0.0.1", 9000));
+  EXPECT_EQ(o->listen[1], http::ListenAddress::unixSocket("/run/sluice/s.sock"));
+  EXPECT_EQ(o->listen[1].toString(), "unix:/run/sluice/s.sock");
+  EXPECT_EQ(o->listen_mode, 0600u);
+}
+
+TEST(OptionsTest, ListenOnAUnixSocketAloneFromTheEnvironment) {
+  auto o = parse({}, {{"SLUICE_LISTEN", "unix:sluice.sock"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  ASSERT_EQ(o->listen.size(), 1u);
+  EXPECT_EQ(o->listen[0].kind, http::ListenAddress::Kind::kUnix);
+  EXPECT_EQ(o->listen[0].path, "sluice.sock");
+  EXPECT_EQ(o->listen_mode, 0660u);
+}
+
+TEST(OptionsTest, BadListenListsAndModesNameTheFlag) {
+  EXPECT_EQ(parse({"--listen", "unix:"}).error().message,
+            "--listen: unix: needs a socket path, e.g. unix:/run/sluice/sluice.sock");
+  EXPECT_EQ(parse({"--listen", "127.0.0.1:80,"}).error().message,
+            "--listen: must be HOST:PORT, got \"\"");
+  EXPECT_EQ(parse({"--listen", "unix:/a,unix:/a"}).error().message,
+            "--listen: \"unix:/a\" is given twice");
+  EXPECT_EQ(parse({"--listen-mode", "0886"}).error().message,
+            "--listen-mode: must be octal permissions such as 0660 or 0600, got \"0886\"");
+  EXPECT_EQ(parse({"--listen-mode", "1777"}).error().message,
+            "--listen-mode: must be octal permissions such as 0660 or 0600, got \"1777\"");
 }
 
 TEST(OptionsTest, BadValuesNameTheFlag) {
@@ -116,7 +148,7 @@ TEST(OptionsTest, ConfigFileIsOverriddenByEnvironmentAndFlags) {
       "failure-mode: local\nforward_auth:\n  domain: x\n");
   auto o = parse({"--config", file, "--listen", "127.0.0.1:7001"}, {{"SLUICE_RULES", "/env"}});
   ASSERT_TRUE(o.ok()) << o.error().message;
-  EXPECT_EQ(o->listen_port, 7001);
+  EXPECT_EQ(o->listen.front().port, 7001);
   EXPECT_EQ(o->rules, "/env");
   EXPECT_EQ(o->default_domain, "web");
   EXPECT_EQ(o->failure_mode, FailureMode::kLocal);

@@ -134,6 +134,26 @@ TEST(ClientIpTest, AllTrustedMeansTheFarthestHop) {
   EXPECT_EQ(clientIp(config, request, "10.0.0.2"), "10.0.0.7");
 }
 
+TEST(ClientIpTest, UnixSocketPeerIsATrustedProxy) {
+  ForwardAuthConfig config;
+  auto request = makeRequest("/check", {{"X-Forwarded-For", "1.1.1.1, 203.0.113.9"}});
+  EXPECT_EQ(clientIp(config, request, kUnixSocketPeer), "203.0.113.9");
+  auto trusted = trusting({"10.0.0.0/8"});
+  auto via_proxy = makeRequest("/check", {{"X-Forwarded-For", "203.0.113.9, 10.0.0.4"}});
+  EXPECT_EQ(clientIp(trusted, via_proxy, kUnixSocketPeer), "203.0.113.9");
+}
+
+TEST(ClientIpTest, UnixSocketPeerWithoutHeaderHasNoClientAddress) {
+  ForwardAuthConfig config;
+  EXPECT_EQ(clientIp(config, makeRequest("/check"), kUnixSocketPeer), "");
+  auto garbage = makeRequest("/check", {{"X-Forwarded-For", "unknown"}});
+  EXPECT_EQ(clientIp(config, garbage, kUnixSocketPeer), "");
+  // No client address: the request has no client scope (the default client source is it).
+  DecisionRequest decision =
+      buildForwardAuthRequest(config, makeRequest("/check"), kUnixSocketPeer, "default");
+  EXPECT_EQ(decision.client_id, "");
+}
+
 TEST(ClientIpTest, TrustedPeerWithoutHeaderIsTheClient) {
   auto config = trusting({"10.0.0.0/8"});
   EXPECT_EQ(clientIp(config, makeRequest("/check"), "10.0.0.2"), "10.0.0.2");
