@@ -20,6 +20,7 @@
 #include <utility>
 #include <variant>
 
+#include "rules/sketch_rules.hpp"
 #include "rules/suggest.hpp"
 #include "sluice/rules/rules.hpp"
 
@@ -40,9 +41,21 @@ constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "ra
 constexpr std::array<std::string_view, 10> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
-constexpr std::array<std::string_view, 12> kLimitKeys{
-    "unit",  "requests_per_unit", "unlimited",      "name",         "replaces", "algorithm",
-    "burst", "unit_multiplier",   "count_rejected", "min_interval", "shape",    "warmup"};
+constexpr std::array<std::string_view, 15> kLimitKeys{"unit",
+                                                      "requests_per_unit",
+                                                      "unlimited",
+                                                      "name",
+                                                      "replaces",
+                                                      "algorithm",
+                                                      "burst",
+                                                      "unit_multiplier",
+                                                      "count_rejected",
+                                                      "min_interval",
+                                                      "shape",
+                                                      "warmup",
+                                                      "sketch",
+                                                      "bloom",
+                                                      "expected_clients"};
 constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 /// Where in a rules file a mapping is: which keys it takes and how errors name it.
 enum class Section { kRoot, kDescriptor, kLimit, kReplaces };
@@ -78,9 +91,11 @@ std::string_view nameOf(Section section) {
 constexpr std::array<std::string_view, 7> kUnitNames{"second", "minute", "hour", "day",
                                                      "week",   "month",  "year"};
 constexpr const char* kAlgorithmList =
-    "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket";
-constexpr std::array<std::string_view, 5> kAlgorithmNames{
-    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket", "leaky_bucket"};
+    "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket, "
+    "sketch";
+constexpr std::array<std::string_view, 6> kAlgorithmNames{
+    "fixed_window", "sliding_window_log", "sliding_window_counter",
+    "token_bucket", "leaky_bucket",       "sketch"};
 
 /// Which algorithms each optional algorithm parameter applies to.
 struct ParamRule {
@@ -93,7 +108,11 @@ const std::vector<ParamRule>& paramRules() {
       {"burst", {Algorithm::kTokenBucket, Algorithm::kLeakyBucket}},
       {"min_interval", {Algorithm::kSlidingWindowLog}},
       {"count_rejected",
-       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter}},
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kSketch}},
+      {"sketch", {Algorithm::kSketch}},
+      {"bloom", {Algorithm::kSketch}},
+      {"expected_clients", {Algorithm::kSketch}},
       {"shape", {Algorithm::kLeakyBucket}},
       {"warmup", {Algorithm::kTokenBucket}},
   };
@@ -731,6 +750,10 @@ class FileParser {
                   std::string(algorithmName(algorithm)) + " (exact arithmetic in the Redis store)");
       }
     }
+    std::optional<SketchParams> sketch;
+    if (algorithm == Algorithm::kSketch && algorithm_known && !limit.unlimited) {
+      sketch = parseSketch(fields, map, limit.requests_per_unit);
+    }
     if (errors_.size() != errors_before) {
       return std::nullopt;
     }
@@ -744,7 +767,30 @@ class FileParser {
     const bool bucket =
         algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket;
     limit.params.burst = bucket ? burst.value_or(limit.requests_per_unit) : 0;
+    if (sketch) {
+      limit.params.sketch = std::move(*sketch);
+      limit.params.sketch.identity = rules_detail::makeSketchIdentity(
+          domain_, generated_name, limit.slot, limit.name, limit.params.sketch);
+    }
     return limit;
+  }
+
+  /// The `sketch` algorithm's options (src/rules/sketch_rules.cpp).
+  std::optional<SketchParams> parseSketch(const Fields& fields, const YAML::Node& map,
+                                          std::int64_t limit) {
+    rules_detail::SketchOptions options;
+    const auto take = [&](std::string_view key, rules_detail::SketchOption& option) {
+      if (const auto it = fields.find(key); it != fields.end()) {
+        option.key = it->second.key;
+        option.value = it->second.value;
+      }
+    };
+    take("sketch", options.sketch);
+    take("bloom", options.bloom);
+    take("expected_clients", options.expected_clients);
+    return rules_detail::parseSketchOptions(
+        options, map, limit,
+        [this](const YAML::Node& node, const std::string& message) { error(at(node), message); });
   }
 
   void parseReplaces(const Field& field, RateLimit& limit) {
