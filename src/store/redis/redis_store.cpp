@@ -13,11 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/limiter/sketch.hpp"
 #include "sluice/rules/rules.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "store/redis/lua_scripts.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
 
 namespace sluice {
@@ -143,33 +145,77 @@ class RedisStore final : public Store {
       done(StoreResponse{});
       return;
     }
+    const bool has_sketch = std::any_of(request.limits.begin(), request.limits.end(), isSketch);
+    if (has_sketch && !sketch_hasher_) {
+      fetchSketchSeed(request, std::move(done));
+      return;
+    }
     if (options_.local_cache && answerFromCache(request, done)) {
       return;
     }
     std::vector<std::string> keys;
     keys.reserve(request.limits.size());
     std::vector<std::string> args;
-    args.reserve(2 + request.limits.size() * kValuesPerLimit);
+    args.reserve(3 + request.limits.size() * kValuesPerLimit);
     const Micros sent_at = localNow();
     args.push_back(test_clock_ != nullptr ? std::to_string(sent_at) : std::string());
     args.push_back(std::to_string(std::max<std::int64_t>(request.cost, 0)));
+    // A sketch's odd window string and cells go after every limit's own key and values.
+    std::vector<std::string> sketch_keys;
+    std::vector<std::string> sketch_args;
     for (const StoreLimit& limit : request.limits) {
-      keys.push_back(bucketKey(request.client, limit.key));
       const LimitParams& p = limit.params;
+      std::string burst = std::to_string(p.burst);
+      std::string warmup = std::to_string(p.warmup_us);
+      if (isSketch(limit)) {
+        const std::string client_key = bucketKey(request.client, limit.key);
+        const redis::SketchPlacement place =
+            redis::placeSketch(prefix_, limit, sketch_hasher_->fingerprint(), clustered_,
+                               clustered_ ? redis::keyHashSlot(client_key) : 0);
+        keys.push_back(place.even_key);
+        sketch_keys.push_back(place.odd_key);
+        // Provisional positions, relative to the start of the sketch sections.
+        burst = std::to_string(sketch_args.size());
+        warmup = std::to_string(sketch_keys.size() - 1);
+        redis::appendSketchCells(sketch_args, place.geometry,
+                                 sketch_hasher_->cells(limit.key, place.geometry));
+      } else {
+        keys.push_back(bucketKey(request.client, limit.key));
+      }
       args.push_back(std::to_string(static_cast<int>(p.algorithm)));
       args.push_back(std::to_string(p.limit));
       args.push_back(std::to_string(p.window_us));
-      args.push_back(std::to_string(p.burst));
+      args.push_back(std::move(burst));
       args.push_back(std::to_string(p.min_interval_us));
       args.push_back(std::to_string((p.count_rejected ? kFlagCountRejected : 0) |
                                     (limit.shadow ? kFlagShadow : 0)));
-      args.push_back(std::to_string(p.warmup_us));
+      args.push_back(std::move(warmup));
     }
+    if (!sketch_keys.empty()) {
+      // Lua indices are 1-based: the sections start at #KEYS + 1 and #ARGV + 1.
+      const std::size_t first_key = keys.size() + 1;
+      const std::size_t first_arg = args.size() + 1;
+      for (std::size_t i = 0; i < request.limits.size(); ++i) {
+        if (isSketch(request.limits[i])) {
+          std::string& burst = args[2 + i * kValuesPerLimit + 3];
+          std::string& warmup = args[2 + i * kValuesPerLimit + 6];
+          burst = std::to_string(first_arg + std::stoull(burst));
+          warmup = std::to_string(first_key + std::stoull(warmup));
+        }
+      }
+      keys.insert(keys.end(), sketch_keys.begin(), sketch_keys.end());
+      args.insert(args.end(), sketch_args.begin(), sketch_args.end());
+    }
+    args.push_back(std::to_string(request.limits.size()));
     // The reply handler needs the keys and limits for the local cache only.
     std::shared_ptr<CacheContext> cache_context;
     if (options_.local_cache) {
       cache_context = std::make_shared<CacheContext>();
-      cache_context->keys = keys;
+      cache_context->keys.reserve(request.limits.size());
+      for (const StoreLimit& limit : request.limits) {
+        // Per client, also for a sketch (whose Redis keys are shared by every client).
+        cache_context->keys.push_back(bucketKey(request.client, limit.key));
+      }
       cache_context->limits.reserve(request.limits.size());
       for (const StoreLimit& limit : request.limits) {
         cache_context->limits.push_back({limit.params, limit.shadow});
@@ -236,6 +282,40 @@ class RedisStore final : public Store {
     std::size_t removed = 0;
     ResetCallback done;
   };
+
+  static bool isSketch(const StoreLimit& limit) {
+    return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
+           limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
+           limit.params.limit > 0 && limit.params.window_us > 0;
+  }
+
+  /// Reads (or first sets) the sketch hash seed shared through Redis, then evaluates
+  /// `request`. The seed key may be on any node: it goes through the script (routed by key).
+  void fetchSketchSeed(const StoreRequest& request, Callback done) {
+    const std::string candidate = redis::randomSketchSeed();
+    backend_->evalScript(
+        {redis::sketchSeedKey(prefix_)}, {"sketch-seed", candidate}, options_.request_timeout,
+        [this, request, done = std::move(done)](Result<redis::Reply> reply) mutable {
+          if (!reply) {
+            done(reply.error());
+            return;
+          }
+          std::uint64_t k0 = 0;
+          std::uint64_t k1 = 0;
+          if (reply->type != redis::Reply::Type::kString ||
+              !SketchHasher::parseSeed(reply->str, k0, k1)) {
+            done(redis::redisError(redis::FailureSource::kProtocol, 0,
+                                   "the sketch seed in Redis (" + redis::sketchSeedKey(prefix_) +
+                                       ") is not 32 hex digits"));
+            return;
+          }
+          if (!sketch_hasher_) {
+            sketch_hasher_ = std::make_shared<const SketchHasher>(k0, k1);
+            spdlog::info("sketch: hash seed {} from Redis", sketch_hasher_->fingerprint());
+          }
+          evaluate(request, std::move(done));
+        });
+  }
 
   std::string bucketKey(std::string_view client, std::string_view key) const {
     return clustered_ ? redisClusterBucketKey(prefix_, client, key)
@@ -446,6 +526,8 @@ class RedisStore final : public Store {
   std::shared_ptr<redis::RedisBackend> backend_;
   bool clustered_;
   std::unordered_map<std::string, CacheEntry> cache_;
+  /// The sketch hash seed from Redis; null until the first sketch request reads it.
+  std::shared_ptr<const SketchHasher> sketch_hasher_;
 };
 
 }  // namespace
