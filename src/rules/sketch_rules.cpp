@@ -152,7 +152,7 @@ std::optional<SketchParams> parseSketchOptions(const SketchOptions& options,
     }
     if (seen.count("expected_requests") != 0 && seen.count("width") != 0) {
       fail(seen["width"], "give either 'expected_requests' or 'width' in 'sketch', not both");
-    } else if (seen.empty() || (seen.count("expected_requests") == 0 && seen.count("width") == 0)) {
+    } else if (ok && seen.count("expected_requests") == 0 && seen.count("width") == 0) {
       fail(where(options.sketch),
            "'sketch' needs 'expected_requests' (admitted requests per window across all "
            "clients) or 'width' (counters per row)");

@@ -89,7 +89,7 @@ TEST(SketchRulesTest, AGeometryChangeNamesAnotherSketch) {
 
 TEST(SketchRulesTest, ErrorsCarryTheirPosition) {
   EXPECT_EQ(onlyError(withLimit("      unit: second\n      requests_per_unit: 10\n")),
-            "test.yaml:6:7: algorithm 'sketch' needs 'sketch: {expected_requests: N}' "
+            "test.yaml:5:7: algorithm 'sketch' needs 'sketch: {expected_requests: N}' "
             "(admitted requests per window across all clients) or 'sketch: {width: W, depth: "
             "D}'");
   EXPECT_EQ(onlyError(withLimit(
@@ -98,7 +98,7 @@ TEST(SketchRulesTest, ErrorsCarryTheirPosition) {
             "width, depth); did you mean 'width'?");
   EXPECT_EQ(onlyError(withLimit("      unit: second\n      requests_per_unit: 10\n"
                                 "      sketch: {width: 5, depth: 17}\n")),
-            "test.yaml:8:31: 'depth' must be between 1 and 16, got 17");
+            "test.yaml:8:33: 'depth' must be between 1 and 16, got 17");
   EXPECT_EQ(onlyError(withLimit("      unit: second\n      requests_per_unit: 10\n"
                                 "      sketch: {width: 5, expected_requests: 9}\n")),
             "test.yaml:8:16: give either 'expected_requests' or 'width' in 'sketch', not both");
@@ -111,7 +111,7 @@ TEST(SketchRulesTest, ErrorsCarryTheirPosition) {
             "test.yaml:9:7: 'expected_clients' applies only with 'bloom: true'");
   EXPECT_EQ(onlyError(withLimit("      unit: second\n      requests_per_unit: 4294967295\n"
                                 "      sketch: {width: 5}\n")),
-            "test.yaml:6:7: 'requests_per_unit' 4294967295 is too large for algorithm 'sketch' "
+            "test.yaml:5:7: 'requests_per_unit' 4294967295 is too large for algorithm 'sketch' "
             "(its counters hold at most 4294967294)");
   EXPECT_EQ(onlyError(withLimit("      unit: second\n      requests_per_unit: 10\n"
                                 "      sketch: [1]\n")),

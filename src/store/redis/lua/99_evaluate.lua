@@ -32,8 +32,6 @@
 local kStride = 7
 local kReplyStride = 6
 local kReadBatch = 1000  -- keys per MGET: unpack() must stay within Lua's C stack limit
-local now = sluice_now
-local cost = max(number(ARGV[2]), 0)
 -- The sketch hash seed, shared by every sidecar of this Redis: KEYS[1] the seed key,
 -- ARGV = { 'sketch-seed', candidate }. The first candidate set wins; returns the seed.
 if ARGV[1] == 'sketch-seed' then
@@ -41,6 +39,8 @@ if ARGV[1] == 'sketch-seed' then
   return redis.call('GET', KEYS[1])
 end
 
+local now = sluice_now
+local cost = max(number(ARGV[2]), 0)
 local n = number(ARGV[#ARGV])
 if n == 0 then
   return { 1 }
