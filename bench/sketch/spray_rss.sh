@@ -7,6 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$root/build}
+sluice_bin=${SLUICE_BIN:-$build/sluice}
 clients=${1:-1000000}
 work=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -42,7 +43,7 @@ run() {
   mkdir -p "$work/$name"
   printf 'domain: spray\nrate_limit:\n  unit: minute\n  requests_per_unit: 100\n%s' "$rule" \
     > "$work/$name/spray.yaml"
-  "$build/sluice" --listen "127.0.0.1:$port" --rules "$work/$name" --threads 1 \
+  "$sluice_bin" --listen "127.0.0.1:$port" --rules "$work/$name" --threads 1 \
     --log-level warn --store memory &
   pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done

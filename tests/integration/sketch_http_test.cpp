@@ -103,12 +103,16 @@ TEST_P(SketchHttpTest, ManyClientsShareOneSketchPerRule) {
     EXPECT_EQ(keys->elements, 1U);  // only the current window's string was written
     const auto all = redis_->command({"DBSIZE"});
     EXPECT_EQ(all->integer, 2);  // that string and the seed: no key per client
-  } else {
-    const std::string metrics = http.get("/metrics").body;
+  }
+  const std::string metrics = http.get("/metrics").body;
+  EXPECT_NE(metrics.find("sluice_sketch_load{domain=\"sk\",rule=\"per_user_bloom\"} "),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sluice_sketch_saturated_ratio{domain=\"sk\",rule=\"per_user_bloom\"} "),
+            std::string::npos);
+  if (!GetParam()) {
     EXPECT_NE(metrics.find("sluice_memory_store_keys 0"), std::string::npos) << metrics;
-    EXPECT_NE(metrics.find("sluice_sketch_load{domain=\"sk\",rule=\"per_user_bloom\"}"),
-              std::string::npos);
-    EXPECT_NE(metrics.find("sluice_sketch_memory_bytes{domain=\"sk\",rule=\"per_user_bloom\"}"),
+    EXPECT_NE(metrics.find("sluice_sketch_memory_bytes{domain=\"sk\",rule=\"per_user_bloom\"} "),
               std::string::npos);
   }
 }

@@ -129,6 +129,7 @@ class RedisStore final : public Store {
   RedisStore(std::shared_ptr<redis::RedisBackend> backend, const RedisOptions& options,
              Metrics& metrics, std::string_view kind, const Clock* test_clock)
       : options_(options),
+        metrics_(metrics),
         prefix_(sanitizePrefix(options.key_prefix)),
         kind_(kind),
         test_clock_(test_clock),
@@ -222,11 +223,22 @@ class RedisStore final : public Store {
       }
       cache_context->cost = request.cost;
     }
+    // The sketches' gauges, fed from the script's reply (the window's totals in Redis).
+    std::shared_ptr<std::vector<SketchGauges*>> sketch_gauges;
+    if (has_sketch) {
+      sketch_gauges = std::make_shared<std::vector<SketchGauges*>>();
+      for (const StoreLimit& limit : request.limits) {
+        if (isSketch(limit)) {
+          sketch_gauges->push_back(&gaugesOf(limit));
+        }
+      }
+    }
     const auto started = std::chrono::steady_clock::now();
     const std::size_t n = request.limits.size();
     backend_->evalScript(
         std::move(keys), std::move(args), options_.request_timeout,
         [this, n, started, sent_at, cache_context = std::move(cache_context),
+         sketch_gauges = std::move(sketch_gauges),
          done = std::move(done)](Result<redis::Reply> reply) {
           duration_.observe(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
@@ -234,7 +246,11 @@ class RedisStore final : public Store {
             done(reply.error());
             return;
           }
-          Result<StoreResponse> response = parse(*reply, n);
+          const std::size_t sketches = sketch_gauges ? sketch_gauges->size() : 0;
+          Result<StoreResponse> response = parse(*reply, n, sketches);
+          if (response && sketches > 0) {
+            publishSketchStats(*reply, n, *sketch_gauges);
+          }
           if (response && cache_context) {
             remember(*cache_context, *response, sent_at);
           }
@@ -282,6 +298,50 @@ class RedisStore final : public Store {
     std::size_t removed = 0;
     ResetCallback done;
   };
+
+  /// sketch_load and sketch_saturated_ratio of one rule's sketch, and its geometry here.
+  struct SketchGauges {
+    Gauge* load = nullptr;
+    Gauge* saturated = nullptr;
+    double cells_times_limit = 1;  ///< width (of a shard in a cluster) x L
+    double cells = 1;              ///< depth x width
+  };
+
+  SketchGauges& gaugesOf(const StoreLimit& limit) {
+    const SketchIdentity& identity = *limit.params.sketch.identity;
+    auto [it, inserted] = sketch_gauges_.try_emplace(identity.key);
+    if (inserted) {
+      const Labels labels{{"domain", identity.domain}, {"rule", identity.rule}};
+      metrics_.describe("sketch_load", Metrics::Type::kGauge,
+                        "Load of a sketch rule's current window: requests charged in the window "
+                        "/ (width x requests_per_unit). False denials grow with it "
+                        "(docs/sketch.md).");
+      metrics_.describe("sketch_saturated_ratio", Metrics::Type::kGauge,
+                        "Share of a sketch rule's counters at or above its limit in the current "
+                        "window (a client whose counters are all there is denied).");
+      it->second.load = &metrics_.gauge("sketch_load", labels);
+      it->second.saturated = &metrics_.gauge("sketch_saturated_ratio", labels);
+      const std::uint32_t width = clustered_ ? redis::clusterShardWidth(limit.params.sketch.width)
+                                             : limit.params.sketch.width;
+      it->second.cells_times_limit =
+          static_cast<double>(width) * static_cast<double>(limit.params.limit);
+      it->second.cells = static_cast<double>(width) * limit.params.sketch.depth;
+    }
+    return it->second;
+  }
+
+  /// The charged total and saturated counters the script read for each sketch limit (of
+  /// the shard of this request's slot in a cluster, which sees its share of the traffic).
+  static void publishSketchStats(const redis::Reply& reply, std::size_t n,
+                                 const std::vector<SketchGauges*>& gauges) {
+    const std::size_t base = 1 + n * kRepliesPerLimit;
+    for (std::size_t j = 0; j < gauges.size(); ++j) {
+      const double charged = static_cast<double>(reply.elements[base + 2 * j].integer);
+      const double saturated = static_cast<double>(reply.elements[base + 2 * j + 1].integer);
+      gauges[j]->load->set(charged / gauges[j]->cells_times_limit);
+      gauges[j]->saturated->set(saturated / gauges[j]->cells);
+    }
+  }
 
   static bool isSketch(const StoreLimit& limit) {
     return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
@@ -331,8 +391,9 @@ class RedisStore final : public Store {
     return test_clock_ != nullptr ? test_clock_->nowMicros() : steadyMicros();
   }
 
-  static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n) {
-    const std::size_t expected = 1 + n * kRepliesPerLimit;
+  static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n,
+                                     std::size_t sketches) {
+    const std::size_t expected = 1 + n * kRepliesPerLimit + 2 * sketches;
     if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != expected) {
       return redis::redisError(redis::FailureSource::kProtocol, 0,
                                "the script returned " + std::to_string(reply.elements.size()) +
@@ -518,6 +579,7 @@ class RedisStore final : public Store {
   }
 
   RedisOptions options_;
+  Metrics& metrics_;
   std::string prefix_;
   std::string kind_;
   const Clock* test_clock_;
@@ -528,6 +590,7 @@ class RedisStore final : public Store {
   std::unordered_map<std::string, CacheEntry> cache_;
   /// The sketch hash seed from Redis; null until the first sketch request reads it.
   std::shared_ptr<const SketchHasher> sketch_hasher_;
+  std::unordered_map<std::string, SketchGauges> sketch_gauges_;  ///< by SketchIdentity::key
 };
 
 }  // namespace

@@ -22,7 +22,7 @@ local function make_sketch()
   -- The client's min counter (saturated -> 2^53) and whether all its Bloom bits are set,
   -- in the string `key` if it holds window `idx`; 0, false otherwise.
   local function read_window(key, idx, bits, d, w, cols, m, bloom, k)
-    local args = { 'GET', 'i64', 0 }
+    local args = { 'GET', 'i64', 0, 'GET', 'i64', 64, 'GET', 'i64', 128 }
     local t = 'u' .. bits
     for r = 1, d do
       args[#args + 1] = 'GET'
@@ -37,12 +37,12 @@ local function make_sketch()
     end
     local v = redis.call('BITFIELD', key, unpack(args))
     if v[1] ~= idx then
-      return 0, false
+      return 0, false, 0, 0
     end
     local top = 2 ^ bits - 1
     local least = kSaturated
     for r = 1, d do
-      local c = v[1 + r]
+      local c = v[3 + r]
       if c >= top then
         c = kSaturated
       end
@@ -52,11 +52,11 @@ local function make_sketch()
     end
     local seen = true
     for j = 1, k do
-      if v[1 + d + j] ~= 1 then
+      if v[3 + d + j] ~= 1 then
         seen = false
       end
     end
-    return least, seen
+    return least, seen, v[2], v[3]
   end
 
   -- Records one charged attempt in the current window's string (SketchTable::record).
@@ -117,8 +117,9 @@ local function make_sketch()
   end
 
   -- ARGV[ex ...]: bits, depth, width, bloom_bits, bloom_hashes, then depth columns and
-  -- bloom_hashes bit positions. Returns the usual outcome values, and as the state to write
-  -- a function that records this attempt (or false when there is nothing to record).
+  -- bloom_hashes bit positions. Returns the usual outcome values, as the state to write a
+  -- function that records this attempt (or false when there is nothing to record), then the
+  -- current window's charged total and saturated counters before this request (metrics).
   return function(limit, window, count_rejected, key_even, key_odd, ex, now, cost)
     local bits = tonumber(ARGV[ex])
     local d = tonumber(ARGV[ex + 1])
@@ -141,7 +142,7 @@ local function make_sketch()
     if idx % 2 == 1 then
       curr_key, prev_key = key_odd, key_even
     end
-    local c, seen_c = read_window(curr_key, idx, bits, d, w, cols, m, bloom, k)
+    local c, seen_c, charged, saturated = read_window(curr_key, idx, bits, d, w, cols, m, bloom, k)
     local p, seen_p = read_window(prev_key, idx - 1, bits, d, w, cols, m, bloom, k)
     if m > 0 and not seen_c and not seen_p then
       c, p = 0, 0
@@ -156,6 +157,6 @@ local function make_sketch()
         record(curr_key, idx, window, limit, bits, d, w, cols, m, bloom, k, raise, cost)
       end
     end
-    return ok, remaining, reset_after, retry_after, delay, never, ttl, write
+    return ok, remaining, reset_after, retry_after, delay, never, ttl, write, charged, saturated
   end
 end

@@ -19,7 +19,8 @@
 --          window's string (both after the n limits' own).
 -- ARGV[#ARGV] n, the number of limits (KEYS may hold more: sketches' odd strings)
 -- Returns { allowed, then per limit: allowed, remaining, reset_after_us, retry_after_us,
---           delay_us, never }, integers (booleans as 0/1).
+--           delay_us, never, then per sketch limit in order: its window's charged total and
+--           saturated counters }, integers (booleans as 0/1).
 --
 -- Semantics (include/sluice/store/store.hpp): the request is allowed iff every non-shadow limit
 -- allows; then every limit that allowed is charged; otherwise nothing is charged, except
@@ -93,6 +94,7 @@ local reply = { 1, 0, 0, 0, 0, 0, 0 }
 local pending = { false, 0, false }
 local allowed = true
 local sliding_window_log, sliding_window_counter, gcra, sketch
+local sketch_stats = {}
 for i = 1, n do
   local base = 3 + (i - 1) * kStride
   local algorithm = number(ARGV[base])
@@ -126,9 +128,12 @@ for i = 1, n do
         sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
   elseif algorithm == 5 then
     sketch = sketch or make_sketch()
-    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+    local charged, saturated
+    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged, saturated =
         sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
                number(ARGV[base + 3]), now, cost)
+    sketch_stats[#sketch_stats + 1] = charged
+    sketch_stats[#sketch_stats + 1] = saturated
     -- A sketch writes through its own function (or nothing): never SET/DEL KEYS[i].
     next_state = next_state or 'none'
   else
@@ -154,6 +159,9 @@ for i = 1, n do
 end
 
 reply[1] = allowed and 1 or 0
+for j = 1, #sketch_stats do
+  reply[1 + n * kReplyStride + j] = sketch_stats[j]
+end
 for i = 1, n do
   local p = 1 + (i - 1) * 3
   if (allowed and reply[2 + (i - 1) * kReplyStride] == 1) or pending[p + 2] then
