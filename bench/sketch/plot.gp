@@ -5,9 +5,10 @@ set output png
 set logscale xy
 set xlabel "sketch load: admitted requests per window / (width x L)"
 set ylabel "false denials (share of requests)"
-set format y "10^{%L}"
+set format y "%.0e"
+set termoption noenhanced
 set key top left
 set grid
-set title "sketch vs exact sliding_window_counter (depth 4); 1e-7 = none seen"
+set title "sketch (depth 4) vs the exact sliding_window_counter, decision by decision (1e-7: none seen)"
 stats data nooutput
 plot for [i=0:STATS_blocks-1] data index i using 1:2 with linespoints title columnheader(1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # RSS growth per client under a spray of random client ids through HTTP (docs/sketch.md):
 #   bench/sketch/spray_rss.sh [clients=1000000]
-# Starts build/sluice (memory store) twice, once with a `sketch` rule and once with the exact
+# Hour windows, so that no bucket expires during the spray. Starts build/sluice (memory store) twice, once with a `sketch` rule and once with the exact
 # sliding_window_counter, sends `clients` requests each from a new client id with wrk, and
 # prints the RSS growth per client of each.
 set -euo pipefail
@@ -15,8 +15,10 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 
 cat > "$work/spray.lua" <<'LUA'
 -- Every request from a client id never used before (thread number + counter).
+-- thread_id is a global of each thread's Lua state, set by setup() (a local here would
+-- shadow it and give every thread the same ids).
 local counter = 0
-local thread_id = 0
+thread_id = 0
 local next_thread = 0
 function setup(thread)
   thread:set("thread_id", next_thread)
@@ -41,7 +43,7 @@ decisions() {
 run() {
   local name=$1 rule=$2
   mkdir -p "$work/$name"
-  printf 'domain: spray\nrate_limit:\n  unit: minute\n  requests_per_unit: 100\n%s' "$rule" \
+  printf 'domain: spray\nrate_limit:\n  unit: hour\n  requests_per_unit: 100\n%s' "$rule" \
     > "$work/$name/spray.yaml"
   "$sluice_bin" --listen "127.0.0.1:$port" --rules "$work/$name" --threads 1 \
     --log-level warn --store memory &
@@ -65,7 +67,7 @@ run() {
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 
-run "sketch (expected 1M/min)" "  algorithm: sketch
+run "sketch (expected 1M per hour)" "  algorithm: sketch
   sketch: {expected_requests: 1000000}
 "
 run "exact sliding_window_counter" "  algorithm: sliding_window_counter
