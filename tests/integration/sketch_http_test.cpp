@@ -4,9 +4,12 @@
 // Hour windows: no assertion depends on timing.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/http_client.hpp"
 #include "support/redis_server.hpp"
@@ -48,9 +51,23 @@ class SketchHttpTest : public ::testing::TestWithParam<bool> {
     std::vector<std::string> args{"--threads", "2"};
     if (GetParam()) {
       redis_ = std::make_unique<RedisServer>();
-      args.insert(args.end(), {"--store", "redis", "--redis", redis_->url()});
+      // One I/O thread (one connection, which /readyz reports) and `closed`: no answer is
+      // ever a degraded one.
+      args = {"--threads", "1", "--store", "redis", "--redis", redis_->url(), "--failure-mode",
+              "closed",
+              // A loaded CI machine must not turn a slow answer into a 503.
+              "--redis-timeout-ms", "1000"};
     }
     sluice_ = std::make_unique<SluiceProcess>(withRules({{"sk.yaml", kRules}}, args));
+    if (GetParam()) {
+      // /healthz answers before the Redis connection is up; /readyz says when it is.
+      HttpClient client = sluice_->client();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (client.get("/readyz").status != 200) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << sluice_->log();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
   }
 
   std::unique_ptr<RedisServer> redis_;
