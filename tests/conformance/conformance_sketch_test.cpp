@@ -49,7 +49,8 @@ class SketchConformanceTest : public ::testing::Test {
     o.request_timeout = std::chrono::milliseconds(2000);
     // The seed every sidecar of this Redis shares, fixed here to the memory store's.
     sharedRedis().command({"SET", redis::sketchSeedKey(o.key_prefix), kSeed});
-    redis_ = redis::makeRedisStoreForTesting(io_, o, metrics_, clock_);
+    o.script_time = ScriptTime::kStoreClock;  // the script decides on clock_'s timeline
+    redis_ = makeRedisStore(io_, o, metrics_, clock_);
     ASSERT_TRUE(test::runUntil(io_, [&] { return redis_->healthy(); }));
   }
 

@@ -9,6 +9,7 @@
 
 #include "sluice/common/metrics.hpp"
 #include "sluice/limiter/sketch.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "store/redis/redis_sketch.hpp"
@@ -62,7 +63,8 @@ TEST(RedisClusterSketchTest, ShardsLandInTheSlotOfTheRequestAndLimitPerClient) {
   auto seeds = parseRedisClusterUrls(cluster.url(0), base);
   ASSERT_TRUE(seeds);
   StorePtr store = makeRedisClusterStore(io, *seeds, metrics);
-  ASSERT_TRUE(test::runUntil(io, [&] { return store->healthy(); }, milliseconds(5000)));
+  ASSERT_TRUE(test::runUntil(
+      io, [&] { return store->healthy(); }, milliseconds(5000)));
   std::set<int> slots;
   for (int c = 0; c < 12; ++c) {
     StoreRequest request;
@@ -78,7 +80,7 @@ TEST(RedisClusterSketchTest, ShardsLandInTheSlotOfTheRequestAndLimitPerClient) {
     ASSERT_TRUE(denied) << denied.error().message;
     EXPECT_FALSE(denied->allowed);
     EXPECT_FALSE(denied->outcomes[0].allowed);
-    slots.insert(redis::keyHashSlot(redisClusterBucketKey("sluice", request.client, "x")));
+    slots.insert(redis::keyHashSlot(BucketKey::redisKey("sluice", request.limits[0].key)));
   }
   EXPECT_GT(slots.size(), 6U);  // the clients' shards are spread over slots (and masters)
 }
