@@ -118,16 +118,16 @@ TEST_F(SketchConformanceTest, RandomTracesDecideIdentically) {
     for (int i = 0; i < 250; ++i) {
       clock_.advance(std::chrono::microseconds(rng() % 90'000));
       StoreRequest request;
-      request.client = "c" + std::to_string(rng() % 12);
+      const std::string client = "c" + std::to_string(rng() % 12);
       request.cost = static_cast<std::int64_t>(rng() % 4);
       if (shape.limit > 1000) {
         request.cost = static_cast<std::int64_t>(rng() % 9000);
       }
-      request.limits.push_back(StoreLimit{request.client + "|d:k", p, false});
+      request.limits.push_back(StoreLimit{client + "|d:k", p, false});
       if (rng() % 4 == 0) {
         // Another client's limit of the same rule in the same request, and an exact one.
         request.limits.push_back(StoreLimit{"other|d:k", p, rng() % 2 == 0});
-        request.limits.push_back(StoreLimit{request.client + "|d:f", fixed, false});
+        request.limits.push_back(StoreLimit{client + "|d:f", fixed, false});
       }
       same(request, "shape " + std::to_string(s) + " request " + std::to_string(i));
     }
@@ -139,7 +139,6 @@ TEST_F(SketchConformanceTest, RandomTracesDecideIdentically) {
 TEST_F(SketchConformanceTest, StringsExpirePastTheNextWindow) {
   const LimitParams p = sketchParams(3, kMicrosPerSecond, 64, 4, "ttl");
   StoreRequest request;
-  request.client = "a";
   request.limits.push_back(StoreLimit{"a|d:k", p, false});
   same(request, "first");
   // The even or odd string of the current window exists, with a TTL.

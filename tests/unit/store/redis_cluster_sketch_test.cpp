@@ -62,15 +62,15 @@ TEST(RedisClusterSketchTest, ShardsLandInTheSlotOfTheRequestAndLimitPerClient) {
   base.request_timeout = milliseconds(2000);
   auto seeds = parseRedisClusterUrls(cluster.url(0), base);
   ASSERT_TRUE(seeds);
-  StorePtr store = makeRedisClusterStore(io, *seeds, metrics);
+  SystemClock clock;
+  StorePtr store = makeRedisClusterStore(io, *seeds, metrics, clock);
   ASSERT_TRUE(test::runUntil(
       io, [&] { return store->healthy(); }, milliseconds(5000)));
   std::set<int> slots;
   for (int c = 0; c < 12; ++c) {
     StoreRequest request;
-    request.client = "client" + std::to_string(c);
-    request.limits = {sketchLimit(request.client + "|d:ip", 2),
-                      fixedWindow(request.client + "|d:f", 100)};
+    const std::string client = "client" + std::to_string(c);
+    request.limits = {sketchLimit(client + "|d:ip", 2), fixedWindow(client + "|d:f", 100)};
     for (int i = 0; i < 2; ++i) {
       auto r = test::evaluateOnce(io, *store, request);
       ASSERT_TRUE(r) << r.error().message;
