@@ -2,15 +2,15 @@
 
 #include <string>
 
-#include "rules_test_util.hpp"
 #include "sluice/limiter/sketch.hpp"
 #include "sluice/rules/rules.hpp"
+#include "support/rules_loading.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::errorsOf;
-using testing::loadOne;
+using test::errorsOf;
+using test::loadOne;
 
 /// A domain whose one descriptor's rate_limit body is `body` (the mapping starts on line 6).
 std::string withLimit(const std::string& body) {
