@@ -257,6 +257,10 @@ void writeLimit(JsonWriter& w, const LimitStatus& limit) {
   if (o.never) {
     w.field("never", true);
   }
+  if (limit.algorithm == Algorithm::kSketch) {
+    // remaining is a lower bound, retry_after an upper bound of the exact limiter's.
+    w.field("approximate", true);
+  }
   w.endObject();
 }
 
@@ -443,6 +447,18 @@ Micros shapingDelay(const Decision& decision) {
   return delay;
 }
 
+/// True when a limit was decided by the `sketch` algorithm.
+static bool anyApproximate(const Decision& decision) {
+  for (const auto& d : decision.descriptors) {
+    for (const auto& l : d.limits) {
+      if (!l.unlimited && l.algorithm == Algorithm::kSketch) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 Response decisionResponse(const DecisionRequest& request, const Decision& decision) {
   Response response;
   response.status = decision.allowed ? 200 : 429;
@@ -457,6 +473,9 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
   }
   if (decision.degraded) {
     w.field("degraded", true);
+  }
+  if (anyApproximate(decision)) {
+    w.field("approximate", true);
   }
   if (!decision.domain_known) {
     w.field("reason", "unknown domain");

@@ -9,12 +9,13 @@
 namespace sluice {
 namespace {
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 5> kNames{{
+constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kNames{{
     {Algorithm::kFixedWindow, "fixed_window"},
     {Algorithm::kSlidingWindowLog, "sliding_window_log"},
     {Algorithm::kSlidingWindowCounter, "sliding_window_counter"},
     {Algorithm::kTokenBucket, "token_bucket"},
     {Algorithm::kLeakyBucket, "leaky_bucket"},
+    {Algorithm::kSketch, "sketch"},
 }};
 
 /// L = 0 blocks everything: any positive cost can never pass; a check (cost 0) is allowed
@@ -54,6 +55,8 @@ std::string_view algorithmCode(Algorithm algorithm) {
       return "tb";
     case Algorithm::kLeakyBucket:
       return "lb";
+    case Algorithm::kSketch:
+      return "sk";
   }
   return "unknown";
 }
@@ -84,6 +87,10 @@ Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros 
       return limiter_detail::evaluateGcra(params, state, now, cost, /*leaky=*/false);
     case Algorithm::kLeakyBucket:
       return limiter_detail::evaluateGcra(params, state, now, cost, /*leaky=*/true);
+    case Algorithm::kSketch:
+      // The stores evaluate sketch limits on the rule's shared sketch (evaluateSketch); on a
+      // bucket of its own a sketch is a sketch without collisions: sliding_window_counter.
+      return limiter_detail::evaluateSlidingWindowCounter(params, state, now, cost);
   }
   return evaluateBlocked(state, cost);
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "rules/sketch_rules.hpp"
 #include "rules/suggest.hpp"
 
 namespace sluice::rules_detail {
@@ -16,9 +17,11 @@ constexpr std::int64_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
 constexpr std::array<std::string_view, 7> kUnitNames{"second", "minute", "hour", "day",
                                                      "week",   "month",  "year"};
 constexpr const char* kAlgorithmList =
-    "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket";
-constexpr std::array<std::string_view, 5> kAlgorithmNames{
-    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket", "leaky_bucket"};
+    "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket, "
+    "sketch";
+constexpr std::array<std::string_view, 6> kAlgorithmNames{
+    "fixed_window", "sliding_window_log", "sliding_window_counter",
+    "token_bucket", "leaky_bucket",       "sketch"};
 
 /// Which algorithms each optional algorithm parameter applies to.
 struct ParamRule {
@@ -31,7 +34,11 @@ const std::vector<ParamRule>& paramRules() {
       {"burst", {Algorithm::kTokenBucket, Algorithm::kLeakyBucket}},
       {"min_interval", {Algorithm::kSlidingWindowLog}},
       {"count_rejected",
-       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter}},
+       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kSketch}},
+      {"sketch", {Algorithm::kSketch}},
+      {"bloom", {Algorithm::kSketch}},
+      {"expected_clients", {Algorithm::kSketch}},
       {"shape", {Algorithm::kLeakyBucket}},
       {"warmup", {Algorithm::kTokenBucket}},
   };
@@ -71,6 +78,10 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
   const std::optional<std::int64_t> burst = readParams(fields, algorithm_known, limit);
   checkBurstSpan(fields, limit, burst);
   checkExactArithmetic(fields, limit, burst);
+  std::optional<SketchParams> sketch;
+  if (algorithm_known && limit.params.algorithm == Algorithm::kSketch && !limit.unlimited) {
+    sketch = readSketch(fields, map, limit.requests_per_unit);
+  }
   if (reader_.errorsReported() != errors_before) {
     return std::nullopt;
   }
@@ -82,7 +93,31 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
   limit.params.window_us = unitMicros(limit.unit) * limit.unit_multiplier;
   limit.params.burst =
       isBucket(limit.params.algorithm) ? burst.value_or(limit.requests_per_unit) : 0;
+  if (sketch) {
+    limit.params.sketch = std::move(*sketch);
+    limit.params.sketch.identity = makeSketchIdentity(domain_, generated_name, limit.limit_id,
+                                                      limit.name, limit.params.sketch);
+  }
   return limit;
+}
+
+// The `sketch` algorithm's options (src/rules/sketch_rules.cpp).
+std::optional<SketchParams> LimitParser::readSketch(const Fields& fields, const YAML::Node& map,
+                                                    std::int64_t limit) {
+  SketchOptions options;
+  const auto take = [&](std::string_view key, SketchOption& option) {
+    if (const Field* field = find(fields, key)) {
+      option.key = field->key;
+      option.value = field->value;
+    }
+  };
+  take("sketch", options.sketch);
+  take("bloom", options.bloom);
+  take("expected_clients", options.expected_clients);
+  return parseSketchOptions(options, map, limit,
+                            [this](const YAML::Node& node, const std::string& message) {
+                              reader_.error(reader_.at(node), message);
+                            });
 }
 
 // `unlimited`, `unit` and `requests_per_unit`: the ones an unlimited limit does without.

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,9 @@ class LimitParser {
   std::optional<RateLimit> parse(const YAML::Node& map, const std::string& generated_name,
                                  std::size_t index, bool shadow);
 
+  /// The domain of the limits parsed next (names `sketch` rules' shared state).
+  void setDomain(std::string domain) { domain_ = std::move(domain); }
+
   /// Every replaced name exists among the limits of `domain` parsed so far.
   void checkReplaces(std::string_view domain);
 
@@ -54,8 +58,11 @@ class LimitParser {
                       std::optional<std::int64_t> burst);
   void checkExactArithmetic(const Fields& fields, const RateLimit& limit,
                             std::optional<std::int64_t> burst);
+  std::optional<SketchParams> readSketch(const Fields& fields, const YAML::Node& map,
+                                         std::int64_t limit);
 
   YamlReader& reader_;
+  std::string domain_;
   std::set<std::string> names_;
   std::vector<ReplacesRef> replaces_refs_;
 };

@@ -67,6 +67,7 @@ class FileParser {
       domain.location = reader_.at(it->second);
     }
     domain_ = domain.domain;
+    limits_.setDomain(domain.domain);
     domain.domain_limits = parseNodeLimits(fields, domain.domain, false);
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
       parseDescriptors(it->second, domain.domain, domain.descriptors, domain.descriptors_index);

@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "sluice/limiter/sketch.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
@@ -42,6 +43,15 @@ json limitToJson(const RateLimit& limit) {
     if (params.algorithm != Algorithm::kTokenBucket &&
         params.algorithm != Algorithm::kLeakyBucket) {
       out["count_rejected"] = params.count_rejected;
+    }
+    if (params.algorithm == Algorithm::kSketch) {
+      const SketchParams& sketch = params.sketch;
+      out["sketch"] = {{"width", sketch.width},
+                       {"depth", sketch.depth},
+                       {"counter_bits", sketch.counter_bits},
+                       {"bloom", sketch.bloom_bits > 0},
+                       {"bloom_bits", sketch.bloom_bits},
+                       {"memory_bytes", sketchStateBytes(sketch)}};
     }
   }
   if (!limit.replaces.empty()) {

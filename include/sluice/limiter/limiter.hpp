@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sluice/common/clock.hpp"
+#include "sluice/limiter/sketch_params.hpp"
 
 /// The rate-limiting algorithms as pure functions of (state, now, cost): no I/O, no clock
 /// reads. The memory store keeps BucketState in process; the Redis store runs Lua scripts
@@ -18,12 +19,13 @@ enum class Algorithm : std::uint8_t {
   kSlidingWindowCounter,
   kTokenBucket,
   kLeakyBucket,
+  kSketch,  ///< approximate, per-rule count-min sketches (sluice/limiter/sketch.hpp)
 };
 
 /// "fixed_window", "sliding_window_log", ...
 std::string_view algorithmName(Algorithm algorithm);
 /// The short code that names the algorithm inside bucket keys: "fw", "swl", "swc", "tb",
-/// "lb" (every byte of a key is stored per tracked client).
+/// "lb", "sk" (every byte of a key is stored per tracked client).
 std::string_view algorithmCode(Algorithm algorithm);
 /// Parses the YAML spelling; nullopt when unknown.
 std::optional<Algorithm> parseAlgorithm(std::string_view name);
@@ -38,6 +40,7 @@ struct LimitParams {
   bool count_rejected = false;          ///< a denied attempt is recorded too
   Micros warmup_us = 0;                 ///< token_bucket: Guava SmoothWarmingUp period (0 = off)
   bool shape = false;                   ///< leaky_bucket: the server holds the answer for delay
+  SketchParams sketch;                  ///< sketch: geometry and identity of the rule's sketch
 };
 
 /// Outcome::retry_after_us of a request that can never pass (cost > limit or > burst).

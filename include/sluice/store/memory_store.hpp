@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
@@ -15,6 +16,9 @@ struct MemoryStoreOptions {
   /// can pass the bound by less than `shards` (when the inserting shard has nothing to drop).
   std::size_t max_keys = 1'000'000;
   std::size_t shards = 64;  ///< lock striping; no global lock on the request path
+  /// Seed of the `sketch` algorithm's keyed hash, 32 hex digits; empty: random per process
+  /// (a sketch's counters live only in this process). Tests fix it to compare stores.
+  std::string sketch_seed;
 };
 
 /// The embedded store: thread-safe, one instance shared by all I/O threads; evaluate()
@@ -28,8 +32,13 @@ struct MemoryStoreOptions {
 /// About 40 bytes per bucket plus its key (bench/memory_per_key.cpp); sliding_window_log
 /// buckets add their log.
 ///
+/// `sketch` limits are kept apart: one sketch per rule shared by all its clients
+/// (store/memory/sketch_registry.hpp), 2 x depth x width counters whatever the number of
+/// clients, locked after the shards (in address order) for the whole request.
+///
 /// Metrics: gauge `memory_store_keys`, counter `memory_store_evictions_total{reason}` with
-/// reason "expired" (idle past its ttl) or "capacity" (dropped for max_keys while live).
+/// reason "expired" (idle past its ttl) or "capacity" (dropped for max_keys while live);
+/// per sketch rule `sketch_load`, `sketch_saturated_ratio`, `sketch_memory_bytes`.
 StorePtr makeMemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics);
 
 }  // namespace sluice

@@ -6,16 +6,32 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <utility>
 #include <vector>
 
 #include "store/memory/bucket_table.hpp"
+#include "store/memory/sketch_registry.hpp"
 
 namespace sluice {
 namespace {
 
 using memory_detail::BucketTable;
 using memory_detail::Evictions;
+using memory_detail::MemorySketch;
+using memory_detail::SketchRegistry;
+
+/// The sketch hash seed: MemoryStoreOptions::sketch_seed, else random.
+std::pair<std::uint64_t, std::uint64_t> sketchSeed(const std::string& text) {
+  std::uint64_t k0 = 0;
+  std::uint64_t k1 = 0;
+  if (!SketchHasher::parseSeed(text, k0, k1)) {
+    std::random_device random;
+    k0 = (static_cast<std::uint64_t>(random()) << 32) ^ random();
+    k1 = (static_cast<std::uint64_t>(random()) << 32) ^ random();
+  }
+  return {k0, k1};
+}
 
 /// Entries each request's shards advance their expiry sweep by: idle keys go without a
 /// background thread, and no request pays for a whole shard.
@@ -29,7 +45,8 @@ class MemoryStore final : public Store {
         keys_(describeGauge(metrics)),
         evicted_expired_(metrics.counter("memory_store_evictions_total", {{"reason", "expired"}})),
         evicted_capacity_(
-            metrics.counter("memory_store_evictions_total", {{"reason", "capacity"}})) {
+            metrics.counter("memory_store_evictions_total", {{"reason", "capacity"}})),
+        sketches_(metrics, sketchSeed(options.sketch_seed)) {
     // Enough shards that none needs more than half its 24-bit index space on average.
     const std::size_t needed = max_keys_ / (BucketTable::kMaxEntries / 2) + 1;
     const std::size_t count = std::max({options.shards, needed, std::size_t{1}});
@@ -49,7 +66,14 @@ class MemoryStore final : public Store {
     }
     boost::container::small_vector<std::uint32_t, 4> involved;
     involved.reserve(n);
+    boost::container::small_vector<MemorySketch*, 2> sketches;
     for (std::size_t i = 0; i < n; ++i) {
+      if (isSketch(request.limits[i])) {
+        // One sketch per rule, shared by its clients; the shards are not involved.
+        work[i].sketch = sketches_.find(request.limits[i].params, now);
+        sketches.push_back(work[i].sketch.get());
+        continue;
+      }
       const std::uint64_t h = BucketTable::hashKey(request.limits[i].key);
       work[i].hash = h;
       // Bits 32..55 pick the shard; the table uses the low bits and the top 8.
@@ -65,12 +89,27 @@ class MemoryStore final : public Store {
     for (const std::uint32_t s : involved) {
       locks.emplace_back(shards_[s]->mutex);
     }
+    // Then the sketches, in address order (every request takes shards first, then sketches,
+    // each in one order: no cycle).
+    std::sort(sketches.begin(), sketches.end());
+    sketches.erase(std::unique(sketches.begin(), sketches.end()), sketches.end());
+    for (MemorySketch* sketch : sketches) {
+      locks.emplace_back(sketch->mutex);
+    }
 
     StoreResponse response;
     response.outcomes.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       const StoreLimit& limit = request.limits[i];
       Work& w = work[i];
+      if (w.sketch) {
+        evaluateSketchLimit(limit, w, now, request.cost);
+        if (!limit.shadow && !w.eval.outcome.allowed) {
+          response.allowed = false;
+        }
+        response.outcomes.push_back(w.eval.outcome);
+        continue;
+      }
       BucketTable& table = shards_[w.shard]->table;
       w.index = table.find(limit.key, w.hash);
       if (w.index != BucketTable::kNone) {
@@ -100,6 +139,12 @@ class MemoryStore final : public Store {
     // and must not do so under an index still in use.
     Evictions evictions;
     for (std::size_t i = 0; i < n; ++i) {
+      if (work[i].sketch) {
+        if (work[i].sketch_eval.record && charged(request.limits[i], work[i], response.allowed)) {
+          chargeSketch(work[i], request.cost);
+        }
+        continue;
+      }
       if (work[i].index == BucketTable::kNone || work[i].first != i) {
         continue;
       }
@@ -123,7 +168,8 @@ class MemoryStore final : public Store {
     }
     for (std::size_t i = 0; i < n; ++i) {
       Work& w = work[i];
-      if (w.index != BucketTable::kNone || !charged(request.limits[i], w, response.allowed)) {
+      if (w.sketch || w.index != BucketTable::kNone ||
+          !charged(request.limits[i], w, response.allowed)) {
         continue;
       }
       BucketTable& table = shards_[w.shard]->table;
@@ -192,7 +238,34 @@ class MemoryStore final : public Store {
     bool expired = false;   // the stored entry outlived its ttl: evaluate a fresh bucket
     BucketState loaded;
     Evaluation eval;
+    std::shared_ptr<MemorySketch> sketch;  // set for a `sketch` limit
+    SketchCells cells;
+    std::int64_t window_index = 0;
+    SketchEvaluation sketch_eval;
   };
+
+  static bool isSketch(const StoreLimit& limit) {
+    return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
+           limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
+           limit.params.limit > 0 && limit.params.window_us > 0;
+  }
+
+  /// Evaluates a sketch limit on its rule's sketch (locked by the caller).
+  void evaluateSketchLimit(const StoreLimit& limit, Work& w, Micros now, std::int64_t cost) {
+    const LimitParams& params = limit.params;
+    w.cells = sketches_.hasher().cells(limit.key, params.sketch);
+    w.window_index = sketchWindowIndex(now, params.window_us);
+    w.sketch_eval = evaluateSketch(params, w.sketch->table.read(w.cells, w.window_index), now,
+                                   std::max<std::int64_t>(cost, 0));
+    w.eval.outcome = w.sketch_eval.outcome;
+  }
+
+  /// Records a charged sketch limit (its sketch still locked by the caller).
+  static void chargeSketch(Work& w, std::int64_t cost) {
+    MemorySketch& sketch = *w.sketch;
+    sketch.table.record(w.cells, w.window_index, w.sketch_eval.raise_to, cost);
+    sketch.publish(w.window_index);
+  }
 
   /// Store semantics: an allowed request charges every limit that allowed; count_rejected
   /// limits record the attempt whatever the outcome.
@@ -224,6 +297,7 @@ class MemoryStore final : public Store {
   Gauge& keys_;
   Counter& evicted_expired_;
   Counter& evicted_capacity_;
+  SketchRegistry sketches_;
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

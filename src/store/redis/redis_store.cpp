@@ -13,11 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/limiter/sketch.hpp"
 #include "sluice/rules/rules.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "store/redis/lua_scripts.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
 
 namespace sluice {
@@ -107,6 +109,7 @@ class RedisStore final : public Store {
   RedisStore(std::shared_ptr<redis::RedisBackend> backend, const RedisOptions& options,
              Metrics& metrics, std::string_view kind, const Clock& clock)
       : options_(options),
+        metrics_(metrics),
         prefix_(BucketKey::redisPrefix(options.key_prefix)),
         kind_(kind),
         clock_(clock),
@@ -124,44 +127,99 @@ class RedisStore final : public Store {
       done(StoreResponse{});
       return;
     }
+    const bool has_sketch = std::any_of(request.limits.begin(), request.limits.end(), isSketch);
+    if (has_sketch && !sketch_hasher_) {
+      fetchSketchSeed(request, std::move(done));
+      return;
+    }
     if (options_.local_cache && answerFromCache(request, done)) {
       return;
     }
     std::vector<std::string> keys;
     keys.reserve(request.limits.size());
     std::vector<std::string> args;
-    args.reserve(2 + request.limits.size() * kValuesPerLimit);
+    args.reserve(3 + request.limits.size() * kValuesPerLimit);
     const Micros sent_at = clock_.nowMicros();
     args.push_back(script_clock_ ? std::to_string(sent_at) : std::string());
     args.push_back(std::to_string(std::max<std::int64_t>(request.cost, 0)));
+    // A sketch's odd window string and cells go after every limit's own key and values.
+    std::vector<std::string> sketch_keys;
+    std::vector<std::string> sketch_args;
     for (const StoreLimit& limit : request.limits) {
-      keys.push_back(BucketKey::redisKey(prefix_, limit.key));
       const LimitParams& p = limit.params;
+      std::string burst = std::to_string(p.burst);
+      std::string warmup = std::to_string(p.warmup_us);
+      if (isSketch(limit)) {
+        const std::string client_key = BucketKey::redisKey(prefix_, limit.key);
+        const redis::SketchPlacement place =
+            redis::placeSketch(prefix_, limit, sketch_hasher_->fingerprint(), clustered_,
+                               clustered_ ? redis::keyHashSlot(client_key) : 0);
+        keys.push_back(place.even_key);
+        sketch_keys.push_back(place.odd_key);
+        // Provisional positions, relative to the start of the sketch sections.
+        burst = std::to_string(sketch_args.size());
+        warmup = std::to_string(sketch_keys.size() - 1);
+        redis::appendSketchCells(sketch_args, place.geometry,
+                                 sketch_hasher_->cells(limit.key, place.geometry));
+      } else {
+        keys.push_back(BucketKey::redisKey(prefix_, limit.key));
+      }
       args.push_back(std::to_string(static_cast<int>(p.algorithm)));
       args.push_back(std::to_string(p.limit));
       args.push_back(std::to_string(p.window_us));
-      args.push_back(std::to_string(p.burst));
+      args.push_back(std::move(burst));
       args.push_back(std::to_string(p.min_interval_us));
       args.push_back(std::to_string((p.count_rejected ? kFlagCountRejected : 0) |
                                     (limit.shadow ? kFlagShadow : 0)));
-      args.push_back(std::to_string(p.warmup_us));
+      args.push_back(std::move(warmup));
     }
+    if (!sketch_keys.empty()) {
+      // Lua indices are 1-based: the sections start at #KEYS + 1 and #ARGV + 1.
+      const std::size_t first_key = keys.size() + 1;
+      const std::size_t first_arg = args.size() + 1;
+      for (std::size_t i = 0; i < request.limits.size(); ++i) {
+        if (isSketch(request.limits[i])) {
+          std::string& burst = args[2 + i * kValuesPerLimit + 3];
+          std::string& warmup = args[2 + i * kValuesPerLimit + 6];
+          burst = std::to_string(first_arg + std::stoull(burst));
+          warmup = std::to_string(first_key + std::stoull(warmup));
+        }
+      }
+      keys.insert(keys.end(), sketch_keys.begin(), sketch_keys.end());
+      args.insert(args.end(), sketch_args.begin(), sketch_args.end());
+    }
+    args.push_back(std::to_string(request.limits.size()));
     // The reply handler needs the keys and limits for the local cache only.
     std::shared_ptr<CacheContext> cache_context;
     if (options_.local_cache) {
       cache_context = std::make_shared<CacheContext>();
-      cache_context->keys = keys;
+      cache_context->keys.reserve(request.limits.size());
+      for (const StoreLimit& limit : request.limits) {
+        // Per client, also for a sketch (whose Redis keys are shared by every client).
+        cache_context->keys.push_back(BucketKey::redisKey(prefix_, limit.key));
+      }
       cache_context->limits.reserve(request.limits.size());
       for (const StoreLimit& limit : request.limits) {
         cache_context->limits.push_back({limit.params, limit.shadow});
       }
       cache_context->cost = request.cost;
     }
+    // The sketches' gauges, fed from the script's reply (the window's totals in Redis).
+    std::shared_ptr<std::vector<SketchGauges*>> sketch_gauges;
+    if (has_sketch) {
+      sketch_gauges = std::make_shared<std::vector<SketchGauges*>>();
+      for (const StoreLimit& limit : request.limits) {
+        if (isSketch(limit)) {
+          sketch_gauges->push_back(&gaugesOf(limit));
+        }
+      }
+    }
     const auto started = std::chrono::steady_clock::now();
     const std::size_t n = request.limits.size();
     backend_->evalScript(
         std::move(keys), std::move(args), options_.request_timeout,
         [this, n, started, sent_at, cache_context = std::move(cache_context),
+         sketch_gauges = std::move(sketch_gauges),
          done = std::move(done)](Result<redis::Reply> reply) {
           duration_.observe(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
@@ -169,7 +227,11 @@ class RedisStore final : public Store {
             done(reply.error());
             return;
           }
-          Result<StoreResponse> response = parse(*reply, n);
+          const std::size_t sketches = sketch_gauges ? sketch_gauges->size() : 0;
+          Result<StoreResponse> response = parse(*reply, n, sketches);
+          if (response && sketches > 0) {
+            publishSketchStats(*reply, n, *sketch_gauges);
+          }
           if (response && cache_context) {
             remember(*cache_context, *response, sent_at);
           }
@@ -218,13 +280,92 @@ class RedisStore final : public Store {
     ResetCallback done;
   };
 
+  /// sketch_load and sketch_saturated_ratio of one rule's sketch, and its geometry here.
+  struct SketchGauges {
+    Gauge* load = nullptr;
+    Gauge* saturated = nullptr;
+    double cells_times_limit = 1;  ///< width (of a shard in a cluster) x L
+    double cells = 1;              ///< depth x width
+  };
+
+  SketchGauges& gaugesOf(const StoreLimit& limit) {
+    const SketchIdentity& identity = *limit.params.sketch.identity;
+    auto [it, inserted] = sketch_gauges_.try_emplace(identity.key);
+    if (inserted) {
+      const Labels labels{{"domain", identity.domain}, {"rule", identity.rule}};
+      metrics_.describe("sketch_load", Metrics::Type::kGauge,
+                        "Load of a sketch rule's current window: requests charged in the window "
+                        "/ (width x requests_per_unit). False denials grow with it "
+                        "(docs/sketch.md).");
+      metrics_.describe("sketch_saturated_ratio", Metrics::Type::kGauge,
+                        "Share of a sketch rule's counters at or above its limit in the current "
+                        "window (a client whose counters are all there is denied).");
+      it->second.load = &metrics_.gauge("sketch_load", labels);
+      it->second.saturated = &metrics_.gauge("sketch_saturated_ratio", labels);
+      const std::uint32_t width = clustered_ ? redis::clusterShardWidth(limit.params.sketch.width)
+                                             : limit.params.sketch.width;
+      it->second.cells_times_limit =
+          static_cast<double>(width) * static_cast<double>(limit.params.limit);
+      it->second.cells = static_cast<double>(width) * limit.params.sketch.depth;
+    }
+    return it->second;
+  }
+
+  /// The charged total and saturated counters the script read for each sketch limit (of
+  /// the shard of this request's slot in a cluster, which sees its share of the traffic).
+  static void publishSketchStats(const redis::Reply& reply, std::size_t n,
+                                 const std::vector<SketchGauges*>& gauges) {
+    const std::size_t base = 1 + n * kRepliesPerLimit;
+    for (std::size_t j = 0; j < gauges.size(); ++j) {
+      const double charged = static_cast<double>(reply.elements[base + 2 * j].integer);
+      const double saturated = static_cast<double>(reply.elements[base + 2 * j + 1].integer);
+      gauges[j]->load->set(charged / gauges[j]->cells_times_limit);
+      gauges[j]->saturated->set(saturated / gauges[j]->cells);
+    }
+  }
+
+  static bool isSketch(const StoreLimit& limit) {
+    return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
+           limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
+           limit.params.limit > 0 && limit.params.window_us > 0;
+  }
+
+  /// Reads (or first sets) the sketch hash seed shared through Redis, then evaluates
+  /// `request`. The seed key may be on any node: it goes through the script (routed by key).
+  void fetchSketchSeed(const StoreRequest& request, Callback done) {
+    const std::string candidate = redis::randomSketchSeed();
+    backend_->evalScript(
+        {redis::sketchSeedKey(prefix_)}, {"sketch-seed", candidate}, options_.request_timeout,
+        [this, request, done = std::move(done)](Result<redis::Reply> reply) mutable {
+          if (!reply) {
+            done(reply.error());
+            return;
+          }
+          std::uint64_t k0 = 0;
+          std::uint64_t k1 = 0;
+          if (reply->type != redis::Reply::Type::kString ||
+              !SketchHasher::parseSeed(reply->str, k0, k1)) {
+            done(redis::redisError(redis::FailureSource::kProtocol, 0,
+                                   "the sketch seed in Redis (" + redis::sketchSeedKey(prefix_) +
+                                       ") is not 32 hex digits"));
+            return;
+          }
+          if (!sketch_hasher_) {
+            sketch_hasher_ = std::make_shared<const SketchHasher>(k0, k1);
+            spdlog::info("sketch: hash seed {} from Redis", sketch_hasher_->fingerprint());
+          }
+          evaluate(request, std::move(done));
+        });
+  }
+
   static bool hasCountRejected(const StoreRequest& request) {
     return std::any_of(request.limits.begin(), request.limits.end(),
                        [](const StoreLimit& l) { return l.params.count_rejected; });
   }
 
-  static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n) {
-    const std::size_t expected = 1 + n * kRepliesPerLimit;
+  static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n,
+                                     std::size_t sketches) {
+    const std::size_t expected = 1 + n * kRepliesPerLimit + 2 * sketches;
     if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != expected) {
       return redis::redisError(redis::FailureSource::kProtocol, 0,
                                "the script returned " + std::to_string(reply.elements.size()) +
@@ -410,6 +551,7 @@ class RedisStore final : public Store {
   }
 
   RedisOptions options_;
+  Metrics& metrics_;
   std::string prefix_;
   std::string kind_;
   const Clock& clock_;
@@ -419,6 +561,9 @@ class RedisStore final : public Store {
   std::shared_ptr<redis::RedisBackend> backend_;
   bool clustered_;
   std::unordered_map<std::string, CacheEntry> cache_;
+  /// The sketch hash seed from Redis; null until the first sketch request reads it.
+  std::shared_ptr<const SketchHasher> sketch_hasher_;
+  std::unordered_map<std::string, SketchGauges> sketch_gauges_;  ///< by SketchIdentity::key
 };
 
 }  // namespace

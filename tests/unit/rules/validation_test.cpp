@@ -297,7 +297,7 @@ TEST(ValidationTest, UnknownAlgorithm) {
       withLimit("      unit: second\n      requests_per_unit: 5\n      algorithm: token-bucket\n"),
       8,
       "unknown algorithm 'token-bucket' (expected one of fixed_window, sliding_window_log, "
-      "sliding_window_counter, token_bucket, leaky_bucket); did you mean 'token_bucket'?");
+      "sliding_window_counter, token_bucket, leaky_bucket, sketch); did you mean 'token_bucket'?");
 }
 
 struct ParamCase {
@@ -328,7 +328,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "'warmup' does not apply to algorithm 'fixed_window' (only to token_bucket)"},
         ParamCase{"      count_rejected: true\n      algorithm: token_bucket\n",
                   "'count_rejected' does not apply to algorithm 'token_bucket' (only to "
-                  "fixed_window, sliding_window_log, sliding_window_counter)"}));
+                  "fixed_window, sliding_window_log, sliding_window_counter, sketch)"}));
 
 TEST(ValidationTest, ParamsValidForTheirAlgorithmsAreAccepted) {
   EXPECT_TRUE(

@@ -33,7 +33,10 @@ StoreLimit limit(std::string key, LimitParams p, bool shadow = false) {
 class MemoryStoreTest : public ::testing::Test {
  protected:
   void makeStore(std::size_t max_keys, std::size_t shards = 64) {
-    store_ = makeMemoryStore(MemoryStoreOptions{max_keys, shards}, clock_, metrics_);
+    MemoryStoreOptions options;
+    options.max_keys = max_keys;
+    options.shards = shards;
+    store_ = makeMemoryStore(options, clock_, metrics_);
   }
 
   StoreResponse call(std::vector<StoreLimit> limits, std::int64_t cost = 1) {

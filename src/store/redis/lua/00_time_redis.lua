@@ -9,3 +9,5 @@ do
   sluice_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local sluice_ttl_slack_ms = 0
+-- Keys that must outlive a point in time (sketch windows) expire at it (PEXPIREAT).
+local sluice_expire_at = true

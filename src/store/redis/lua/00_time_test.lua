@@ -6,3 +6,5 @@
 -- decision, while expiring on real time during a simulated trace could.
 local sluice_now = tonumber(ARGV[1])
 local sluice_ttl_slack_ms = 3600000
+-- The simulated time is not Redis time: expiries are relative (PEXPIRE), plus the slack.
+local sluice_expire_at = false

@@ -11,11 +11,16 @@
 -- ARGV[1]  test time in us: read only by the test-only prelude, ignored in production
 -- ARGV[2]  cost (hits; 0 = check without consuming)
 -- ARGV[3 + 7*(i-1) ...] per limit i, 7 values: algorithm (0 fixed_window,
---          1 sliding_window_log, 2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket),
---          L, W (us), burst, min_interval (us), flags (1 = count_rejected, 2 = shadow),
---          warmup (us)
+--          1 sliding_window_log, 2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket,
+--          5 sketch), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
+--          2 = shadow), warmup (us)
+--          For a sketch (60_sketch.lua), KEYS[i] is its even window's string, the burst slot
+--          holds the ARGV index of its cells and the warmup slot the KEYS index of its odd
+--          window's string (both after the n limits' own).
+-- ARGV[#ARGV] n, the number of limits (KEYS may hold more: sketches' odd strings)
 -- Returns { allowed, then per limit: allowed, remaining, reset_after_us, retry_after_us,
---           delay_us, never }, integers (booleans as 0/1).
+--           delay_us, never, then per sketch limit in order: its window's charged total and
+--           saturated counters }, integers (booleans as 0/1).
 --
 -- Semantics (include/sluice/store/store.hpp): the request is allowed iff every non-shadow limit
 -- allows; then every limit that allowed is charged; otherwise nothing is charged, except
@@ -23,21 +28,56 @@
 -- a TTL equal to the limiter's ttl (ceil to ms) and deleted when that ttl is 0.
 --
 -- Redis work per call: TIME, one MGET for all states, then one SET ... PX (or DEL) per
--- charged limit.
+-- charged limit; a sketch limit adds two BITFIELD reads, and three BITFIELD calls and a
+-- PEXPIREAT when charged.
 local kStride = 7
 local kReplyStride = 6
 local kReadBatch = 1000  -- keys per MGET: unpack() must stay within Lua's C stack limit
+-- The sketch hash seed, shared by every sidecar of this Redis: KEYS[1] the seed key,
+-- ARGV = { 'sketch-seed', candidate }. The first candidate set wins; returns the seed.
+if ARGV[1] == 'sketch-seed' then
+  redis.call('SET', KEYS[1], ARGV[2], 'NX')
+  return redis.call('GET', KEYS[1])
+end
+
 local now = sluice_now
 local cost = max(number(ARGV[2]), 0)
-local n = #KEYS
+local n = number(ARGV[#ARGV])
 if n == 0 then
   return { 1 }
 end
 
+-- A sketch's strings are read with BITFIELD (60_sketch.lua), not with the buckets' MGET.
+local has_sketch = false
+for i = 1, n do
+  if ARGV[3 + (i - 1) * kStride] == '5' then
+    has_sketch = true
+    break
+  end
+end
+
 -- MGET reads a key of another type as nil, like an absent key: a fresh bucket.
 local raw
-if n <= kReadBatch then
-  raw = redis.call('MGET', unpack(KEYS))
+if has_sketch then
+  raw = {}
+  local plain = {}
+  for i = 1, n do
+    if ARGV[3 + (i - 1) * kStride] ~= '5' then
+      plain[#plain + 1] = i
+    end
+  end
+  for first = 1, #plain, kReadBatch do
+    local names = {}
+    for j = first, min(#plain, first + kReadBatch - 1) do
+      names[#names + 1] = KEYS[plain[j]]
+    end
+    local part = redis.call('MGET', unpack(names))
+    for j = 1, #part do
+      raw[plain[first + j - 1]] = part[j]
+    end
+  end
+elseif n <= kReadBatch then
+  raw = redis.call('MGET', unpack(KEYS, 1, n))
 else
   raw = {}
   for first = 1, n, kReadBatch do
@@ -53,7 +93,8 @@ end
 local reply = { 1, 0, 0, 0, 0, 0, 0 }
 local pending = { false, 0, false }
 local allowed = true
-local sliding_window_log, sliding_window_counter, gcra
+local sliding_window_log, sliding_window_counter, gcra, sketch
+local sketch_stats = {}
 for i = 1, n do
   local base = 3 + (i - 1) * kStride
   local algorithm = number(ARGV[base])
@@ -64,7 +105,7 @@ for i = 1, n do
   local shadow = (floor(flags / 2) % 2) == 1
   local a, b, c, t = read_state(raw[i])
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state
-  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 4
+  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
       or algorithm % 1 ~= 0 then
     -- Not a limit this script knows: a request that consumes nothing passes; anything
     -- else can never pass. The key is deleted if charged (ttl 0).
@@ -85,6 +126,16 @@ for i = 1, n do
     sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
     ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
         sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
+  elseif algorithm == 5 then
+    sketch = sketch or make_sketch()
+    local charged, saturated
+    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged, saturated =
+        sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
+               number(ARGV[base + 3]), now, cost)
+    sketch_stats[#sketch_stats + 1] = charged
+    sketch_stats[#sketch_stats + 1] = saturated
+    -- A sketch writes through its own function (or nothing): never SET/DEL KEYS[i].
+    next_state = next_state or 'none'
   else
     gcra = gcra or make_gcra()
     ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
@@ -108,11 +159,19 @@ for i = 1, n do
 end
 
 reply[1] = allowed and 1 or 0
+for j = 1, #sketch_stats do
+  reply[1 + n * kReplyStride + j] = sketch_stats[j]
+end
 for i = 1, n do
   local p = 1 + (i - 1) * 3
   if (allowed and reply[2 + (i - 1) * kReplyStride] == 1) or pending[p + 2] then
     local ttl = pending[p + 1]
-    if ttl > 0 then
+    local state = pending[p]
+    if type(state) == 'function' then
+      state()
+    elseif state == 'none' then
+      -- a sketch limit with nothing to record (a check, or a cost that can never pass)
+    elseif ttl > 0 then
       local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
       redis.call('SET', KEYS[i], cmsgpack.pack(pending[p]), 'PX', ms)
     else
