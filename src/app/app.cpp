@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "app/operations.hpp"
 #include "app/options.hpp"
 #include "app/rules_watcher.hpp"
+#include "grpc/rls_server.hpp"
 #include "http/decision_service.hpp"
 #include "http/forward_auth.hpp"
 #include "http/routes.hpp"
@@ -34,6 +36,8 @@ namespace net = boost::asio;
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+/// How often the gRPC health status follows the stores' health.
+constexpr std::chrono::milliseconds kHealthPollInterval{250};
 
 void setUpLogging(const std::string& level, LogFormat format) {
   if (auto status = sluice::setUpLogging(level, format); !status) {
@@ -71,6 +75,25 @@ void raiseOpenFileLimit() {
       spdlog::warn("cannot raise the open file limit to {}", limit.rlim_max);
     }
   }
+}
+
+/// The gRPC server over the I/O threads' decision services (one worker per thread).
+std::unique_ptr<grpc::RlsServer> makeRlsServer(const AppOptions& options, http::Server& server,
+                                               std::vector<ThreadServices>& threads,
+                                               Metrics& metrics) {
+  grpc::RlsServerOptions rls_options;
+  rls_options.listen = options.grpc_listen;
+  rls_options.unix_mode = options.grpc_unix_mode;
+  rls_options.max_connection_age = options.grpc_max_connection_age;
+  rls_options.max_connection_age_grace = options.grpc_max_connection_age_grace;
+  rls_options.response_headers = options.grpc_response_headers;
+  rls_options.max_message_bytes = options.max_body_bytes;
+  rls_options.drain_timeout = options.drain_timeout;
+  std::vector<grpc::RlsWorker> workers;
+  for (unsigned i = 0; i < threads.size(); ++i) {
+    workers.push_back(grpc::RlsWorker{&server.ioContext(i), threads[i].decisions.get()});
+  }
+  return std::make_unique<grpc::RlsServer>(std::move(rls_options), std::move(workers), metrics);
 }
 
 int serve(const AppOptions& options) {
@@ -172,6 +195,44 @@ int serve(const AppOptions& options) {
     return kExitFailure;
   }
 
+  auto stores_healthy = [&threads] {
+    return std::all_of(threads.begin(), threads.end(),
+                       [](const ThreadServices& s) { return !s.store || s.store->healthy(); });
+  };
+  // Declared after `threads`: destroyed first, while the decision services it calls exist.
+  std::unique_ptr<grpc::RlsServer> rls;
+  std::thread rls_drain;
+  net::steady_timer health_timer(server.controlContext());
+  std::function<void(bool)> follow_health;
+  if (!options.grpc_listen.empty()) {
+    rls = makeRlsServer(options, server, threads, metrics);
+    if (auto status = rls->start(); !status) {
+      spdlog::critical("{}", status.error().message);
+      return kExitFailure;
+    }
+    // gRPC's Shutdown() blocks until every call is finished, and calls are finished from
+    // the I/O threads: it runs on a thread of its own while they keep going.
+    server.setStopParticipant([&rls, &rls_drain](std::function<void()> release) {
+      rls_drain = std::thread([&rls, release = std::move(release)] {
+        rls->shutdown();
+        release();
+      });
+    });
+    follow_health = [&](bool was_serving) {
+      bool serving = stores_healthy();
+      if (serving != was_serving) {
+        rls->setServing(serving);
+      }
+      health_timer.expires_after(kHealthPollInterval);
+      health_timer.async_wait([&, serving](const boost::system::error_code& ec) {
+        if (!ec) {
+          follow_health(serving);
+        }
+      });
+    };
+    follow_health(true);
+  }
+
   net::signal_set signals(server.controlContext(), SIGINT, SIGTERM, SIGHUP);
   std::function<void(const boost::system::error_code&, int)> on_signal =
       [&](const boost::system::error_code& ec, int signal) {
@@ -184,6 +245,7 @@ int serve(const AppOptions& options) {
         } else {
           spdlog::info("received {}, draining in-flight requests",
                        signal == SIGTERM ? "SIGTERM" : "SIGINT");
+          health_timer.cancel();
           server.stop();
         }
         signals.async_wait(on_signal);
@@ -198,7 +260,17 @@ int serve(const AppOptions& options) {
       options.listen_host, server.port(), server.threadCount(), options.store,
       redis_options ? " (failure mode " + options.failure_mode + ")" : "", options.rules,
       loaded->limitCount(), loaded->domains.size());
+  if (rls) {
+    std::string addresses;
+    for (const auto& address : rls->addresses()) {
+      addresses += (addresses.empty() ? "" : ", ") + address;
+    }
+    spdlog::info("gRPC rate limit service (envoy.service.ratelimit.v3) listening on {}", addresses);
+  }
   server.run();
+  if (rls_drain.joinable()) {
+    rls_drain.join();
+  }
   (*operations)->stop();
   watcher->stop();
   signals.cancel();

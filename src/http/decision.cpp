@@ -29,4 +29,20 @@ const LimitStatus* Decision::binding() const {
   return best;
 }
 
+const LimitStatus* DescriptorStatus::binding() const {
+  const LimitStatus* best = nullptr;
+  for (const auto& l : limits) {
+    if (l.unlimited) {
+      continue;
+    }
+    bool denies = !l.shadow && !l.outcome.allowed;
+    bool best_denies = best && !best->shadow && !best->outcome.allowed;
+    if (!best || (denies && !best_denies) ||
+        (denies == best_denies && l.outcome.remaining < best->outcome.remaining)) {
+      best = &l;
+    }
+  }
+  return best;
+}
+
 }  // namespace sluice

@@ -508,20 +508,8 @@ Response envoyResponse(const Decision& decision) {
   bool any_metadata = false;
   for (const auto& d : decision.descriptors) {
     any_metadata = any_metadata || !d.metadata_json.empty();
-    // One status per descriptor, as envoy has one limit per descriptor: the descriptor's
-    // own binding limit (the denying one, else the least remaining).
-    const LimitStatus* binding = nullptr;
-    for (const auto& l : d.limits) {
-      if (l.unlimited) {
-        continue;
-      }
-      bool denies = !l.shadow && !l.outcome.allowed;
-      bool binding_denies = binding && !binding->shadow && !binding->outcome.allowed;
-      if (!binding || (denies && !binding_denies) ||
-          (denies == binding_denies && l.outcome.remaining < binding->outcome.remaining)) {
-        binding = &l;
-      }
-    }
+    // One status per descriptor, as envoy has one limit per descriptor.
+    const LimitStatus* binding = d.binding();
     w.beginObject();
     if (binding == nullptr) {
       w.field("code", "OK");

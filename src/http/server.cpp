@@ -31,6 +31,8 @@ using BeastRequest = bhttp::request<bhttp::string_body>;
 using ReusePort = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
 constexpr std::size_t kReadChunk = 4096;
+/// How long the I/O threads outlive the drain timeout for a stop participant.
+constexpr std::chrono::seconds kStopParticipantGrace{5};
 // After answering a request we refuse (413, 431, 400), the client may still be sending:
 // read and discard for a while so that closing does not reset the connection before the
 // client has read the answer.
@@ -58,9 +60,15 @@ struct Worker {
   std::optional<net::steady_timer> accept_retry;
   std::optional<net::steady_timer> drain_timer;
   bool accept_failing = false;  // logged once per streak of failures, not per retry
+  /// A stop participant (Server::setStopParticipant) still needs this thread.
+  bool held = false;
+  bool drain_extended = false;
 
   void accept();
-  void beginStop();
+  void beginStop(bool hold);
+  void onDrainTimeout(beast::error_code ec);
+  void release();
+  void stopIfDone();
   void sessionGone(Session* session);
 };
 
@@ -646,11 +654,12 @@ void Worker::accept() {
   });
 }
 
-void Worker::beginStop() {
+void Worker::beginStop(bool hold) {
   if (stopping) {
     return;
   }
   stopping = true;
+  held = hold;
   beast::error_code ignored;
   if (acceptor) {
     acceptor->close(ignored);
@@ -665,23 +674,41 @@ void Worker::beginStop() {
   }
   drain_timer.emplace(ioc);
   drain_timer->expires_after(options.drain_timeout);
-  drain_timer->async_wait([this](beast::error_code ec) {
-    if (!ec) {
-      spdlog::warn("thread {}: {} connection(s) still busy after the drain timeout; closing", index,
-                   sessions.size());
-      ioc.stop();
-    }
-  });
-  if (sessions.empty()) {
+  drain_timer->async_wait([this](beast::error_code ec) { onDrainTimeout(ec); });
+  stopIfDone();
+}
+
+void Worker::onDrainTimeout(beast::error_code ec) {
+  if (ec) {
+    return;
+  }
+  if (held && !drain_extended) {
+    // The stop participant cancels its own work at the drain timeout and needs this thread
+    // a moment longer to answer what it cancelled.
+    drain_extended = true;
+    drain_timer->expires_after(kStopParticipantGrace);
+    drain_timer->async_wait([this](beast::error_code next) { onDrainTimeout(next); });
+    return;
+  }
+  spdlog::warn("thread {}: {} connection(s) still busy after the drain timeout; closing", index,
+               sessions.size());
+  ioc.stop();
+}
+
+void Worker::release() {
+  held = false;
+  stopIfDone();
+}
+
+void Worker::stopIfDone() {
+  if (stopping && sessions.empty() && !held) {
     ioc.stop();
   }
 }
 
 void Worker::sessionGone(Session* session) {
   sessions.erase(session);
-  if (stopping && sessions.empty()) {
-    ioc.stop();
-  }
+  stopIfDone();
 }
 
 }  // namespace
@@ -699,6 +726,7 @@ struct Server::Impl {
   std::uint16_t bound_port = 0;
   std::atomic<bool> stop_requested{false};
   std::atomic<unsigned> running{0};
+  std::function<void(std::function<void()>)> stop_participant;
   net::io_context control{1};
   std::vector<std::unique_ptr<Worker>> workers;
 };
@@ -820,12 +848,24 @@ void Server::run() {
   }
 }
 
+void Server::setStopParticipant(std::function<void(std::function<void()> release)> begin) {
+  impl_->stop_participant = std::move(begin);
+}
+
 void Server::stop() {
   if (impl_->stop_requested.exchange(true)) {
     return;
   }
+  const bool hold = static_cast<bool>(impl_->stop_participant);
   for (auto& worker : impl_->workers) {
-    net::post(worker->ioc, [w = worker.get()] { w->beginStop(); });
+    net::post(worker->ioc, [w = worker.get(), hold] { w->beginStop(hold); });
+  }
+  if (hold) {
+    impl_->stop_participant([impl = impl_.get()] {
+      for (auto& worker : impl->workers) {
+        net::post(worker->ioc, [w = worker.get()] { w->release(); });
+      }
+    });
   }
 }
 

@@ -51,6 +51,11 @@ struct DescriptorStatus {
   bool matched = false;             ///< a rule matched (even if unlimited)
   std::vector<LimitStatus> limits;  ///< in rule order
   std::string metadata_json;        ///< the matched node's `metadata` as JSON ("" if none)
+
+  /// The limit that answers for this descriptor alone (envoy's one status per descriptor):
+  /// the denying non-shadow limit, else the limited one with the least remaining. Null when
+  /// the descriptor has no limited limit (no rule, or only unlimited ones).
+  const LimitStatus* binding() const;
 };
 
 struct Decision {
