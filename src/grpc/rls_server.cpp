@@ -24,6 +24,7 @@ namespace {
 namespace net = boost::asio;
 
 constexpr std::string_view kCallsMetric = "grpc_calls_total";
+constexpr std::string_view kInFlightMetric = "grpc_calls_in_flight";
 constexpr std::string_view kUnixPrefix = "unix:";
 /// The service name envoyproxy/ratelimit registers with grpc.health.v1.
 constexpr const char* kHealthServiceName = "ratelimit";
@@ -47,7 +48,10 @@ int clampMillis(std::chrono::milliseconds duration) {
 
 struct RlsServer::Impl final : public rls::RateLimitService::CallbackService {
   Impl(RlsServerOptions opts, std::vector<RlsWorker> w, Metrics& m)
-      : options(std::move(opts)), workers(std::move(w)), metrics(m) {
+      : options(std::move(opts)),
+        workers(std::move(w)),
+        metrics(m),
+        in_flight(metrics.gauge(kInFlightMetric)) {
     describeGrpcMetrics(metrics);
     for (auto code : {::grpc::StatusCode::OK, ::grpc::StatusCode::INVALID_ARGUMENT,
                       ::grpc::StatusCode::UNAVAILABLE, ::grpc::StatusCode::CANCELLED,
@@ -78,6 +82,7 @@ struct RlsServer::Impl final : public rls::RateLimitService::CallbackService {
     if (it != counters.end()) {
       it->second->inc();
     }
+    in_flight.add(-1);
     reactor->Finish(std::move(status));
   }
 
@@ -85,6 +90,7 @@ struct RlsServer::Impl final : public rls::RateLimitService::CallbackService {
                                               const rls::RateLimitRequest* request,
                                               rls::RateLimitResponse* response) override {
     ::grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    in_flight.add(1);
     auto parsed = toDecisionRequest(*request);
     if (!parsed) {
       finish(reactor, ::grpc::Status(::grpc::StatusCode::INVALID_ARGUMENT, parsed.error().message));
@@ -124,6 +130,7 @@ struct RlsServer::Impl final : public rls::RateLimitService::CallbackService {
   RlsServerOptions options;
   std::vector<RlsWorker> workers;
   Metrics& metrics;
+  Gauge& in_flight;
   std::map<::grpc::StatusCode, Counter*> counters;
   std::atomic<std::size_t> next_worker{0};
   std::unique_ptr<::grpc::Server> server;
@@ -249,6 +256,8 @@ void RlsServer::shutdown() {
 void describeGrpcMetrics(Metrics& metrics) {
   metrics.describe(kCallsMetric, Metrics::Type::kCounter,
                    "gRPC ShouldRateLimit calls by status code (OK includes OVER_LIMIT answers).");
+  metrics.describe(kInFlightMetric, Metrics::Type::kGauge,
+                   "gRPC ShouldRateLimit calls received and not answered yet.");
 }
 
 }  // namespace sluice::grpc

@@ -120,7 +120,7 @@ class Redis:
     def start(self):
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir],
+             "--appendonly", "no", "--dir", self.dir, "--enable-debug-command", "yes"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(self.ping, 10, "redis-server to answer PING")
 
@@ -241,8 +241,12 @@ class Sluice:
         for channel in self.channels:
             channel.close()
         if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         self.log_file.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
