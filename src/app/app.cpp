@@ -58,6 +58,19 @@ std::optional<FailureMode> failureMode(const std::string& name) {
   return std::nullopt;
 }
 
+void logEnvoyEnvironment(const EnvoyEnvironment& environment) {
+  if (!environment.mapped.empty()) {
+    std::string line;
+    for (const auto& mapped : environment.mapped) {
+      line += (line.empty() ? "" : "; ") + mapped;
+    }
+    spdlog::info("envoyproxy/ratelimit environment: {}", line);
+  }
+  for (const auto& unhonoured : environment.unhonoured) {
+    spdlog::warn("envoyproxy/ratelimit environment not honoured: {}", unhonoured);
+  }
+}
+
 /// What one I/O thread owns besides its io_context: its store (Redis connections are per
 /// thread) and its DecisionService.
 struct ThreadServices {
@@ -298,6 +311,7 @@ int runMain(int argc, char** argv) {
     return validateRulesCommand(options->rules, std::cout);
   }
   setUpLogging(options->log_level, options->operations.log_format);
+  logEnvoyEnvironment(options->envoy_environment);
   try {
     return serve(*options);
   } catch (const std::exception& e) {

@@ -440,6 +440,21 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
       return status.error();
     }
   }
+  // envoyproxy/ratelimit's variables, so that its manifests run Sluice: under SLUICE_*.
+  auto envoy = mapEnvoyEnvironment(env, [](std::string_view name) {
+    const Flag* flag = findFlag(name);
+    return flag != nullptr && flag->in_env_and_config;
+  });
+  if (!envoy) {
+    return envoy.error();
+  }
+  for (const auto& [name, value] : envoy->flags) {
+    if (auto status = findFlag(name)->apply(options, value); !status) {
+      return invalid("envoyproxy/ratelimit variables: --" + name + " " + value + ": " +
+                     status.error().message);
+    }
+  }
+  options.envoy_environment = std::move(*envoy);
   for (const auto& flag : flags()) {
     if (!flag.in_env_and_config) {
       continue;
@@ -484,6 +499,9 @@ std::string helpText() {
     text += left + std::string(flag.help) + "\n";
   }
   text +=
+      "\nenvoyproxy/ratelimit's variables (RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, PORT, GRPC_PORT,\n"
+      "GRPC_UDS, REDIS_URL, REDIS_TYPE, LOG_LEVEL, ...) are mapped onto these flags, below\n"
+      "SLUICE_* variables; the mapping is logged at start-up (see docs/envoy.md).\n"
       "\nSignals: SIGTERM/SIGINT drain in-flight requests and exit 0; SIGHUP reloads the "
       "rules.\n";
   return text;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/envoy_environment.hpp"
 #include "app/operations_options.hpp"
 #include "http/forward_auth.hpp"
 #include "sluice/common/result.hpp"
@@ -54,6 +55,9 @@ struct AppOptions {
   /// modules (kDelegatedSections) are parsed by their owners, with their own locations.
   std::shared_ptr<const YAML::Node> config_root;
   OperationsOptions operations;  ///< log format, access log, events, admin listener
+  /// envoyproxy/ratelimit variables found in the environment and what they became (logged
+  /// at start-up).
+  EnvoyEnvironment envoy_environment;
 };
 
 /// Keys of the server YAML that are not flags and are parsed elsewhere.
