@@ -17,8 +17,9 @@ namespace sluice::app {
 
 /// What the environment asks for, in Sluice's terms.
 struct EnvoyEnvironment {
-  /// (flag name without "--", value), applied like SLUICE_* variables but before them:
-  /// defaults < --config file < envoy variables < SLUICE_* variables < flags.
+  /// (flag name without "--", value), applied after SLUICE_* variables (which container
+  /// images set as their defaults): defaults < --config file < SLUICE_* variables < envoy
+  /// variables < flags.
   std::vector<std::pair<std::string, std::string>> flags;
   /// One entry per mapping, e.g. "PORT=8080 -> --listen 0.0.0.0:8080" (logged once at
   /// start-up, on one line).

@@ -440,7 +440,19 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
       return status.error();
     }
   }
-  // envoyproxy/ratelimit's variables, so that its manifests run Sluice: under SLUICE_*.
+  for (const auto& flag : flags()) {
+    if (!flag.in_env_and_config) {
+      continue;
+    }
+    std::string name = envName(flag.name);
+    if (auto value = env(name)) {
+      if (auto status = flag.apply(options, *value); !status) {
+        return invalid(name + ": " + status.error().message);
+      }
+    }
+  }
+  // envoyproxy/ratelimit's variables, so that its manifests run Sluice: above SLUICE_*
+  // variables, which container images set as defaults (docs/envoy.md).
   auto envoy = mapEnvoyEnvironment(env, [](std::string_view name) {
     const Flag* flag = findFlag(name);
     return flag != nullptr && flag->in_env_and_config;
@@ -455,17 +467,6 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
     }
   }
   options.envoy_environment = std::move(*envoy);
-  for (const auto& flag : flags()) {
-    if (!flag.in_env_and_config) {
-      continue;
-    }
-    std::string name = envName(flag.name);
-    if (auto value = env(name)) {
-      if (auto status = flag.apply(options, *value); !status) {
-        return invalid(name + ": " + status.error().message);
-      }
-    }
-  }
   for (const auto& [flag, value] : given) {
     if (auto status = flag->apply(options, value); !status) {
       return invalid("--" + std::string(flag->name) + ": " + status.error().message);
@@ -500,7 +501,7 @@ std::string helpText() {
   }
   text +=
       "\nenvoyproxy/ratelimit's variables (RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, PORT, GRPC_PORT,\n"
-      "GRPC_UDS, REDIS_URL, REDIS_TYPE, LOG_LEVEL, ...) are mapped onto these flags, below\n"
+      "GRPC_UDS, REDIS_URL, REDIS_TYPE, LOG_LEVEL, ...) are mapped onto these flags, above\n"
       "SLUICE_* variables; the mapping is logged at start-up (see docs/envoy.md).\n"
       "\nSignals: SIGTERM/SIGINT drain in-flight requests and exit 0; SIGHUP reloads the "
       "rules.\n";

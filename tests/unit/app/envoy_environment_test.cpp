@@ -102,11 +102,15 @@ TEST(EnvoyEnvironmentTest, HeadersSwitchAndLogLevel) {
   EXPECT_EQ(o->log_level, "warn");
 }
 
-TEST(EnvoyEnvironmentTest, SluiceVariablesAndFlagsWin) {
-  auto o = parse({{"RUNTIME_SUBDIRECTORY", "rl"}, {"PORT", "9000"}, {"SLUICE_LISTEN", "1.2.3.4:1"}},
+TEST(EnvoyEnvironmentTest, WinOverSluiceVariablesAndGiveWayToFlags) {
+  // An image's SLUICE_* defaults must not hide the manifest's envoy variables.
+  auto o = parse({{"RUNTIME_SUBDIRECTORY", "rl"},
+                  {"PORT", "9000"},
+                  {"SLUICE_LISTEN", "1.2.3.4:1"},
+                  {"SLUICE_STORE", "memory"}},
                  {"--rules", "mine"});
   ASSERT_TRUE(o.ok()) << o.error().message;
-  EXPECT_EQ(o->listen_port, 1);
+  EXPECT_EQ(o->listen_port, 9000);
   EXPECT_EQ(o->rules, "mine");
 }
 
