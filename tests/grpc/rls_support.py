@@ -155,7 +155,30 @@ class Sluice:
         for name, text in rules.items():
             with open(os.path.join(self.rules_dir, name), "w") as f:
                 f.write(text)
+        self.args = list(args)
+        self.env = env
+        self.fixed_grpc_listen = grpc_listen
+        self.log_path = os.path.join(self.dir, "sluice.log")
+        self.log_file = None
+        self.channels = []
+        # A port picked free may be taken by a parallel test before sluice binds it: such a
+        # start is retried on new ports (only when the log says so, and only a few times).
+        for attempt in range(4):
+            self.launch()
+            if not wait:
+                return
+            try:
+                self.wait_ready()
+                return
+            except AssertionError:
+                if attempt == 3 or self.process.poll() is None or \
+                        "Address already in use" not in self.log() or \
+                        (self.fixed_grpc_listen is not None and self.grpc_port is not None):
+                    raise
+
+    def launch(self):
         self.http_port = free_port()
+        grpc_listen = self.fixed_grpc_listen
         if grpc_listen is None:
             self.grpc_port = free_port()
             grpc_listen = ["127.0.0.1:%d" % self.grpc_port]
@@ -169,16 +192,14 @@ class Sluice:
                    self.rules_dir, "--threads", "2"]
         for address in grpc_listen:
             command += ["--grpc-listen", address]
-        command += list(args)
-        self.log_path = os.path.join(self.dir, "sluice.log")
+        command += self.args
+        if self.log_file is not None:
+            self.log_file.close()
         self.log_file = open(self.log_path, "w")
         environment = dict(os.environ)
-        environment.update(env or {})
+        environment.update(self.env or {})
         self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT,
                                         env=environment)
-        self.channels = []
-        if wait:
-            self.wait_ready()
 
     def wait_ready(self, timeout=15.0):
         def up():

@@ -37,8 +37,15 @@ class Outage(unittest.TestCase):
         self.redis = Redis()
         self.sluice = Sluice(RULES, args=["--store", "redis", "--redis", self.redis.url(),
                                           "--failure-mode", mode])
-        wait_for(lambda: ready(self.sluice), 15, "sluice connected to Redis")
+        wait_for(lambda: ready(self.sluice), 15, "sluice ready")
         self.stub = self.sluice.stub()
+        # With open and local, /readyz does not wait for Redis (Sluice answers anyway): wait
+        # for an answer that came from Redis, on a key of its own.
+        wait_for(lambda: not self.degraded(self.call("warm-up")[1]), 15, "Redis to answer")
+
+    @staticmethod
+    def degraded(call):
+        return ("x-sluice-degraded", "true") in call.trailing_metadata()
 
     def tearDown(self):
         self.sluice.close()
