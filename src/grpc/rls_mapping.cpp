@@ -162,7 +162,7 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
   for (const DescriptorStatus& d : decision.descriptors) {
     auto* status = response.add_statuses();
     any_metadata = any_metadata || !d.metadata_json.empty();
-    const LimitStatus* binding = d.binding();
+    const LimitStatus* binding = descriptorBindingLimit(d);
     if (binding == nullptr) {
       status->set_code(rls::RateLimitResponse::OK);
       bool unlimited = std::any_of(d.limits.begin(), d.limits.end(),

@@ -479,7 +479,7 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     w.endObject();
   }
   w.endArray();
-  if (const LimitStatus* binding = decision.binding()) {
+  if (const LimitStatus* binding = bindingLimit(decision)) {
     if (binding->outcome.never) {
       w.field("reason", "the cost exceeds what limit \"" + binding->name + "\" can ever admit");
     }
@@ -508,8 +508,9 @@ Response envoyResponse(const Decision& decision) {
   bool any_metadata = false;
   for (const auto& d : decision.descriptors) {
     any_metadata = any_metadata || !d.metadata_json.empty();
-    // One status per descriptor, as envoy has one limit per descriptor.
-    const LimitStatus* binding = d.binding();
+    // One status per descriptor, as envoy has one limit per descriptor: the descriptor's
+    // own binding limit (the denying one, else the least remaining).
+    const LimitStatus* binding = descriptorBindingLimit(d);
     w.beginObject();
     if (binding == nullptr) {
       w.field("code", "OK");
