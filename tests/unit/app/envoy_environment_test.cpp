@@ -61,7 +61,7 @@ TEST(EnvoyEnvironmentTest, RedisSettings) {
                   {"REDIS_TIMEOUT", "250ms"},
                   {"CACHE_KEY_PREFIX", "rl_"}});
   ASSERT_TRUE(o.ok()) << o.error().message;
-  EXPECT_EQ(o->store, "redis");
+  EXPECT_EQ(o->store, StoreKind::kRedis);
   EXPECT_EQ(o->redis_url, "redis://user:p%40ss@redis.default:6379");
   EXPECT_EQ(o->redis_timeout, std::chrono::milliseconds(250));
   EXPECT_EQ(o->redis_prefix, "rl_");
@@ -72,7 +72,7 @@ TEST(EnvoyEnvironmentTest, RedisSettings) {
              {"REDIS_TYPE", "cluster"},
              {"REDIS_URL", "10.0.0.1:6379,10.0.0.2:6379"}});
   ASSERT_TRUE(o.ok()) << o.error().message;
-  EXPECT_EQ(o->store, "redis_cluster");
+  EXPECT_EQ(o->store, StoreKind::kRedisCluster);
   EXPECT_EQ(o->redis_url, "redis://10.0.0.1:6379,redis://10.0.0.2:6379");
   o = parse({{"REDIS_URL", "/var/run/redis.sock"}});  // REDIS_SOCKET_TYPE defaults to unix
   ASSERT_TRUE(o.ok()) << o.error().message;
