@@ -5,9 +5,13 @@ set -euo pipefail
 level=${1:-build}
 
 packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhiredis-dev
-          libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev)
+          libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev
+          # gRPC (src/grpc, proto/): grpc++'s CMake package needs all four.
+          libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev)
 if [[ $level == test || $level == bench ]]; then
-  packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose)
+  packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose
+             # tests/grpc: a real gRPC client, run by /usr/bin/python3.
+             python3 python3-grpcio python3-protobuf)
   # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
   # real `prometheus` server scraping Sluice (Debian's package has both executables).
   packages+=(prometheus)
@@ -15,7 +19,9 @@ fi
 if [[ $level == bench ]]; then
   # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as
   # NodeSource's does) conflicts with Debian's npm package, so npm is added only when missing.
-  packages+=(wrk haproxy nginx-light redis-server redis-tools gnuplot-nox python3 util-linux)
+  packages+=(wrk haproxy nginx-light redis-server redis-tools gnuplot-nox python3 util-linux
+             # bench/grpc: h2load drives the gRPC endpoint.
+             nghttp2-client)
   if ! command -v node >/dev/null 2>&1; then
     packages+=(nodejs)
   fi

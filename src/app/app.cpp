@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "app/operations.hpp"
 #include "app/options.hpp"
 #include "app/rules_watcher.hpp"
+#include "grpc/rls_server.hpp"
 #include "http/forward_auth.hpp"
 #include "http/routes.hpp"
 #include "http/server.hpp"
@@ -35,10 +39,25 @@ namespace net = boost::asio;
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+/// How often the gRPC health status follows the stores' health.
+constexpr std::chrono::milliseconds kHealthPollInterval{250};
 
 void setUpLogging(const std::string& level, LogFormat format) {
   if (auto status = sluice::setUpLogging(level, format); !status) {
     std::cerr << "sluice: " << status.error().message << "\n";
+  }
+}
+
+void logEnvoyEnvironment(const EnvoyEnvironment& environment) {
+  if (!environment.mapped.empty()) {
+    std::string line;
+    for (const auto& mapped : environment.mapped) {
+      line += (line.empty() ? "" : "; ") + mapped;
+    }
+    spdlog::info("envoyproxy/ratelimit environment: {}", line);
+  }
+  for (const auto& unhonoured : environment.unhonoured) {
+    spdlog::warn("envoyproxy/ratelimit environment not honoured: {}", unhonoured);
   }
 }
 
@@ -104,12 +123,20 @@ class SluiceServer {
       spdlog::critical("{}", status.error().message);
       return kExitFailure;
     }
+    if (auto status = s->startGrpc(); !status) {
+      spdlog::critical("{}", status.error().message);
+      return kExitFailure;
+    }
     return s;
   }
 
   ~SluiceServer() {
-    // The per-thread services go first, while the io_contexts their Redis connections live
-    // on still exist.
+    // The gRPC server goes before the decision services it calls, and the per-thread
+    // services before the io_contexts their Redis connections live on.
+    if (rls_drain_.joinable()) {
+      rls_drain_.join();
+    }
+    rls_.reset();
     threads_.clear();
   }
 
@@ -127,6 +154,9 @@ class SluiceServer {
           } else {
             spdlog::info("received {}, draining in-flight requests",
                          signal == SIGTERM ? "SIGTERM" : "SIGINT");
+            if (health_timer_) {
+              health_timer_->cancel();
+            }
             server_.stop();
           }
           signals.async_wait(on_signal);
@@ -147,7 +177,18 @@ class SluiceServer {
             ? " (failure mode " + std::string(failureModeName(options_.failure_mode)) + ")"
             : "",
         options_.rules, loaded->limitCount(), loaded->domains.size());
+    if (rls_) {
+      std::string addresses;
+      for (const auto& address : rls_->addresses()) {
+        addresses += (addresses.empty() ? "" : ", ") + address;
+      }
+      spdlog::info("gRPC rate limit service (envoy.service.ratelimit.v3) listening on {}",
+                   addresses);
+    }
     server_.run();
+    if (rls_drain_.joinable()) {
+      rls_drain_.join();
+    }
     operations_->stop();
     watcher_->stop();
     signals.cancel();
@@ -168,6 +209,57 @@ class SluiceServer {
       : options_(options), server_(serverOptions(options), metrics_) {
     http::describeHttpMetrics(metrics_);
     describeDecisionMetrics(metrics_);
+  }
+
+  /// Envoy's gRPC Rate Limit Service over the I/O threads' decision services, when
+  /// --grpc-listen is given: started, draining with the HTTP server, its health following
+  /// the stores'.
+  Status startGrpc() {
+    if (options_.grpc_listen.empty()) {
+      return {};
+    }
+    grpc::RlsServerOptions rls_options;
+    rls_options.listen = options_.grpc_listen;
+    rls_options.unix_mode = options_.grpc_unix_mode;
+    rls_options.max_connection_age = options_.grpc_max_connection_age;
+    rls_options.max_connection_age_grace = options_.grpc_max_connection_age_grace;
+    rls_options.response_headers = options_.grpc_response_headers;
+    rls_options.max_message_bytes = options_.max_body_bytes;
+    rls_options.drain_timeout = options_.drain_timeout;
+    std::vector<grpc::RlsWorker> workers;
+    for (unsigned i = 0; i < threads_.size(); ++i) {
+      workers.push_back(grpc::RlsWorker{&server_.ioContext(i), threads_[i].decisions.get()});
+    }
+    rls_ = std::make_unique<grpc::RlsServer>(std::move(rls_options), std::move(workers), metrics_);
+    if (auto status = rls_->start(); !status) {
+      return status;
+    }
+    // gRPC's Shutdown() blocks until every call is finished, and calls are finished from
+    // the I/O threads: it runs on a thread of its own while they keep going.
+    server_.setStopParticipant([this](std::function<void()> release) {
+      rls_drain_ = std::thread([this, release = std::move(release)] {
+        rls_->shutdown();
+        release();
+      });
+    });
+    health_timer_.emplace(server_.controlContext());
+    followHealth(true);
+    return {};
+  }
+
+  void followHealth(bool was_serving) {
+    bool serving = std::all_of(threads_.begin(), threads_.end(), [](const ThreadServices& s) {
+      return !s.store || s.store->healthy();
+    });
+    if (serving != was_serving) {
+      rls_->setServing(serving);
+    }
+    health_timer_->expires_after(kHealthPollInterval);
+    health_timer_->async_wait([this, serving](const boost::system::error_code& ec) {
+      if (!ec) {
+        followHealth(serving);
+      }
+    });
   }
 
   StorePtr makeStore(unsigned i) {
@@ -227,6 +319,9 @@ class SluiceServer {
   std::shared_ptr<RulesWatcher> watcher_;
   StorePtr memory_;
   std::vector<ThreadServices> threads_;
+  std::unique_ptr<grpc::RlsServer> rls_;
+  std::thread rls_drain_;
+  std::optional<net::steady_timer> health_timer_;
 };
 
 std::variant<std::unique_ptr<SluiceServer>, int> makeServer(const AppOptions& options) {
@@ -266,6 +361,7 @@ int runMain(int argc, char** argv) {
     return validateRulesCommand(options->rules, std::cout);
   }
   setUpLogging(options->log_level, options->operations.log_format);
+  logEnvoyEnvironment(options->envoy_environment);
   try {
     return serve(*options);
   } catch (const std::exception& e) {

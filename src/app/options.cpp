@@ -27,6 +27,8 @@ struct Flag {
   std::string_view help;
   std::function<Status(AppOptions&, std::string_view)> apply;
   bool in_env_and_config = true;
+  /// Given several times on the command line, the values add up (joined with ',').
+  bool repeatable = false;
 };
 
 Error invalid(std::string message) {
@@ -58,6 +60,18 @@ Status oneOf(std::string_view text, std::initializer_list<std::string_view> allo
     list += a;
   }
   return invalid("must be one of " + list + ", got \"" + std::string(text) + "\"");
+}
+
+Status boolean(std::string_view text, bool& out) {
+  if (text == "true" || text == "1" || text == "yes" || text == "on") {
+    out = true;
+    return {};
+  }
+  if (text == "false" || text == "0" || text == "no" || text == "off") {
+    out = false;
+    return {};
+  }
+  return invalid("must be true or false, got \"" + std::string(text) + "\"");
 }
 
 Status nonEmpty(std::string_view text, std::string& out) {
@@ -205,6 +219,37 @@ const std::vector<Flag>& flags() {
        "idle keep-alive connections are closed after this "
        "(default 60000)",
        millisField(&AppOptions::idle_timeout, 1, 3'600'000)},
+      {"grpc-listen", "ADDRESS",
+       "Envoy's gRPC Rate Limit Service v3 on HOST:PORT and/or unix:/PATH; repeat the flag "
+       "or separate with commas (default off)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto list = parseGrpcListen(v);
+         if (!list) {
+           return list.error();
+         }
+         o.grpc_listen = std::move(*list);
+         return {};
+       },
+       true, true},
+      {"grpc-unix-mode", "MODE", "permissions of a gRPC unix socket, octal (default 0660)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         unsigned mode = 0;
+         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), mode, 8);
+         if (v.empty() || ec != std::errc() || end != v.data() + v.size() || mode > 0777) {
+           return invalid("must be an octal mode from 0 to 0777, got \"" + std::string(v) + "\"");
+         }
+         o.grpc_unix_mode = mode;
+         return {};
+       }},
+      {"grpc-max-connection-age-ms", "MS",
+       "gRPC connections get GOAWAY after this age (default 86400000, 24 h)",
+       millisField(&AppOptions::grpc_max_connection_age, 1, 2'147'483'647)},
+      {"grpc-max-connection-age-grace-ms", "MS",
+       "then calls still running get this long (default 3600000, 1 h)",
+       millisField(&AppOptions::grpc_max_connection_age_grace, 1, 2'147'483'647)},
+      {"grpc-response-headers", "BOOL",
+       "gRPC answers carry the rate-limit headers in response_headers_to_add (default true)",
+       [](AppOptions& o, std::string_view v) { return boolean(v, o.grpc_response_headers); }},
       {"memory-max-keys", "N", "bound on the memory store's buckets (default 1000000)",
        countField<std::size_t>(&AppOptions::memory_max_keys, 1, std::size_t{1} << 32)},
       {"log-format", "FORMAT", "plain | json: one JSON object per log line (default plain)",
@@ -354,6 +399,35 @@ Status parseRedisNodes(AppOptions& options) {
 
 }  // namespace
 
+Result<std::vector<std::string>> parseGrpcListen(std::string_view text) {
+  std::vector<std::string> list;
+  while (true) {
+    std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    if (item.starts_with("unix:")) {
+      std::string_view path = item.substr(5);
+      if (path.empty() || path.front() != '/') {
+        return invalid("a unix socket must be unix:/absolute/path, got \"" + std::string(item) +
+                       "\"");
+      }
+    } else {
+      std::string host;
+      std::uint16_t port = 0;
+      if (auto status = parseListen(item, host, port); !status) {
+        return invalid(status.error().message + " (or unix:/path)");
+      }
+    }
+    if (std::find(list.begin(), list.end(), item) == list.end()) {
+      list.emplace_back(item);
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    text.remove_prefix(comma + 1);
+  }
+  return list;
+}
+
 std::string_view storeKindName(StoreKind kind) {
   for (const auto& [value, name] : kStoreKinds) {
     if (value == kind) {
@@ -459,6 +533,12 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
       }
       value = args[++i];
     }
+    auto previous =
+        std::find_if(given.begin(), given.end(), [flag](const auto& g) { return g.first == flag; });
+    if (flag->repeatable && previous != given.end()) {
+      previous->second += "," + *value;
+      continue;
+    }
     given.emplace_back(flag, std::move(*value));
   }
 
@@ -493,6 +573,22 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
       }
     }
   }
+  // envoyproxy/ratelimit's variables, so that its manifests run Sluice: above SLUICE_*
+  // variables, which container images set as defaults (docs/envoy.md).
+  auto envoy = mapEnvoyEnvironment(env, [](std::string_view name) {
+    const Flag* flag = findFlag(name);
+    return flag != nullptr && flag->in_env_and_config;
+  });
+  if (!envoy) {
+    return envoy.error();
+  }
+  for (const auto& [name, value] : envoy->flags) {
+    if (auto status = findFlag(name)->apply(options, value); !status) {
+      return invalid("envoyproxy/ratelimit variables: --" + name + " " + value + ": " +
+                     status.error().message);
+    }
+  }
+  options.envoy_environment = std::move(*envoy);
   for (const auto& [flag, value] : given) {
     if (auto status = flag->apply(options, value); !status) {
       return invalid("--" + std::string(flag->name) + ": " + status.error().message);
@@ -531,6 +627,9 @@ std::string helpText() {
     text += left + std::string(flag.help) + "\n";
   }
   text +=
+      "\nenvoyproxy/ratelimit's variables (RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, PORT, GRPC_PORT,\n"
+      "GRPC_UDS, REDIS_URL, REDIS_TYPE, LOG_LEVEL, ...) are mapped onto these flags, above\n"
+      "SLUICE_* variables; the mapping is logged at start-up (see docs/envoy.md).\n"
       "\nSignals: SIGTERM/SIGINT drain in-flight requests and exit 0; SIGHUP reloads the "
       "rules.\n";
   return text;

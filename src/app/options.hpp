@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/envoy_environment.hpp"
 #include "app/operations_options.hpp"
 #include "http/forward_auth.hpp"
 #include "http/server.hpp"
@@ -54,11 +55,21 @@ struct AppOptions {
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::size_t memory_max_keys = 1'000'000;
+  /// --grpc-listen: Envoy's Rate Limit Service v3 on "HOST:PORT" and/or "unix:/path"
+  /// (empty: no gRPC).
+  std::vector<std::string> grpc_listen;
+  unsigned grpc_unix_mode = 0660;
+  std::chrono::milliseconds grpc_max_connection_age{std::chrono::hours(24)};
+  std::chrono::milliseconds grpc_max_connection_age_grace{std::chrono::hours(1)};
+  bool grpc_response_headers = true;     ///< rate-limit headers in response_headers_to_add
   http::ForwardAuthConfig forward_auth;  ///< `forward_auth:` of --config, then the flags
   /// The server YAML's root when --config was given: its sections that belong to other
   /// modules (kDelegatedSections) are parsed by their owners, with their own locations.
   std::shared_ptr<const YAML::Node> config_root;
   OperationsOptions operations;  ///< log format, access log, events, admin listener
+  /// envoyproxy/ratelimit variables found in the environment and what they became (logged
+  /// at start-up).
+  EnvoyEnvironment envoy_environment;
 };
 
 /// Keys of the server YAML that are not flags and are parsed elsewhere.
@@ -73,6 +84,9 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
 
 /// The --help text.
 std::string helpText();
+
+/// Parses a --grpc-listen list: comma-separated "HOST:PORT" or "unix:/absolute/path".
+Result<std::vector<std::string>> parseGrpcListen(std::string_view text);
 
 /// Splits "HOST:PORT" ("[::1]:8080" for IPv6). Errors name the text.
 Status parseListen(std::string_view text, std::string& host, std::uint16_t& port);

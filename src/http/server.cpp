@@ -58,6 +58,7 @@ struct Server::Impl {
   std::atomic<unsigned> running{0};
   net::io_context control{1};
   std::vector<std::unique_ptr<Worker>> workers;
+  std::function<void(std::function<void()>)> stop_participant;
 };
 
 Server::Server(ServerOptions options, Metrics& metrics)
@@ -176,12 +177,24 @@ void Server::run() {
   }
 }
 
+void Server::setStopParticipant(std::function<void(std::function<void()> release)> begin) {
+  impl_->stop_participant = std::move(begin);
+}
+
 void Server::stop() {
   if (impl_->stop_requested.exchange(true)) {
     return;
   }
+  const bool hold = static_cast<bool>(impl_->stop_participant);
   for (auto& worker : impl_->workers) {
-    net::post(worker->ioc, [w = worker.get()] { w->beginStop(); });
+    net::post(worker->ioc, [w = worker.get(), hold] { w->beginStop(hold); });
+  }
+  if (hold) {
+    impl_->stop_participant([impl = impl_.get()] {
+      for (auto& worker : impl->workers) {
+        net::post(worker->ioc, [w = worker.get()] { w->release(); });
+      }
+    });
   }
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,6 +101,12 @@ class Server {
   /// Graceful shutdown: stop accepting, close idle connections, finish in-flight requests
   /// (held answers included), then let run() return. Thread-safe and idempotent.
   void stop();
+
+  /// Something else served from the I/O threads that must drain too (the gRPC server):
+  /// stop() calls `begin(release)` on the stopping thread, and the I/O threads keep running
+  /// until `release()` is called (from any thread), or drain_timeout plus a few seconds.
+  /// `begin` must not block. Set before run().
+  void setStopParticipant(std::function<void(std::function<void()> release)> begin);
 
  private:
   struct Impl;

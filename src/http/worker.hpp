@@ -2,6 +2,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <unordered_set>
@@ -34,12 +35,27 @@ struct Worker {
   /// Its own TCP listeners; thread 0 also runs the unix-socket ones (for every thread).
   std::vector<std::unique_ptr<Listener>> listeners;
   std::optional<boost::asio::steady_timer> drain_timer;
+  /// A stop participant (Server::setStopParticipant) still needs this thread.
+  bool held = false;
+  bool drain_extended = false;
 
   /// Graceful shutdown of this thread: stop accepting, close idle sessions, let the busy
-  /// ones finish (at most drain_timeout), then stop the io_context.
-  void beginStop();
+  /// ones finish (at most drain_timeout), then stop the io_context. With `hold`, the thread
+  /// also waits for release() (at most drain_timeout plus kStopParticipantGrace).
+  void beginStop(bool hold);
+  /// The stop participant no longer needs this thread.
+  void release();
   /// A session was destroyed; the last one of a stopping thread stops its io_context.
   void sessionGone(Session* session);
+
+ private:
+  void onDrainTimeout(boost::system::error_code ec);
+  void stopIfDone();
 };
+
+/// How long the I/O threads outlive the drain timeout for a stop participant, which
+/// cancels its own work at the drain timeout and needs the threads to answer what it
+/// cancelled.
+inline constexpr std::chrono::seconds kStopParticipantGrace{5};
 
 }  // namespace sluice::http

@@ -3,6 +3,7 @@
 // optional Envoy and Traefik profiles resolve too. Skipped when docker-compose is absent.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <yaml-cpp/yaml.h>
 
 #include <array>
 #include <cstdio>
@@ -63,6 +64,44 @@ TEST(ComposeConfigTest, EnvoyAndTraefikProfilesAreValid) {
   for (const char* service : {"envoy:", "traefik:", "sluice-edge:"}) {
     EXPECT_NE(result.output.find(service), std::string::npos) << service << "\n" << result.output;
   }
+}
+
+// Envoy itself cannot run here: what can be checked offline is that its config parses, uses
+// the rate-limit filter over gRPC (not ext_authz), and points at the port the sidecar's
+// gRPC listener is given in the compose file, over HTTP/2.
+TEST(ComposeConfigTest, EnvoyProfileUsesTheRateLimitFilterOverGrpc) {
+  YAML::Node envoy = YAML::LoadFile(std::string(SLUICE_SOURCE_DIR) + "/docker/envoy/envoy.yaml");
+  const YAML::Node manager =
+      envoy["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"];
+  const YAML::Node filter = manager["http_filters"][0];
+  EXPECT_EQ(filter["name"].as<std::string>(), "envoy.filters.http.ratelimit");
+  EXPECT_EQ(filter["typed_config"]["rate_limit_service"]["transport_api_version"].as<std::string>(),
+            "V3");
+  EXPECT_EQ(filter["typed_config"]["domain"].as<std::string>(), "api");
+  const std::string cluster =
+      filter["typed_config"]["rate_limit_service"]["grpc_service"]["envoy_grpc"]["cluster_name"]
+          .as<std::string>();
+  bool found = false;
+  for (const auto& c : envoy["static_resources"]["clusters"]) {
+    if (c["name"].as<std::string>() != cluster) {
+      continue;
+    }
+    found = true;
+    EXPECT_TRUE(c["typed_extension_protocol_options"].IsDefined()) << "gRPC needs HTTP/2";
+    const YAML::Node address = c["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+                                ["address"]["socket_address"];
+    EXPECT_EQ(address["address"].as<std::string>(), "sluice-edge");
+    EXPECT_EQ(address["port_value"].as<int>(), 8081);
+  }
+  EXPECT_TRUE(found) << "no cluster " << cluster;
+  if (!haveDockerCompose()) {
+    GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
+  }
+  CommandResult result =
+      runShell(inSourceDir("docker-compose -f docker-compose.yml --profile envoy config"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("SLUICE_GRPC_LISTEN: 0.0.0.0:8081"), std::string::npos)
+      << result.output;
 }
 
 TEST(ComposeConfigTest, EveryMountedFileExists) {

@@ -1,0 +1,206 @@
+#include "grpc/rls_mapping.hpp"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include "http/rate_limit_headers.hpp"
+
+namespace sluice::grpc {
+namespace {
+
+using Unit = rls::RateLimitResponse::RateLimit::Unit;
+
+constexpr std::uint32_t kUnlimitedRemaining = std::numeric_limits<std::uint32_t>::max();
+
+Error invalid(std::string field, std::string_view what) {
+  return makeError(ErrorKind::kInvalidArgument, std::move(field) + ": " + std::string(what));
+}
+
+std::uint32_t clampUint32(std::int64_t value) {
+  return static_cast<std::uint32_t>(
+      std::clamp<std::int64_t>(value, 0, std::numeric_limits<std::uint32_t>::max()));
+}
+
+Unit unitOf(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kSecond:
+      return rls::RateLimitResponse::RateLimit::SECOND;
+    case TimeUnit::kMinute:
+      return rls::RateLimitResponse::RateLimit::MINUTE;
+    case TimeUnit::kHour:
+      return rls::RateLimitResponse::RateLimit::HOUR;
+    case TimeUnit::kDay:
+      return rls::RateLimitResponse::RateLimit::DAY;
+    case TimeUnit::kWeek:
+      return rls::RateLimitResponse::RateLimit::WEEK;
+    case TimeUnit::kMonth:
+      return rls::RateLimitResponse::RateLimit::MONTH;
+    case TimeUnit::kYear:
+      return rls::RateLimitResponse::RateLimit::YEAR;
+  }
+  return rls::RateLimitResponse::RateLimit::UNKNOWN;
+}
+
+/// "Name: value\r\n" lines (what the HTTP answers carry) as HeaderValues.
+void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
+  while (!lines.empty()) {
+    std::size_t end = lines.find("\r\n");
+    std::string_view line = lines.substr(0, end);
+    lines = end == std::string_view::npos ? std::string_view() : lines.substr(end + 2);
+    std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      continue;
+    }
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') {
+      value.remove_prefix(1);
+    }
+    auto* header = response.add_response_headers_to_add();
+    header->set_key(std::string(line.substr(0, colon)));
+    header->set_value(std::string(value));
+  }
+}
+
+/// Merges the rules `metadata` JSON objects into `out` (first wins per top-level key).
+void mergeMetadata(const std::string& json, ::google::protobuf::Struct& out) {
+  ::google::protobuf::Struct parsed;
+  if (!::google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) {
+    return;  // the loader stores valid JSON objects only
+  }
+  for (auto& [key, value] : *parsed.mutable_fields()) {
+    out.mutable_fields()->try_emplace(key, std::move(value));
+  }
+}
+
+}  // namespace
+
+Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
+                                          const RequestBounds& bounds) {
+  if (request.domain().empty()) {
+    return invalid("domain", "is required (a non-empty string)");
+  }
+  if (request.domain().size() > bounds.max_string_bytes) {
+    return invalid("domain",
+                   "is longer than " + std::to_string(bounds.max_string_bytes) + " bytes");
+  }
+  if (request.descriptors().empty()) {
+    return invalid("descriptors", "must not be empty");
+  }
+  if (static_cast<std::size_t>(request.descriptors_size()) > bounds.max_descriptors) {
+    return invalid("descriptors",
+                   "more than " + std::to_string(bounds.max_descriptors) + " descriptors");
+  }
+  DecisionRequest out;
+  out.domain = request.domain();
+  out.hits = std::max<std::int64_t>(1, request.hits_addend());
+  if (out.hits > bounds.max_hits) {
+    return invalid("hits_addend", "is larger than " + std::to_string(bounds.max_hits));
+  }
+  out.descriptors.reserve(request.descriptors_size());
+  bool any_descriptor_hits = false;
+  for (int d = 0; d < request.descriptors_size(); ++d) {
+    const auto& descriptor = request.descriptors(d);
+    std::string where = "descriptors[" + std::to_string(d) + "]";
+    if (static_cast<std::size_t>(descriptor.entries_size()) > bounds.max_entries) {
+      return invalid(where + ".entries",
+                     "more than " + std::to_string(bounds.max_entries) + " entries");
+    }
+    Descriptor entries;
+    entries.reserve(descriptor.entries_size());
+    for (int e = 0; e < descriptor.entries_size(); ++e) {
+      const auto& entry = descriptor.entries(e);
+      std::string entry_where = where + ".entries[" + std::to_string(e) + "]";
+      if (entry.key().empty()) {
+        return invalid(entry_where + ".key", "must be a non-empty string");
+      }
+      if (entry.key().size() > bounds.max_string_bytes ||
+          entry.value().size() > bounds.max_string_bytes) {
+        return invalid(entry_where, "key or value longer than " +
+                                        std::to_string(bounds.max_string_bytes) + " bytes");
+      }
+      entries.push_back(Entry{entry.key(), entry.value()});
+    }
+    out.descriptors.push_back(std::move(entries));
+    if (descriptor.has_hits_addend()) {
+      std::uint64_t hits = descriptor.hits_addend().value();
+      if (hits > static_cast<std::uint64_t>(bounds.max_hits)) {
+        return invalid(where + ".hits_addend", "is larger than " + std::to_string(bounds.max_hits));
+      }
+      out.descriptor_hits.resize(d + 1);
+      out.descriptor_hits[d] = static_cast<std::int64_t>(hits);
+      any_descriptor_hits = true;
+    }
+  }
+  if (any_descriptor_hits) {
+    out.descriptor_hits.resize(out.descriptors.size());
+  }
+  return out;
+}
+
+Unit envoyUnit(const LimitStatus& limit) {
+  if (limit.unit_multiplier == 1) {
+    return unitOf(limit.unit);
+  }
+  const Micros window = unitMicros(limit.unit) * limit.unit_multiplier;
+  for (TimeUnit unit : {TimeUnit::kSecond, TimeUnit::kMinute, TimeUnit::kHour, TimeUnit::kDay,
+                        TimeUnit::kWeek, TimeUnit::kMonth, TimeUnit::kYear}) {
+    if (unitMicros(unit) == window) {
+      return unitOf(unit);
+    }
+  }
+  return rls::RateLimitResponse::RateLimit::UNKNOWN;
+}
+
+void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& response) {
+  response.set_overall_code(decision.allowed ? rls::RateLimitResponse::OK
+                                             : rls::RateLimitResponse::OVER_LIMIT);
+  bool any_metadata = false;
+  for (const DescriptorStatus& d : decision.descriptors) {
+    auto* status = response.add_statuses();
+    any_metadata = any_metadata || !d.metadata_json.empty();
+    const LimitStatus* binding = descriptorBindingLimit(d);
+    if (binding == nullptr) {
+      status->set_code(rls::RateLimitResponse::OK);
+      bool unlimited = std::any_of(d.limits.begin(), d.limits.end(),
+                                   [](const LimitStatus& l) { return l.unlimited; });
+      if (unlimited) {
+        status->set_limit_remaining(kUnlimitedRemaining);
+      }
+      continue;
+    }
+    bool over = !binding->shadow && !binding->outcome.allowed;
+    status->set_code(over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
+    auto* limit = status->mutable_current_limit();
+    if (binding->rule == nullptr || binding->rule->explicit_name) {
+      limit->set_name(binding->name);
+    }
+    limit->set_requests_per_unit(clampUint32(binding->limit));
+    limit->set_unit(envoyUnit(*binding));
+    status->set_limit_remaining(clampUint32(binding->outcome.remaining));
+    status->mutable_duration_until_reset()->set_seconds(
+        http::ceilSeconds(binding->outcome.reset_after_us));
+  }
+  if (any_metadata) {
+    auto* metadata = response.mutable_dynamic_metadata();
+    for (std::size_t i = 0; i < decision.descriptors.size(); ++i) {
+      const DescriptorStatus& d = decision.descriptors[i];
+      if (!d.metadata_json.empty() && i < static_cast<std::size_t>(response.statuses_size()) &&
+          response.statuses(static_cast<int>(i)).code() == rls::RateLimitResponse::OK) {
+        mergeMetadata(d.metadata_json, *metadata);
+      }
+    }
+  }
+  if (headers) {
+    if (const LimitStatus* binding = decision.binding()) {
+      std::string lines;
+      http::appendRateLimitHeaders(lines, *binding, !decision.allowed);
+      addHeaderLines(lines, response);
+    }
+  }
+}
+
+}  // namespace sluice::grpc

@@ -1,0 +1,86 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/common/metrics.hpp"
+#include "sluice/common/result.hpp"
+#include "sluice/decision/decision.hpp"
+
+namespace boost::asio {
+class io_context;
+}
+
+/// Envoy's Rate Limit Service v3 (`envoy.service.ratelimit.v3.RateLimitService`) and
+/// `grpc.health.v1.Health` over grpc++'s callback API.
+namespace sluice::grpc {
+
+struct RlsServerOptions {
+  /// "HOST:PORT" ("[::1]:8081" for IPv6; port 0: any free port) or "unix:/absolute/path".
+  std::vector<std::string> listen;
+  /// Permissions of a unix socket file.
+  unsigned unix_mode = 0660;
+  /// GOAWAY after this age (envoyproxy/ratelimit's default: 24 h), then `grace` for the
+  /// calls still running (1 h).
+  std::chrono::milliseconds max_connection_age{std::chrono::hours(24)};
+  std::chrono::milliseconds max_connection_age_grace{std::chrono::hours(1)};
+  /// response_headers_to_add with the rate-limit headers (envoy's
+  /// LIMIT_RESPONSE_HEADERS_ENABLED).
+  bool response_headers = true;
+  /// Largest request message accepted (RESOURCE_EXHAUSTED beyond).
+  std::size_t max_message_bytes = 1 << 20;
+  /// On shutdown, how long running calls may finish before they are cancelled.
+  std::chrono::milliseconds drain_timeout{30'000};
+};
+
+/// Where calls are decided: one per I/O thread. The decision service is used only on its
+/// io_context's thread.
+struct RlsWorker {
+  boost::asio::io_context* io = nullptr;
+  DecisionService* decisions = nullptr;
+};
+
+/// The gRPC server. Each call is posted to one worker (round-robin) and answered from
+/// there: no gRPC thread waits on a store. A call cancelled or past its deadline when its
+/// turn comes is answered CANCELLED / DEADLINE_EXCEEDED without being decided (nothing is
+/// charged). SO_REUSEPORT is off: a port in use makes start() fail. A unix socket path
+/// held by a live server is never taken over; a stale socket file is replaced; the file
+/// gets `unix_mode` and is removed by shutdown().
+///
+/// Life cycle: construct, start(), setServing() as the store's health changes, shutdown()
+/// (blocking; the workers' io_contexts must keep running until it returns), destroy.
+class RlsServer {
+ public:
+  RlsServer(RlsServerOptions options, std::vector<RlsWorker> workers, Metrics& metrics);
+  ~RlsServer();
+  RlsServer(const RlsServer&) = delete;
+  RlsServer& operator=(const RlsServer&) = delete;
+
+  /// Binds every address and starts serving (health SERVING). Errors (kUnavailable) name
+  /// the address: in use, a live unix socket, not a socket file, cannot bind.
+  Status start();
+
+  /// The bound addresses, as given but with the actual port for port 0.
+  std::vector<std::string> addresses() const;
+
+  /// grpc.health.v1 status of "ratelimit" and "": SERVING or NOT_SERVING. Thread-safe.
+  void setServing(bool serving);
+
+  /// Stops accepting calls, lets running ones finish within drain_timeout (then cancels
+  /// them), removes unix socket files. Blocking; idempotent.
+  void shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Declares the metric families of this module. Idempotent.
+void describeGrpcMetrics(Metrics& metrics);
+
+}  // namespace sluice::grpc

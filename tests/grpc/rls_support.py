@@ -1,0 +1,290 @@
+"""Test support for the gRPC Rate Limit Service: stubs generated at test time, the real
+`sluice` binary, a real redis-server.
+
+Run with Debian's /usr/bin/python3 (its python3-grpcio 1.51 is importable only there).
+SLUICE_BINARY and SLUICE_SOURCE_DIR come from CTest (tests/CMakeLists.txt).
+"""
+
+import importlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import grpc
+
+SOURCE_DIR = os.environ.get(
+    "SLUICE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+BINARY = os.environ.get("SLUICE_BINARY", os.path.join(SOURCE_DIR, "build", "sluice"))
+
+_STUB_DIR = None
+
+
+def _generate_stubs():
+    """protoc + grpc_python_plugin over Sluice's own protos (proto/) and the health proto."""
+    global _STUB_DIR
+    if _STUB_DIR is not None:
+        return
+    out = tempfile.mkdtemp(prefix="sluice-grpc-stubs-")
+    proto_root = os.path.join(SOURCE_DIR, "proto")
+    health_root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "proto")
+    protos = [
+        "envoy/type/v3/ratelimit_unit.proto",
+        "envoy/config/core/v3/base.proto",
+        "envoy/extensions/common/ratelimit/v3/ratelimit.proto",
+        "envoy/service/ratelimit/v3/rls.proto",
+    ]
+    plugin = shutil.which("grpc_python_plugin") or "/usr/bin/grpc_python_plugin"
+    subprocess.run(
+        ["protoc", "-I", proto_root, "-I", "/usr/include", "--python_out", out,
+         "--grpc_python_out", out, "--plugin=protoc-gen-grpc_python=" + plugin] + protos,
+        check=True)
+    subprocess.run(
+        ["protoc", "-I", health_root, "--python_out", out, "--grpc_python_out", out,
+         "--plugin=protoc-gen-grpc_python=" + plugin, "grpc_health/v1/health.proto"],
+        check=True)
+    sys.path.insert(0, out)
+    _STUB_DIR = out
+
+
+_generate_stubs()
+rls_pb2 = importlib.import_module("envoy.service.ratelimit.v3.rls_pb2")
+rls_pb2_grpc = importlib.import_module("envoy.service.ratelimit.v3.rls_pb2_grpc")
+ratelimit_pb2 = importlib.import_module("envoy.extensions.common.ratelimit.v3.ratelimit_pb2")
+health_pb2 = importlib.import_module("grpc_health.v1.health_pb2")
+health_pb2_grpc = importlib.import_module("grpc_health.v1.health_pb2_grpc")
+
+Code = rls_pb2.RateLimitResponse
+Unit = rls_pb2.RateLimitResponse.RateLimit
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout=10.0, what="condition"):
+    """Polls `predicate` until it returns a true value; fails with `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.02)
+
+
+def request(domain, descriptors, hits_addend=0):
+    """A RateLimitRequest; descriptors are lists of (key, value) pairs, or dicts with
+    'entries' and optional 'hits_addend' / 'limit' (requests_per_unit, unit)."""
+    message = rls_pb2.RateLimitRequest(domain=domain, hits_addend=hits_addend)
+    for d in descriptors:
+        descriptor = message.descriptors.add()
+        if isinstance(d, dict):
+            entries = d["entries"]
+            if "hits_addend" in d:
+                descriptor.hits_addend.value = d["hits_addend"]
+            if "limit" in d:
+                descriptor.limit.requests_per_unit = d["limit"][0]
+                descriptor.limit.unit = d["limit"][1]
+        else:
+            entries = d
+        for key, value in entries:
+            entry = descriptor.entries.add()
+            entry.key = key
+            entry.value = value
+    return message
+
+
+class Redis:
+    """A real redis-server on a free loopback port, no persistence."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-grpc-redis-")
+        self.port = free_port()
+        self.process = None
+        self.start()
+
+    def url(self):
+        return "redis://127.0.0.1:%d/0" % self.port
+
+    def start(self):
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--enable-debug-command", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.ping, 10, "redis-server to answer PING")
+
+    def ping(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def kill(self):
+        """A crash, not a shutdown."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def close(self):
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Sluice:
+    """The real sluice binary with its own rules directory, HTTP on a free port and gRPC on
+    the addresses given (TCP on a free port unless grpc_listen is given)."""
+
+    def __init__(self, rules, args=(), grpc_listen=None, env=None, wait=True):
+        self.dir = tempfile.mkdtemp(prefix="sluice-grpc-")
+        self.rules_dir = os.path.join(self.dir, "rules")
+        os.mkdir(self.rules_dir)
+        for name, text in rules.items():
+            with open(os.path.join(self.rules_dir, name), "w") as f:
+                f.write(text)
+        self.args = list(args)
+        self.env = env
+        self.fixed_grpc_listen = grpc_listen
+        self.log_path = os.path.join(self.dir, "sluice.log")
+        self.log_file = None
+        self.channels = []
+        # A port picked free may be taken by a parallel test before sluice binds it: such a
+        # start is retried on new ports (only when the log says so, and only a few times).
+        for attempt in range(4):
+            self.launch()
+            if not wait:
+                return
+            try:
+                self.wait_ready()
+                return
+            except AssertionError:
+                if attempt == 3 or self.process.poll() is None or \
+                        "Address already in use" not in self.log() or \
+                        (self.fixed_grpc_listen is not None and self.grpc_port is not None):
+                    raise
+
+    def launch(self):
+        self.http_port = free_port()
+        grpc_listen = self.fixed_grpc_listen
+        if grpc_listen is None:
+            self.grpc_port = free_port()
+            grpc_listen = ["127.0.0.1:%d" % self.grpc_port]
+        else:
+            self.grpc_port = None
+            for address in grpc_listen:
+                if not address.startswith("unix:"):
+                    self.grpc_port = int(address.rsplit(":", 1)[1])
+        self.grpc_listen = grpc_listen
+        command = [BINARY, "--listen", "127.0.0.1:%d" % self.http_port, "--rules",
+                   self.rules_dir, "--threads", "2"]
+        for address in grpc_listen:
+            command += ["--grpc-listen", address]
+        command += self.args
+        if self.log_file is not None:
+            self.log_file.close()
+        self.log_file = open(self.log_path, "w")
+        environment = dict(os.environ)
+        environment.update(self.env or {})
+        self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                        env=environment)
+
+    def wait_ready(self, timeout=15.0):
+        def up():
+            if self.process.poll() is not None:
+                raise AssertionError("sluice exited with %s:\n%s" % (self.process.returncode,
+                                                                     self.log()))
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % self.http_port,
+                                            timeout=1) as r:
+                    return r.status == 200
+            except (urllib.error.URLError, OSError):
+                return False
+        wait_for(up, timeout, "sluice to answer /healthz")
+        # The gRPC listener is up before the HTTP server runs (see the start-up log).
+        channel = self.channel()
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+
+    def target(self, address=None):
+        address = address or self.grpc_listen[0]
+        return address if address.startswith("unix:") else address
+
+    def channel(self, address=None):
+        channel = grpc.insecure_channel(self.target(address))
+        self.channels.append(channel)
+        return channel
+
+    def stub(self, address=None):
+        return rls_pb2_grpc.RateLimitServiceStub(self.channel(address))
+
+    def health(self, address=None):
+        return health_pb2_grpc.HealthStub(self.channel(address))
+
+    def post_json(self, path, body):
+        data = json.dumps(body).encode()
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.http_port, path), data=data,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status, json.loads(r.read()), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}"), dict(e.headers)
+
+    def metrics(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.http_port,
+                                    timeout=5) as r:
+            return r.read().decode()
+
+    def log(self):
+        self.log_file.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def signal(self, number):
+        self.process.send_signal(number)
+
+    def wait(self, timeout):
+        return self.process.wait(timeout=timeout)
+
+    def close(self):
+        for channel in self.channels:
+            channel.close()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log_file.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run_sluice(args, env=None, timeout=10):
+    """Runs sluice to completion: (exit code, output)."""
+    environment = dict(os.environ)
+    environment.update(env or {})
+    done = subprocess.run([BINARY] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, env=environment, timeout=timeout)
+    return done.returncode, done.stdout.decode()
+
+
+def headers_of(response):
+    return {h.key: h.value for h in response.response_headers_to_add}
+
+
+def terminate_gracefully(sluice, timeout=20):
+    sluice.signal(signal.SIGTERM)
+    return sluice.wait(timeout)

@@ -1,0 +1,236 @@
+"""The gRPC server's life: health, exact counting under concurrent calls, drain on SIGTERM,
+unix socket files (live ones never stolen, stale ones replaced, mode, removal), and a port
+held by another instance."""
+
+import concurrent.futures
+import os
+import signal
+import socket
+import stat
+import tempfile
+import threading
+import unittest
+
+import grpc
+
+from rls_support import (Code, Redis, Sluice, free_port, health_pb2, request, run_sluice,
+                         wait_for)
+
+RULES = {
+    "api.yaml": """domain: api
+descriptors:
+  - key: client
+    rate_limit:
+      name: per_client
+      unit: hour
+      requests_per_unit: 100
+""",
+}
+
+Serving = health_pb2.HealthCheckResponse
+
+
+def health_status(sluice, service, address=None):
+    return sluice.health(address).Check(health_pb2.HealthCheckRequest(service=service),
+                                        timeout=5).status
+
+
+class Health(unittest.TestCase):
+    def test_serving_for_ratelimit_and_the_empty_name(self):
+        sluice = Sluice(RULES)
+        try:
+            self.assertEqual(health_status(sluice, "ratelimit"), Serving.SERVING)
+            self.assertEqual(health_status(sluice, ""), Serving.SERVING)
+            with self.assertRaises(grpc.RpcError) as caught:
+                health_status(sluice, "something-else")
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
+        finally:
+            sluice.close()
+
+    def test_follows_the_store_health(self):
+        # With --failure-mode closed the service cannot answer without Redis: NOT_SERVING,
+        # like /readyz. (open and local keep answering, and stay SERVING.)
+        redis = Redis()
+        sluice = Sluice(RULES, args=["--store", "redis", "--redis", redis.url(),
+                                     "--failure-mode", "closed"])
+        try:
+            wait_for(lambda: health_status(sluice, "ratelimit") == Serving.SERVING, 15,
+                     "SERVING once connected to Redis")
+            redis.kill()
+            wait_for(lambda: health_status(sluice, "ratelimit") == Serving.NOT_SERVING, 15,
+                     "NOT_SERVING after Redis went away")
+            self.assertEqual(health_status(sluice, ""), Serving.NOT_SERVING)
+            redis.start()
+            wait_for(lambda: health_status(sluice, "ratelimit") == Serving.SERVING, 20,
+                     "SERVING after Redis came back")
+        finally:
+            sluice.close()
+            redis.close()
+
+
+class Counting(unittest.TestCase):
+    def test_concurrent_calls_are_counted_exactly(self):
+        # 8 client threads x 25 calls on one key with a limit of 100: exactly 100 allowed,
+        # over two I/O threads, and the counter ends at the limit.
+        sluice = Sluice(RULES)
+        try:
+            stubs = [sluice.stub() for _ in range(4)]
+
+            def worker(index):
+                stub = stubs[index % len(stubs)]
+                codes = []
+                for _ in range(25):
+                    codes.append(stub.ShouldRateLimit(
+                        request("api", [[("client", "shared")]]), timeout=10).overall_code)
+                return codes
+
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                codes = [c for result in pool.map(worker, range(8)) for c in result]
+            self.assertEqual(codes.count(Code.OK), 100)
+            self.assertEqual(codes.count(Code.OVER_LIMIT), 100)
+            last = stubs[0].ShouldRateLimit(request("api", [[("client", "shared")]]), timeout=5)
+            self.assertEqual(last.overall_code, Code.OVER_LIMIT)
+            self.assertEqual(last.statuses[0].limit_remaining, 0)
+        finally:
+            sluice.close()
+
+
+class Drain(unittest.TestCase):
+    def test_sigterm_lets_a_running_call_finish(self):
+        redis = Redis()
+        # The store call of the running call is held up by a DEBUG SLEEP on the real Redis:
+        # the Redis deadline is longer than the sleep, and the sleep shorter than the store's
+        # stall timeout (1 s), so the call is answered, late. Should the machine be so slow
+        # that the call is answered before SIGTERM, the test still holds (and proves less).
+        sluice = Sluice(RULES, args=["--store", "redis", "--redis", redis.url(),
+                                     "--redis-timeout-ms", "8000", "--failure-mode", "closed"])
+        try:
+            wait_for(lambda: health_status(sluice, "ratelimit") == Serving.SERVING, 15,
+                     "SERVING once connected to Redis")
+            stub = sluice.stub()
+            self.assertEqual(stub.ShouldRateLimit(request("api", [[("client", "d")]]),
+                                                  timeout=5).overall_code, Code.OK)
+            sleeper = threading.Thread(target=self.debug_sleep, args=(redis.port, "0.7"))
+            sleeper.start()
+            wait_for(lambda: self.redis_sleeping(redis.port), 5, "Redis to sleep")
+            future = stub.ShouldRateLimit.future(request("api", [[("client", "d")]]),
+                                                 timeout=15)
+            wait_for(lambda: 'grpc_calls_in_flight 1' in sluice.metrics(), 5,
+                     "the call to be in flight")
+            sluice.signal(signal.SIGTERM)
+            response = future.result()
+            self.assertEqual(response.overall_code, Code.OK)
+            self.assertEqual(response.statuses[0].limit_remaining, 98)
+            self.assertEqual(sluice.wait(20), 0)
+            self.assertIn("draining", sluice.log())
+            sleeper.join()
+        finally:
+            sluice.close()
+            redis.close()
+
+    @staticmethod
+    def debug_sleep(port, seconds):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(("DEBUG SLEEP %s\r\n" % seconds).encode())
+            s.recv(16)
+
+    @staticmethod
+    def redis_sleeping(port):
+        # A PING that does not come back within 100 ms: the server is inside DEBUG SLEEP.
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.1) as s:
+                s.sendall(b"PING\r\n")
+                s.recv(16)
+                return False
+        except socket.timeout:
+            return True
+
+
+class UnixSocket(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-grpc-uds-")
+        self.path = os.path.join(self.dir, "rls.sock")
+
+    def tearDown(self):
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        os.rmdir(self.dir)
+
+    def test_socket_file_has_the_mode_and_is_removed_on_exit(self):
+        sluice = Sluice(RULES, grpc_listen=["unix:" + self.path],
+                        args=["--grpc-unix-mode", "0600"])
+        try:
+            mode = os.stat(self.path).st_mode
+            self.assertTrue(stat.S_ISSOCK(mode))
+            self.assertEqual(stat.S_IMODE(mode), 0o600)
+            response = sluice.stub().ShouldRateLimit(request("api", [[("client", "u")]]),
+                                                     timeout=5)
+            self.assertEqual(response.overall_code, Code.OK)
+        finally:
+            sluice.close()
+        self.assertFalse(os.path.exists(self.path))
+
+    def test_default_mode_is_0660(self):
+        sluice = Sluice(RULES, grpc_listen=["unix:" + self.path])
+        try:
+            self.assertEqual(stat.S_IMODE(os.stat(self.path).st_mode), 0o660)
+        finally:
+            sluice.close()
+
+    def test_a_live_socket_is_never_stolen(self):
+        first = Sluice(RULES, grpc_listen=["unix:" + self.path])
+        try:
+            code, output = run_sluice(["--listen", "127.0.0.1:%d" % free_port(), "--rules",
+                                       first.rules_dir, "--grpc-listen", "unix:" + self.path])
+            self.assertEqual(code, 1, output)
+            self.assertIn("another server is listening on it", output)
+            # The first server still answers on its socket.
+            response = first.stub().ShouldRateLimit(request("api", [[("client", "l")]]),
+                                                    timeout=5)
+            self.assertEqual(response.overall_code, Code.OK)
+        finally:
+            first.close()
+
+    def test_a_stale_socket_is_replaced(self):
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(self.path)
+        stale.close()  # the file stays, nobody listens: what a crashed server leaves
+        sluice = Sluice(RULES, grpc_listen=["unix:" + self.path])
+        try:
+            response = sluice.stub().ShouldRateLimit(request("api", [[("client", "s")]]),
+                                                     timeout=5)
+            self.assertEqual(response.overall_code, Code.OK)
+        finally:
+            sluice.close()
+
+    def test_a_file_that_is_not_a_socket_is_left_alone(self):
+        with open(self.path, "w") as f:
+            f.write("precious")
+        code, output = run_sluice(["--listen", "127.0.0.1:%d" % free_port(), "--rules",
+                                   os.path.join(os.environ.get("SLUICE_SOURCE_DIR", "."),
+                                                "config", "rules"),
+                                   "--grpc-listen", "unix:" + self.path])
+        self.assertEqual(code, 1, output)
+        self.assertIn("is not a socket", output)
+        with open(self.path) as f:
+            self.assertEqual(f.read(), "precious")
+
+
+class SamePort(unittest.TestCase):
+    def test_a_second_instance_on_the_same_port_fails_to_start(self):
+        first = Sluice(RULES)
+        try:
+            code, output = run_sluice(["--listen", "127.0.0.1:%d" % free_port(), "--rules",
+                                       first.rules_dir, "--grpc-listen",
+                                       "127.0.0.1:%d" % first.grpc_port])
+            self.assertEqual(code, 1, output)
+            self.assertIn("--grpc-listen", output)
+            response = first.stub().ShouldRateLimit(request("api", [[("client", "p")]]),
+                                                    timeout=5)
+            self.assertEqual(response.overall_code, Code.OK)
+        finally:
+            first.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,151 @@
+#include "app/envoy_environment.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "app/options.hpp"
+
+namespace sluice::app {
+namespace {
+
+EnvLookup envFrom(std::map<std::string, std::string> vars) {
+  return [vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+Result<AppOptions> parse(std::map<std::string, std::string> env,
+                         std::vector<std::string> args = {}) {
+  return parseOptions(args, envFrom(std::move(env)));
+}
+
+TEST(EnvoyEnvironmentTest, RuntimeDirectoriesBecomeTheRulesPath) {
+  auto o = parse({{"RUNTIME_ROOT", "/data"}, {"RUNTIME_SUBDIRECTORY", "ratelimit"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->rules, "/data/ratelimit/config");
+  o = parse({{"RUNTIME_ROOT", "/data/"},
+             {"RUNTIME_SUBDIRECTORY", "ratelimit"},
+             {"RUNTIME_APPDIRECTORY", "rl"}});
+  EXPECT_EQ(o->rules, "/data/ratelimit/rl");
+  o = parse({{"RUNTIME_SUBDIRECTORY", "ratelimit"}});
+  EXPECT_EQ(o->rules, "/srv/runtime_data/current/ratelimit/config");
+}
+
+TEST(EnvoyEnvironmentTest, ListenersFollowEnvoysDefaults) {
+  auto o = parse({{"RUNTIME_SUBDIRECTORY", "rl"}, {"PORT", "9000"}, {"GRPC_PORT", "9001"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->listen_host, "0.0.0.0");
+  EXPECT_EQ(o->listen_port, 9000);
+  EXPECT_EQ(o->grpc_listen, std::vector<std::string>{"0.0.0.0:9001"});
+  o = parse({{"GRPC_UDS", "/run/rl.sock"}, {"GRPC_PORT", "9001"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->grpc_listen, std::vector<std::string>{"unix:/run/rl.sock"});
+  ASSERT_EQ(o->envoy_environment.unhonoured.size(), 1u);
+  EXPECT_NE(o->envoy_environment.unhonoured[0].find("GRPC_PORT"), std::string::npos);
+}
+
+TEST(EnvoyEnvironmentTest, GenericNamesAloneAreNotRead) {
+  auto o = parse({{"PORT", "9000"}, {"LOG_LEVEL", "debug"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->listen_port, 8080);
+  EXPECT_EQ(o->log_level, "info");
+  EXPECT_TRUE(o->envoy_environment.empty());
+}
+
+TEST(EnvoyEnvironmentTest, RedisSettings) {
+  auto o = parse({{"REDIS_SOCKET_TYPE", "tcp"},
+                  {"REDIS_URL", "redis.default:6379"},
+                  {"REDIS_AUTH", "user:p@ss"},
+                  {"REDIS_TIMEOUT", "250ms"},
+                  {"CACHE_KEY_PREFIX", "rl_"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->store, StoreKind::kRedis);
+  EXPECT_EQ(o->redis_url, "redis://user:p%40ss@redis.default:6379");
+  EXPECT_EQ(o->redis_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(o->redis_prefix, "rl_");
+  for (const auto& line : o->envoy_environment.mapped) {
+    EXPECT_EQ(line.find("p%40ss"), std::string::npos) << line;  // the password is masked
+  }
+  o = parse({{"REDIS_SOCKET_TYPE", "tcp"},
+             {"REDIS_TYPE", "cluster"},
+             {"REDIS_URL", "10.0.0.1:6379,10.0.0.2:6379"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->store, StoreKind::kRedisCluster);
+  EXPECT_EQ(o->redis_url, "redis://10.0.0.1:6379,redis://10.0.0.2:6379");
+  o = parse({{"REDIS_URL", "/var/run/redis.sock"}});  // REDIS_SOCKET_TYPE defaults to unix
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->redis_url, "unix:///var/run/redis.sock");
+}
+
+TEST(EnvoyEnvironmentTest, UnhonouredVariablesAreNamed) {
+  auto o = parse({{"SHADOW_MODE", "true"},
+                  {"REDIS_TYPE", "SENTINEL"},
+                  {"USE_STATSD", "false"},
+                  {"LIMIT_LIMIT_HEADER", "A-Limit"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  std::string all;
+  for (const auto& line : o->envoy_environment.unhonoured) {
+    all += line + "\n";
+  }
+  EXPECT_NE(all.find("SHADOW_MODE=true"), std::string::npos) << all;
+  EXPECT_NE(all.find("REDIS_TYPE=SENTINEL"), std::string::npos) << all;
+  EXPECT_NE(all.find("LIMIT_LIMIT_HEADER=A-Limit"), std::string::npos) << all;
+  EXPECT_EQ(all.find("USE_STATSD"), std::string::npos) << all;  // false is what Sluice does
+}
+
+TEST(EnvoyEnvironmentTest, HeadersSwitchAndLogLevel) {
+  auto o = parse({{"LIMIT_RESPONSE_HEADERS_ENABLED", "false"}, {"LOG_LEVEL", "WARN"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_FALSE(o->grpc_response_headers);
+  EXPECT_EQ(o->log_level, "warn");
+}
+
+TEST(EnvoyEnvironmentTest, WinOverSluiceVariablesAndGiveWayToFlags) {
+  // An image's SLUICE_* defaults must not hide the manifest's envoy variables.
+  auto o = parse({{"RUNTIME_SUBDIRECTORY", "rl"},
+                  {"PORT", "9000"},
+                  {"SLUICE_LISTEN", "1.2.3.4:1"},
+                  {"SLUICE_STORE", "memory"}},
+                 {"--rules", "mine"});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->listen_port, 9000);
+  EXPECT_EQ(o->rules, "mine");
+}
+
+TEST(EnvoyEnvironmentTest, BadValuesNameTheVariable) {
+  auto o = parse({{"GRPC_MAX_CONNECTION_AGE", "forever"}});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("GRPC_MAX_CONNECTION_AGE=\"forever\""), std::string::npos)
+      << o.error().message;
+  o = parse({{"REDIS_TYPE", "weird"}});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("REDIS_TYPE"), std::string::npos);
+}
+
+TEST(EnvoyEnvironmentTest, GoDurations) {
+  EXPECT_EQ(parseGoDuration("24h"), std::chrono::hours(24));
+  EXPECT_EQ(parseGoDuration("1h30m"), std::chrono::minutes(90));
+  EXPECT_EQ(parseGoDuration("1.5s"), std::chrono::milliseconds(1500));
+  EXPECT_EQ(parseGoDuration("250ms"), std::chrono::milliseconds(250));
+  EXPECT_EQ(parseGoDuration("0"), std::chrono::milliseconds(0));
+  EXPECT_FALSE(parseGoDuration("10").has_value());
+  EXPECT_FALSE(parseGoDuration("").has_value());
+  EXPECT_FALSE(parseGoDuration("1d").has_value());
+}
+
+TEST(GrpcOptionsTest, ListenIsRepeatableAndValidated) {
+  auto o = parse({}, {"--grpc-listen", "127.0.0.1:8081", "--grpc-listen", "unix:/tmp/rl.sock"});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->grpc_listen, (std::vector<std::string>{"127.0.0.1:8081", "unix:/tmp/rl.sock"}));
+  EXPECT_FALSE(parse({}, {"--grpc-listen", "unix:relative.sock"}).ok());
+  EXPECT_FALSE(parse({}, {"--grpc-listen", "nohost"}).ok());
+  o = parse({}, {"--grpc-unix-mode", "0600"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->grpc_unix_mode, 0600u);
+  EXPECT_FALSE(parse({}, {"--grpc-unix-mode", "0999"}).ok());
+}
+
+}  // namespace
+}  // namespace sluice::app
