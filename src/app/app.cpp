@@ -61,6 +61,21 @@ struct ThreadServices {
   std::unique_ptr<DecisionService> decisions;
 };
 
+/// The worst health over the threads' stores: failing, then connecting, then healthy.
+StoreHealth worstHealth(const std::vector<ThreadServices>& threads) {
+  StoreHealth worst = StoreHealth::kHealthy;
+  for (const ThreadServices& s : threads) {
+    const StoreHealth h = s.store ? s.store->health() : StoreHealth::kHealthy;
+    if (h == StoreHealth::kFailing) {
+      return h;
+    }
+    if (h == StoreHealth::kConnecting) {
+      worst = h;
+    }
+  }
+  return worst;
+}
+
 // Every connection is a file descriptor, and the usual soft limit (1024) is far below what
 // the server accepts (max_connections_per_thread per I/O thread): raise it to the hard limit.
 void raiseOpenFileLimit() {
@@ -80,6 +95,7 @@ int serve(const AppOptions& options) {
     RedisOptions base;
     base.key_prefix = options.redis_prefix;
     base.request_timeout = options.redis_timeout;
+    base.connect_wait = options.store_connect_wait;
     if (options.store == "redis_cluster") {
       auto parsed = parseRedisClusterUrls(options.redis_url, base);
       if (!parsed) {
@@ -160,6 +176,7 @@ int serve(const AppOptions& options) {
       return std::all_of(threads.begin(), threads.end(),
                          [](const ThreadServices& s) { return !s.store || s.store->healthy(); });
     };
+    context.store_state = [&threads] { return worstHealth(threads); };
     context.default_domain = options.default_domain;
     context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options.forward_auth);
     auto router = std::make_shared<http::Router>();

@@ -20,6 +20,7 @@
 #include <utility>
 #include <variant>
 
+#include "rules/yaml_syntax.hpp"
 #include "rules/suggest.hpp"
 #include "sluice/rules/rules.hpp"
 
@@ -945,6 +946,11 @@ std::variant<YAML::Node, RuleError> firstDocument(const std::string& file,
 void loadFile(const std::string& name, const std::string& content, RuleSet& rules,
               std::map<std::string, SourceLocation, std::less<>>& domain_origin,
               std::vector<RuleError>& errors) {
+  // What YAML forbids but yaml-cpp 0.7 accepts (src/rules/yaml_syntax.hpp).
+  if (auto error = checkYamlSyntax(name, content)) {
+    errors.push_back(std::move(*error));
+    return;
+  }
   YAML::Node document;
   try {
     auto first = firstDocument(name, content);

@@ -19,6 +19,7 @@
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
 #include "store/redis/redis_store_internal.hpp"
+#include "store/store_health.hpp"
 
 namespace sluice {
 
@@ -90,6 +91,13 @@ class SingleNodeBackend final : public redis::RedisBackend {
     redis::ConnectionOptions copts;
     copts.redis = options;
     copts.stall_timeout = options.stall_timeout;
+    copts.connect_wait = options.connect_wait;
+    copts.ping_interval = options.ping_interval;
+    auto member = std::make_shared<store::StoreHealthGroup::Member>(
+        store::StoreHealthGroup::of(metrics, "redis"));
+    copts.on_health = [member](StoreHealth health, const std::string& reason) {
+      member->report(health, reason);
+    };
     copts.on_connected = [&reconnects = redis::describeRedisMetrics(metrics).counter(
                               "redis_reconnects_total")](std::uint64_t count) {
       if (count > 1) {
@@ -116,7 +124,7 @@ class SingleNodeBackend final : public redis::RedisBackend {
     connection_->command(std::move(argv), timeout, std::move(done));
   }
   bool clustered() const override { return false; }
-  bool ready() const override { return connection_->ready(); }
+  StoreHealth health() const override { return connection_->health(); }
 
  private:
   std::shared_ptr<redis::RedisConnection> connection_;
@@ -133,6 +141,7 @@ class RedisStore final : public Store {
         duration_(redis::describeRedisMetrics(metrics).histogram("store_call_duration_seconds",
                                                                  {{"store", kind_}})),
         cache_hits_(metrics.counter("local_cache_hits_total")),
+        health_group_(store::StoreHealthGroup::of(metrics, kind_)),
         backend_(std::move(backend)),
         clustered_(backend_->clustered()) {}
 
@@ -185,10 +194,16 @@ class RedisStore final : public Store {
           duration_.observe(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
           if (!reply) {
+            health_group_->fault(redis::faultKind(reply.error()), reply.error().message);
             done(reply.error());
             return;
           }
           Result<StoreResponse> response = parse(*reply, n);
+          if (response) {
+            health_group_->success();
+          } else {
+            health_group_->fault(redis::faultKind(response.error()), response.error().message);
+          }
           if (response && cache_context) {
             remember(*cache_context, *response, sent_at);
           }
@@ -212,7 +227,8 @@ class RedisStore final : public Store {
     scanNext(std::move(state));
   }
 
-  bool healthy() const override { return backend_->ready(); }
+  bool healthy() const override { return backend_->health() == StoreHealth::kHealthy; }
+  StoreHealth health() const override { return backend_->health(); }
   std::string_view kind() const override { return kind_; }
 
  private:
@@ -443,6 +459,7 @@ class RedisStore final : public Store {
   const Clock* test_clock_;
   Histogram& duration_;
   Counter& cache_hits_;
+  std::shared_ptr<store::StoreHealthGroup> health_group_;
   std::shared_ptr<redis::RedisBackend> backend_;
   bool clustered_;
   std::unordered_map<std::string, CacheEntry> cache_;
