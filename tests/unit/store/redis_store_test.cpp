@@ -240,6 +240,8 @@ TEST_F(RedisStoreTest, AServerThatNeverAnswersNeverHangsACall) {
   test::BlackholeServer blackhole;
   RedisOptions options = optionsFor(blackhole.url());
   options.connect_timeout = milliseconds(200);
+  // After start-up (no start-up wait here): a call fails at once while not connected.
+  options.connect_wait = milliseconds(0);
   open(options);
   runFor(io_, milliseconds(50));
   EXPECT_FALSE(store_->healthy());
