@@ -8,6 +8,9 @@ packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhired
           libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev)
 if [[ $level == test || $level == bench ]]; then
   packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose)
+  # python3-yaml: the differential YAML check (tests/unit/rules/yaml_syntax_test.cpp);
+  # stress-ng: the CPU hog of the stress run (docs/quality.md).
+  packages+=(python3 python3-yaml stress-ng)
 fi
 if [[ $level == bench ]]; then
   # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as

@@ -233,6 +233,11 @@ class ClusterBackend final : public redis::RedisBackend,
       options.stall_timeout = options.redis.stall_timeout;
       options.ping_interval = options.redis.ping_interval;
       options.scripts.push_back(script_);
+      options.on_connect_error = [weak = weak_from_this()](const Error& error) {
+        if (auto self = weak.lock()) {
+          self->member_.group().fault(redis::faultKind(error), error.message);
+        }
+      };
       options.on_health = [weak = weak_from_this()](StoreHealth, const std::string&) {
         if (auto self = weak.lock()) {
           self->updateHealth();

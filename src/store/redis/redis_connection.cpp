@@ -433,6 +433,9 @@ void RedisConnection::onHandshakeStep(std::uint64_t attempt, std::size_t step,
     return;
   }
   if (!reply) {
+    if (options_.on_connect_error) {
+      options_.on_connect_error(reply.error());
+    }
     fail("handshake failed: " + reply.error().message);
     return;
   }

@@ -58,6 +58,9 @@ struct ConnectionOptions {
   /// error (LOADING, BUSY, ...) makes health() kFailing until one is answered with PONG; a
   /// PING unanswered for stall_timeout drops the connection.
   std::chrono::milliseconds ping_interval{0};
+  /// Called on the connection's thread when a (re)connection attempt fails with `error`
+  /// (refused, timed out, an error reply to AUTH or SCRIPT LOAD such as WRONGPASS or LOADING).
+  std::function<void(const Error& error)> on_connect_error;
   /// Called on the connection's thread each time health() changes, with the reason.
   std::function<void(StoreHealth health, const std::string& reason)> on_health;
 };

@@ -98,6 +98,9 @@ class SingleNodeBackend final : public redis::RedisBackend {
     copts.on_health = [member](StoreHealth health, const std::string& reason) {
       member->report(health, reason);
     };
+    copts.on_connect_error = [member](const Error& error) {
+      member->group().fault(redis::faultKind(error), error.message);
+    };
     copts.on_connected = [&reconnects = redis::describeRedisMetrics(metrics).counter(
                               "redis_reconnects_total")](std::uint64_t count) {
       if (count > 1) {
