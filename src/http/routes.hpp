@@ -19,7 +19,7 @@ struct ForwardAuthConfig;
 struct HandlerContext {
   DecisionService* decisions = nullptr;  ///< this thread's service
   Metrics* metrics = nullptr;
-  RulesProvider rules;                  ///< the current rules snapshot (null: not loaded)
+  RulesProvider rules;  ///< the current rules snapshot (null: not loaded)
   /// Readiness of every I/O thread's store (Store::healthy()); thread-safe.
   std::function<bool()> store_healthy;
   /// The worst Store::health() over the I/O threads (null: derived from store_healthy);

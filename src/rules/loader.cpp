@@ -20,8 +20,8 @@
 #include <utility>
 #include <variant>
 
-#include "rules/yaml_syntax.hpp"
 #include "rules/suggest.hpp"
+#include "rules/yaml_syntax.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {

@@ -99,7 +99,8 @@ bool blockScalarHeader(std::string_view rest) {
     return false;
   }
   ++i;
-  while (i < rest.size() && (rest[i] == '+' || rest[i] == '-' || (rest[i] >= '1' && rest[i] <= '9'))) {
+  while (i < rest.size() &&
+         (rest[i] == '+' || rest[i] == '-' || (rest[i] >= '1' && rest[i] <= '9'))) {
     ++i;
   }
   return i == rest.size() || rest[i] == ' ' || rest[i] == '\t';
@@ -132,8 +133,8 @@ class StructureScanner {
     }
     if (quote_ != 0) {
       return RuleError{{file_, quote_line_, quote_column_ + 1},
-                       std::string("YAML syntax error: unterminated quoted scalar (the ") +
-                           quote_ + " opened here is never closed)"};
+                       std::string("YAML syntax error: unterminated quoted scalar (the ") + quote_ +
+                           " opened here is never closed)"};
     }
     if (directive_line_ != 0) {
       return RuleError{{file_, directive_line_, 1},
@@ -145,7 +146,8 @@ class StructureScanner {
  private:
   std::optional<RuleError> scanLine(std::string_view line, int number) {
     int indent = 0;
-    while (indent < static_cast<int>(line.size()) && line[static_cast<std::size_t>(indent)] == ' ') {
+    while (indent < static_cast<int>(line.size()) &&
+           line[static_cast<std::size_t>(indent)] == ' ') {
       ++indent;
     }
     if (block_scalar_parent_) {
@@ -220,9 +222,7 @@ class StructureScanner {
       return std::nullopt;
     }
     if (blockScalarHeader(rest)) {
-      block_scalar_parent_ = dashed             ? column - 2
-                             : levels_.empty() ? -1
-                                               : levels_.back().column;
+      block_scalar_parent_ = dashed ? column - 2 : levels_.empty() ? -1 : levels_.back().column;
       return std::nullopt;
     }
     // A line that may continue a plain scalar: a quote at its start is plain text.
@@ -364,9 +364,9 @@ class StructureScanner {
         node_start = false;
         continue;
       }
-      if (c == ':' && (i + 1 == line.size() || line[i + 1] == ' ' || line[i + 1] == '\t' ||
-                       (flow_depth_ > 0 && (line[i + 1] == ',' || line[i + 1] == ']' ||
-                                            line[i + 1] == '}')))) {
+      if (c == ':' &&
+          (i + 1 == line.size() || line[i + 1] == ' ' || line[i + 1] == '\t' ||
+           (flow_depth_ > 0 && (line[i + 1] == ',' || line[i + 1] == ']' || line[i + 1] == '}')))) {
         node_start = true;
       } else if ((c == '&' || c == '!') && node_start) {
         // An anchor or a tag: the node follows the next space.

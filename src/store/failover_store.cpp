@@ -96,8 +96,7 @@ class FailoverStore final : public Store {
   }
 
   void evaluate(const StoreRequest& request, Callback done) override {
-    if (mode_ == FailureMode::kLocal && fallback_ &&
-        primary_->health() == StoreHealth::kFailing) {
+    if (mode_ == FailureMode::kLocal && fallback_ && primary_->health() == StoreHealth::kFailing) {
       // Not connected: do not even try; the primary reconnects on its own and is asked
       // again as soon as it reports healthy. (While it is still connecting at start-up the
       // request goes to it and waits for the connection.)

@@ -56,7 +56,8 @@ StoreHealthGroup::StoreHealthGroup(Metrics& metrics, std::string kind)
                     "Failed Redis calls, by fault (oom, readonly, busy, loading, noauth, "
                     "timeout, connection, ...).");
   for (StoreHealth state : kStates) {
-    metrics_.gauge("store_health", {{"store", kind_}, {"state", std::string(storeHealthName(state))}})
+    metrics_
+        .gauge("store_health", {{"store", kind_}, {"state", std::string(storeHealthName(state))}})
         .set(state == health_ ? 1 : 0);
   }
 }
@@ -101,12 +102,14 @@ void StoreHealthGroup::recompute(const std::string& reason) {
   const double seconds = secondsSince(since_);
   health_ = next;
   since_ = std::chrono::steady_clock::now();
-  metrics_.gauge("store_health", {{"store", kind_}, {"state", std::string(storeHealthName(previous))}})
+  metrics_
+      .gauge("store_health", {{"store", kind_}, {"state", std::string(storeHealthName(previous))}})
       .set(0);
   metrics_.gauge("store_health", {{"store", kind_}, {"state", std::string(storeHealthName(next))}})
       .set(1);
-  metrics_.counter("store_health_transitions_total",
-                   {{"store", kind_}, {"to", std::string(storeHealthName(next))}})
+  metrics_
+      .counter("store_health_transitions_total",
+               {{"store", kind_}, {"to", std::string(storeHealthName(next))}})
       .inc();
   const std::string because = reason.empty() ? std::string() : " (" + reason + ")";
   if (next == StoreHealth::kFailing) {
@@ -138,8 +141,7 @@ void StoreHealthGroup::fault(std::string_view fault_kind, const std::string& mes
     ++it->second.calls;
     return;
   }
-  active_faults_.emplace(std::string(fault_kind),
-                         ActiveFault{std::chrono::steady_clock::now(), 1});
+  active_faults_.emplace(std::string(fault_kind), ActiveFault{std::chrono::steady_clock::now(), 1});
   faults_active_.store(true, std::memory_order_release);
   spdlog::warn("store {} fault {}: {}", kind_, fault_kind, message);
 }

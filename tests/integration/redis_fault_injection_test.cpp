@@ -12,6 +12,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -47,7 +48,7 @@ std::string body(const std::string& client, int hits = 1) {
   return json{{"domain", "faults"},
               {"clientId", client},
               {"hits", hits},
-              {"descriptors", json::array({json::array({{{"key", "probe"}}})})}}
+              {"descriptors", json::array({json::array({{{"key", "probe"}, {"value", "p"}}})})}}
       .dump();
 }
 
@@ -153,7 +154,12 @@ struct FaultCase {
   bool counts_survive = true;
   /// True when some request must get the failure mode's answer.
   bool must_fail = true;
+  /// The fault lasts until every sidecar has counted this kind (e.g. "noauth": until a
+  /// reconnection has been refused), within the fault deadline.
+  std::string wait_for_kind;
 };
+
+void PrintTo(const FaultCase& c, std::ostream* os) { *os << c.name; }
 
 class RedisFaultInjectionTest : public ::testing::TestWithParam<FaultCase> {};
 
@@ -203,8 +209,13 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
     for (Sidecar& s : sidecars) {
       if (!s.first_failure) {
         s.send();
+      } else if (!fault.clear && !s.recovered_at && s.send()) {
+        s.recovered_at = Clock::now();  // healed by itself while the others still fail
       }
-      all_failed = all_failed && s.first_failure.has_value();
+      all_failed =
+          all_failed && s.first_failure.has_value() &&
+          (fault.wait_for_kind.empty() || metric(*s.process, "sluice_redis_faults_total",
+                                                 "kind=\"" + fault.wait_for_kind + "\"") > 0);
     }
     if (all_failed || Clock::now() >= fault_deadline) {
       break;
@@ -242,8 +253,8 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
     // Counted by kind, and each kind logged once (one episode per case).
     double counted = 0;
     std::string kinds_seen;
-    for (const std::string& kind : {"timeout", "connection", "oom", "readonly", "busy", "loading",
-                                    "noauth", "script", "protocol", "masterdown"}) {
+    for (const std::string kind : {"timeout", "connection", "oom", "readonly", "busy", "loading",
+                                   "noauth", "script", "protocol", "masterdown"}) {
       const double n = metric(*s.process, "sluice_redis_faults_total", "kind=\"" + kind + "\"");
       const int lines = countOf(log, "store redis fault " + kind + ":");
       if (n > 0 || lines > 0) {
@@ -256,7 +267,11 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
       }
     }
     if (fault.must_fail || s.failure_answers > 0) {
-      EXPECT_GT(counted, 0) << "seen: " << kinds_seen << "\n" << log;
+      // `local` does not even ask a store whose health is failing (a PING answered -BUSY):
+      // then the health transition is what is counted.
+      const double failing =
+          metric(*s.process, "sluice_store_health_transitions_total", "to=\"failing\"");
+      EXPECT_GT(counted + failing, 0) << "seen: " << kinds_seen << "\n" << log;
       EXPECT_LE(metric(*s.process, "sluice_store_failure_mode_activations_total", ""), 2) << log;
     }
 
@@ -272,6 +287,9 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
       EXPECT_EQ(charged, s.from_redis + 1) << log;
     }
     const auto recovery = std::chrono::duration_cast<milliseconds>(*s.recovered_at - cleared);
+    if (std::getenv("SLUICE_FAULT_LOGS") != nullptr) {
+      std::printf("%s\n", log.c_str());
+    }
     std::printf("FAULT-TABLE | %s | %s | %d | %d | %lld | %lld | %s|\n", fault.name.c_str(),
                 s.mode.c_str(), s.from_redis, s.failure_answers, static_cast<long long>(charged),
                 static_cast<long long>(recovery.count()), kinds_seen.c_str());
@@ -295,43 +313,52 @@ std::vector<FaultCase> faultCases() {
       f(*s.proxy);
     }
   };
-  cases.push_back({"latency", {}, "",
-                   [each](RedisServer&, std::vector<Sidecar>& s) {
-                     each(s, [](FaultProxy& p) { p.setLatency(milliseconds(600)); });
-                   },
-                   [each](RedisServer&, std::vector<Sidecar>& s) {
-                     each(s, [](FaultProxy& p) { p.clear(); });
-                   },
-                   {"timeout"}});
-  cases.push_back({"blackhole", {}, "",
-                   [each](RedisServer&, std::vector<Sidecar>& s) {
-                     each(s, [](FaultProxy& p) { p.setBlackhole(true); });
-                   },
-                   [each](RedisServer&, std::vector<Sidecar>& s) {
-                     each(s, [](FaultProxy& p) { p.clear(); });
-                   },
-                   {"timeout", "connection"}});
-  cases.push_back({"reset_mid_reply", {}, "",
+  cases.push_back(
+      {"latency",
+       {},
+       "",
+       [each](RedisServer&, std::vector<Sidecar>& s) {
+         each(s, [](FaultProxy& p) { p.setLatency(milliseconds(600)); });
+       },
+       [each](RedisServer&, std::vector<Sidecar>& s) { each(s, [](FaultProxy& p) { p.clear(); }); },
+       {"timeout"}});
+  cases.push_back(
+      {"blackhole",
+       {},
+       "",
+       [each](RedisServer&, std::vector<Sidecar>& s) {
+         each(s, [](FaultProxy& p) { p.setBlackhole(true); });
+       },
+       [each](RedisServer&, std::vector<Sidecar>& s) { each(s, [](FaultProxy& p) { p.clear(); }); },
+       {"timeout", "connection"}});
+  cases.push_back({"reset_mid_reply",
+                   {},
+                   "",
                    [each](RedisServer&, std::vector<Sidecar>& s) {
                      each(s, [](FaultProxy& p) { p.resetMidReply("EVALSHA"); });
                    },
                    {},
                    {"connection"}});
-  cases.push_back({"half_open", {}, "",
+  cases.push_back({"half_open",
+                   {},
+                   "",
                    [each](RedisServer&, std::vector<Sidecar>& s) {
                      each(s, [](FaultProxy& p) { p.halfOpenExisting(); });
                    },
                    {},
                    {"timeout", "connection"}});
-  cases.push_back({"slow_drip", {}, "",
-                   [each](RedisServer&, std::vector<Sidecar>& s) {
-                     each(s, [](FaultProxy& p) { p.setDrip(1, milliseconds(30)); });
-                   },
-                   [each](RedisServer&, std::vector<Sidecar>& s) {
-                     each(s, [](FaultProxy& p) { p.clear(); });
-                   },
-                   {"timeout", "connection"}});
-  cases.push_back({"oom", {"--maxmemory-policy", "noeviction"}, "",
+  cases.push_back(
+      {"slow_drip",
+       {},
+       "",
+       [each](RedisServer&, std::vector<Sidecar>& s) {
+         each(s, [](FaultProxy& p) { p.setDrip(1, milliseconds(30)); });
+       },
+       [each](RedisServer&, std::vector<Sidecar>& s) { each(s, [](FaultProxy& p) { p.clear(); }); },
+       {"timeout", "connection"}});
+  cases.push_back({"oom",
+                   {"--maxmemory-policy", "noeviction"},
+                   "",
                    [](RedisServer& r, std::vector<Sidecar>&) {
                      r.command({"CONFIG", "SET", "maxmemory", "1"});
                    },
@@ -341,7 +368,9 @@ std::vector<FaultCase> faultCases() {
                    {"oom"}});
   // The replica's data is replaced by its (empty) master's: counts do not survive, by design.
   auto master = std::make_shared<std::unique_ptr<RedisServer>>();
-  cases.push_back({"readonly", {}, "",
+  cases.push_back({"readonly",
+                   {},
+                   "",
                    [master](RedisServer& r, std::vector<Sidecar>&) {
                      *master = std::make_unique<RedisServer>();
                      r.command({"REPLICAOF", "127.0.0.1", std::to_string((*master)->port())});
@@ -353,26 +382,29 @@ std::vector<FaultCase> faultCases() {
                    {"readonly", "script", "connection", "timeout", "loading", "masterdown"},
                    false});
   auto blocker = std::make_shared<ContextPtr>();
-  cases.push_back({"busy", {"--busy-reply-threshold", "100"}, "",
+  cases.push_back({"busy",
+                   {"--busy-reply-threshold", "100"},
+                   "",
                    [blocker](RedisServer& r, std::vector<Sidecar>&) {
                      *blocker = sendWithoutWaiting(r, luaBusyFor(2000));
                    },
                    {},
                    {"busy", "timeout", "connection"}});
-  cases.push_back({"loading", {"--key-load-delay", "40", "--loading-process-events-interval-bytes",
-                               "1024"},
-                   "",
-                   [](RedisServer& r, std::vector<Sidecar>&) {
-                     r.command({"EVAL",
-                                "for i = 1, 20000 do redis.call('SET', 'pad:' .. i, 'x') end",
-                                "0"});
-                     r.command({"SAVE"});
-                     r.stop();
-                     r.restart();  // returns while it loads (answers -LOADING)
-                   },
+  cases.push_back(
+      {"loading",
+       {"--key-load-delay", "40", "--loading-process-events-interval-bytes", "1024"},
+       "",
+       [](RedisServer& r, std::vector<Sidecar>&) {
+         r.command({"EVAL", "for i = 1, 20000 do redis.call('SET', 'pad:' .. i, 'x') end", "0"});
+         r.command({"SAVE"});
+         r.stop();
+         r.restart();  // returns while it loads (answers -LOADING)
+       },
+       {},
+       {"loading", "connection"}});
+  cases.push_back({"noauth",
                    {},
-                   {"loading", "connection"}});
-  cases.push_back({"noauth", {}, "pw1",
+                   "pw1",
                    [](RedisServer& r, std::vector<Sidecar>&) {
                      r.command({"CONFIG", "SET", "requirepass", "pw2"});
                      r.command({"CLIENT", "KILL", "TYPE", "normal"});
@@ -381,8 +413,13 @@ std::vector<FaultCase> faultCases() {
                      // The fixture's own connection was authenticated before the change.
                      r.command({"CONFIG", "SET", "requirepass", "pw1"});
                    },
-                   {"noauth", "connection"}});
-  cases.push_back({"client_kill", {}, "",
+                   {"noauth", "connection"},
+                   true,
+                   true,
+                   "noauth"});
+  cases.push_back({"client_kill",
+                   {},
+                   "",
                    [](RedisServer& r, std::vector<Sidecar>&) {
                      r.command({"CLIENT", "KILL", "TYPE", "normal"});
                    },
@@ -390,7 +427,9 @@ std::vector<FaultCase> faultCases() {
                    {"connection"},
                    true,
                    false});
-  cases.push_back({"client_pause", {}, "",
+  cases.push_back({"client_pause",
+                   {},
+                   "",
                    [](RedisServer& r, std::vector<Sidecar>&) {
                      r.command({"CLIENT", "PAUSE", "1500", "ALL"});
                    },

@@ -29,7 +29,9 @@ void closeWithReset(int fd) {
 }
 
 int connectUpstream(const std::string& host, int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  // Close-on-exec everywhere: a child process started later by the test (sluice,
+  // redis-server) must not hold a copy, or closing ours would send no FIN.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return -1;
   }
@@ -60,6 +62,7 @@ struct Connection {
   std::deque<Chunk> to_client;
   Clock::time_point next_drip{};
   bool half_open = false;      ///< upstream closed, client kept silent
+  bool blackholed = false;     ///< silent for good: everything read is dropped
   bool reset_pending = false;  ///< the next reply is cut in half and the connection reset
   bool server_eof = false;
   bool dead = false;
@@ -73,7 +76,7 @@ struct FaultProxy::Impl {
 
 FaultProxy::FaultProxy(int upstream_port, std::string upstream_host)
     : upstream_port_(upstream_port), upstream_host_(std::move(upstream_host)) {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
@@ -81,7 +84,7 @@ FaultProxy::FaultProxy(int upstream_port, std::string upstream_host)
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(listen_fd_, 64) != 0 || ::pipe(wake_fds_) != 0) {
+      ::listen(listen_fd_, 64) != 0 || ::pipe2(wake_fds_, O_CLOEXEC) != 0) {
     ::close(listen_fd_);
     throw std::runtime_error("fault proxy: cannot listen");
   }
@@ -103,6 +106,11 @@ FaultProxy::~FaultProxy() {
   ::close(wake_fds_[1]);
 }
 
+void FaultProxy::wake() {
+  char c = 0;
+  (void)!::write(wake_fds_[1], &c, 1);
+}
+
 std::string FaultProxy::url(int db) const {
   return "redis://127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
 }
@@ -110,38 +118,45 @@ std::string FaultProxy::url(int db) const {
 void FaultProxy::setLatency(std::chrono::milliseconds delay) {
   std::lock_guard lock(mutex_);
   faults_.latency = delay;
+  wake();
 }
 
 void FaultProxy::setBlackhole(bool on) {
   std::lock_guard lock(mutex_);
   faults_.blackhole = on;
+  wake();
 }
 
 void FaultProxy::setDrip(std::size_t bytes, std::chrono::milliseconds interval) {
   std::lock_guard lock(mutex_);
   faults_.drip_bytes = bytes;
   faults_.drip_interval = interval;
+  wake();
 }
 
 void FaultProxy::resetMidReply(std::string needle) {
   std::lock_guard lock(mutex_);
   faults_.reset_needle = std::move(needle);
   reset_fired_ = false;
+  wake();
 }
 
 void FaultProxy::halfOpenExisting() {
   std::lock_guard lock(mutex_);
   faults_.half_open_now = true;
+  wake();
 }
 
 void FaultProxy::resetAll() {
   std::lock_guard lock(mutex_);
   faults_.reset_all_now = true;
+  wake();
 }
 
 void FaultProxy::clear() {
   std::lock_guard lock(mutex_);
   faults_ = Faults{};
+  wake();
 }
 
 void FaultProxy::run() {
@@ -149,29 +164,6 @@ void FaultProxy::run() {
   auto& connections = impl.connections;
   std::vector<char> buffer(64 * 1024);
   while (!stop_) {
-    Faults faults;
-    {
-      std::lock_guard lock(mutex_);
-      faults = faults_;
-      faults_.half_open_now = false;
-      faults_.reset_all_now = false;
-    }
-    for (Connection& c : connections) {
-      if (faults.reset_all_now && !c.dead && !c.half_open) {
-        closeWithReset(c.client);
-        c.client = -1;
-        c.dead = true;
-        ++resets_;
-      }
-      if (faults.half_open_now && !c.dead && c.server >= 0) {
-        ::close(c.server);
-        c.server = -1;
-        c.half_open = true;
-        c.to_client.clear();
-        c.to_server.clear();
-      }
-    }
-
     const auto now = Clock::now();
     std::vector<pollfd> fds;
     fds.push_back({listen_fd_, POLLIN, 0});
@@ -195,17 +187,46 @@ void FaultProxy::run() {
       }
       polled.push_back(&c);
       fds.push_back({c.client, POLLIN, 0});
-      fds.push_back({c.server, static_cast<short>(POLLIN | (c.to_server.empty() ? 0 : POLLOUT)),
-                     0});
+      fds.push_back(
+          {c.server, static_cast<short>(POLLIN | (c.to_server.empty() ? 0 : POLLOUT)), 0});
     }
     ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+    // The faults as they are now, after the wait: a fault set while poll() waited applies
+    // to the bytes that woke it.
+    Faults faults;
+    {
+      std::lock_guard lock(mutex_);
+      faults = faults_;
+      faults_.half_open_now = false;
+      faults_.reset_all_now = false;
+    }
+    for (Connection& c : connections) {
+      if (faults.blackhole) {
+        c.blackholed = true;
+        c.to_client.clear();
+        c.to_server.clear();
+      }
+      if (faults.reset_all_now && !c.dead && !c.half_open) {
+        closeWithReset(c.client);
+        c.client = -1;
+        c.dead = true;
+        ++resets_;
+      }
+      if (faults.half_open_now && !c.dead && c.server >= 0) {
+        ::close(c.server);
+        c.server = -1;
+        c.half_open = true;
+        c.to_client.clear();
+        c.to_server.clear();
+      }
+    }
     if (fds[1].revents & POLLIN) {
       while (::read(wake_fds_[0], buffer.data(), buffer.size()) > 0) {
       }
     }
     if (fds[0].revents & POLLIN) {
       for (;;) {
-        int client = ::accept(listen_fd_, nullptr, nullptr);
+        int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (client < 0) {
           break;
         }
@@ -218,13 +239,20 @@ void FaultProxy::run() {
           ::close(client);  // the server is down: the client sees the connection close
           continue;
         }
-        connections.push_back(Connection{client, server, {}, {}, {}, false, false, false, false});
+        Connection c;
+        c.client = client;
+        c.server = server;
+        c.blackholed = faults.blackhole;
+        connections.push_back(std::move(c));
       }
     }
 
     const auto read_at = Clock::now();
     for (std::size_t i = 0; i < polled.size(); ++i) {
       Connection& c = *polled[i];
+      if (c.dead) {
+        continue;
+      }
       const pollfd& cp = fds[2 + 2 * i];
       const pollfd& sp = fds[3 + 2 * i];
       if (cp.revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -233,7 +261,7 @@ void FaultProxy::run() {
           c.dead = true;  // the client left
           continue;
         }
-        if (n > 0 && !c.half_open && !faults.blackhole) {
+        if (n > 0 && !c.half_open && !c.blackholed) {
           std::string_view data(buffer.data(), static_cast<std::size_t>(n));
           if (!faults.reset_needle.empty() && data.find(faults.reset_needle) != std::string::npos) {
             c.reset_pending = true;
@@ -249,7 +277,7 @@ void FaultProxy::run() {
           c.server_eof = true;
           ::close(c.server);
           c.server = -1;
-        } else if (n > 0 && !faults.blackhole) {
+        } else if (n > 0 && !c.blackholed) {
           c.to_client.push_back(
               {read_at + faults.latency, std::string(buffer.data(), static_cast<std::size_t>(n))});
         }
@@ -275,11 +303,11 @@ void FaultProxy::run() {
           if (half > 0) {
             (void)!::write(c.client, chunk.data.data(), half);
           }
+          ++resets_;
+          reset_fired_ = true;
           closeWithReset(c.client);
           c.client = -1;
           c.dead = true;
-          ++resets_;
-          reset_fired_ = true;
           break;
         }
         std::size_t size = chunk.data.size();

@@ -36,8 +36,10 @@ class FaultProxy {
 
   /// Replies (server to client) are held `delay` before they are forwarded, in order.
   void setLatency(std::chrono::milliseconds delay);
-  /// Accepts and reads, and never forwards anything, either way (new connections are
-  /// accepted and connected upstream, then hang too): a server that never answers.
+  /// Every connection open now, and every one accepted while on, goes silent for good:
+  /// what either side sends is read and dropped (as on a link that died without a FIN or
+  /// RST: TCP never drops bytes from the middle of a stream, so a connection that lost some
+  /// never resumes). Off: new connections are forwarded again.
   void setBlackhole(bool on);
   /// Replies are forwarded `bytes` at a time, one chunk every `interval`.
   void setDrip(std::size_t bytes, std::chrono::milliseconds interval);
@@ -75,6 +77,8 @@ class FaultProxy {
   struct Impl;
 
   void run();
+  /// Interrupts the proxy thread's wait so that a new fault applies at once.
+  void wake();
 
   int upstream_port_;
   std::string upstream_host_;

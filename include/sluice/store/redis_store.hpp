@@ -115,8 +115,9 @@ Result<FailureMode> parseFailureMode(std::string_view text);
 /// max_reconnect_backoff, 0.5 s by default). While the primary is kConnecting (start-up)
 /// every request goes to it and waits for its connection: no failure mode is involved.
 /// healthy() is the readiness: `closed` while the primary is kHealthy, `open` and `local`
-/// once it is no longer kConnecting; health() is the primary's. Metrics: store_errors_total{kind}, store_failure_mode_activations_total{mode},
-/// store_degraded_decisions_total{mode}. Thread-safe as far as the wrapped stores are.
+/// once it is no longer kConnecting; health() is the primary's. Metrics: store_errors_total{kind},
+/// store_failure_mode_activations_total{mode}, store_degraded_decisions_total{mode}. Thread-safe as
+/// far as the wrapped stores are.
 StorePtr makeFailoverStore(StorePtr primary, StorePtr fallback, FailureMode mode, Metrics& metrics);
 
 }  // namespace sluice

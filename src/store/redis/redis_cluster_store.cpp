@@ -103,13 +103,14 @@ class ClusterBackend final : public redis::RedisBackend,
         }
         self->requestRefresh();
         self->start_timer_.expires_at(self->start_deadline_);
-        self->start_timer_.async_wait([weak = self->weak_from_this()](boost::system::error_code ec) {
-          if (auto s = weak.lock(); s && !ec) {
-            s->start_over_ = true;
-            s->updateHealth();
-            s->redispatchParked();
-          }
-        });
+        self->start_timer_.async_wait(
+            [weak = self->weak_from_this()](boost::system::error_code ec) {
+              if (auto s = weak.lock(); s && !ec) {
+                s->start_over_ = true;
+                s->updateHealth();
+                s->redispatchParked();
+              }
+            });
       }
     });
   }
@@ -626,9 +627,9 @@ class ClusterBackend final : public redis::RedisBackend,
           node.connection->health() != StoreHealth::kHealthy) {
         if (all_up) {
           reason = "master " + node.address +
-                   (node.failed ? " unreachable" : !node.connection || !node.connection->ready()
-                                                       ? " not connected"
-                                                       : " not answering PING");
+                   (node.failed                                     ? " unreachable"
+                    : !node.connection || !node.connection->ready() ? " not connected"
+                                                                    : " not answering PING");
         }
         all_up = false;
       }

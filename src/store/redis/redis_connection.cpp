@@ -227,8 +227,8 @@ void RedisConnection::onStartWaitOver() {
   }
   if (connects_.load(std::memory_order_relaxed) == 0) {
     setHealth(StoreHealth::kFailing,
-              "not connected " + std::to_string(options_.connect_wait.count()) +
-                  " ms after start" + (last_failure_.empty() ? "" : ": " + last_failure_));
+              "not connected " + std::to_string(options_.connect_wait.count()) + " ms after start" +
+                  (last_failure_.empty() ? "" : ": " + last_failure_));
   }
   releaseWaiting();
 }
@@ -277,6 +277,12 @@ void RedisConnection::ping(std::uint64_t attempt) {
           [weak = weak_from_this(), attempt](Result<Reply> reply) {
             auto self = weak.lock();
             if (!self || attempt != self->attempt_ || self->state_ != State::kReady) {
+              return;
+            }
+            if (reply && !(reply->type == Reply::Type::kStatus && reply->str == "PONG")) {
+              // Another command's reply: the reply stream is out of step with the commands
+              // (a broken proxy, a bug). Nothing on this connection can be trusted.
+              self->fail("PING answered with something other than PONG");
               return;
             }
             if (reply) {
@@ -465,8 +471,8 @@ void RedisConnection::onHandshakeStep(std::uint64_t attempt, std::size_t step,
   } else {
     spdlog::debug("redis {}: connected", endpoint_);
   }
-  setHealth(StoreHealth::kHealthy, count == 1 ? "connected to " + endpoint_
-                                              : "reconnected to " + endpoint_);
+  setHealth(StoreHealth::kHealthy,
+            count == 1 ? "connected to " + endpoint_ : "reconnected to " + endpoint_);
   if (options_.on_connected) {
     options_.on_connected(count);
   }
@@ -618,12 +624,12 @@ void RedisConnection::evalScript(std::size_t script, std::vector<std::string> ke
 void RedisConnection::command(std::vector<std::string> argv, std::chrono::milliseconds timeout,
                               ReplyHandler done) {
   if (state_ != State::kReady && waitingForFirstConnection()) {
-    waiting_.push_back(
-        [weak = weak_from_this(), argv = std::move(argv), timeout, done = std::move(done)]() mutable {
-          if (auto self = weak.lock()) {
-            self->command(std::move(argv), timeout, std::move(done));
-          }
-        });
+    waiting_.push_back([weak = weak_from_this(), argv = std::move(argv), timeout,
+                        done = std::move(done)]() mutable {
+      if (auto self = weak.lock()) {
+        self->command(std::move(argv), timeout, std::move(done));
+      }
+    });
     return;
   }
   if (state_ != State::kReady) {

@@ -155,8 +155,8 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   ConnectionOptions options_;
   std::string endpoint_;  ///< for logs
   boost::asio::ip::tcp::resolver resolver_;
-  boost::asio::steady_timer timer_;      ///< deadlines and stall detection
-  boost::asio::steady_timer reconnect_;  ///< backoff
+  boost::asio::steady_timer timer_;       ///< deadlines and stall detection
+  boost::asio::steady_timer reconnect_;   ///< backoff
   boost::asio::steady_timer start_wait_;  ///< end of connect_wait
   boost::asio::steady_timer ping_timer_;
   std::optional<Clock::time_point> timer_at_;

@@ -3,8 +3,8 @@
 #include <hiredis/hiredis.h>
 
 #include <array>
-#include <utility>
 #include <string>
+#include <utility>
 
 namespace sluice::redis {
 namespace {

@@ -157,12 +157,10 @@ TEST(YamlSyntaxTest, PyYamlAgreesOnEveryCase) {
   for (const std::string& yaml : valid()) {
     inputs.push_back(yaml);
   }
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("sluice_yaml_diff_" + std::to_string(::getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("sluice_yaml_diff_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  {
-    std::ofstream(dir + "/cases.json") << inputs.dump();
-  }
+  { std::ofstream(dir + "/cases.json") << inputs.dump(); }
   const std::string script =
       "import json, yaml, sys\n"
       "out = []\n"
@@ -172,9 +170,7 @@ TEST(YamlSyntaxTest, PyYamlAgreesOnEveryCase) {
       "    except yaml.YAMLError:\n"
       "        out.append(0)\n"
       "print(json.dumps(out))\n";
-  {
-    std::ofstream(dir + "/diff.py") << script;
-  }
+  { std::ofstream(dir + "/diff.py") << script; }
   const std::string command = "python3 " + dir + "/diff.py " + dir + "/cases.json";
   FILE* pipe = ::popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);

@@ -51,8 +51,7 @@ class RedisHealthTest : public ::testing::Test {
 
   std::uint64_t transitionsTo(std::string_view state) {
     return metrics_
-        .counter("store_health_transitions_total",
-                 {{"store", "redis"}, {"to", std::string(state)}})
+        .counter("store_health_transitions_total", {{"store", "redis"}, {"to", std::string(state)}})
         .value();
   }
 
@@ -102,9 +101,9 @@ TEST_F(RedisHealthTest, FailingOnceTheConnectWaitHasPassedWithoutAConnection) {
   EXPECT_GE(Clock::now() - started, milliseconds(250));
   EXPECT_EQ(store_->health(), StoreHealth::kFailing);
   EXPECT_EQ(transitionsTo("failing"), 1u);
-  EXPECT_EQ(metrics_.counter("redis_faults_total", {{"store", "redis"}, {"kind", "connection"}})
-                .value(),
-            1u);
+  EXPECT_EQ(
+      metrics_.counter("redis_faults_total", {{"store", "redis"}, {"kind", "connection"}}).value(),
+      1u);
 }
 
 TEST_F(RedisHealthTest, APingDetectsAHalfOpenConnectionAndTheStoreReconnects) {
@@ -138,8 +137,7 @@ TEST_F(RedisHealthTest, APingAnsweredWithAnErrorMakesTheStoreFailingUntilPongCom
   ASSERT_TRUE(waitFor(StoreHealth::kHealthy));
   // A script busy for 1.5 s: after 100 ms Redis answers every other command with -BUSY.
   auto blocker = server.connect();
-  ASSERT_EQ(redisAppendCommand(blocker.get(),
-                               "EVAL %s 0",
+  ASSERT_EQ(redisAppendCommand(blocker.get(), "EVAL %s 0",
                                "local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] "
                                "while true do local n = redis.call('TIME') "
                                "if n[1] * 1000000 + n[2] - s > 1500000 then break end end"),
@@ -148,10 +146,10 @@ TEST_F(RedisHealthTest, APingAnsweredWithAnErrorMakesTheStoreFailingUntilPongCom
   ASSERT_EQ(redisBufferWrite(blocker.get(), &done), REDIS_OK);
   ASSERT_TRUE(waitFor(StoreHealth::kFailing, milliseconds(3000)));
   ASSERT_TRUE(waitFor(StoreHealth::kHealthy, milliseconds(5000)));
-  EXPECT_GE(metrics_.counter("store_health_transitions_total",
-                             {{"store", "redis"}, {"to", "failing"}})
-                .value(),
-            1u);
+  EXPECT_GE(
+      metrics_.counter("store_health_transitions_total", {{"store", "redis"}, {"to", "failing"}})
+          .value(),
+      1u);
 }
 
 }  // namespace
