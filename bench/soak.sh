@@ -6,6 +6,7 @@
 # and whether a probe key's count is exact after every restart.
 #
 # Usage: bench/soak.sh [--minutes N] [--restart-every S] [--threads N] [--out DIR]
+#                      [--sluice PATH (default build/sluice)]
 # Needs: build/sluice (Release), redis-server, redis-cli, curl, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,18 +15,19 @@ minutes=30
 restart_every=120
 threads=2
 out=bench/results/soak
+sluice_bin=build/sluice
 while (($#)); do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
     --restart-every) restart_every=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --sluice) sluice_bin=$2; shift 2 ;;
     -h|--help) sed -n 2,9p "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 
-sluice_bin=build/sluice
 [[ -x $sluice_bin ]] || { echo "build $sluice_bin first (scripts/build.sh)" >&2; exit 1; }
 mkdir -p "$out"
 work=$(mktemp -d /tmp/sluice-soak.XXXXXX)
@@ -84,7 +86,7 @@ probe() {  # $1 requests with hits 1 on the probe key; counts the ones Redis ans
   for ((i = 0; i < $1; i++)); do
     status=$(curl -s -o /dev/null -D - -X POST "http://127.0.0.1:$http_port/shouldAllowRequest" \
       -H 'Content-Type: application/json' \
-      -d '{"domain":"soak","clientId":"probe","descriptors":[[{"key":"probe"}]]}' |
+      -d '{"domain":"soak","clientId":"probe","descriptors":[[{"key":"probe","value":"p"}]]}' |
       tr -d '\r' | awk 'NR==1{s=$2} /^X-Sluice-Degraded: true/{d=1} END{print (s==200 && !d) ? "ok" : "no"}')
     [[ $status == ok ]] && probe_ok=$((probe_ok + 1))
   done
@@ -92,7 +94,7 @@ probe() {  # $1 requests with hits 1 on the probe key; counts the ones Redis ans
 probe_count() {  # the probe's count as Redis holds it (hits 0 charges nothing)
   curl -s -D - -o /dev/null -X POST "http://127.0.0.1:$http_port/shouldAllowRequest" \
     -H 'Content-Type: application/json' \
-    -d '{"domain":"soak","clientId":"probe","hits":0,"descriptors":[[{"key":"probe"}]]}' |
+    -d '{"domain":"soak","clientId":"probe","hits":0,"descriptors":[[{"key":"probe","value":"p"}]]}' |
     tr -d '\r' | awk '/^X-Ratelimit-Remaining:/{print 1000000 - $2}'
 }
 
