@@ -200,14 +200,10 @@ class StructureScanner {
       if (popDeeperThan(dash) && (levels_.empty() || levels_.back().column < dash)) {
         return badIndentation(number, dash);
       }
-      if (!dashed) {
-        // A sequence at the column of a key: the compact form "key:\n- a" is fine.
-        while (!levels_.empty() && levels_.back().column == dash &&
-               levels_.back().kind != Kind::kSequence) {
-          levels_.pop_back();
-        }
-      }
-      if (levels_.empty() || levels_.back().column != dash) {
+      // A sequence at the column of its key (the compact form "key:\n- a") stacks on the
+      // key's level; a key line at that column closes it again.
+      if (levels_.empty() || levels_.back().column != dash ||
+          levels_.back().kind != Kind::kSequence) {
         levels_.push_back({dash, Kind::kSequence, number});
       }
       dashed = true;

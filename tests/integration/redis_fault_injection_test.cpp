@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdlib>
@@ -141,6 +142,20 @@ struct Sidecar {
 };
 
 struct FaultCase {
+  using Action = std::function<void(RedisServer&, std::vector<Sidecar>&)>;
+  FaultCase(std::string name_, std::vector<std::string> redis_args_, std::string password_,
+            Action inject_, Action clear_, std::vector<std::string> kinds_,
+            bool counts_survive_ = true, bool must_fail_ = true, std::string wait_for_kind_ = {})
+      : name(std::move(name_)),
+        redis_args(std::move(redis_args_)),
+        password(std::move(password_)),
+        inject(std::move(inject_)),
+        clear(std::move(clear_)),
+        kinds(std::move(kinds_)),
+        counts_survive(counts_survive_),
+        must_fail(must_fail_),
+        wait_for_kind(std::move(wait_for_kind_)) {}
+
   std::string name;
   /// Extra redis-server flags.
   std::vector<std::string> redis_args;

@@ -23,6 +23,7 @@ struct Forbidden {
   int line;
   int column;
   std::string message_start;
+  bool yaml_cpp_accepts = true;  ///< false: yaml-cpp 0.7 rejects it too (a weaker message)
 };
 
 /// Found by tests/fuzz/fuzz_rules_yaml.cpp's corpus mutated and compared with PyYAML: yaml-cpp
@@ -35,7 +36,7 @@ const std::vector<Forbidden>& forbidden() {
        4, 12, "YAML syntax error: unterminated quoted scalar"},
       {"domain: \"auth\n", 1, 9, "YAML syntax error: unterminated quoted scalar"},
       {"domain: d\nrate_limit: {unit: second, requests_per_unit: 5, name: 'x}\n", 2, 56,
-       "YAML syntax error: unterminated quoted scalar"},
+       "YAML syntax error: unterminated quoted scalar", false},
       // A control character.
       {"domain\x07: d\n", 1, 7, "YAML syntax error: character U+0007"},
       {"domain: d\x7f\n", 1, 10, "YAML syntax error: character U+007F"},
@@ -52,14 +53,14 @@ const std::vector<Forbidden>& forbidden() {
        "YAML syntax error: could not find expected ':'"},
       // Less indented than its siblings, lined up with nothing.
       {"domain: d\ndescriptors:\n    - key: a\n  - key: b\n", 4, 3,
-       "YAML syntax error: bad indentation"},
+       "YAML syntax error: bad indentation", false},
       {"  domain: auth\ndescriptors: []\n", 2, 1, "YAML syntax error: bad indentation"},
       // A key where a sequence stands.
       {"- - domain: auth\ndescriptors:\n", 2, 1, "YAML syntax error: expected '- '"},
       // Indicators that cannot start a plain scalar.
-      {"domain: @d\n", 1, 9, "YAML syntax error: unexpected '@'"},
-      {"domain: `d\n", 1, 9, "YAML syntax error: unexpected '`'"},
-      {"domain: %d\n", 1, 9, "YAML syntax error: unexpected '%'"},
+      {"domain: @d\n", 1, 9, "YAML syntax error: unexpected '@'", false},
+      {"domain: `d\n", 1, 9, "YAML syntax error: unexpected '`'", false},
+      {"domain: %d\n", 1, 9, "YAML syntax error: unexpected '%'", false},
       // A directive without its document start.
       {"%YAML 1.2\n", 1, 1, "YAML syntax error: a directive must be followed by '---'"},
   };
@@ -113,7 +114,11 @@ TEST(YamlSyntaxTest, YamlCpp07AcceptsEveryForbiddenInput) {
   // Why the checker exists: remove a case from forbidden() once yaml-cpp rejects it.
   for (const Forbidden& c : forbidden()) {
     SCOPED_TRACE(c.yaml);
-    EXPECT_NO_THROW(YAML::Load(c.yaml));
+    if (c.yaml_cpp_accepts) {
+      EXPECT_NO_THROW(YAML::Load(c.yaml));
+    } else {
+      EXPECT_ANY_THROW(YAML::Load(c.yaml));
+    }
   }
 }
 

@@ -101,9 +101,9 @@ TEST_F(RedisHealthTest, FailingOnceTheConnectWaitHasPassedWithoutAConnection) {
   EXPECT_GE(Clock::now() - started, milliseconds(250));
   EXPECT_EQ(store_->health(), StoreHealth::kFailing);
   EXPECT_EQ(transitionsTo("failing"), 1u);
-  EXPECT_EQ(
+  EXPECT_GE(
       metrics_.counter("redis_faults_total", {{"store", "redis"}, {"kind", "connection"}}).value(),
-      1u);
+      2u);  // every refused attempt, and the call that waited
 }
 
 TEST_F(RedisHealthTest, APingDetectsAHalfOpenConnectionAndTheStoreReconnects) {
