@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "support/fault_proxy.hpp"
@@ -42,7 +43,7 @@ class RedisHealthTest : public ::testing::Test {
     return options;
   }
 
-  void open(const RedisOptions& options) { store_ = makeRedisStore(io_, options, metrics_); }
+  void open(const RedisOptions& options) { store_ = makeRedisStore(io_, options, metrics_, clock_); }
 
   bool waitFor(StoreHealth health, milliseconds timeout = milliseconds(5000)) {
     return runUntil(
@@ -57,6 +58,7 @@ class RedisHealthTest : public ::testing::Test {
 
   boost::asio::io_context io_;
   Metrics metrics_;
+  SystemClock clock_;
   StorePtr store_;
 };
 
