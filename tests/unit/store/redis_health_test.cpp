@@ -43,7 +43,9 @@ class RedisHealthTest : public ::testing::Test {
     return options;
   }
 
-  void open(const RedisOptions& options) { store_ = makeRedisStore(io_, options, metrics_, clock_); }
+  void open(const RedisOptions& options) {
+    store_ = makeRedisStore(io_, options, metrics_, clock_);
+  }
 
   bool waitFor(StoreHealth health, milliseconds timeout = milliseconds(5000)) {
     return runUntil(
