@@ -29,7 +29,7 @@ StoreRequest oneLimit(const std::string& key) {
   l.params.algorithm = Algorithm::kFixedWindow;
   l.params.limit = 100;
   l.params.window_us = 3600 * kMicrosPerSecond;
-  return StoreRequest{{l}, 1, "health-client"};
+  return StoreRequest{{l}, 1};
 }
 
 class RedisHealthTest : public ::testing::Test {
