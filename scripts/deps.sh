@@ -15,6 +15,9 @@ if [[ $level == test || $level == bench ]]; then
   # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
   # real `prometheus` server scraping Sluice (Debian's package has both executables).
   packages+=(prometheus)
+  # python3-yaml: the differential YAML check (tests/unit/rules/yaml_syntax_test.cpp);
+  # stress-ng: the CPU hog of the stress run (docs/quality.md).
+  packages+=(python3-yaml stress-ng)
 fi
 if [[ $level == bench ]]; then
   # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as

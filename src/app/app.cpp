@@ -278,6 +278,21 @@ class SluiceServer {
     return memory_;
   }
 
+  /// The worst health over the threads' stores: failing, then connecting, then healthy.
+  StoreHealth worstHealth() const {
+    StoreHealth worst = StoreHealth::kHealthy;
+    for (const ThreadServices& s : threads_) {
+      const StoreHealth h = s.store ? s.store->health() : StoreHealth::kHealthy;
+      if (h == StoreHealth::kFailing) {
+        return h;
+      }
+      if (h == StoreHealth::kConnecting) {
+        worst = h;
+      }
+    }
+    return worst;
+  }
+
   /// The one place that builds an I/O thread's services and routes.
   void buildThread(unsigned i) {
     ThreadServices& t = threads_[i];
@@ -303,6 +318,7 @@ class SluiceServer {
       return std::all_of(threads_.begin(), threads_.end(),
                          [](const ThreadServices& s) { return !s.store || s.store->healthy(); });
     };
+    context.store_state = [this] { return worstHealth(); };
     context.default_domain = options_.default_domain;
     context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options_.forward_auth);
     auto router = std::make_shared<http::Router>();

@@ -205,6 +205,10 @@ const std::vector<Flag>& flags() {
        countField<std::size_t>(&AppOptions::max_body_bytes, 1, kMaxBodyLimit)},
       {"redis-timeout-ms", "MS", "per-request Redis deadline (default 20)",
        millisField(&AppOptions::redis_timeout, 1, 60'000)},
+      {"store-connect-wait-ms", "MS",
+       "start-up: requests wait for the store's first connection, and /readyz is 503, "
+       "up to this long (default 2000)",
+       millisField(&AppOptions::store_connect_wait, 0, 600'000)},
       {"redis-prefix", "PREFIX", "prefix of every Redis key (default sluice)",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.redis_prefix); }},
       {"drain-timeout-ms", "MS",
@@ -381,6 +385,7 @@ Status parseRedisNodes(AppOptions& options) {
   RedisOptions base;
   base.key_prefix = options.redis_prefix;
   base.request_timeout = options.redis_timeout;
+  base.connect_wait = options.store_connect_wait;
   if (options.store == StoreKind::kRedisCluster) {
     auto seeds = parseRedisClusterUrls(options.redis_url, base);
     if (!seeds) {

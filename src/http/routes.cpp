@@ -80,12 +80,19 @@ void addOperationsRoutes(Router& router, const HandlerContext& context) {
     respond(jsonResponse(200, {{"status", "ok"}}));
   });
   router.add("GET", "/readyz", [context](const Request&, Respond respond) {
-    bool rules_loaded = context.rules() != nullptr;
-    bool store_healthy = context.store_healthy();
-    bool ready = rules_loaded && store_healthy;
+    // Ready: rules loaded and every thread's store ready (for a failover store: `closed`
+    // while the store is healthy, `open` and `local` once its start-up is over).
+    // store_healthy and store are the store's own health, whatever the failure mode.
+    const bool rules_loaded = context.rules() != nullptr;
+    const bool store_ready = context.store_healthy();
+    const StoreHealth state = context.store_state
+                                  ? context.store_state()
+                                  : (store_ready ? StoreHealth::kHealthy : StoreHealth::kFailing);
+    const bool ready = rules_loaded && store_ready;
     respond(jsonResponse(ready ? 200 : 503, {{"status", ready ? "ready" : "not ready"},
                                              {"rules_loaded", rules_loaded},
-                                             {"store_healthy", store_healthy}}));
+                                             {"store_healthy", state == StoreHealth::kHealthy},
+                                             {"store", std::string(storeHealthName(state))}}));
   });
   router.add("GET", "/rules", [context](const Request&, Respond respond) {
     RuleSetPtr rules = context.rules();

@@ -8,6 +8,7 @@
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/decision/decision_service.hpp"
+#include "sluice/store/store.hpp"
 
 namespace sluice::http {
 
@@ -18,8 +19,12 @@ struct ForwardAuthConfig;
 struct HandlerContext {
   DecisionService* decisions = nullptr;  ///< this thread's service
   Metrics* metrics = nullptr;
-  RulesProvider rules;                  ///< the current rules snapshot (null: not loaded)
-  std::function<bool()> store_healthy;  ///< thread-safe
+  RulesProvider rules;  ///< the current rules snapshot (null: not loaded)
+  /// Readiness of every I/O thread's store (Store::healthy()); thread-safe.
+  std::function<bool()> store_healthy;
+  /// The worst Store::health() over the I/O threads (null: derived from store_healthy);
+  /// thread-safe.
+  std::function<StoreHealth()> store_state;
   std::string default_domain = "default";
   std::shared_ptr<const ForwardAuthConfig> forward_auth;  ///< /check (null: the defaults)
 };

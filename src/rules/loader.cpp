@@ -16,6 +16,7 @@
 
 #include "rules/limit_parser.hpp"
 #include "rules/yaml_reader.hpp"
+#include "rules/yaml_syntax.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
@@ -396,6 +397,11 @@ std::variant<YAML::Node, RuleError> firstDocument(const std::string& file,
 void loadFile(const std::string& name, const std::string& content, RuleSet& rules,
               std::map<std::string, SourceLocation, std::less<>>& domain_origin,
               std::vector<RuleError>& errors) {
+  // What YAML forbids but yaml-cpp 0.7 accepts (src/rules/yaml_syntax.hpp).
+  if (auto error = checkYamlSyntax(name, content)) {
+    errors.push_back(std::move(*error));
+    return;
+  }
   YAML::Node document;
   try {
     auto first = firstDocument(name, content);

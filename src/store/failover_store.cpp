@@ -96,9 +96,10 @@ class FailoverStore final : public Store {
   }
 
   void evaluate(const StoreRequest& request, Callback done) override {
-    if (mode_ == FailureMode::kLocal && fallback_ && !primary_->healthy()) {
+    if (mode_ == FailureMode::kLocal && fallback_ && primary_->health() == StoreHealth::kFailing) {
       // Not connected: do not even try; the primary reconnects on its own and is asked
-      // again as soon as it reports healthy.
+      // again as soon as it reports healthy. (While it is still connecting at start-up the
+      // request goes to it and waits for the connection.)
       enterFailure("the " + std::string(primary_->kind()) + " store is not connected");
       answerLocally(request, std::move(done));
       return;
@@ -112,7 +113,7 @@ class FailoverStore final : public Store {
                          if (result) {
                            // A cluster answers for some slots while a master is down: the
                            // outage ends when the primary is healthy, not at the first success.
-                           if (primary_->healthy()) {
+                           if (primary_->health() == StoreHealth::kHealthy) {
                              leaveFailure();
                            }
                            done(std::move(result));
@@ -146,8 +147,15 @@ class FailoverStore final : public Store {
     primary_->reset(key_prefixes, std::move(done));
   }
 
-  /// `closed` is healthy only while the primary is; `open` and `local` always answer.
-  bool healthy() const override { return mode_ != FailureMode::kClosed || primary_->healthy(); }
+  /// Readiness: `closed` only while the primary is healthy; `open` and `local` answer
+  /// whatever the primary's health, once its start-up (kConnecting) is over.
+  bool healthy() const override {
+    const StoreHealth health = primary_->health();
+    return mode_ == FailureMode::kClosed ? health == StoreHealth::kHealthy
+                                         : health != StoreHealth::kConnecting;
+  }
+
+  StoreHealth health() const override { return primary_->health(); }
 
   std::string_view kind() const override { return primary_->kind(); }
 

@@ -115,7 +115,7 @@ TEST(EventsStreamTest, DefaultsToTheStoresRedisAndStreamName) {
   // The store connects after /healthz answers; decide only once it has (else failure mode
   // `open` would allow the 6th request).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (sluice.log().find(": connected") == std::string::npos &&
+  while (sluice.log().find("store redis health: connecting -> healthy") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -146,11 +146,13 @@ TEST(MetricsLogsTest, DegradedModeIsLoggedOnceWhenItStartsAndOnceWhenItEnds) {
   // Each I/O thread connects on its own, after /healthz already answers: start from a
   // healthy store so that the outage below is the only one.
   const auto connected_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (occurrences(sluice.log(), ": connected") < 2 &&
+  // (One line for the process once every thread's store has connected.)
+  while (occurrences(sluice.log(), "store redis health: connecting -> healthy") < 1 &&
          std::chrono::steady_clock::now() < connected_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_EQ(occurrences(sluice.log(), ": connected"), 2u) << sluice.log();
+  ASSERT_EQ(occurrences(sluice.log(), "store redis health: connecting -> healthy"), 1u)
+      << sluice.log();
   HttpClient client = sluice.client(std::chrono::milliseconds(3000));
   ASSERT_EQ(client.post("/shouldAllowRequest", login("kim")).status, 200);
   redis.stop();

@@ -146,7 +146,8 @@ bool RedisServer::waitForPing(std::chrono::milliseconds timeout) const {
       ReplyPtr reply = runCommand(c.get(), {"PING"});
       if (reply && (reply->type == REDIS_REPLY_STATUS ||
                     (reply->type == REDIS_REPLY_ERROR &&
-                     std::string_view(reply->str).starts_with("NOAUTH")))) {
+                     (std::string_view(reply->str).starts_with("NOAUTH") ||
+                      std::string_view(reply->str).starts_with("LOADING"))))) {
         return true;
       }
     }

@@ -59,7 +59,9 @@ class RedisServer {
 
   /// Kills the server at once (SIGKILL: a crash, not a shutdown) and reaps it.
   void stop();
-  /// Starts it again on the same port (after stop()). Throws when it cannot.
+  /// Starts it again on the same port (after stop()), with its data directory (a dump.rdb
+  /// written by SAVE is loaded); returns once it answers, -LOADING included. Throws when it
+  /// cannot.
   void restart();
 
   /// A new blocking connection (authenticated when a password is set); for assertions.

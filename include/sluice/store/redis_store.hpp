@@ -40,6 +40,14 @@ struct RedisOptions {
   std::chrono::milliseconds max_reconnect_backoff{500};
   /// A connection whose oldest command got no reply for this long is re-established.
   std::chrono::milliseconds stall_timeout{1000};
+  /// Start-up (`--store-connect-wait-ms`): until every connection has been made once, or
+  /// this long after the store was created, the store's health is kConnecting and a
+  /// request waits for its connection instead of failing (its deadline, request_timeout,
+  /// starts when it is sent). Zero: requests fail at once while not connected.
+  std::chrono::milliseconds connect_wait{2000};
+  /// Every connection is pinged this often; an error or no answer makes the store's health
+  /// kFailing (the answer to a lost PING: the connection is re-established).
+  std::chrono::milliseconds ping_interval{1000};
   /// Local over-limit cache: a key Redis denied until T is denied locally until T without
   /// a round trip (never for requests with a count_rejected limit). Per store instance.
   bool local_cache = true;
@@ -96,10 +104,14 @@ Result<FailureMode> parseFailureMode(std::string_view text);
 /// Wraps a primary store with the failure mode: `open` allows (degraded), `closed` fails,
 /// `local` answers from `fallback` (the memory store) until the primary is healthy again.
 /// Transitions are logged once and counted. `local` answers from the fallback while the
-/// primary is not healthy() and for each request the primary failed; a healthy primary is
-/// asked again at once (the Redis store reconnects within max_reconnect_backoff, 0.5 s by
-/// default). Metrics: store_errors_total{kind}, store_failure_mode_activations_total{mode},
-/// store_degraded_decisions_total{mode}. Thread-safe as far as the wrapped stores are.
+/// primary's health() is kFailing and for each request the primary failed; a healthy
+/// primary is asked again at once (the Redis store reconnects within
+/// max_reconnect_backoff, 0.5 s by default). While the primary is kConnecting (start-up)
+/// every request goes to it and waits for its connection: no failure mode is involved.
+/// healthy() is the readiness: `closed` while the primary is kHealthy, `open` and `local`
+/// once it is no longer kConnecting; health() is the primary's. Metrics: store_errors_total{kind},
+/// store_failure_mode_activations_total{mode}, store_degraded_decisions_total{mode}. Thread-safe as
+/// far as the wrapped stores are.
 StorePtr makeFailoverStore(StorePtr primary, StorePtr fallback, FailureMode mode, Metrics& metrics);
 
 }  // namespace sluice

@@ -33,6 +33,18 @@ struct StoreResponse {
   bool degraded = false;          ///< answered by a failure mode, not by the store itself
 };
 
+/// The state of a store's connection(s) to its backing service (README.md, "Store health
+/// and readiness"), fed by connection events and periodic pings, never guessed from
+/// request failures.
+///   kConnecting: the first connection is being made (start-up, bounded by
+///                RedisOptions::connect_wait); requests wait for it.
+///   kHealthy:    connected, and the last ping was answered.
+///   kFailing:    lost, refused, or answering pings with an error; reconnecting.
+enum class StoreHealth { kConnecting, kHealthy, kFailing };
+
+/// "connecting", "healthy", "failing".
+std::string_view storeHealthName(StoreHealth health);
+
 /// Where counters live. Semantics (README.md, "Rules", item 4): the request is allowed iff every
 /// non-shadow limit allows; then every limit that allowed is charged. Otherwise nothing
 /// is charged, except that limits with count_rejected record the attempt either way.
@@ -52,8 +64,17 @@ class Store {
   /// The callback gets the number of buckets removed.
   virtual void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) = 0;
 
-  /// True while the store can answer (used by /readyz). Thread-safe.
+  /// True while the store can answer requests: /readyz is 200 only while every I/O
+  /// thread's store is. For a failover store this is the readiness of the failure mode
+  /// (`open` and `local` answer whatever the primary's health, once start-up is over).
+  /// Thread-safe.
   virtual bool healthy() const = 0;
+
+  /// The state of the backing connection(s) (/readyz's `store` and `store_healthy`).
+  /// Thread-safe. Stores without a connection are always kHealthy.
+  virtual StoreHealth health() const {
+    return healthy() ? StoreHealth::kHealthy : StoreHealth::kFailing;
+  }
 
   /// "memory", "redis", "redis_cluster".
   virtual std::string_view kind() const = 0;

@@ -19,6 +19,7 @@
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
 #include "store/redis/redis_store_internal.hpp"
+#include "store/store_health.hpp"
 
 namespace sluice {
 
@@ -71,6 +72,9 @@ class ClusterBackend final : public redis::RedisBackend,
         park_timer_(io),
         refresh_timer_(io),
         slots_(redis::kClusterSlots, -1),
+        start_timer_(io),
+        start_deadline_(Clock::now() + seeds_.front().connect_wait),
+        member_(store::StoreHealthGroup::of(metrics, "redis_cluster")),
         reconnects_(redis::describeRedisMetrics(metrics).counter("redis_reconnects_total")),
         moved_(describe(metrics).counter("redis_cluster_redirects_total", {{"kind", "moved"}})),
         ask_(metrics.counter("redis_cluster_redirects_total", {{"kind", "ask"}})),
@@ -98,6 +102,15 @@ class ClusterBackend final : public redis::RedisBackend,
           self->nodeIndex(seed.host, seed.port);
         }
         self->requestRefresh();
+        self->start_timer_.expires_at(self->start_deadline_);
+        self->start_timer_.async_wait(
+            [weak = self->weak_from_this()](boost::system::error_code ec) {
+              if (auto s = weak.lock(); s && !ec) {
+                s->start_over_ = true;
+                s->updateHealth();
+                s->redispatchParked();
+              }
+            });
       }
     });
   }
@@ -116,6 +129,12 @@ class ClusterBackend final : public redis::RedisBackend,
     call->keys = std::move(keys);
     call->args = std::move(args);
     call->deadline = Clock::now() + timeout;
+    if (health() == StoreHealth::kConnecting) {
+      // Start-up: wait for the topology and the connections; the deadline runs from the send.
+      call->timeout = timeout;
+      call->deadline = std::max(call->deadline, start_deadline_);
+      call->rebase = true;
+    }
     call->done = std::move(done);
     dispatch(std::move(call));
   }
@@ -144,7 +163,7 @@ class ClusterBackend final : public redis::RedisBackend,
   }
 
   bool clustered() const override { return true; }
-  bool ready() const override { return healthy_.load(std::memory_order_acquire); }
+  StoreHealth health() const override { return health_.load(std::memory_order_acquire); }
 
  private:
   struct Node {
@@ -165,6 +184,10 @@ class ClusterBackend final : public redis::RedisBackend,
     std::optional<int> ask_node;  ///< ASK target for the next attempt only
     int redirects = 0;
     Clock::time_point deadline;
+    /// Made during start-up: `deadline` is the end of the start-up wait until the call is
+    /// sent, then `timeout` from the send.
+    bool rebase = false;
+    std::chrono::milliseconds timeout{0};
     redis::ReplyHandler done;
   };
 
@@ -209,7 +232,18 @@ class ClusterBackend final : public redis::RedisBackend,
       options.redis.host = node.host;
       options.redis.port = node.port;
       options.stall_timeout = options.redis.stall_timeout;
+      options.ping_interval = options.redis.ping_interval;
       options.scripts.push_back(script_);
+      options.on_connect_error = [weak = weak_from_this()](const Error& error) {
+        if (auto self = weak.lock()) {
+          self->member_.group().fault(redis::faultKind(error), error.message);
+        }
+      };
+      options.on_health = [weak = weak_from_this()](StoreHealth, const std::string&) {
+        if (auto self = weak.lock()) {
+          self->updateHealth();
+        }
+      };
       options.on_connected = [weak = weak_from_this(), index](std::uint64_t count) {
         if (auto self = weak.lock()) {
           self->onConnected(index, count);
@@ -247,13 +281,17 @@ class ClusterBackend final : public redis::RedisBackend,
     redis::RedisConnection& conn = connection(index);
     const Node& node = nodes_[static_cast<std::size_t>(index)];
     if (!conn.ready()) {
-      if (node.failed) {
+      if (node.failed && !connecting()) {
         requestRefresh();
         finish(call, redis::redisError(redis::FailureSource::kNotReady, 0, node.address));
         return;
       }
       park(std::move(call));  // connecting for the first time
       return;
+    }
+    if (call->rebase) {
+      call->rebase = false;
+      call->deadline = std::min(call->deadline, now + call->timeout);
     }
     const auto timeout =
         std::max(std::chrono::milliseconds(1),
@@ -538,6 +576,11 @@ class ClusterBackend final : public redis::RedisBackend,
     }
     previous_ = topology;
     dropUnusedConnections();
+    // Every master is connected at once, not on first use: the store is healthy (and
+    // /readyz ready) only once it can reach every slot.
+    for (int index : masters()) {
+      connection(index);
+    }
     updateHealth();
     // A master of the map unreachable: read again until a replica has taken over.
     for (int index : masters()) {
@@ -564,14 +607,47 @@ class ClusterBackend final : public redis::RedisBackend,
     }
   }
 
+  /// True during start-up: until the topology is known and every master has been
+  /// connected once, or the start-up wait (connect_wait) is over.
+  bool connecting() const { return !start_over_ && !connected_once_; }
+
   void updateHealth() {
-    bool healthy = complete_;
+    std::string reason;
+    bool all_up = complete_;
+    if (!complete_) {
+      reason = masters().empty() ? "no slot map yet" : "not every slot is served";
+    }
+    bool all_connected_once = complete_;
     for (int index : masters()) {
-      if (nodes_[static_cast<std::size_t>(index)].failed) {
-        healthy = false;
+      const Node& node = nodes_[static_cast<std::size_t>(index)];
+      if (!node.connection || node.connection->connectCount() == 0) {
+        all_connected_once = false;
+      }
+      if (node.failed || !node.connection || !node.connection->ready() ||
+          node.connection->health() != StoreHealth::kHealthy) {
+        if (all_up) {
+          reason = "master " + node.address +
+                   (node.failed                                     ? " unreachable"
+                    : !node.connection || !node.connection->ready() ? " not connected"
+                                                                    : " not answering PING");
+        }
+        all_up = false;
       }
     }
-    healthy_.store(healthy, std::memory_order_release);
+    if (all_connected_once) {
+      connected_once_ = true;
+    }
+    StoreHealth next = all_up         ? StoreHealth::kHealthy
+                       : connecting() ? StoreHealth::kConnecting
+                                      : StoreHealth::kFailing;
+    if (next == StoreHealth::kHealthy) {
+      reason = "every slot's master connected";
+    } else if (next == StoreHealth::kFailing && !connected_once_) {
+      reason = "not connected " + std::to_string(seeds_.front().connect_wait.count()) +
+               " ms after start: " + reason;
+    }
+    health_.store(next, std::memory_order_release);
+    member_.report(next, reason);
   }
 
   net::io_context& io_;
@@ -586,7 +662,12 @@ class ClusterBackend final : public redis::RedisBackend,
   bool complete_ = false;   ///< every slot has a master
   std::string described_;   ///< the topology last applied, for change detection
   redis::ClusterTopology previous_;
-  std::atomic<bool> healthy_{false};
+  std::atomic<StoreHealth> health_{StoreHealth::kConnecting};
+  net::steady_timer start_timer_;
+  Clock::time_point start_deadline_;
+  bool start_over_ = false;
+  bool connected_once_ = false;  ///< every master of a complete map connected once
+  store::StoreHealthGroup::Member member_;
 
   std::vector<std::shared_ptr<Call>> parked_;
   std::optional<Clock::time_point> park_at_;

@@ -183,6 +183,8 @@ RedisConnection::RedisConnection(net::io_context& io, ConnectionOptions options)
       resolver_(io),
       timer_(io),
       reconnect_(io),
+      start_wait_(io),
+      ping_timer_(io),
       backoff_(options_.initial_backoff) {
   shas_.resize(options_.scripts.size());
 }
@@ -193,14 +195,111 @@ RedisConnection::~RedisConnection() {
   state_ = State::kStopped;
   pending_.clear();
   deadlines_.clear();
+  waiting_.clear();
   context_.reset();
   socket_.reset();
 }
 
 void RedisConnection::start() {
-  if (state_ == State::kIdle) {
-    connect();
+  if (state_ != State::kIdle) {
+    return;
   }
+  if (options_.connect_wait.count() > 0) {
+    start_wait_.expires_after(options_.connect_wait);
+    start_wait_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      if (auto self = weak.lock(); self && !ec) {
+        self->onStartWaitOver();
+      }
+    });
+  } else {
+    start_wait_over_ = true;
+  }
+  connect();
+}
+
+void RedisConnection::onStartWaitOver() {
+  if (start_wait_over_) {
+    return;
+  }
+  start_wait_over_ = true;
+  if (state_ == State::kStopped) {
+    return;
+  }
+  if (connects_.load(std::memory_order_relaxed) == 0) {
+    setHealth(StoreHealth::kFailing,
+              "not connected " + std::to_string(options_.connect_wait.count()) + " ms after start" +
+                  (last_failure_.empty() ? "" : ": " + last_failure_));
+  }
+  releaseWaiting();
+}
+
+bool RedisConnection::waitingForFirstConnection() const {
+  return !start_wait_over_ && state_ != State::kStopped &&
+         connects_.load(std::memory_order_relaxed) == 0;
+}
+
+void RedisConnection::releaseWaiting() {
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& resend : waiting) {
+    resend();
+  }
+}
+
+void RedisConnection::setHealth(StoreHealth health, const std::string& reason) {
+  if (health_.load(std::memory_order_relaxed) == health) {
+    return;
+  }
+  health_.store(health, std::memory_order_release);
+  if (options_.on_health) {
+    options_.on_health(health, reason);
+  }
+}
+
+void RedisConnection::schedulePing() {
+  if (options_.ping_interval.count() <= 0) {
+    return;
+  }
+  ping_timer_.expires_after(options_.ping_interval);
+  ping_timer_.async_wait(
+      [weak = weak_from_this(), attempt = attempt_](boost::system::error_code ec) {
+        if (auto self = weak.lock(); self && !ec) {
+          self->ping(attempt);
+        }
+      });
+}
+
+void RedisConnection::ping(std::uint64_t attempt) {
+  if (attempt != attempt_ || state_ != State::kReady) {
+    return;
+  }
+  enqueue({"PING"}, Clock::now() + options_.stall_timeout, std::nullopt,
+          [weak = weak_from_this(), attempt](Result<Reply> reply) {
+            auto self = weak.lock();
+            if (!self || attempt != self->attempt_ || self->state_ != State::kReady) {
+              return;
+            }
+            if (reply && !(reply->type == Reply::Type::kStatus && reply->str == "PONG")) {
+              // Another command's reply: the reply stream is out of step with the commands
+              // (a broken proxy, a bug). Nothing on this connection can be trusted.
+              self->fail("PING answered with something other than PONG");
+              return;
+            }
+            if (reply) {
+              self->setHealth(StoreHealth::kHealthy, "PING answered");
+            } else if (reply.error().kind == ErrorKind::kTimeout) {
+              self->fail("no answer to PING for " +
+                         std::to_string(self->options_.stall_timeout.count()) + " ms");
+              return;
+            } else if (replyErrorText(reply.error())) {
+              // The server is up but refuses work (LOADING, BUSY, ...): keep the
+              // connection, ping again.
+              self->setHealth(StoreHealth::kFailing, "PING: " + reply.error().message);
+            } else {
+              return;  // the connection is gone: fail() already ran
+            }
+            self->schedulePing();
+          });
 }
 
 void RedisConnection::stop() {
@@ -212,6 +311,13 @@ void RedisConnection::stop() {
   resolver_.cancel();
   reconnect_.cancel();
   timer_.cancel();
+  start_wait_.cancel();
+  ping_timer_.cancel();
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& resend : waiting) {
+    resend();  // fails at once: stopped
+  }
   auto pending = std::move(pending_);
   pending_.clear();
   deadlines_.clear();
@@ -333,6 +439,9 @@ void RedisConnection::onHandshakeStep(std::uint64_t attempt, std::size_t step,
     return;
   }
   if (!reply) {
+    if (options_.on_connect_error) {
+      options_.on_connect_error(reply.error());
+    }
     fail("handshake failed: " + reply.error().message);
     return;
   }
@@ -355,14 +464,21 @@ void RedisConnection::onHandshakeStep(std::uint64_t attempt, std::size_t step,
   backoff_ = options_.initial_backoff;
   const std::uint64_t count = connects_.fetch_add(1, std::memory_order_relaxed) + 1;
   ready_.store(true, std::memory_order_release);
+  last_failure_.clear();
+  if (down_logged_) {
+    spdlog::debug("redis {}: connection re-established", endpoint_);
+    down_logged_ = false;
+  } else {
+    spdlog::debug("redis {}: connected", endpoint_);
+  }
+  setHealth(StoreHealth::kHealthy,
+            count == 1 ? "connected to " + endpoint_ : "reconnected to " + endpoint_);
   if (options_.on_connected) {
     options_.on_connected(count);
   }
-  if (down_logged_) {
-    spdlog::warn("redis {}: connection re-established", endpoint_);
-    down_logged_ = false;
-  } else {
-    spdlog::info("redis {}: connected", endpoint_);
+  schedulePing();
+  if (count == 1) {
+    releaseWaiting();
   }
 }
 
@@ -370,14 +486,13 @@ void RedisConnection::fail(const std::string& reason) {
   if (state_ == State::kStopped) {
     return;
   }
-  if (!down_logged_) {
-    // Logged once per outage, not per reconnect attempt.
-    spdlog::warn("redis {}: {}; reconnecting with backoff up to {} ms", endpoint_, reason,
-                 options_.redis.max_reconnect_backoff.count());
-    down_logged_ = true;
-  } else {
-    spdlog::debug("redis {}: {}", endpoint_, reason);
-  }
+  // The store's health group logs the outage once per process; per connection and per
+  // attempt it is a debug line.
+  spdlog::debug("redis {}: {}; reconnecting with backoff up to {} ms", endpoint_, reason,
+                options_.redis.max_reconnect_backoff.count());
+  down_logged_ = true;
+  last_failure_ = reason;
+  ping_timer_.cancel();
   state_ = State::kBackoff;
   ready_.store(false, std::memory_order_release);
   in_flight_.clear();
@@ -385,6 +500,9 @@ void RedisConnection::fail(const std::string& reason) {
   context_.reset();
   socket_.reset();
   scheduleReconnect();
+  if (!waitingForFirstConnection()) {
+    setHealth(StoreHealth::kFailing, endpoint_ + ": " + reason);
+  }
   if (options_.on_disconnected) {
     options_.on_disconnected(reason);
   }
@@ -480,6 +598,15 @@ bool RedisConnection::write(std::uint64_t id, const std::vector<std::string>& ar
 void RedisConnection::evalScript(std::size_t script, std::vector<std::string> keys,
                                  std::vector<std::string> args, std::chrono::milliseconds timeout,
                                  ReplyHandler done) {
+  if (state_ != State::kReady && waitingForFirstConnection()) {
+    waiting_.push_back([weak = weak_from_this(), script, keys = std::move(keys),
+                        args = std::move(args), timeout, done = std::move(done)]() mutable {
+      if (auto self = weak.lock()) {
+        self->evalScript(script, std::move(keys), std::move(args), timeout, std::move(done));
+      }
+    });
+    return;
+  }
   if (state_ != State::kReady || script >= shas_.size()) {
     done(redisError(FailureSource::kNotReady, 0, endpoint_));
     return;
@@ -496,6 +623,15 @@ void RedisConnection::evalScript(std::size_t script, std::vector<std::string> ke
 
 void RedisConnection::command(std::vector<std::string> argv, std::chrono::milliseconds timeout,
                               ReplyHandler done) {
+  if (state_ != State::kReady && waitingForFirstConnection()) {
+    waiting_.push_back([weak = weak_from_this(), argv = std::move(argv), timeout,
+                        done = std::move(done)]() mutable {
+      if (auto self = weak.lock()) {
+        self->command(std::move(argv), timeout, std::move(done));
+      }
+    });
+    return;
+  }
   if (state_ != State::kReady) {
     done(redisError(FailureSource::kNotReady, 0, endpoint_));
     return;

@@ -50,6 +50,19 @@ struct ConnectionOptions {
   /// Called on the connection's thread each time the connection is lost or an attempt to
   /// (re)connect fails, with the reason; a reconnect follows with backoff.
   std::function<void(const std::string& reason)> on_disconnected;
+  /// Start-up: commands made before the first successful handshake wait for it, up to this
+  /// long after start() (then they fail with kConnection and health() turns kFailing).
+  /// Zero: they fail at once, as after start-up.
+  std::chrono::milliseconds connect_wait{0};
+  /// A PING goes out this often while connected (zero: never). A PING answered with an
+  /// error (LOADING, BUSY, ...) makes health() kFailing until one is answered with PONG; a
+  /// PING unanswered for stall_timeout drops the connection.
+  std::chrono::milliseconds ping_interval{0};
+  /// Called on the connection's thread when a (re)connection attempt fails with `error`
+  /// (refused, timed out, an error reply to AUTH or SCRIPT LOAD such as WRONGPASS or LOADING).
+  std::function<void(const Error& error)> on_connect_error;
+  /// Called on the connection's thread each time health() changes, with the reason.
+  std::function<void(StoreHealth health, const std::string& reason)> on_health;
 };
 
 struct AsyncContextDeleter {
@@ -79,6 +92,10 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
 
   /// True once connected, authenticated and with every script loaded. Thread-safe.
   bool ready() const { return ready_.load(std::memory_order_acquire); }
+
+  /// kConnecting until the first handshake succeeds (or connect_wait has passed), then
+  /// kHealthy while connected with pings answered, kFailing otherwise. Thread-safe.
+  StoreHealth health() const { return health_.load(std::memory_order_acquire); }
 
   /// EVALSHA of scripts[script] with a deadline of `timeout` from now. A NOSCRIPT reply
   /// (Redis restarted, SCRIPT FLUSH) reloads the script and retries once, transparently,
@@ -118,6 +135,14 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   void onHandshakeStep(std::uint64_t attempt, std::size_t step, Result<Reply> reply);
   void fail(const std::string& reason);
   void scheduleReconnect();
+  void setHealth(StoreHealth health, const std::string& reason);
+  /// True while a command must wait for the first connection (start-up).
+  bool waitingForFirstConnection() const;
+  /// Runs the commands that waited for the first connection (now ready, or too late).
+  void releaseWaiting();
+  void onStartWaitOver();
+  void schedulePing();
+  void ping(std::uint64_t attempt);
 
   std::uint64_t enqueue(std::vector<std::string> argv, Clock::time_point deadline,
                         std::optional<std::size_t> script, ReplyHandler done);
@@ -130,8 +155,10 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   ConnectionOptions options_;
   std::string endpoint_;  ///< for logs
   boost::asio::ip::tcp::resolver resolver_;
-  boost::asio::steady_timer timer_;      ///< deadlines and stall detection
-  boost::asio::steady_timer reconnect_;  ///< backoff
+  boost::asio::steady_timer timer_;       ///< deadlines and stall detection
+  boost::asio::steady_timer reconnect_;   ///< backoff
+  boost::asio::steady_timer start_wait_;  ///< end of connect_wait
+  boost::asio::steady_timer ping_timer_;
   std::optional<Clock::time_point> timer_at_;
 
   AsyncContextPtr context_;
@@ -142,6 +169,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   State state_ = State::kIdle;
   std::atomic<bool> ready_{false};
   std::atomic<std::uint64_t> connects_{0};
+  std::atomic<StoreHealth> health_{StoreHealth::kConnecting};
+  bool start_wait_over_ = false;
+  std::string last_failure_;  ///< why the last attempt failed (for the health log)
+  /// Commands made during start-up before the first connection: each re-issues itself.
+  std::vector<std::function<void()>> waiting_;
   std::uint64_t attempt_ = 0;
   std::chrono::milliseconds backoff_;
   bool down_logged_ = false;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 
 namespace sluice::redis {
 namespace {
@@ -69,6 +70,42 @@ std::optional<std::string_view> replyErrorText(const Error& error) {
     return std::nullopt;
   }
   return message.substr(kReplyPrefix.size());
+}
+
+std::string_view faultKind(const Error& error) {
+  if (auto text = replyErrorText(error)) {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kCodes = {{
+        {"OOM", "oom"},
+        {"READONLY", "readonly"},
+        {"BUSY", "busy"},
+        {"LOADING", "loading"},
+        {"MASTERDOWN", "masterdown"},
+        {"CLUSTERDOWN", "clusterdown"},
+        {"TRYAGAIN", "tryagain"},
+        {"NOSCRIPT", "noscript"},
+        {"NOAUTH", "noauth"},
+        {"WRONGPASS", "noauth"},
+        {"NOPERM", "noperm"},
+    }};
+    for (const auto& [code, kind] : kCodes) {
+      if (startsWith(*text, code)) {
+        return kind;
+      }
+    }
+    return "script";
+  }
+  if (startsWith(error.message, "unexpected redis reply")) {
+    return "protocol";
+  }
+  switch (error.kind) {
+    case ErrorKind::kTimeout:
+      return "timeout";
+    case ErrorKind::kConnection:
+    case ErrorKind::kUnavailable:
+      return "connection";
+    default:
+      return "internal";
+  }
 }
 
 bool isNoScript(std::string_view reply_error) { return startsWith(reply_error, "NOSCRIPT"); }

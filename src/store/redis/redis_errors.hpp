@@ -30,6 +30,14 @@ Error redisError(FailureSource source, int code, std::string_view text);
 /// an error reply (FailureSource::kReply); nullopt for any other error. Views `error`.
 std::optional<std::string_view> replyErrorText(const Error& error);
 
+/// The fault an error stands for, as counted in redis_faults_total{kind}: the error reply's
+/// code in lower case for the server's refusals ("oom", "readonly", "busy", "loading",
+/// "masterdown", "clusterdown", "tryagain", "noscript", "noauth" for NOAUTH and WRONGPASS,
+/// "noperm"), "script" for another error reply, "timeout" for a missed deadline,
+/// "connection" for a lost, refused or not yet made connection, "protocol" for a reply of
+/// an unexpected shape, "internal" otherwise.
+std::string_view faultKind(const Error& error);
+
 /// True for a NOSCRIPT error reply (the script cache lost our script).
 bool isNoScript(std::string_view reply_error);
 

@@ -21,6 +21,7 @@
 #include "store/redis/redis_errors.hpp"
 #include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
+#include "store/store_health.hpp"
 
 namespace sluice {
 
@@ -72,6 +73,16 @@ class SingleNodeBackend final : public redis::RedisBackend {
     redis::ConnectionOptions copts;
     copts.redis = options;
     copts.stall_timeout = options.stall_timeout;
+    copts.connect_wait = options.connect_wait;
+    copts.ping_interval = options.ping_interval;
+    auto member = std::make_shared<store::StoreHealthGroup::Member>(
+        store::StoreHealthGroup::of(metrics, "redis"));
+    copts.on_health = [member](StoreHealth health, const std::string& reason) {
+      member->report(health, reason);
+    };
+    copts.on_connect_error = [member](const Error& error) {
+      member->group().fault(redis::faultKind(error), error.message);
+    };
     copts.on_connected = [&reconnects = redis::describeRedisMetrics(metrics).counter(
                               "redis_reconnects_total")](std::uint64_t count) {
       if (count > 1) {
@@ -98,7 +109,7 @@ class SingleNodeBackend final : public redis::RedisBackend {
     connection_->command(std::move(argv), timeout, std::move(done));
   }
   bool clustered() const override { return false; }
-  bool ready() const override { return connection_->ready(); }
+  StoreHealth health() const override { return connection_->health(); }
 
  private:
   std::shared_ptr<redis::RedisConnection> connection_;
@@ -117,6 +128,7 @@ class RedisStore final : public Store {
         duration_(redis::describeRedisMetrics(metrics).histogram("store_call_duration_seconds",
                                                                  {{"store", kind_}})),
         cache_hits_(metrics.counter("local_cache_hits_total")),
+        health_group_(store::StoreHealthGroup::of(metrics, kind_)),
         backend_(std::move(backend)),
         clustered_(backend_->clustered()) {}
 
@@ -224,13 +236,19 @@ class RedisStore final : public Store {
           duration_.observe(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
           if (!reply) {
+            health_group_->fault(redis::faultKind(reply.error()), reply.error().message);
             done(reply.error());
             return;
           }
           const std::size_t sketches = sketch_gauges ? sketch_gauges->size() : 0;
           Result<StoreResponse> response = parse(*reply, n, sketches);
-          if (response && sketches > 0) {
-            publishSketchStats(*reply, n, *sketch_gauges);
+          if (response) {
+            health_group_->success();
+            if (sketches > 0) {
+              publishSketchStats(*reply, n, *sketch_gauges);
+            }
+          } else {
+            health_group_->fault(redis::faultKind(response.error()), response.error().message);
           }
           if (response && cache_context) {
             remember(*cache_context, *response, sent_at);
@@ -255,7 +273,8 @@ class RedisStore final : public Store {
     scanNext(std::move(state));
   }
 
-  bool healthy() const override { return backend_->ready(); }
+  bool healthy() const override { return backend_->health() == StoreHealth::kHealthy; }
+  StoreHealth health() const override { return backend_->health(); }
   std::string_view kind() const override { return kind_; }
 
  private:
@@ -558,6 +577,7 @@ class RedisStore final : public Store {
   bool script_clock_;
   Histogram& duration_;
   Counter& cache_hits_;
+  std::shared_ptr<store::StoreHealthGroup> health_group_;
   std::shared_ptr<redis::RedisBackend> backend_;
   bool clustered_;
   std::unordered_map<std::string, CacheEntry> cache_;

@@ -50,8 +50,11 @@ class RedisBackend {
   /// of one slot only.
   virtual bool clustered() const = 0;
 
-  /// True while calls can be made. Thread-safe.
-  virtual bool ready() const = 0;
+  /// The backend's health (StoreHealth): kConnecting at start-up until every connection
+  /// it needs has been made once (or RedisOptions::connect_wait has passed), during which
+  /// calls wait for their connection; kHealthy while every connection is up and answers
+  /// its pings; kFailing otherwise. Thread-safe.
+  virtual StoreHealth health() const = 0;
 };
 
 /// A Redis store over `backend`; `kind` is "redis" or "redis_cluster" (Store::kind() and

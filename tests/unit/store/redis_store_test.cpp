@@ -36,6 +36,9 @@ class RedisStoreTest : public ::testing::Test {
     // A per-test prefix keeps tests apart even on a shared server.
     options.key_prefix =
         std::string("t-") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    // Far from any test's timing: the 20 ms default is missed on a saturated machine (the
+    // stress run of docs/quality.md). Tests of the deadline set their own.
+    options.request_timeout = milliseconds(2000);
     return options;
   }
 
@@ -212,25 +215,32 @@ TEST_F(RedisStoreTest, DeadlineHoldsWhenRedisDoesNotAnswer) {
   RedisServer server;
   RedisOptions options = optionsFor(server.url());
   options.request_timeout = milliseconds(20);
+  options.stall_timeout = milliseconds(10'000);  // this test keeps its connection
   open(options);
   ASSERT_TRUE(waitHealthy());
-  server.command({"CLIENT", "PAUSE", "400", "ALL"});
+  // Long enough that a loaded machine still sees the deadline pass well before the pause ends.
+  server.command({"CLIENT", "PAUSE", "2000", "ALL"});
   auto start = std::chrono::steady_clock::now();
   auto r = call(request({fixedWindow("d:k", 5)}));
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::kTimeout);
-  EXPECT_LT(took, milliseconds(200));
-  // The late reply arrives after the pause and is dropped; the connection keeps working.
-  runFor(io_, milliseconds(500));
-  auto after = call(request({fixedWindow("d:k", 5)}));
-  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_LT(took, milliseconds(1000));
+  // The late reply arrives after the pause and is dropped; the same connection keeps working.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool ok = false;
+  while (!ok && std::chrono::steady_clock::now() < deadline) {
+    ok = call(request({fixedWindow("d:k", 5)})).ok();
+  }
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(metrics_.counter("redis_reconnects_total").value(), 0u);
 }
 
 TEST_F(RedisStoreTest, AStalledConnectionIsReplaced) {
   RedisServer server;
   RedisOptions options = optionsFor(server.url());
   options.stall_timeout = milliseconds(150);
+  options.request_timeout = milliseconds(20);
   open(options);
   ASSERT_TRUE(waitHealthy());
   server.command({"CLIENT", "PAUSE", "500", "ALL"});
@@ -248,6 +258,8 @@ TEST_F(RedisStoreTest, AServerThatNeverAnswersNeverHangsACall) {
   test::BlackholeServer blackhole;
   RedisOptions options = optionsFor(blackhole.url());
   options.connect_timeout = milliseconds(200);
+  // After start-up (no start-up wait here): a call fails at once while not connected.
+  options.connect_wait = milliseconds(0);
   open(options);
   runFor(io_, milliseconds(50));
   EXPECT_FALSE(store_->healthy());
