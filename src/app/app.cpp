@@ -20,9 +20,11 @@
 #include "http/forward_auth.hpp"
 #include "http/routes.hpp"
 #include "http/server.hpp"
+#include "rules/consistency.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/rules/rules.hpp"
+#include "sluice/store/eventual_store.hpp"
 #include "sluice/store/memory_store.hpp"
 #include "sluice/store/redis_store.hpp"
 
@@ -98,6 +100,23 @@ int serve(const AppOptions& options) {
     }
   }
 
+  EventualOptions eventual_options;
+  eventual_options.sync_interval = options.sync_interval;
+  eventual_options.region = options.region;
+  eventual_options.max_keys = options.eventual_max_keys;
+  if (!options.regions.empty()) {
+    if (options.store != "redis") {
+      std::cerr << "sluice: --regions: eventual regions need --store redis\n";
+      return kExitUsage;
+    }
+    auto regions = parseEventualRegions(options.regions, options.region, *redis_options);
+    if (!regions) {
+      std::cerr << "sluice: --regions: " << regions.error().message << "\n";
+      return kExitUsage;
+    }
+    eventual_options.regions = std::move(*regions);
+  }
+
   raiseOpenFileLimit();
   Metrics metrics;
   SystemClock clock;
@@ -121,8 +140,19 @@ int serve(const AppOptions& options) {
   // io_contexts their Redis connections live on still exist.
   http::Server server(server_options, metrics);
   // Polls and SIGHUP reloads run on the control context, never on an I/O thread.
-  auto watcher = RulesWatcher::create(server.controlContext().get_executor(),
-                                      RulesWatcher::Options{options.rules}, metrics, clock);
+  RulesWatcher::Options watch;
+  watch.path = options.rules;
+  if (options.store == "redis_cluster") {
+    watch.check = [](const RuleSet& rules) {
+      return rules_detail::refuseEventualLimits(
+          rules,
+          "'consistency: eventual' is not available with --store redis_cluster (its sync "
+          "would need one call per node and hash slot); use --store redis, or "
+          "consistency: strict");
+    };
+  }
+  auto watcher = RulesWatcher::create(server.controlContext().get_executor(), std::move(watch),
+                                      metrics, clock);
   if (watcher->reloadNow().status == RulesWatcher::Status::kRejected) {
     return kExitFailure;  // every error is logged with its location
   }
@@ -135,6 +165,13 @@ int serve(const AppOptions& options) {
   memory_options.max_keys = options.memory_max_keys;
   StorePtr memory = makeMemoryStore(memory_options, clock, metrics);
 
+  // Eventual limits (`consistency: eventual`, --store redis): one engine per process, shared
+  // by every I/O thread's store.
+  EventualEnginePtr eventual;
+  if (redis_options && cluster_seeds.empty()) {
+    eventual = makeEventualEngine(eventual_options, *redis_options, clock, metrics);
+  }
+
   std::vector<ThreadServices> threads(server.threadCount());
   for (unsigned i = 0; i < server.threadCount(); ++i) {
     ThreadServices& t = threads[i];
@@ -144,6 +181,9 @@ int serve(const AppOptions& options) {
                            : makeRedisClusterStore(server.ioContext(i), cluster_seeds, metrics);
       t.store =
           makeFailoverStore(std::move(redis), memory, *failureMode(options.failure_mode), metrics);
+      if (eventual) {
+        t.store = makeEventualStore(std::move(t.store), eventual, server.ioContext(i));
+      }
     } else {
       t.store = memory;
     }
@@ -160,6 +200,9 @@ int serve(const AppOptions& options) {
       return std::all_of(threads.begin(), threads.end(),
                          [](const ThreadServices& s) { return !s.store || s.store->healthy(); });
     };
+    if (eventual) {
+      context.store_detail = [&eventual] { return eventualStatusJson(*eventual); };
+    }
     context.default_domain = options.default_domain;
     context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options.forward_auth);
     auto router = std::make_shared<http::Router>();
@@ -199,6 +242,9 @@ int serve(const AppOptions& options) {
       redis_options ? " (failure mode " + options.failure_mode + ")" : "", options.rules,
       loaded->limitCount(), loaded->domains.size());
   server.run();
+  if (eventual) {
+    stopEventualEngine(*eventual);  // a last sync of the hits admitted before the drain
+  }
   (*operations)->stop();
   watcher->stop();
   signals.cancel();

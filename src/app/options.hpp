@@ -42,6 +42,12 @@ struct AppOptions {
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::size_t memory_max_keys = 1'000'000;
+  /// `consistency: eventual` (docs/eventual.md): sync interval, own region, other regions
+  /// (NAME=URL,...; parsed at start-up against the Redis options), bound on eventual keys.
+  std::chrono::milliseconds sync_interval{50};
+  std::string region = "local";
+  std::string regions;
+  std::size_t eventual_max_keys = 200'000;
   http::ForwardAuthConfig forward_auth;  ///< `forward_auth:` of --config, then the flags
   /// The server YAML's root when --config was given: its sections that belong to other
   /// modules (kDelegatedSections) are parsed by their owners, with their own locations.

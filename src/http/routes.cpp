@@ -90,9 +90,13 @@ void addOperationsRoutes(Router& router, const HandlerContext& context) {
     bool rules_loaded = context.rules() != nullptr;
     bool store_healthy = context.store_healthy();
     bool ready = rules_loaded && store_healthy;
-    respond(jsonBody(ready ? 200 : 503, {{"status", ready ? "ready" : "not ready"},
-                                         {"rules_loaded", rules_loaded},
-                                         {"store_healthy", store_healthy}}));
+    nlohmann::ordered_json body{{"status", ready ? "ready" : "not ready"},
+                                {"rules_loaded", rules_loaded},
+                                {"store_healthy", store_healthy}};
+    if (context.store_detail) {
+      body["eventual"] = nlohmann::ordered_json::parse(context.store_detail(), nullptr, false);
+    }
+    respond(jsonBody(ready ? 200 : 503, std::move(body)));
   });
   router.add("GET", "/rules", [context](const Request&, Respond respond) {
     RuleSetPtr rules = context.rules();

@@ -20,6 +20,8 @@ struct HandlerContext {
   Metrics* metrics = nullptr;
   RulesProvider rules;                  ///< the current rules snapshot (null: not loaded)
   std::function<bool()> store_healthy;  ///< thread-safe
+  /// Optional, thread-safe: a JSON object added to /readyz as "eventual" (eventual limits).
+  std::function<std::string()> store_detail;
   std::string default_domain = "default";
   std::shared_ptr<const ForwardAuthConfig> forward_auth;  ///< /check (null: the defaults)
 };

@@ -20,6 +20,7 @@
 #include <utility>
 #include <variant>
 
+#include "rules/consistency.hpp"
 #include "rules/suggest.hpp"
 #include "sluice/rules/rules.hpp"
 
@@ -40,9 +41,10 @@ constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "ra
 constexpr std::array<std::string_view, 10> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
-constexpr std::array<std::string_view, 12> kLimitKeys{
-    "unit",  "requests_per_unit", "unlimited",      "name",         "replaces", "algorithm",
-    "burst", "unit_multiplier",   "count_rejected", "min_interval", "shape",    "warmup"};
+constexpr std::array<std::string_view, 13> kLimitKeys{
+    "unit",       "requests_per_unit", "unlimited",      "name",         "replaces", "algorithm",
+    "burst",      "unit_multiplier",   "count_rejected", "min_interval", "shape",    "warmup",
+    "consistency"};
 constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 /// Where in a rules file a mapping is: which keys it takes and how errors name it.
 enum class Section { kRoot, kDescriptor, kLimit, kReplaces };
@@ -731,6 +733,9 @@ class FileParser {
                   std::string(algorithmName(algorithm)) + " (exact arithmetic in the Redis store)");
       }
     }
+    if (const Field* field = find("consistency")) {
+      parseConsistency(*field, limit.params);
+    }
     if (errors_.size() != errors_before) {
       return std::nullopt;
     }
@@ -745,6 +750,18 @@ class FileParser {
         algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket;
     limit.params.burst = bucket ? burst.value_or(limit.requests_per_unit) : 0;
     return limit;
+  }
+
+  void parseConsistency(const Field& field, LimitParams& params) {
+    if (const auto text = readString(field, "consistency")) {
+      std::string problem = rules_detail::applyConsistency(*text, params);
+      if (problem.empty()) {
+        problem = rules_detail::checkConsistency(params);
+      }
+      if (!problem.empty()) {
+        error(at(field), problem);
+      }
+    }
   }
 
   void parseReplaces(const Field& field, RateLimit& limit) {
