@@ -203,8 +203,15 @@ Evaluation decide(const View& view, const LimitParams& params, Micros now, std::
   return sluice::evaluate(params, merged(view, params, now), now, cost);
 }
 
-bool tooClose(const View& view, const Evaluation& evaluation) {
-  return evaluation.outcome.allowed && evaluation.outcome.remaining < view.tight_below;
+bool tooClose(const View& view, const Evaluation& evaluation, Micros now, const Tuning& tuning) {
+  if (!evaluation.outcome.allowed) {
+    return false;
+  }
+  const Micros age = view.refreshed_at < 0 ? 0 : std::max<Micros>(now - view.refreshed_at, 0);
+  const double unseen = tuning.safety * view.rate.globalPerSecond() * static_cast<double>(age) /
+                        static_cast<double>(kMicrosPerSecond);
+  return static_cast<double>(evaluation.outcome.remaining) <
+         static_cast<double>(view.tight_below) + unseen;
 }
 
 std::int64_t charge(View& view, const LimitParams& params, const BucketState& state,

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventual_latency_proxy.hpp"
 #include "support/http_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/sluice_process.hpp"
@@ -261,6 +262,78 @@ TEST(EventualTest, EventualRulesAreRefusedOnRedisCluster) {
                               "--store redis_cluster"),
             std::string::npos)
       << sluice.log();
+}
+
+}  // namespace
+}  // namespace sluice::test
+
+namespace sluice::test {
+namespace {
+
+/// Value of field `field` summed over the eventual hashes of `redis` (0 when absent).
+std::int64_t fieldTotal(RedisServer& redis, const std::string& field) {
+  std::int64_t total = 0;
+  ReplyPtr keys = redis.command({"KEYS", "sluice:*:e*"});
+  for (std::size_t i = 0; i < keys->elements; ++i) {
+    ReplyPtr value = redis.command({"HGET", keys->element[i]->str, field});
+    if (value->type == REDIS_REPLY_STRING) {
+      total += std::stoll(value->str);
+    }
+  }
+  return total;
+}
+
+// Two regions, each with its own redis-server and sidecar; the regions reach each other's
+// Redis through a proxy adding 50 ms each way.
+TEST(EventualRegionsTest, ARegionCutOffKeepsServingAndBothConvergeWhenItReturns) {
+  awayFromMidnight();
+  RedisServer redis_a;
+  RedisServer redis_b;
+  LatencyProxy to_a(redis_a.port(), milliseconds(50));
+  LatencyProxy to_b(redis_b.port(), milliseconds(50));
+  SluiceProcess a(sidecar(redis_a, eventualRules(1'000'000),
+                          {"--region", "a", "--regions", "b=" + to_b.url()}));
+  SluiceProcess b(sidecar(redis_b, eventualRules(1'000'000),
+                          {"--region", "b", "--regions", "a=" + to_a.url()}));
+  HttpClient ca = a.client();
+  HttpClient cb = b.client();
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(ca.post("/shouldAllowRequest", request("regions")).status, 200);
+  }
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(cb.post("/shouldAllowRequest", request("regions")).status, 200);
+  }
+  // Each region's Redis holds the other's counter: one shared count of 50.
+  EXPECT_TRUE(waitFor([&] { return fieldTotal(redis_b, "ra") == 30; }, seconds(5)));
+  EXPECT_TRUE(waitFor([&] { return fieldTotal(redis_a, "rb") == 20; }, seconds(5)));
+  EXPECT_TRUE(waitFor(
+      [&] {
+        HttpResponse r = cb.post("/shouldAllowRequest", request("regions"));
+        return r.header("X-Ratelimit-Remaining") == std::to_string(1'000'000 - 52);
+      },
+      seconds(5)));  // 50 + this request + the one of the previous attempt at least
+
+  // Cut region a off: it keeps serving from its own Redis and its last values.
+  to_b.cut();
+  to_a.cut();
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(ca.post("/shouldAllowRequest", request("regions")).status, 200);
+  }
+  EXPECT_TRUE(waitFor(
+      [&] { return readyz(a)["eventual"]["regions"]["b"]["reachable"] == false; }, seconds(5)));
+  EXPECT_EQ(fieldTotal(redis_b, "ra"), 30);
+
+  // The link returns: b's Redis has a's 70 within a few sync intervals.
+  to_b.restore();
+  to_a.restore();
+  const auto returned = std::chrono::steady_clock::now();
+  EXPECT_TRUE(waitFor([&] { return fieldTotal(redis_b, "ra") == 70; }, seconds(5)))
+      << fieldTotal(redis_b, "ra");
+  // Convergence is bounded by the reconnect (within one sync interval), one replication step
+  // and the 50 ms link; generous for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - returned, seconds(3));
+  const json status = readyz(a);
+  EXPECT_TRUE(status["eventual"]["regions"]["b"].is_object()) << status.dump();
 }
 
 }  // namespace

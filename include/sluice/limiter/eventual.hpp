@@ -68,9 +68,11 @@ struct WindowView {
 /// The tuning of the local decisions and of the tightening.
 struct Tuning {
   Micros sync_interval_us = 50'000;
-  /// A view older than this is read again (one round trip) before it decides locally, when
-  /// Redis is reachable: it may miss other sidecars' hits of that long.
-  Micros stale_after_us = 150'000;
+  /// A view older than this is read again (one round trip) before it may allow, when Redis
+  /// is reachable. Younger views allow locally with a margin grown by their age (see
+  /// tooClose()). A key a sidecar decides at least this often is re-read by every sync that
+  /// follows one of its decisions, so only keys this sidecar barely uses pay the round trip.
+  Micros stale_after_us = kMicrosPerSecond;
   /// Multiplies the horizon of the tightening (>= 1): 2 covers an estimate that lags the
   /// real rate by up to a factor of two.
   double safety = 2.0;
@@ -138,9 +140,10 @@ Route route(const View& view, Micros now, const Tuning& tuning, bool reachable);
 /// Evaluates a request of `cost` from the view (no change to it).
 Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost);
 
-/// True when an allowed local decision leaves less than the key's tightening margin: the
+/// True when an allowed local decision leaves less than the key's tightening margin (grown by
+/// the hits the key's global rate adds over the view's age, times Tuning::safety): the
 /// request must instead be decided by a round trip (and the key turns tight).
-bool tooClose(const View& view, const Evaluation& evaluation);
+bool tooClose(const View& view, const Evaluation& evaluation, Micros now, const Tuning& tuning);
 
 /// Records this sidecar's charge of a decision made from `state` = merged(view, ...) at `now`
 /// (the hits it adds to its own counter, and for token_bucket its local arrival time).

@@ -166,7 +166,7 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
                                      "locally and keep their hits)."),
                     metrics.counter("eventual_redis_unreachable_total"))) {
   tuning_.sync_interval_us = options_.sync_interval.count() * kMicrosPerMilli;
-  tuning_.stale_after_us = 3 * tuning_.sync_interval_us;
+  tuning_.stale_after_us = std::max<Micros>(3 * tuning_.sync_interval_us, kMicrosPerSecond);
   tuning_.safety = std::max(1.0, options_.safety);
   metrics.describe("eventual_replication_lag_seconds", Metrics::Type::kGauge,
                    "Per other region: how long this region's oldest unsent update has waited.");
@@ -394,7 +394,7 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
       const Route route = eventual::route(slot.view, now, tuning_, reachable);
       if (route != Route::kLocal) {
         trip = route;
-      } else if (eventual::tooClose(slot.view, e)) {
+      } else if (eventual::tooClose(slot.view, e, now, tuning_)) {
         slot.view.tight = true;
         noteTight(false, true);
         trip = Route::kTight;

@@ -211,9 +211,9 @@ TEST_F(EventualViewTest, AnAllowedDecisionTooCloseToTheLimitMustGoRemote) {
   view.tight_below = 20;
   const Evaluation e = decide(view, params_, clock_.nowMicros(), 1);
   EXPECT_TRUE(e.outcome.allowed);
-  EXPECT_TRUE(tooClose(view, e));
+  EXPECT_TRUE(tooClose(view, e, clock_.nowMicros(), tuning_));
   view.tight_below = 5;
-  EXPECT_FALSE(tooClose(view, decide(view, params_, clock_.nowMicros(), 1)));
+  EXPECT_FALSE(tooClose(view, decide(view, params_, clock_.nowMicros(), 1), clock_.nowMicros(), tuning_));
 }
 
 TEST_F(EventualViewTest, SlidingWindowCounterReadsBothWindows) {
@@ -308,7 +308,7 @@ std::int64_t simulate(const Sim& sim) {
         if (!e.outcome.allowed) {
           continue;
         }
-        if (view.tight || tooClose(view, e)) {
+        if (view.tight || tooClose(view, e, now, tuning)) {
           view.tight = true;
           // Round trip: raise own, check the hash's total, charge atomically.
           redis[names[s]] = std::max(redis[names[s]], view.cur.own);
