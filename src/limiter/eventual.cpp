@@ -289,7 +289,8 @@ std::int64_t tightenAt(double global_per_second, double own_per_second, std::siz
       global_per_second, own_per_second * static_cast<double>(std::max<std::size_t>(writers, 1)));
   const double horizon_us =
       tuning.safety * (2.0 * static_cast<double>(tuning.sync_interval_us) +
-                       2.0 * static_cast<double>(std::max<Micros>(latency_us, 0)));
+                       2.0 * static_cast<double>(std::max<Micros>(latency_us, 0)) +
+                       static_cast<double>(std::max<Micros>(tuning.region_delay_us, 0)));
   const double margin = std::ceil(rate * horizon_us / static_cast<double>(kMicrosPerSecond));
   if (!(margin > 0)) {
     return 0;

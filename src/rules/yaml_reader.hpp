@@ -25,8 +25,8 @@ inline constexpr std::array<std::string_view, 10> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
 inline constexpr std::array<std::string_view, 13> kLimitKeys{
-    "unit",  "requests_per_unit", "unlimited",      "name",         "replaces", "algorithm",
-    "burst", "unit_multiplier",   "count_rejected", "min_interval", "shape",    "warmup",
+    "unit",       "requests_per_unit", "unlimited",      "name",         "replaces", "algorithm",
+    "burst",      "unit_multiplier",   "count_rejected", "min_interval", "shape",    "warmup",
     "consistency"};
 inline constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 /// Where in a rules file a mapping is: which keys it takes and how errors name it.

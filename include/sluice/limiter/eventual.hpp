@@ -76,6 +76,9 @@ struct Tuning {
   /// Multiplies the horizon of the tightening (>= 1): 2 covers an estimate that lags the
   /// real rate by up to a factor of two.
   double safety = 2.0;
+  /// With other regions: how late their hits reach this region's Redis (their sync interval,
+  /// a replication step and the link's round trip); added to the tightening horizon.
+  Micros region_delay_us = 0;
 };
 
 /// Estimates a key's global rate (hits per second, all sidecars and regions) from successive
@@ -169,8 +172,8 @@ void merge(View& view, const LimitParams& params, const KeyReading& reading,
 
 /// The tightening margin (docs/eventual.md): the hits all sidecars may admit before this
 /// sidecar sees them, estimated as rate x horizon, where rate = max(global rate, own rate x
-/// writers) and horizon = safety x (2 sync intervals + 2 round trips). A key with less
-/// allowance left than this is decided by round trips.
+/// writers) and horizon = safety x (2 sync intervals + 2 round trips + the regions' delay).
+/// A key with less allowance left than this is decided by round trips.
 std::int64_t tightenAt(double global_per_second, double own_per_second, std::size_t writers,
                        Micros latency_us, const Tuning& tuning);
 

@@ -500,7 +500,12 @@ void EventualEngine::mergeReading(Slot& slot, const eventual::KeyReading& readin
                                   Micros latency) {
   const std::int64_t before = unsentOf(slot.view);
   const bool was = slot.view.tight;
-  eventual::merge(slot.view, slot.params, reading, entry_, now, latency, tuning_);
+  eventual::Tuning tuning = tuning_;
+  if (!regions_.empty()) {
+    tuning.region_delay_us =
+        2 * tuning_.sync_interval_us + replication_rtt_us_.load(std::memory_order_relaxed);
+  }
+  eventual::merge(slot.view, slot.params, reading, entry_, now, latency, tuning);
   noteTight(was, slot.view.tight);
   addPending(unsentOf(slot.view) - before);
 }
@@ -800,12 +805,20 @@ void EventualEngine::replicate(Region& region) {
   }
   region.in_flight = true;
   auto outstanding = std::make_shared<std::size_t>(calls.size());
+  const Micros sent_steady = steadyMicros();
   for (std::size_t c = 0; c < calls.size(); ++c) {
     region.connection->evalScript(
         0, std::move(calls[c].first), std::move(calls[c].second),
         std::max(std::chrono::milliseconds(200), options_.sync_interval * 4),
-        [this, &region, sent, range = ranges[c], outstanding](Result<redis::Reply> reply) {
+        [this, &region, sent, range = ranges[c], outstanding,
+         sent_steady](Result<redis::Reply> reply) {
           const bool ok = reply && checkReply(*reply, range.second - range.first).ok();
+          if (ok) {
+            // The slowest region counts; an old peak fades by a quarter per reply.
+            const Micros rtt = steadyMicros() - sent_steady;
+            const Micros old = replication_rtt_us_.load(std::memory_order_relaxed);
+            replication_rtt_us_.store(std::max(rtt, old - old / 4), std::memory_order_relaxed);
+          }
           for (std::size_t i = range.first; i < range.second; ++i) {
             Replica& r = (*sent)[i];
             if (ok) {

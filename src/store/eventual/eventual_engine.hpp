@@ -153,6 +153,8 @@ class EventualEngine {
   std::atomic<std::size_t> size_{0};
   std::atomic<std::int64_t> pending_{0};
   std::atomic<bool> reachable_{false};
+  /// Longest replication round trip seen lately (us), for Tuning::region_delay_us.
+  std::atomic<Micros> replication_rtt_us_{0};
   bool unreachable_logged_ = false;
   std::size_t sweep_shard_ = 0;
 

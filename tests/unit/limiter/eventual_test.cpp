@@ -183,6 +183,10 @@ TEST_F(EventualViewTest, TheMarginIsRateTimesHorizon) {
   // Three writers at 4'000/s each seen from one: 12'000/s even if the global rate lags.
   EXPECT_EQ(tightenAt(1'000, 4'000, 3, 1000, tuning_), 2448);
   EXPECT_EQ(tightenAt(0, 0, 1, 0, tuning_), 0);
+  // Another region's hits arrive 100 ms later: 2 x (100 + 2 + 100) ms at 10'000/s.
+  Tuning regions = tuning_;
+  regions.region_delay_us = 100'000;
+  EXPECT_EQ(tightenAt(10'000, 0, 1, 1000, regions), 4040);
 }
 
 TEST_F(EventualViewTest, AKeyTurnsTightWhenItsAllowanceFallsBelowTheMargin) {
@@ -213,7 +217,8 @@ TEST_F(EventualViewTest, AnAllowedDecisionTooCloseToTheLimitMustGoRemote) {
   EXPECT_TRUE(e.outcome.allowed);
   EXPECT_TRUE(tooClose(view, e, clock_.nowMicros(), tuning_));
   view.tight_below = 5;
-  EXPECT_FALSE(tooClose(view, decide(view, params_, clock_.nowMicros(), 1), clock_.nowMicros(), tuning_));
+  EXPECT_FALSE(
+      tooClose(view, decide(view, params_, clock_.nowMicros(), 1), clock_.nowMicros(), tuning_));
 }
 
 TEST_F(EventualViewTest, SlidingWindowCounterReadsBothWindows) {
