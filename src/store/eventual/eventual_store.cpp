@@ -44,34 +44,39 @@ class EventualStore final : public Store {
   ~EventualStore() override { connection_->stop(); }
 
   void evaluate(const StoreRequest& request, Callback done) override {
-    std::size_t eventual_count = 0;
-    for (const StoreLimit& limit : request.limits) {
+    std::vector<EventualLimitRef> eventual;
+    std::vector<std::size_t> strict;
+    const std::string& prefix = engine_->redisOptions().key_prefix;
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
       if (isEventual(limit)) {
-        ++eventual_count;
+        eventual.push_back(
+            EventualLimitRef{i, redisBucketKey(prefix, request.client, limit.key), &limit});
+      } else {
+        strict.push_back(i);
       }
     }
-    if (eventual_count == 0) {
+    if (eventual.empty()) {
       inner_->evaluate(request, std::move(done));
+      return;
+    }
+    const bool pure = strict.empty();
+    const bool reachable = engine_->reachable() && connection_->ready();
+    EventualEngine::Local local = engine_->decideLocally(eventual, request.cost, pure, !reachable);
+    if (local.decided && (pure || !local.allowed)) {
+      // The common case: answered from the views, nothing to keep for later.
+      done(responseOf(request.limits.size(), eventual, local.allowed, local.outcomes));
       return;
     }
     auto p = std::make_shared<Pending>();
     p->request = request;
-    p->done = std::move(done);
-    p->eventual.reserve(eventual_count);
-    const std::string& prefix = engine_->redisOptions().key_prefix;
-    for (std::size_t i = 0; i < p->request.limits.size(); ++i) {
-      const StoreLimit& limit = p->request.limits[i];
-      if (isEventual(limit)) {
-        p->eventual.push_back(
-            EventualLimitRef{i, redisBucketKey(prefix, p->request.client, limit.key), &limit});
-      } else {
-        p->strict.push_back(i);
-      }
+    p->eventual = std::move(eventual);
+    for (EventualLimitRef& ref : p->eventual) {
+      ref.limit = &p->request.limits[ref.index];
     }
-    p->pure = p->strict.empty();
-    const bool reachable = engine_->reachable() && connection_->ready();
-    EventualEngine::Local local =
-        engine_->decideLocally(p->eventual, p->request.cost, p->pure, !reachable);
+    p->strict = std::move(strict);
+    p->pure = pure;
+    p->done = std::move(done);
     if (local.decided) {
       afterEventual(std::move(p), std::move(local));
       return;
@@ -163,17 +168,21 @@ class EventualStore final : public Store {
 
   /// Answers with the eventual outcomes; strict limits (not evaluated: an eventual one denied)
   /// report allowed with remaining 0, as the Redis store's over-limit cache does.
-  static void respond(Pending& p, bool allowed, const std::vector<Outcome>& outcomes,
-                      bool degraded) {
+  static StoreResponse responseOf(std::size_t limits, const std::vector<EventualLimitRef>& refs,
+                                  bool allowed, const std::vector<Outcome>& outcomes) {
     StoreResponse response;
     response.allowed = allowed;
-    response.degraded = degraded;
-    response.outcomes.resize(p.request.limits.size());
-    for (std::size_t i = 0; i < p.eventual.size() && i < outcomes.size(); ++i) {
-      response.outcomes[p.eventual[i].index] = outcomes[i];
+    response.outcomes.resize(limits);
+    for (std::size_t i = 0; i < refs.size() && i < outcomes.size(); ++i) {
+      response.outcomes[refs[i].index] = outcomes[i];
     }
+    return response;
+  }
+
+  static void respond(Pending& p, bool allowed, const std::vector<Outcome>& outcomes,
+                      bool /*degraded*/) {
     auto done = std::move(p.done);
-    done(std::move(response));
+    done(responseOf(p.request.limits.size(), p.eventual, allowed, outcomes));
   }
 
   StorePtr inner_;
