@@ -237,9 +237,10 @@ void merge(View& view, const LimitParams& params, const KeyReading& reading,
   auto absorb = [own_entry](WindowView& window, const GCounter& read) {
     for (const auto& [name, value] : read.entries()) {
       if (name == own_entry) {
-        // Redis can hold more than this sidecar knows only when a reply was lost after
-        // Redis applied it (a timed-out round trip): take it, nothing is counted twice.
-        window.own = std::max(window.own, value);
+        // `own` stays this sidecar's own truth. Redis can hold more only for a round trip
+        // whose reply was lost after Redis applied it; taking that value would count twice the
+        // charges of round trips whose replies are still on their way (they arrive in any
+        // order on the I/O threads' connections), so it is left to Redis's maximum.
         window.own_acked = std::max(window.own_acked, std::min(value, window.own));
       } else {
         window.others.raise(name, value);

@@ -130,9 +130,9 @@ TEST_F(EventualViewTest, AReadingAcknowledgesTheOwnHitsItHolds) {
 TEST_F(EventualViewTest, ARedisThatLostOwnHitsDoesNotLowerTheView) {
   View view;
   roll(view, params_, clock_.nowMicros());
+  view.cur.own = 40;
   merge(view, params_, reading(window(), counter({{"s1", 40}, {"s2", 20}})), "s1",
         clock_.nowMicros(), 1000, tuning_);
-  view.cur.own = 40;
   // Redis restarted: it came back empty, then s2 wrote again.
   merge(view, params_, reading(window(), counter({{"s2", 21}})), "s1", clock_.nowMicros(), 1000,
         tuning_);
@@ -140,13 +140,16 @@ TEST_F(EventualViewTest, ARedisThatLostOwnHitsDoesNotLowerTheView) {
   EXPECT_EQ(view.cur.own_acked, 40);
 }
 
-TEST_F(EventualViewTest, ALostReplyThatRedisAppliedIsTakenBack) {
+TEST_F(EventualViewTest, RedisAheadOfTheOwnCountDoesNotRaiseIt) {
+  // A round trip's charge whose reply is still on its way: Redis holds 12, this sidecar
+  // has counted 10 so far and adds the 2 when the replies arrive.
   View view;
   roll(view, params_, clock_.nowMicros());
   view.cur.own = 10;
   merge(view, params_, reading(window(), counter({{"s1", 12}})), "s1", clock_.nowMicros(), 1000,
         tuning_);
-  EXPECT_EQ(view.cur.own, 12);
+  EXPECT_EQ(view.cur.own, 10);
+  EXPECT_EQ(view.cur.own_acked, 10);
   EXPECT_EQ(view.cur.unsent(), 0);
 }
 
