@@ -93,8 +93,13 @@ bool waitFor(const std::function<bool()>& done, milliseconds timeout) {
 }
 
 json readyz(SluiceProcess& sluice) {
-  HttpClient client = sluice.client();
-  return json::parse(client.get("/readyz").body, nullptr, false);
+  try {
+    HttpClient client = sluice.client();
+    return json::parse(client.get("/readyz").body, nullptr, false);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "GET /readyz: " << e.what() << "\n" << sluice.log();
+    return json();
+  }
 }
 
 /// Waits until the sidecar's eventual sync has reached its Redis.
