@@ -479,7 +479,7 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     w.endObject();
   }
   w.endArray();
-  if (const LimitStatus* binding = decision.binding()) {
+  if (const LimitStatus* binding = bindingLimit(decision)) {
     if (binding->outcome.never) {
       w.field("reason", "the cost exceeds what limit \"" + binding->name + "\" can ever admit");
     }
@@ -510,18 +510,7 @@ Response envoyResponse(const Decision& decision) {
     any_metadata = any_metadata || !d.metadata_json.empty();
     // One status per descriptor, as envoy has one limit per descriptor: the descriptor's
     // own binding limit (the denying one, else the least remaining).
-    const LimitStatus* binding = nullptr;
-    for (const auto& l : d.limits) {
-      if (l.unlimited) {
-        continue;
-      }
-      bool denies = !l.shadow && !l.outcome.allowed;
-      bool binding_denies = binding && !binding->shadow && !binding->outcome.allowed;
-      if (!binding || (denies && !binding_denies) ||
-          (denies == binding_denies && l.outcome.remaining < binding->outcome.remaining)) {
-        binding = &l;
-      }
-    }
+    const LimitStatus* binding = descriptorBindingLimit(d);
     w.beginObject();
     if (binding == nullptr) {
       w.field("code", "OK");

@@ -8,7 +8,7 @@
 #include "sluice/decision/decision.hpp"
 
 /// JSON in and out of the decision endpoints: Sluice's own `POST /shouldAllowRequest`
-/// (DESIGN.md §2) and envoyproxy/ratelimit's `POST /json`. Pure functions; every parse
+/// (README.md, "HTTP API") and envoyproxy/ratelimit's `POST /json`. Pure functions; every parse
 /// error is kInvalidArgument with a message that starts with the offending field's path,
 /// e.g. `descriptors[0].entries[1].key: must be a non-empty string`.
 namespace sluice::http {

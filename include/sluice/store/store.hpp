@@ -14,7 +14,9 @@ namespace sluice {
 
 /// One limit of a store request.
 struct StoreLimit {
-  std::string key;  ///< full bucket key (client + MatchedLimit::bucket_key), unique
+  /// The bucket's store key (BucketKey::storeKey: escaped client "|" bucket), unique; the
+  /// Redis stores derive the Redis key and its hash tag from it (BucketKey::redisKey).
+  std::string key;
   LimitParams params;
   bool shadow = false;  ///< evaluated and charged as usual, but never denies the request
 };
@@ -23,9 +25,6 @@ struct StoreLimit {
 struct StoreRequest {
   std::vector<StoreLimit> limits;
   std::int64_t cost = 1;  ///< hits; 0 checks without consuming
-  /// Client id (may be empty): the Redis stores hash-tag every key of a request with it
-  /// so that they share one cluster slot.
-  std::string client;
 };
 
 struct StoreResponse {
@@ -34,7 +33,7 @@ struct StoreResponse {
   bool degraded = false;          ///< answered by a failure mode, not by the store itself
 };
 
-/// Where counters live. Semantics (DESIGN.md §4): the request is allowed iff every
+/// Where counters live. Semantics (README.md, "Rules", item 4): the request is allowed iff every
 /// non-shadow limit allows; then every limit that allowed is charged. Otherwise nothing
 /// is charged, except that limits with count_rejected record the attempt either way.
 class Store {

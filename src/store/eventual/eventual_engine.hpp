@@ -28,7 +28,7 @@ namespace sluice {
 /// One eventual limit of a request, as the engine sees it.
 struct EventualLimitRef {
   std::size_t index = 0;  ///< in StoreRequest::limits
-  std::string key;        ///< the Redis key base (redisBucketKey) and the view's name
+  std::string key;        ///< the Redis key base (BucketKey::redisKey) and the view's name
   const StoreLimit* limit = nullptr;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sluice/limiter/eventual.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "store/eventual/eventual_engine.hpp"
 
 namespace sluice {
@@ -28,7 +29,9 @@ struct Pending {
 class EventualStore final : public Store {
  public:
   EventualStore(StorePtr inner, EventualEnginePtr engine, net::io_context& io)
-      : inner_(std::move(inner)), engine_(std::move(engine)) {
+      : inner_(std::move(inner)),
+        engine_(std::move(engine)),
+        redis_prefix_(BucketKey::redisPrefix(engine_->redisOptions().key_prefix)) {
     redis::ConnectionOptions copts;
     copts.redis = engine_->redisOptions();
     copts.stall_timeout = copts.redis.stall_timeout;
@@ -46,12 +49,11 @@ class EventualStore final : public Store {
   void evaluate(const StoreRequest& request, Callback done) override {
     std::vector<EventualLimitRef> eventual;
     std::vector<std::size_t> strict;
-    const std::string& prefix = engine_->redisOptions().key_prefix;
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
       if (isEventual(limit)) {
         eventual.push_back(
-            EventualLimitRef{i, redisBucketKey(prefix, request.client, limit.key), &limit});
+            EventualLimitRef{i, BucketKey::redisKey(redis_prefix_, limit.key), &limit});
       } else {
         strict.push_back(i);
       }
@@ -135,7 +137,6 @@ class EventualStore final : public Store {
     // only if they allowed too.
     StoreRequest strict;
     strict.cost = p->request.cost;
-    strict.client = p->request.client;
     strict.limits.reserve(p->strict.size());
     for (std::size_t i : p->strict) {
       strict.limits.push_back(p->request.limits[i]);
@@ -187,6 +188,7 @@ class EventualStore final : public Store {
 
   StorePtr inner_;
   EventualEnginePtr engine_;
+  std::string redis_prefix_;
   std::shared_ptr<redis::RedisConnection> connection_;
 };
 

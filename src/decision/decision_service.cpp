@@ -1,0 +1,143 @@
+#include "sluice/decision/decision_service.hpp"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice {
+namespace {
+
+LimitStatus statusOf(const MatchedLimit& matched) {
+  const RateLimit& rule = *matched.limit;
+  LimitStatus status;
+  status.name = rule.name;
+  status.limit = rule.requests_per_unit;
+  status.unit = rule.unit;
+  status.unit_multiplier = rule.unit_multiplier;
+  status.window_us = rule.params.window_us;
+  status.algorithm = rule.params.algorithm;
+  status.shadow = rule.shadow_mode;
+  status.unlimited = rule.unlimited;
+  status.shape = rule.params.shape;
+  status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
+  status.rule = matched.limit;
+  return status;
+}
+
+/// Where one store limit's outcome goes back: (descriptor index, limit index).
+struct LimitPosition {
+  std::size_t descriptor = 0;
+  std::size_t limit = 0;
+};
+
+class DecisionServiceImpl final : public DecisionService {
+ public:
+  explicit DecisionServiceImpl(DecisionServiceParts parts) : parts_(std::move(parts)) {}
+
+  void decide(DecisionRequest request, Callback done) override {
+    const Micros started = parts_.observers.empty() ? 0 : parts_.clock->nowMicros();
+    RuleSetPtr rules = parts_.rules();
+    if (!rules) {
+      finish(std::move(request), makeError(ErrorKind::kUnavailable, "rules are not loaded"),
+             started, done);
+      return;
+    }
+    Decision decision;
+    decision.rules = std::move(rules);
+    decision.domain = decision.rules->findDomain(request.domain);
+    if (decision.domain == nullptr) {
+      decision.domain_known = false;
+      decision.descriptors.resize(request.descriptors.size());
+      finish(std::move(request), std::move(decision), started, done);
+      return;
+    }
+
+    RequestMatch match = matchRequest(*decision.domain, request.descriptors);
+    StoreRequest store_request;
+    std::vector<LimitPosition> positions;
+    std::optional<std::int64_t> cost;
+    decision.descriptors.resize(match.descriptors.size());
+    for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
+      const DescriptorMatch& dm = match.descriptors[d];
+      DescriptorStatus& ds = decision.descriptors[d];
+      ds.matched = dm.matched;
+      ds.node = dm.node;
+      if (dm.node != nullptr) {
+        ds.metadata_json = dm.node->metadata_json;
+      }
+      std::int64_t descriptor_cost = request.hits;
+      if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
+        descriptor_cost = *request.descriptor_hits[d];
+      }
+      for (const MatchedLimit& ml : dm.limits) {
+        ds.limits.push_back(statusOf(ml));
+        if (ml.limit->unlimited) {
+          continue;
+        }
+        if (cost && *cost != descriptor_cost) {
+          // One store call charges one cost atomically; mixing costs would need several
+          // calls and lose all-or-nothing.
+          finish(std::move(request),
+                 makeError(ErrorKind::kInvalidArgument,
+                           "descriptors[" + std::to_string(d) +
+                               "].hits_addend: all limited descriptors of one request must "
+                               "use the same hits"),
+                 started, done);
+          return;
+        }
+        cost = descriptor_cost;
+        store_request.limits.push_back(
+            StoreLimit{BucketKey::storeKey(request.client_id, ml.bucket_key), ml.limit->params,
+                       ml.limit->shadow_mode});
+        positions.push_back(LimitPosition{d, ds.limits.size() - 1});
+      }
+    }
+    if (store_request.limits.empty()) {
+      finish(std::move(request), std::move(decision), started, done);
+      return;
+    }
+    store_request.cost = cost.value_or(request.hits);
+    parts_.store->evaluate(
+        store_request, [this, started, request = std::move(request), decision = std::move(decision),
+                        positions = std::move(positions),
+                        done = std::move(done)](Result<StoreResponse> response) mutable {
+          if (!response) {
+            finish(std::move(request), response.error(), started, done);
+            return;
+          }
+          const StoreResponse& r = *response;
+          for (std::size_t i = 0; i < positions.size() && i < r.outcomes.size(); ++i) {
+            decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
+                r.outcomes[i];
+          }
+          decision.allowed = r.allowed;
+          decision.degraded = r.degraded;
+          finish(std::move(request), std::move(decision), started, done);
+        });
+  }
+
+ private:
+  /// Every path ends here: the observers see the decision once, then the request moves
+  /// into it and the caller gets it.
+  void finish(DecisionRequest request, Result<Decision> result, Micros started,
+              const Callback& done) {
+    for (DecisionObserver* observer : parts_.observers) {
+      observer->observe(request, result, started);
+    }
+    if (result) {
+      result->request = std::move(request);
+    }
+    done(std::move(result));
+  }
+
+  DecisionServiceParts parts_;
+};
+
+}  // namespace
+
+std::unique_ptr<DecisionService> makeDecisionService(DecisionServiceParts parts) {
+  return std::make_unique<DecisionServiceImpl>(std::move(parts));
+}
+
+}  // namespace sluice
