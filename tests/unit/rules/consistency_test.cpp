@@ -4,14 +4,14 @@
 
 #include <string>
 
-#include "rules_test_util.hpp"
 #include "sluice/rules/rules.hpp"
+#include "support/rules_loading.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::errorsOf;
-using testing::loadOne;
+using test::errorsOf;
+using test::loadOne;
 
 std::string rule(const std::string& algorithm, const std::string& consistency) {
   return "domain: d\n"
