@@ -24,10 +24,12 @@
 #include "http/forward_auth.hpp"
 #include "http/routes.hpp"
 #include "http/server.hpp"
+#include "rules/consistency.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision_service.hpp"
 #include "sluice/rules/rules.hpp"
+#include "sluice/store/eventual_store.hpp"
 #include "sluice/store/memory_store.hpp"
 #include "sluice/store/redis_store.hpp"
 
@@ -101,10 +103,37 @@ class SluiceServer {
       return kExitUsage;
     }
     s->operations_ = std::move(*operations);
+    EventualOptions eventual;
+    eventual.sync_interval = options.sync_interval;
+    eventual.region = options.region;
+    eventual.max_keys = options.eventual_max_keys;
+    if (!options.regions.empty()) {
+      if (options.store != StoreKind::kRedis) {
+        std::cerr << "sluice: --regions: eventual regions need --store redis\n";
+        return kExitUsage;
+      }
+      auto regions =
+          parseEventualRegions(options.regions, options.region, options.redis_nodes.front());
+      if (!regions) {
+        std::cerr << "sluice: --regions: " << regions.error().message << "\n";
+        return kExitUsage;
+      }
+      eventual.regions = std::move(*regions);
+    }
     // Polls and SIGHUP reloads run on the control context, never on an I/O thread.
-    s->watcher_ =
-        RulesWatcher::create(s->server_.controlContext().get_executor(),
-                             RulesWatcher::Options{options.rules}, s->metrics_, s->clock_);
+    RulesWatcher::Options watch;
+    watch.path = options.rules;
+    if (options.store == StoreKind::kRedisCluster) {
+      watch.check = [](const RuleSet& rules) {
+        return rules_detail::refuseEventualLimits(
+            rules,
+            "'consistency: eventual' is not available with --store redis_cluster (its sync "
+            "would need one call per node and hash slot); use --store redis, or "
+            "consistency: strict");
+      };
+    }
+    s->watcher_ = RulesWatcher::create(s->server_.controlContext().get_executor(), std::move(watch),
+                                       s->metrics_, s->clock_);
     if (s->watcher_->reloadNow().status == RulesWatcher::Status::kRejected) {
       return kExitFailure;  // every error is logged with its location
     }
@@ -115,6 +144,12 @@ class SluiceServer {
     MemoryStoreOptions memory_options;
     memory_options.max_keys = options.memory_max_keys;
     s->memory_ = makeMemoryStore(memory_options, s->clock_, s->metrics_);
+    // Eventual limits (`consistency: eventual`, --store redis): one engine per process, shared
+    // by every I/O thread's store.
+    if (options.store == StoreKind::kRedis) {
+      s->eventual_ =
+          makeEventualEngine(eventual, options.redis_nodes.front(), s->clock_, s->metrics_);
+    }
     s->threads_.resize(s->server_.threadCount());
     for (unsigned i = 0; i < s->server_.threadCount(); ++i) {
       s->buildThread(i);
@@ -188,6 +223,9 @@ class SluiceServer {
     server_.run();
     if (rls_drain_.joinable()) {
       rls_drain_.join();
+    }
+    if (eventual_) {
+      stopEventualEngine(*eventual_);  // a last sync of the hits admitted before the drain
     }
     operations_->stop();
     watcher_->stop();
@@ -266,10 +304,13 @@ class SluiceServer {
     switch (options_.store) {
       case StoreKind::kMemory:
         return memory_;
-      case StoreKind::kRedis:
-        return makeFailoverStore(
+      case StoreKind::kRedis: {
+        StorePtr redis = makeFailoverStore(
             makeRedisStore(server_.ioContext(i), options_.redis_nodes.front(), metrics_, clock_),
             memory_, options_.failure_mode, metrics_);
+        return eventual_ ? makeEventualStore(std::move(redis), eventual_, server_.ioContext(i))
+                         : redis;
+      }
       case StoreKind::kRedisCluster:
         return makeFailoverStore(
             makeRedisClusterStore(server_.ioContext(i), options_.redis_nodes, metrics_, clock_),
@@ -319,6 +360,9 @@ class SluiceServer {
                          [](const ThreadServices& s) { return !s.store || s.store->healthy(); });
     };
     context.store_state = [this] { return worstHealth(); };
+    if (eventual_) {
+      context.store_detail = [this] { return eventualStatusJson(*eventual_); };
+    }
     context.default_domain = options_.default_domain;
     context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options_.forward_auth);
     auto router = std::make_shared<http::Router>();
@@ -334,6 +378,7 @@ class SluiceServer {
   http::Server server_;
   std::shared_ptr<RulesWatcher> watcher_;
   StorePtr memory_;
+  EventualEnginePtr eventual_;
   std::vector<ThreadServices> threads_;
   std::unique_ptr<grpc::RlsServer> rls_;
   std::thread rls_drain_;

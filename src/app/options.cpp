@@ -7,6 +7,9 @@
 #include <functional>
 #include <utility>
 
+#include "sluice/rules/rules.hpp"
+#include "sluice/store/eventual_store.hpp"
+
 namespace sluice::app {
 namespace {
 
@@ -256,6 +259,41 @@ const std::vector<Flag>& flags() {
        [](AppOptions& o, std::string_view v) { return boolean(v, o.grpc_response_headers); }},
       {"memory-max-keys", "N", "bound on the memory store's buckets (default 1000000)",
        countField<std::size_t>(&AppOptions::memory_max_keys, 1, std::size_t{1} << 32)},
+      {"sync-interval", "DURATION",
+       "eventual limits: how often each sidecar sends its hits and reads the totals, "
+       "e.g. 50ms (default 50ms; 5ms to 10s)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         auto us = parseDuration(v);
+         if (!us && !v.empty() &&
+             std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+           auto ms = parseNumber<long>(v, 5, 10'000);
+           if (!ms) {
+             return ms.error();
+           }
+           us = *ms * kMicrosPerMilli;
+         }
+         if (!us || *us < 5 * kMicrosPerMilli || *us > 10 * kMicrosPerSecond ||
+             *us % kMicrosPerMilli != 0) {
+           return invalid("must be a duration from 5ms to 10s in whole milliseconds, got \"" +
+                          std::string(v) + "\"");
+         }
+         o.sync_interval = std::chrono::milliseconds(*us / kMicrosPerMilli);
+         return {};
+       }},
+      {"region", "NAME", "eventual limits: this sidecar's region (default local)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         if (auto status = checkRegionName(std::string(v)); !status) {
+           return status;
+         }
+         o.region = std::string(v);
+         return {};
+       }},
+      {"regions", "NAME=URL,...",
+       "eventual limits: the other regions' Redis, e.g. "
+       "eu=redis://10.1.0.5:6379/0,us=redis://10.2.0.5:6379/0 (default none)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.regions); }},
+      {"eventual-max-keys", "N", "bound on the eventual keys a sidecar holds (default 200000)",
+       countField<std::size_t>(&AppOptions::eventual_max_keys, 1, std::size_t{1} << 32)},
       {"log-format", "FORMAT", "plain | json: one JSON object per log line (default plain)",
        [](AppOptions& o, std::string_view v) {
          return applyOperationsOption(o.operations, "log-format", v);

@@ -64,6 +64,12 @@ struct AppOptions {
   std::chrono::milliseconds grpc_max_connection_age{std::chrono::hours(24)};
   std::chrono::milliseconds grpc_max_connection_age_grace{std::chrono::hours(1)};
   bool grpc_response_headers = true;     ///< rate-limit headers in response_headers_to_add
+  /// `consistency: eventual` (docs/eventual.md): sync interval, own region, other regions
+  /// (NAME=URL,...; parsed at start-up against the Redis options), bound on eventual keys.
+  std::chrono::milliseconds sync_interval{50};
+  std::string region = "local";
+  std::string regions;
+  std::size_t eventual_max_keys = 200'000;
   http::ForwardAuthConfig forward_auth;  ///< `forward_auth:` of --config, then the flags
   /// The server YAML's root when --config was given: its sections that belong to other
   /// modules (kDelegatedSections) are parsed by their owners, with their own locations.

@@ -89,10 +89,14 @@ void addOperationsRoutes(Router& router, const HandlerContext& context) {
                                   ? context.store_state()
                                   : (store_ready ? StoreHealth::kHealthy : StoreHealth::kFailing);
     const bool ready = rules_loaded && store_ready;
-    respond(jsonResponse(ready ? 200 : 503, {{"status", ready ? "ready" : "not ready"},
-                                             {"rules_loaded", rules_loaded},
-                                             {"store_healthy", state == StoreHealth::kHealthy},
-                                             {"store", std::string(storeHealthName(state))}}));
+    nlohmann::ordered_json body{{"status", ready ? "ready" : "not ready"},
+                                {"rules_loaded", rules_loaded},
+                                {"store_healthy", state == StoreHealth::kHealthy},
+                                {"store", std::string(storeHealthName(state))}};
+    if (context.store_detail) {
+      body["eventual"] = nlohmann::ordered_json::parse(context.store_detail(), nullptr, false);
+    }
+    respond(jsonResponse(ready ? 200 : 503, body));
   });
   router.add("GET", "/rules", [context](const Request&, Respond respond) {
     RuleSetPtr rules = context.rules();

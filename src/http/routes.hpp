@@ -25,6 +25,8 @@ struct HandlerContext {
   /// The worst Store::health() over the I/O threads (null: derived from store_healthy);
   /// thread-safe.
   std::function<StoreHealth()> store_state;
+  /// Optional, thread-safe: a JSON object added to /readyz as "eventual" (eventual limits).
+  std::function<std::string()> store_detail;
   std::string default_domain = "default";
   std::shared_ptr<const ForwardAuthConfig> forward_auth;  ///< /check (null: the defaults)
 };

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "rules/sketch_rules.hpp"
+#include "rules/consistency.hpp"
 #include "rules/suggest.hpp"
 
 namespace sluice::rules_detail {
@@ -81,6 +82,15 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
   std::optional<SketchParams> sketch;
   if (algorithm_known && limit.params.algorithm == Algorithm::kSketch && !limit.unlimited) {
     sketch = readSketch(fields, map, limit.requests_per_unit);
+  }
+  if (const Field* field = find(fields, "consistency")) {
+    if (const auto text = reader_.readString(*field, "consistency")) {
+      if (std::string problem = applyConsistency(*text, limit.params); !problem.empty()) {
+        reader_.error(reader_.at(*field), problem);
+      } else if (problem = checkConsistency(limit.params); !problem.empty()) {
+        reader_.error(reader_.at(*field), problem);
+      }
+    }
   }
   if (reader_.errorsReported() != errors_before) {
     return std::nullopt;

@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "sluice/limiter/sketch.hpp"
+#include "rules/consistency.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
@@ -27,6 +28,7 @@ json limitToJson(const RateLimit& limit) {
     out["requests_per_unit"] = limit.requests_per_unit;
     out["window_ms"] = params.window_us / kMicrosPerMilli;
     out["algorithm"] = algorithmName(params.algorithm);
+    out["consistency"] = rules_detail::consistencyName(params.consistency);
     if (params.algorithm == Algorithm::kTokenBucket ||
         params.algorithm == Algorithm::kLeakyBucket) {
       out["burst"] = params.burst;

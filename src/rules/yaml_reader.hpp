@@ -24,7 +24,7 @@ inline constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptor
 inline constexpr std::array<std::string_view, 10> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
-inline constexpr std::array<std::string_view, 15> kLimitKeys{"unit",
+inline constexpr std::array<std::string_view, 16> kLimitKeys{"unit",
                                                              "requests_per_unit",
                                                              "unlimited",
                                                              "name",
@@ -38,7 +38,8 @@ inline constexpr std::array<std::string_view, 15> kLimitKeys{"unit",
                                                              "warmup",
                                                              "sketch",
                                                              "bloom",
-                                                             "expected_clients"};
+                                                             "expected_clients",
+                                                             "consistency"};
 inline constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 /// Where in a rules file a mapping is: which keys it takes and how errors name it.
 enum class Section { kRoot, kDescriptor, kLimit, kReplaces };

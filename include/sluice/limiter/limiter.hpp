@@ -30,6 +30,11 @@ std::string_view algorithmCode(Algorithm algorithm);
 /// Parses the YAML spelling; nullopt when unknown.
 std::optional<Algorithm> parseAlgorithm(std::string_view name);
 
+/// Where a limit is decided on the Redis stores (`consistency:` in a rule). kStrict: one
+/// Redis round trip per decision. kEventual: decided from the sidecar's local view, synced
+/// in the background (docs/eventual.md). The algorithms themselves ignore it.
+enum class Consistency : std::uint8_t { kStrict, kEventual };
+
 /// Everything an algorithm needs to know about one limit.
 struct LimitParams {
   Algorithm algorithm = Algorithm::kFixedWindow;
@@ -41,6 +46,7 @@ struct LimitParams {
   Micros warmup_us = 0;                 ///< token_bucket: Guava SmoothWarmingUp period (0 = off)
   bool shape = false;                   ///< leaky_bucket: the server holds the answer for delay
   SketchParams sketch;                  ///< sketch: geometry and identity of the rule's sketch
+  Consistency consistency = Consistency::kStrict;  ///< Redis stores only (see Consistency)
 };
 
 /// Outcome::retry_after_us of a request that can never pass (cost > limit or > burst).

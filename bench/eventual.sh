@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Eventual limits next to strict Redis and the memory store (docs/eventual.md, issue 16):
+# decisions per second and p99 of one sidecar (--threads 1, CPU 0) driven by wrk (-t1 -c64,
+# CPU 1, bench/wrk/decision.lua), every request far from its limit (fixed_window_allow,
+# 1 000 000 per second). Runs are alternated between the systems; the median is reported.
+#   bench/eventual.sh [--sluice PATH] [--duration S] [--runs N] [--clients N]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+sluice=${SLUICE_BUILD_DIR:-$root/build}/sluice
+duration=4
+runs=3
+clients=10000
+while [ $# -gt 0 ]; do
+  case $1 in
+    --sluice) sluice=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --clients) clients=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+for tool in wrk redis-server taskset; do
+  command -v "$tool" >/dev/null || { echo "bench/eventual.sh needs $tool (scripts/deps.sh bench)" >&2; exit 1; }
+done
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+
+redis_port=$(free_port)
+taskset -c 1 redis-server --port "$redis_port" --save '' --appendonly no --dir "$work" >/dev/null &
+pids+=($!)
+wait_port "$redis_port"
+
+# system -> extra flags
+declare -A flags=(
+  [memory]="--store memory --rules $root/bench/rules"
+  [redis-strict]="--store redis --redis redis://127.0.0.1:$redis_port/0 --rules $root/bench/rules"
+  [redis-eventual]="--store redis --redis redis://127.0.0.1:$redis_port/0 --rules $here/eventual/rules"
+)
+order=(memory redis-strict redis-eventual)
+declare -A results
+run_one() {  # system run
+  local system=$1 run=$2 port
+  port=$(free_port)
+  # shellcheck disable=SC2086
+  taskset -c 0 "$sluice" --listen 127.0.0.1:"$port" --threads 1 --log-level warn ${flags[$system]} &
+  local pid=$!
+  wait_port "$port"
+  local out=$work/$system-$run.json
+  # 1 s warm-up (keys read once), then the measured run with the same clients.
+  BENCH_MODE=json BENCH_CLIENTS=$clients BENCH_OP=fixed_window_allow BENCH_PREFIX="r${run}_" \
+    BENCH_OUT=$work/warm.json taskset -c 1 wrk -t1 -c64 -d1s -s "$root/bench/wrk/decision.lua" \
+    "http://127.0.0.1:$port" >/dev/null
+  BENCH_MODE=json BENCH_CLIENTS=$clients BENCH_OP=fixed_window_allow BENCH_PREFIX="r${run}_" \
+    BENCH_OUT=$out taskset -c 1 wrk -t1 -c64 -d"${duration}s" -s "$root/bench/wrk/decision.lua" \
+    "http://127.0.0.1:$port" >/dev/null
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  results[$system]+="$out "
+}
+for run in $(seq "$runs"); do
+  for system in "${order[@]}"; do
+    run_one "$system" "$run"
+  done
+  order=("${order[@]:1}" "${order[0]}")
+done
+python3 - "$clients" "${results[memory]}" "${results[redis-strict]}" "${results[redis-eventual]}" <<'PY'
+import json, statistics, sys
+clients = sys.argv[1]
+def load(files):
+    rows = [json.load(open(f)) for f in files.split()]
+    rps = [r["requests"] / (r["duration_us"] / 1e6) for r in rows]
+    p99 = [r["p99_us"] for r in rows]
+    bad = sum(r["non2xx"] for r in rows)
+    return statistics.median(rps), min(rps), max(rps), statistics.median(p99), bad
+names = ["sluice-memory", "sluice-redis strict", "sluice-redis eventual"]
+stats = [load(f) for f in sys.argv[2:5]]
+mem = stats[0][0]
+print(f"clients: {clients}")
+print("| system | decisions/s (median) | min–max | p99 (ms) | non-2xx | vs memory |")
+print("|---|---|---|---|---|---|")
+for name, (med, lo, hi, p99, bad) in zip(names, stats):
+    print(f"| {name} | {med:,.0f} | {lo:,.0f}–{hi:,.0f} | {p99/1000:.2f} | {bad} | {med/mem:.2f}x |")
+PY

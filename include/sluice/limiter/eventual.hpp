@@ -1,0 +1,187 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sluice/limiter/limiter.hpp"
+
+/// The pure part of `consistency: eventual` (docs/eventual.md): a sidecar's local view of one
+/// shared counter, how a view is merged with what Redis answers, how a request is decided
+/// from it, and when a key is too close to its limit to be decided locally. No I/O, no clock
+/// reads: every function takes `now`. The store decorator (src/store/eventual/) owns the
+/// views, the locks and the Redis calls.
+namespace sluice::eventual {
+
+/// True for the algorithms that can be eventual: fixed_window, sliding_window_counter
+/// (counters add) and token_bucket (the bucket's level is rebuilt from the added counters).
+bool supportsEventual(Algorithm algorithm);
+/// Why `params` cannot be eventual ("" when it can): the algorithm, or an option whose state
+/// cannot be merged (token_bucket `warmup`).
+std::string eventualRefusal(const LimitParams& params);
+
+/// A grow-only counter (state-based CRDT): named entries with cumulative values. Merging
+/// keeps the larger value of each entry, so a replayed, reordered or duplicated update
+/// changes nothing. Entries are kept sorted by name.
+class GCounter {
+ public:
+  /// Raises entry `name` to at least `value`; returns by how much it grew (0 if not).
+  std::int64_t raise(std::string_view name, std::int64_t value);
+  /// Per-entry maximum with `other`; returns by how much the sum grew.
+  std::int64_t merge(const GCounter& other);
+  /// The value of `name` (0 when absent).
+  std::int64_t value(std::string_view name) const;
+  std::int64_t sum() const { return sum_; }
+  /// Entries with a value above 0.
+  std::size_t writers() const;
+  const std::vector<std::pair<std::string, std::int64_t>>& entries() const { return entries_; }
+  void clear() {
+    entries_.clear();
+    sum_ = 0;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::int64_t>> entries_;
+  std::int64_t sum_ = 0;
+};
+
+/// "No window yet".
+inline constexpr std::int64_t kNoWindow = INT64_MIN;
+
+/// One window of a key as this sidecar knows it. `own` is the truth for this sidecar's
+/// own hits (they are decided here); `others` is the last merged read of every other entry.
+struct WindowView {
+  std::int64_t index = kNoWindow;  ///< window start / W (0 for token_bucket: one "window")
+  GCounter others;                 ///< all entries but this sidecar's own (other sidecars,
+                                   ///< other regions), merged by maximum
+  std::int64_t own = 0;            ///< this sidecar's cumulative hits in the window
+  std::int64_t own_acked = 0;      ///< the part of `own` that Redis has confirmed
+
+  std::int64_t total() const { return others.sum() + own; }
+  std::int64_t unsent() const { return own - own_acked; }
+};
+
+/// The tuning of the local decisions and of the tightening.
+struct Tuning {
+  Micros sync_interval_us = 50'000;
+  /// A view older than this is read again (one round trip) before it may allow, when Redis
+  /// is reachable. Younger views allow locally with a margin grown by their age (see
+  /// tooClose()). A key a sidecar decides at least this often is re-read by every sync that
+  /// follows one of its decisions, so only keys this sidecar barely uses pay the round trip.
+  Micros stale_after_us = kMicrosPerSecond;
+  /// Multiplies the horizon of the tightening (>= 1): 2 covers an estimate that lags the
+  /// real rate by up to a factor of two.
+  double safety = 2.0;
+  /// With other regions: how late their hits reach this region's Redis (their sync interval,
+  /// a replication step and the link's round trip); added to the tightening horizon.
+  Micros region_delay_us = 0;
+};
+
+/// Estimates a key's global rate (hits per second, all sidecars and regions) from successive
+/// totals, and this sidecar's own rate from its own hits.
+class RateEstimate {
+ public:
+  /// One observation: the key's total and this sidecar's own count at `at` in window
+  /// `window` (totals of different windows are not compared). Observations closer than
+  /// `min_gap_us` to the previous sample are ignored (two replies a few microseconds apart
+  /// say nothing about a rate).
+  void observe(Micros at, std::int64_t window, std::int64_t total, std::int64_t own,
+               Micros min_gap_us);
+  double globalPerSecond() const { return global_; }
+  double ownPerSecond() const { return own_; }
+
+ private:
+  Micros at_ = 0;
+  std::int64_t window_ = kNoWindow;
+  std::int64_t total_ = 0;
+  std::int64_t own_total_ = 0;
+  double global_ = 0;
+  double own_ = 0;
+  bool has_sample_ = false;
+};
+
+/// Everything a sidecar knows about one eventual key.
+struct View {
+  WindowView cur;   ///< the current window (token_bucket: its only counter)
+  WindowView prev;  ///< the previous window (sliding_window_counter reads it; fixed_window
+                    ///< keeps it only to send its unsent hits)
+  /// token_bucket: the theoretical arrival time as Redis computed it from every counter it
+  /// had (a = us, b = remainder in 1/L us), merged by maximum, and the local one that adds
+  /// this sidecar's own admissions since.
+  BucketState redis_tat;
+  BucketState local_tat;
+  Micros refreshed_at = -1;  ///< when Redis last answered for this key (-1: never)
+  Micros latency_us = 0;     ///< the last round trip that refreshed the view
+  RateEstimate rate;
+  /// The allowance left below which the key is decided by round trips (see tightenAt()).
+  std::int64_t tight_below = 0;
+  bool tight = false;  ///< the last look found the key within tight_below of its limit
+};
+
+/// Moves the view to the window of `now` (windowed algorithms). Returns the unsent own hits
+/// that fell out of the two kept windows (dropped: they can no longer change a decision).
+std::int64_t roll(View& view, const LimitParams& params, Micros now);
+
+/// The bucket state the limiter evaluates: this sidecar's best knowledge of the global
+/// state at `now` (call roll() first).
+BucketState merged(const View& view, const LimitParams& params, Micros now);
+
+/// How a request on this key must be decided.
+enum class Route : std::uint8_t {
+  kLocal,    ///< from the view, no round trip
+  kUnknown,  ///< never read: one round trip first
+  kStale,    ///< not refreshed for Tuning::stale_after_us: one round trip
+  kTight,    ///< too close to the limit: one round trip (strict) per request
+};
+/// `reachable`: Redis answers; without it every key is decided locally (degraded).
+Route route(const View& view, Micros now, const Tuning& tuning, bool reachable);
+
+/// Evaluates a request of `cost` from the view (no change to it).
+Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost);
+
+/// True when an allowed local decision leaves less than the key's tightening margin (grown by
+/// the hits the key's global rate adds over the view's age, times Tuning::safety): the
+/// request must instead be decided by a round trip (and the key turns tight).
+bool tooClose(const View& view, const Evaluation& evaluation, Micros now, const Tuning& tuning);
+
+/// Records this sidecar's charge of a decision made from `state` = merged(view, ...) at `now`
+/// (the hits it adds to its own counter, and for token_bucket its local arrival time).
+/// Returns the hits added to the own counter.
+std::int64_t charge(View& view, const LimitParams& params, const BucketState& state,
+                    const Evaluation& evaluation, std::int64_t cost);
+
+/// What Redis returned for one key: every entry of the current and previous window (this
+/// sidecar's own included), and for token_bucket the arrival time it holds.
+struct KeyReading {
+  std::int64_t window = kNoWindow;  ///< index of `cur` (0 for token_bucket)
+  GCounter cur;
+  GCounter prev;
+  BucketState tat;
+};
+
+/// Merges a reading taken `latency_us` after it was asked for, at `now`, into the view:
+/// other entries by per-entry maximum, the own counter's acknowledgement, the arrival time by
+/// maximum, the rate estimate and the tightening margin. A reading of an older window than
+/// the view's only adds to `prev`; of a newer one rolls the view first.
+void merge(View& view, const LimitParams& params, const KeyReading& reading,
+           std::string_view own_entry, Micros now, Micros latency_us, const Tuning& tuning);
+
+/// The tightening margin (docs/eventual.md): the hits all sidecars may admit before this
+/// sidecar sees them, estimated as rate x horizon, where rate = max(global rate, own rate x
+/// writers) and horizon = safety x (2 sync intervals + 2 round trips + the regions' delay).
+/// A key with less allowance left than this is decided by round trips.
+std::int64_t tightenAt(double global_per_second, double own_per_second, std::size_t writers,
+                       Micros latency_us, const Tuning& tuning);
+
+/// Token bucket: the arrival time `tat` advanced by `hits` applied at `now`
+/// (max(tat, now) + hits x W / L, exact in 1/L microseconds).
+BucketState advanceTat(const BucketState& tat, const LimitParams& params, Micros now,
+                       std::int64_t hits);
+/// The later of two arrival times.
+BucketState laterTat(const BucketState& a, const BucketState& b, std::int64_t limit);
+
+}  // namespace sluice::eventual

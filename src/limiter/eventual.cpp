@@ -1,0 +1,328 @@
+#include "sluice/limiter/eventual.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "limiter/algorithms.hpp"
+
+namespace sluice::eventual {
+namespace {
+
+using limiter_detail::floorDiv;
+__extension__ using Wide = __int128;
+
+std::int64_t windowIndex(const LimitParams& params, Micros now) {
+  return params.algorithm == Algorithm::kTokenBucket ? 0 : floorDiv(now, params.window_us);
+}
+
+/// Normalises a TAT pair so that 0 <= b < L.
+BucketState normalTat(BucketState tat, std::int64_t limit) {
+  if (limit <= 0) {
+    return tat;
+  }
+  const std::int64_t k = floorDiv(tat.b, limit);
+  tat.a += k;
+  tat.b -= k * limit;
+  return tat;
+}
+
+bool tatLess(const BucketState& x, const BucketState& y) {
+  return x.a < y.a || (x.a == y.a && x.b < y.b);
+}
+
+}  // namespace
+
+bool supportsEventual(Algorithm algorithm) {
+  return algorithm == Algorithm::kFixedWindow || algorithm == Algorithm::kSlidingWindowCounter ||
+         algorithm == Algorithm::kTokenBucket;
+}
+
+std::string eventualRefusal(const LimitParams& params) {
+  if (!supportsEventual(params.algorithm)) {
+    return "'consistency: eventual' does not apply to algorithm '" +
+           std::string(algorithmName(params.algorithm)) +
+           "' (only to fixed_window, sliding_window_counter, token_bucket: their state is "
+           "counters that add up across sidecars; a " +
+           std::string(algorithmName(params.algorithm)) + "'s state does not merge)";
+  }
+  if (params.warmup_us > 0) {
+    return "'consistency: eventual' does not apply with 'warmup' (the warm-up store is "
+           "one sidecar's history and does not merge across sidecars)";
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------
+// GCounter
+
+std::int64_t GCounter::raise(std::string_view name, std::int64_t value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                             [](const auto& entry, std::string_view n) { return entry.first < n; });
+  if (it != entries_.end() && it->first == name) {
+    if (value <= it->second) {
+      return 0;
+    }
+    const std::int64_t grew = value - it->second;
+    it->second = value;
+    sum_ += grew;
+    return grew;
+  }
+  if (value <= 0) {
+    return 0;
+  }
+  entries_.emplace(it, std::string(name), value);
+  sum_ += value;
+  return value;
+}
+
+std::int64_t GCounter::merge(const GCounter& other) {
+  std::int64_t grew = 0;
+  for (const auto& [name, value] : other.entries_) {
+    grew += raise(name, value);
+  }
+  return grew;
+}
+
+std::int64_t GCounter::value(std::string_view name) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                             [](const auto& entry, std::string_view n) { return entry.first < n; });
+  return it != entries_.end() && it->first == name ? it->second : 0;
+}
+
+std::size_t GCounter::writers() const {
+  return static_cast<std::size_t>(std::count_if(
+      entries_.begin(), entries_.end(), [](const auto& entry) { return entry.second > 0; }));
+}
+
+// ---------------------------------------------------------------------------------------
+// RateEstimate
+
+void RateEstimate::observe(Micros at, std::int64_t window, std::int64_t total, std::int64_t own,
+                           Micros min_gap_us) {
+  if (!has_sample_ || window != window_ || at < at_) {
+    // A new window restarts the counts; keep the last rates as the best guess.
+    has_sample_ = true;
+    at_ = at;
+    window_ = window;
+    total_ = total;
+    own_total_ = own;
+    return;
+  }
+  const Micros gap = at - at_;
+  if (gap < std::max<Micros>(min_gap_us, 1)) {
+    return;
+  }
+  const double seconds = static_cast<double>(gap) / static_cast<double>(kMicrosPerSecond);
+  const double global = static_cast<double>(std::max<std::int64_t>(total - total_, 0)) / seconds;
+  const double own_rate =
+      static_cast<double>(std::max<std::int64_t>(own - own_total_, 0)) / seconds;
+  // A rising rate is believed at once (it is what over-admits); a falling one halves the
+  // difference per sample (a lull between bursts must not drop the guard).
+  global_ = global >= global_ ? global : (global_ + global) / 2;
+  own_ = own_rate >= own_ ? own_rate : (own_ + own_rate) / 2;
+  at_ = at;
+  total_ = total;
+  own_total_ = own;
+}
+
+// ---------------------------------------------------------------------------------------
+// Views
+
+std::int64_t roll(View& view, const LimitParams& params, Micros now) {
+  if (params.algorithm == Algorithm::kTokenBucket) {
+    if (view.cur.index == kNoWindow) {
+      view.cur.index = 0;
+    }
+    return 0;
+  }
+  const std::int64_t index = windowIndex(params, now);
+  if (view.cur.index == kNoWindow) {
+    view.cur.index = index;
+    return 0;
+  }
+  if (index <= view.cur.index) {
+    return 0;
+  }
+  std::int64_t dropped = view.prev.unsent();
+  if (index == view.cur.index + 1) {
+    view.prev = std::move(view.cur);
+  } else {
+    dropped += view.cur.unsent();
+    view.prev = WindowView{};
+    view.prev.index = index - 1;
+  }
+  view.cur = WindowView{};
+  view.cur.index = index;
+  view.tight = false;
+  return dropped;
+}
+
+BucketState merged(const View& view, const LimitParams& params, Micros now) {
+  BucketState state;
+  switch (params.algorithm) {
+    case Algorithm::kFixedWindow:
+      state.a = limiter_detail::windowStart(now, params.window_us);
+      state.b = view.cur.index == windowIndex(params, now) ? view.cur.total() : 0;
+      break;
+    case Algorithm::kSlidingWindowCounter: {
+      const std::int64_t index = windowIndex(params, now);
+      state.a = index * params.window_us;
+      state.b = view.cur.index == index ? view.cur.total() : 0;
+      state.c = view.prev.index == index - 1  ? view.prev.total()
+                : view.cur.index == index - 1 ? view.cur.total()
+                                              : 0;
+      break;
+    }
+    case Algorithm::kTokenBucket:
+      state = laterTat(view.redis_tat, view.local_tat, params.limit);
+      break;
+    default:
+      break;
+  }
+  return state;
+}
+
+Route route(const View& view, Micros now, const Tuning& tuning, bool reachable) {
+  if (!reachable) {
+    return Route::kLocal;
+  }
+  if (view.refreshed_at < 0) {
+    return Route::kUnknown;
+  }
+  if (view.tight) {
+    return Route::kTight;
+  }
+  if (now - view.refreshed_at > tuning.stale_after_us) {
+    return Route::kStale;
+  }
+  return Route::kLocal;
+}
+
+Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost) {
+  return sluice::evaluate(params, merged(view, params, now), now, cost);
+}
+
+bool tooClose(const View& view, const Evaluation& evaluation, Micros now, const Tuning& tuning) {
+  if (!evaluation.outcome.allowed) {
+    return false;
+  }
+  const Micros age = view.refreshed_at < 0 ? 0 : std::max<Micros>(now - view.refreshed_at, 0);
+  const double unseen = tuning.safety * view.rate.globalPerSecond() * static_cast<double>(age) /
+                        static_cast<double>(kMicrosPerSecond);
+  return static_cast<double>(evaluation.outcome.remaining) <
+         static_cast<double>(view.tight_below) + unseen;
+}
+
+std::int64_t charge(View& view, const LimitParams& params, const BucketState& state,
+                    const Evaluation& evaluation, std::int64_t cost) {
+  if (params.algorithm == Algorithm::kTokenBucket) {
+    if (!evaluation.outcome.allowed || cost <= 0) {
+      return 0;
+    }
+    view.local_tat = normalTat(evaluation.next, params.limit);
+    view.local_tat.c = 0;
+    view.cur.own += cost;
+    return cost;
+  }
+  const std::int64_t added = evaluation.next.b - state.b;
+  if (added > 0) {
+    view.cur.own += added;
+  }
+  return std::max<std::int64_t>(added, 0);
+}
+
+void merge(View& view, const LimitParams& params, const KeyReading& reading,
+           std::string_view own_entry, Micros now, Micros latency_us, const Tuning& tuning) {
+  auto absorb = [own_entry](WindowView& window, const GCounter& read) {
+    for (const auto& [name, value] : read.entries()) {
+      if (name == own_entry) {
+        // `own` stays this sidecar's own truth. Redis can hold more only for a round trip
+        // whose reply was lost after Redis applied it; taking that value would count twice the
+        // charges of round trips whose replies are still on their way (they arrive in any
+        // order on the I/O threads' connections), so it is left to Redis's maximum.
+        window.own_acked = std::max(window.own_acked, std::min(value, window.own));
+      } else {
+        window.others.raise(name, value);
+      }
+    }
+  };
+  if (params.algorithm == Algorithm::kTokenBucket) {
+    roll(view, params, now);
+    absorb(view.cur, reading.cur);
+    BucketState tat = normalTat(reading.tat, params.limit);
+    tat.c = 0;
+    view.redis_tat = laterTat(view.redis_tat, tat, params.limit);
+    // Own hits Redis has not seen yet are applied again, now (later is conservative).
+    const std::int64_t unseen = view.cur.own - reading.cur.value(own_entry);
+    view.local_tat =
+        laterTat(view.local_tat, advanceTat(view.redis_tat, params, now, unseen), params.limit);
+  } else {
+    if (reading.window != kNoWindow && reading.window > view.cur.index) {
+      roll(view, params, reading.window * params.window_us);
+    }
+    if (reading.window == view.cur.index) {
+      absorb(view.cur, reading.cur);
+      if (view.prev.index == kNoWindow) {
+        view.prev.index = view.cur.index - 1;
+      }
+      if (view.prev.index == reading.window - 1) {
+        absorb(view.prev, reading.prev);
+      }
+    } else if (reading.window == view.cur.index - 1 && view.prev.index == reading.window) {
+      absorb(view.prev, reading.cur);
+    }
+  }
+  view.refreshed_at = std::max(view.refreshed_at, now);
+  view.latency_us = latency_us;
+  view.rate.observe(now, view.cur.index, view.cur.total(), view.cur.own,
+                    tuning.sync_interval_us / 2);
+  view.tight_below = tightenAt(view.rate.globalPerSecond(), view.rate.ownPerSecond(),
+                               view.cur.others.writers() + 1, latency_us, tuning);
+  // The key stays tight while its allowance is below the margin: one look at cost 0.
+  const Evaluation look = decide(view, params, now, 0);
+  view.tight = look.outcome.remaining < view.tight_below;
+}
+
+std::int64_t tightenAt(double global_per_second, double own_per_second, std::size_t writers,
+                       Micros latency_us, const Tuning& tuning) {
+  const double rate = std::max(
+      global_per_second, own_per_second * static_cast<double>(std::max<std::size_t>(writers, 1)));
+  const double horizon_us =
+      tuning.safety * (2.0 * static_cast<double>(tuning.sync_interval_us) +
+                       2.0 * static_cast<double>(std::max<Micros>(latency_us, 0)) +
+                       static_cast<double>(std::max<Micros>(tuning.region_delay_us, 0)));
+  const double margin = std::ceil(rate * horizon_us / static_cast<double>(kMicrosPerSecond));
+  if (!(margin > 0)) {
+    return 0;
+  }
+  return margin >= 9.0e18 ? std::numeric_limits<std::int64_t>::max()
+                          : static_cast<std::int64_t>(margin);
+}
+
+BucketState advanceTat(const BucketState& tat, const LimitParams& params, Micros now,
+                       std::int64_t hits) {
+  BucketState base = normalTat(tat, params.limit);
+  base.c = 0;
+  if (base.a < now) {
+    base.a = now;
+    base.b = 0;
+  }
+  if (hits <= 0 || params.limit <= 0) {
+    return base;
+  }
+  const std::int64_t q = params.window_us / params.limit;
+  const std::int64_t r = params.window_us % params.limit;
+  const Wide nr = static_cast<Wide>(hits) * r;
+  base.a += hits * q + static_cast<std::int64_t>(nr / params.limit);
+  base.b += static_cast<std::int64_t>(nr % params.limit);
+  return normalTat(base, params.limit);
+}
+
+BucketState laterTat(const BucketState& a, const BucketState& b, std::int64_t limit) {
+  BucketState x = normalTat(a, limit);
+  BucketState y = normalTat(b, limit);
+  return tatLess(x, y) ? y : x;
+}
+
+}  // namespace sluice::eventual

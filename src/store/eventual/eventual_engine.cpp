@@ -1,0 +1,904 @@
+#include "store/eventual/eventual_engine.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <cstdio>
+#include <random>
+#include <utility>
+
+#include "limiter/algorithms.hpp"
+#include "sluice/store/redis_store.hpp"
+#include "store/redis/redis_errors.hpp"
+
+namespace sluice {
+
+namespace net = boost::asio;
+using eventual::Route;
+using eventual::ScriptOp;
+
+namespace {
+
+/// Entries per EVALSHA of a sync: a sync of many keys is several calls written at once
+/// (one pipelined write, one round trip), each small enough not to stall Redis.
+constexpr std::size_t kEntriesPerCall = 256;
+constexpr std::size_t kReplicasPerCall = 256;
+constexpr std::size_t kReplicasPerTick = 4096;
+
+std::string randomId() {
+  std::random_device device;
+  std::uint64_t value = (static_cast<std::uint64_t>(device()) << 32) ^ device() ^
+                        static_cast<std::uint64_t>(::getpid());
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+Micros steadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::int64_t unsentOf(const eventual::View& view) { return view.cur.unsent() + view.prev.unsent(); }
+
+bool isWindowed(const LimitParams& params) { return params.algorithm != Algorithm::kTokenBucket; }
+
+eventual::GCounter counterOf(const redis::Reply& flat) {
+  eventual::GCounter counter;
+  for (std::size_t j = 0; j + 1 < flat.elements.size(); j += 2) {
+    const std::string& name = flat.elements[j].str;
+    if (name.empty() || name.front() == '_') {
+      continue;
+    }
+    const redis::Reply& v = flat.elements[j + 1];
+    std::int64_t value = v.type == redis::Reply::Type::kInteger ? v.integer : 0;
+    if (v.type == redis::Reply::Type::kString) {
+      value = std::strtoll(v.str.c_str(), nullptr, 10);
+    }
+    counter.raise(name, value);
+  }
+  return counter;
+}
+
+/// The sum of one region's sidecar entries ("s...") of a reading: the region's counter.
+std::int64_t regionSum(const eventual::GCounter& counter) {
+  std::int64_t sum = 0;
+  for (const auto& [name, value] : counter.entries()) {
+    if (!name.empty() && name.front() == 's') {
+      sum += value;
+    }
+  }
+  return sum;
+}
+
+Status replyShape(const std::string& what) {
+  return redis::redisError(redis::FailureSource::kProtocol, 0, "eventual script: " + what);
+}
+
+/// Checks one reply of the eventual script for `n` entries.
+Status checkReply(const redis::Reply& reply, std::size_t n) {
+  if (reply.type != redis::Reply::Type::kArray ||
+      reply.elements.size() != n * static_cast<std::size_t>(eventual::kScriptReplyStride)) {
+    return replyShape("unexpected reply size");
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const redis::Reply* v = &reply.elements[i * eventual::kScriptReplyStride];
+    for (int k = 0; k < 6; ++k) {
+      if (v[k].type != redis::Reply::Type::kInteger) {
+        return replyShape("a non-integer outcome");
+      }
+    }
+    for (int k = 6; k < 9; ++k) {
+      if (v[k].type != redis::Reply::Type::kArray && v[k].type != redis::Reply::Type::kNil) {
+        return replyShape("a non-array reading");
+      }
+    }
+  }
+  return {};
+}
+
+eventual::KeyReading readingOf(const redis::Reply* v, std::int64_t window) {
+  eventual::KeyReading reading;
+  reading.window = window;
+  reading.cur = counterOf(v[6]);
+  reading.prev = counterOf(v[7]);
+  if (v[8].elements.size() == 2) {
+    reading.tat.a = v[8].elements[0].integer;
+    reading.tat.b = v[8].elements[1].integer;
+  }
+  return reading;
+}
+
+}  // namespace
+
+EventualEngine::EventualEngine(const EventualOptions& options, const RedisOptions& local,
+                               const Clock& clock, Metrics& metrics)
+    : options_(options),
+      local_(local),
+      clock_(clock),
+      metrics_(metrics),
+      prefix_(local.key_prefix),
+      entry_("s" + randomId()),
+      script_(eventual::composeEventualScript()),
+      sync_duration_((metrics.describe("eventual_sync_duration_seconds", Metrics::Type::kHistogram,
+                                       "Latency of one eventual sync (all touched keys, one "
+                                       "pipelined round trip).",
+                                       latencyBuckets()),
+                      metrics.histogram("eventual_sync_duration_seconds"))),
+      keys_synced_((metrics.describe("eventual_keys_synced", Metrics::Type::kGauge,
+                                     "Keys sent and read by the last eventual sync."),
+                    metrics.gauge("eventual_keys_synced"))),
+      syncs_ok_((metrics.describe("eventual_syncs_total", Metrics::Type::kCounter,
+                                  "Eventual syncs by result (ok, failed)."),
+                 metrics.counter("eventual_syncs_total", {{"result", "ok"}}))),
+      syncs_failed_(metrics.counter("eventual_syncs_total", {{"result", "failed"}})),
+      switched_((metrics.describe("eventual_switched_to_strict_total", Metrics::Type::kCounter,
+                                  "Times an eventual key came close enough to its limit to be "
+                                  "decided by round trips (strict)."),
+                 metrics.counter("eventual_switched_to_strict_total"))),
+      pending_gauge_((metrics.describe("eventual_pending_hits", Metrics::Type::kGauge,
+                                       "Hits admitted locally and not yet confirmed by Redis."),
+                      metrics.gauge("eventual_pending_hits"))),
+      keys_gauge_((metrics.describe("eventual_keys", Metrics::Type::kGauge,
+                                    "Eventual keys this sidecar holds a view of."),
+                   metrics.gauge("eventual_keys"))),
+      dropped_hits_((metrics.describe("eventual_dropped_hits_total", Metrics::Type::kCounter,
+                                      "Admitted hits dropped before Redis confirmed them (their "
+                                      "window passed, or the key bound was reached)."),
+                     metrics.counter("eventual_dropped_hits_total"))),
+      local_synced_((metrics.describe("eventual_local_decisions_total", Metrics::Type::kCounter,
+                                      "Eventual decisions made without a round trip, by mode "
+                                      "(synced; degraded: Redis unreachable)."),
+                     metrics.counter("eventual_local_decisions_total", {{"mode", "synced"}}))),
+      local_degraded_(metrics.counter("eventual_local_decisions_total", {{"mode", "degraded"}})),
+      trips_unknown_((metrics.describe("eventual_round_trips_total", Metrics::Type::kCounter,
+                                       "Eventual decisions that needed a round trip, by reason "
+                                       "(unknown key, stale view, tight: close to the limit)."),
+                      metrics.counter("eventual_round_trips_total", {{"reason", "unknown"}}))),
+      trips_stale_(metrics.counter("eventual_round_trips_total", {{"reason", "stale"}})),
+      trips_tight_(metrics.counter("eventual_round_trips_total", {{"reason", "tight"}})),
+      unreachable_((metrics.describe("eventual_redis_unreachable_total", Metrics::Type::kCounter,
+                                     "Times the eventual sync lost Redis (limits then decide "
+                                     "locally and keep their hits)."),
+                    metrics.counter("eventual_redis_unreachable_total"))) {
+  tuning_.sync_interval_us = options_.sync_interval.count() * kMicrosPerMilli;
+  tuning_.stale_after_us = std::max<Micros>(3 * tuning_.sync_interval_us, kMicrosPerSecond);
+  tuning_.safety = std::max(1.0, options_.safety);
+  metrics.describe("eventual_replication_lag_seconds", Metrics::Type::kGauge,
+                   "Per other region: how long this region's oldest unsent update has waited.");
+  metrics.describe("eventual_replication_dropped_total", Metrics::Type::kCounter,
+                   "Per other region: updates dropped because the replication queue was full "
+                   "(a later update of the same key covers them).");
+  for (const EventualRegion& config : options_.regions) {
+    auto region = std::make_unique<Region>();
+    region->config = config;
+    region->lag = &metrics.gauge("eventual_replication_lag_seconds", {{"region", config.name}});
+    region->dropped =
+        &metrics.counter("eventual_replication_dropped_total", {{"region", config.name}});
+    regions_.push_back(std::move(region));
+  }
+}
+
+EventualEngine::~EventualEngine() { stop(); }
+
+void EventualEngine::start() {
+  if (started_) {
+    return;
+  }
+  started_ = true;
+  redis::ConnectionOptions copts;
+  copts.redis = local_;
+  copts.stall_timeout = local_.stall_timeout;
+  copts.scripts.push_back(script_);
+  connection_ = redis::RedisConnection::create(io_, std::move(copts));
+  for (auto& region : regions_) {
+    redis::ConnectionOptions r;
+    r.redis = region->config.redis;
+    // A region that comes back is used again within about one sync interval.
+    r.redis.max_reconnect_backoff = std::max(std::chrono::milliseconds(10), options_.sync_interval);
+    r.stall_timeout = region->config.redis.stall_timeout;
+    r.scripts.push_back(script_);
+    region->connection = redis::RedisConnection::create(io_, std::move(r));
+  }
+  timer_ = std::make_unique<net::steady_timer>(io_);
+  net::post(io_, [this] {
+    connection_->start();
+    for (auto& region : regions_) {
+      region->connection->start();
+    }
+    tick();
+  });
+  thread_ = std::thread([this] {
+    auto guard = net::make_work_guard(io_);
+    while (!stopped_.load(std::memory_order_acquire)) {
+      io_.run_for(std::chrono::milliseconds(100));
+    }
+  });
+}
+
+void EventualEngine::stop() {
+  if (!started_ || stopped_.exchange(true)) {
+    return;
+  }
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+  // The loop has ended: a last sync gets a bounded chance to send what is pending.
+  io_.restart();
+  sync_in_flight_ = false;
+  sync();
+  const auto deadline = std::chrono::steady_clock::now() + local_.request_timeout * 5;
+  while (sync_in_flight_ && std::chrono::steady_clock::now() < deadline) {
+    io_.run_one_for(std::chrono::milliseconds(5));
+  }
+  if (timer_) {
+    timer_->cancel();
+  }
+  connection_->stop();
+  for (auto& region : regions_) {
+    region->connection->stop();
+  }
+  io_.poll();
+}
+
+// ---------------------------------------------------------------------------------------
+// Views (any thread)
+
+EventualEngine::Shard& EventualEngine::shardOf(const std::string& key) {
+  return shards_[std::hash<std::string>{}(key) % kShards];
+}
+
+void EventualEngine::addPending(std::int64_t delta) {
+  if (delta != 0) {
+    pending_.fetch_add(delta, std::memory_order_relaxed);
+  }
+}
+
+void EventualEngine::makeRoom(Shard& shard) {
+  if (size_.load(std::memory_order_relaxed) < options_.max_keys || shard.slots.empty()) {
+    return;
+  }
+  // A key with nothing unsent goes first (the least recently used); otherwise the one with
+  // the oldest window, whose unsent hits are dropped and counted.
+  auto victim = shard.slots.end();
+  bool victim_clean = false;
+  for (auto it = shard.slots.begin(); it != shard.slots.end(); ++it) {
+    const bool clean = unsentOf(it->second.view) == 0;
+    if (victim == shard.slots.end() || (clean && !victim_clean) ||
+        (clean == victim_clean &&
+         (clean ? it->second.last_used < victim->second.last_used
+                : it->second.view.cur.index < victim->second.view.cur.index))) {
+      victim = it;
+      victim_clean = clean;
+    }
+  }
+  const std::int64_t lost = unsentOf(victim->second.view);
+  if (lost > 0) {
+    dropped_hits_.inc(static_cast<std::uint64_t>(lost));
+    addPending(-lost);
+  }
+  shard.slots.erase(victim);
+  size_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitRef& ref,
+                                              Micros now) {
+  const LimitParams& params = ref.limit->params;
+  auto it = shard.slots.find(ref.key);
+  if (it == shard.slots.end()) {
+    makeRoom(shard);
+    it = shard.slots.emplace(ref.key, Slot{}).first;
+    it->second.params = params;
+    size_.fetch_add(1, std::memory_order_relaxed);
+  }
+  Slot& slot = it->second;
+  if (slot.params.window_us != params.window_us || slot.params.algorithm != params.algorithm) {
+    // A reload changed the window: the old counts mean nothing in the new one.
+    const std::int64_t lost = unsentOf(slot.view);
+    if (lost > 0) {
+      dropped_hits_.inc(static_cast<std::uint64_t>(lost));
+      addPending(-lost);
+    }
+    slot.view = eventual::View{};
+  }
+  slot.params = params;
+  const std::int64_t dropped = eventual::roll(slot.view, params, now);
+  if (dropped > 0) {
+    dropped_hits_.inc(static_cast<std::uint64_t>(dropped));
+    addPending(-dropped);
+  }
+  slot.last_used = now;
+  return slot;
+}
+
+void EventualEngine::touch(Shard& shard, Slot& slot, const std::string& key, Micros now) {
+  slot.last_used = now;
+  if (!slot.queued) {
+    slot.queued = true;
+    shard.queue.push_back(key);
+  }
+}
+
+void EventualEngine::noteTight(bool was, bool is) {
+  if (is && !was) {
+    switched_.inc();
+  }
+}
+
+Counter& EventualEngine::roundTrips(Route reason) {
+  switch (reason) {
+    case Route::kUnknown:
+      return trips_unknown_;
+    case Route::kStale:
+      return trips_stale_;
+    default:
+      return trips_tight_;
+  }
+}
+
+namespace {
+
+/// Locks the shards of a request in ascending order (no deadlock between requests).
+template <typename ShardOf>
+std::vector<std::unique_lock<std::mutex>> lockAll(const std::vector<EventualLimitRef>& limits,
+                                                  ShardOf shard_of) {
+  std::vector<std::mutex*> mutexes;
+  mutexes.reserve(limits.size());
+  for (const auto& ref : limits) {
+    mutexes.push_back(&shard_of(ref.key).mutex);
+  }
+  std::sort(mutexes.begin(), mutexes.end());
+  mutexes.erase(std::unique(mutexes.begin(), mutexes.end()), mutexes.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(mutexes.size());
+  for (std::mutex* m : mutexes) {
+    locks.emplace_back(*m);
+  }
+  return locks;
+}
+
+}  // namespace
+
+EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLimitRef>& limits,
+                                                    std::int64_t cost, bool charge, bool force) {
+  Local local;
+  const Micros now = clock_.nowMicros();
+  const bool reachable = reachable_.load(std::memory_order_acquire);
+  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  std::vector<Slot*> slots;
+  std::vector<BucketState> states;
+  std::vector<Evaluation> evaluations;
+  slots.reserve(limits.size());
+  states.reserve(limits.size());
+  evaluations.reserve(limits.size());
+  bool denied = false;
+  std::optional<Route> trip;
+  for (const EventualLimitRef& ref : limits) {
+    Shard& shard = shardOf(ref.key);
+    Slot& slot = slotFor(shard, ref, now);
+    touch(shard, slot, ref.key, now);
+    states.push_back(eventual::merged(slot.view, slot.params, now));
+    evaluations.push_back(sluice::evaluate(slot.params, states.back(), now, cost));
+    slots.push_back(&slot);
+    const Evaluation& e = evaluations.back();
+    if (!e.outcome.allowed && !ref.limit->shadow) {
+      // The view only ever under-counts (every entry is a lower bound of the real one), so
+      // its denial is final whatever its age.
+      denied = true;
+    }
+    if (!force && e.outcome.allowed && !trip) {
+      const Route route = eventual::route(slot.view, now, tuning_, reachable);
+      if (route != Route::kLocal) {
+        trip = route;
+      } else if (eventual::tooClose(slot.view, e, now, tuning_)) {
+        slot.view.tight = true;
+        noteTight(false, true);
+        trip = Route::kTight;
+      }
+    }
+  }
+  if (trip && !denied) {
+    local.decided = false;
+    local.reason = *trip;
+    return local;
+  }
+  local.decided = true;
+  local.allowed = !denied;
+  local.outcomes.reserve(limits.size());
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    local.outcomes.push_back(evaluations[i].outcome);
+    if (!charge) {
+      continue;
+    }
+    const bool charged =
+        (local.allowed && evaluations[i].outcome.allowed) || slots[i]->params.count_rejected;
+    if (charged) {
+      addPending(
+          eventual::charge(slots[i]->view, slots[i]->params, states[i], evaluations[i], cost));
+    }
+  }
+  localDecisions(!reachable).inc();
+  return local;
+}
+
+void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost) {
+  const Micros now = clock_.nowMicros();
+  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  for (const EventualLimitRef& ref : limits) {
+    Shard& shard = shardOf(ref.key);
+    Slot& slot = slotFor(shard, ref, now);
+    touch(shard, slot, ref.key, now);
+    const BucketState state = eventual::merged(slot.view, slot.params, now);
+    Evaluation e = sluice::evaluate(slot.params, state, now, cost);
+    if (e.outcome.allowed) {
+      addPending(eventual::charge(slot.view, slot.params, state, e, cost));
+    } else if (cost > 0) {
+      // Another request took the last units while the strict limits were being asked: this
+      // one was allowed on what the view said then, so it is charged all the same.
+      if (slot.params.algorithm == Algorithm::kTokenBucket) {
+        slot.view.local_tat = eventual::advanceTat(state, slot.params, now, cost);
+      }
+      slot.view.cur.own += cost;
+      addPending(cost);
+    }
+  }
+}
+
+std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
+                                    const LimitParams& params) const {
+  std::string hash = key;
+  hash += ":e";
+  if (isWindowed(params)) {
+    hash += std::to_string(window);
+  }
+  return hash;
+}
+
+void EventualEngine::appendEntry(const Slot& slot, const std::string& key, ScriptOp op,
+                                 std::int64_t cost, bool shadow, std::vector<std::string>& keys,
+                                 std::vector<std::string>& args) const {
+  const eventual::View& view = slot.view;
+  const LimitParams& p = slot.params;
+  const std::int64_t window = view.cur.index;
+  keys.push_back(hashKey(key, window, p));
+  keys.push_back(isWindowed(p) ? hashKey(key, window - 1, p) : keys.back());
+  const bool prev_pending = view.prev.index == window - 1 && view.prev.unsent() > 0;
+  args.push_back(std::to_string(static_cast<int>(op)));
+  args.push_back(std::to_string(static_cast<int>(p.algorithm)));
+  args.push_back(std::to_string(p.limit));
+  args.push_back(std::to_string(p.window_us));
+  args.push_back(std::to_string(p.burst));
+  args.push_back(std::to_string(view.cur.own));
+  args.push_back(std::to_string(prev_pending ? view.prev.own : 0));
+  args.push_back(std::to_string(view.cur.own_acked));
+  args.push_back(std::to_string(std::max<std::int64_t>(cost, 0)));
+  args.push_back(std::to_string((p.count_rejected ? 1 : 0) | (shadow ? 2 : 0)));
+  args.push_back(std::to_string(view.redis_tat.a));
+  args.push_back(std::to_string(view.redis_tat.b));
+}
+
+void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, ScriptOp op,
+                               std::int64_t cost, Micros now, std::vector<std::string>& keys,
+                               std::vector<std::string>& args) {
+  keys.reserve(limits.size() * 2);
+  args.reserve(2 + limits.size() * eventual::kScriptStride);
+  args.push_back(std::to_string(now));
+  args.push_back(entry_);
+  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  for (const EventualLimitRef& ref : limits) {
+    Shard& shard = shardOf(ref.key);
+    Slot& slot = slotFor(shard, ref, now);
+    appendEntry(slot, ref.key, op, cost, ref.limit->shadow, keys, args);
+  }
+}
+
+void EventualEngine::mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now,
+                                  Micros latency) {
+  const std::int64_t before = unsentOf(slot.view);
+  const bool was = slot.view.tight;
+  eventual::Tuning tuning = tuning_;
+  if (!regions_.empty()) {
+    tuning.region_delay_us =
+        2 * tuning_.sync_interval_us + replication_rtt_us_.load(std::memory_order_relaxed);
+  }
+  eventual::merge(slot.view, slot.params, reading, entry_, now, latency, tuning);
+  noteTight(was, slot.view.tight);
+  addPending(unsentOf(slot.view) - before);
+}
+
+Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, ScriptOp op,
+                              const redis::Reply& reply, Micros sent_at, StoreResponse* response) {
+  if (auto status = checkReply(reply, limits.size()); !status) {
+    return status;
+  }
+  const Micros now = clock_.nowMicros();
+  if (response != nullptr) {
+    response->outcomes.assign(limits.size(), Outcome{});
+    response->allowed = true;
+  }
+  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const EventualLimitRef& ref = limits[i];
+    const redis::Reply* v = &reply.elements[i * eventual::kScriptReplyStride];
+    Shard& shard = shardOf(ref.key);
+    // The window the call was built for is the one of its send time.
+    const std::int64_t window = isWindowed(ref.limit->params)
+                                    ? limiter_detail::floorDiv(sent_at, ref.limit->params.window_us)
+                                    : 0;
+    Slot& slot = slotFor(shard, ref, now);
+    eventual::KeyReading reading = readingOf(v, window);
+    const std::int64_t charged = op == ScriptOp::kDecide ? v[5].integer : 0;
+    if (charged > 0) {
+      // Redis holds the charge already: count it as own and confirmed.
+      eventual::WindowView* target = nullptr;
+      if (slot.view.cur.index == window || !isWindowed(slot.params)) {
+        target = &slot.view.cur;
+      } else if (slot.view.prev.index == window) {
+        target = &slot.view.prev;
+      }
+      if (target != nullptr) {
+        target->own += charged;
+        target->own_acked += charged;
+      }
+      reading.cur.raise(entry_, reading.cur.value(entry_) + charged);
+    }
+    mergeReading(slot, reading, now, now - sent_at);
+    touch(shard, slot, ref.key, now);
+    if (response != nullptr) {
+      Outcome& o = response->outcomes[i];
+      o.allowed = v[0].integer != 0;
+      o.remaining = v[1].integer;
+      o.reset_after_us = v[2].integer;
+      o.retry_after_us = v[3].integer;
+      o.never = v[4].integer != 0;
+      if (!o.allowed && !ref.limit->shadow) {
+        response->allowed = false;
+      }
+    }
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------
+// The sync loop (engine thread)
+
+void EventualEngine::tick() {
+  if (stopped_.load(std::memory_order_acquire)) {
+    return;
+  }
+  sync();
+  for (auto& region : regions_) {
+    replicate(*region);
+  }
+  sweep();
+  pending_gauge_.set(static_cast<double>(pending_.load(std::memory_order_relaxed)));
+  keys_gauge_.set(static_cast<double>(size_.load(std::memory_order_relaxed)));
+  timer_->expires_after(options_.sync_interval);
+  timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) {
+      tick();
+    }
+  });
+}
+
+void EventualEngine::setReachable(bool reachable, const std::string& why) {
+  const bool was = reachable_.exchange(reachable, std::memory_order_acq_rel);
+  if (was == reachable) {
+    return;
+  }
+  if (!reachable) {
+    unreachable_.inc();
+    spdlog::warn("eventual limits: Redis unreachable ({}); deciding locally, keeping the hits",
+                 why);
+    unreachable_logged_ = true;
+  } else if (unreachable_logged_) {
+    spdlog::info("eventual limits: Redis reachable again; sending the kept hits");
+  }
+}
+
+void EventualEngine::sync() {
+  if (sync_in_flight_) {
+    return;
+  }
+  if (!connection_->ready()) {
+    setReachable(false, "not connected");
+    return;
+  }
+  auto entries = std::make_shared<std::vector<SyncEntry>>();
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+  const Micros now = clock_.nowMicros();
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
+  std::vector<std::shared_ptr<std::vector<SyncEntry>>> call_entries;
+  auto flush = [&] {
+    if (entries->empty()) {
+      return;
+    }
+    calls.emplace_back(std::move(keys), std::move(args));
+    call_entries.push_back(std::move(entries));
+    entries = std::make_shared<std::vector<SyncEntry>>();
+    keys.clear();
+    args.clear();
+  };
+  for (Shard& shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    for (const std::string& key : shard.queue) {
+      auto it = shard.slots.find(key);
+      if (it == shard.slots.end()) {
+        continue;
+      }
+      Slot& slot = it->second;
+      slot.queued = false;
+      if (const std::int64_t dropped = eventual::roll(slot.view, slot.params, now); dropped > 0) {
+        dropped_hits_.inc(static_cast<std::uint64_t>(dropped));
+        addPending(-dropped);
+      }
+      if (args.empty()) {
+        args.push_back(std::to_string(now));
+        args.push_back(entry_);
+      }
+      appendEntry(slot, key, ScriptOp::kSync, 0, false, keys, args);
+      entries->push_back(SyncEntry{key, slot.params, slot.view.cur.index});
+      if (entries->size() >= kEntriesPerCall) {
+        flush();
+      }
+    }
+    shard.queue.clear();
+  }
+  flush();
+  keys_synced_.set(0);
+  if (calls.empty()) {
+    setReachable(true, "");
+    return;
+  }
+  std::size_t total = 0;
+  for (const auto& e : call_entries) {
+    total += e->size();
+  }
+  keys_synced_.set(static_cast<double>(total));
+  const auto started = std::chrono::steady_clock::now();
+  const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4);
+  sync_in_flight_ = true;
+  auto outstanding = std::make_shared<std::size_t>(calls.size());
+  auto failed = std::make_shared<bool>(false);
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    connection_->evalScript(
+        0, std::move(calls[c].first), std::move(calls[c].second), timeout,
+        [this, batch = call_entries[c], started, now, outstanding,
+         failed](Result<redis::Reply> reply) {
+          if (!reply) {
+            *failed = true;
+          }
+          onSynced(batch, std::move(reply), started, now);
+          if (--*outstanding == 0) {
+            sync_in_flight_ = false;
+            if (*failed) {
+              syncs_failed_.inc();
+            } else {
+              syncs_ok_.inc();
+              setReachable(true, "");
+            }
+            sync_duration_.observe(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+          }
+        });
+  }
+}
+
+void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
+                              Result<redis::Reply> reply,
+                              std::chrono::steady_clock::time_point /*started*/, Micros sent_at) {
+  Status shape = reply ? checkReply(*reply, entries->size()) : Status(reply.error());
+  const Micros now = clock_.nowMicros();
+  if (!shape) {
+    setReachable(false, shape.error().message);
+    // Nothing is lost: the own counts are cumulative and go out again with the next sync.
+    for (const SyncEntry& e : *entries) {
+      Shard& shard = shardOf(e.key);
+      std::lock_guard lock(shard.mutex);
+      auto it = shard.slots.find(e.key);
+      if (it != shard.slots.end()) {
+        touch(shard, it->second, e.key, it->second.last_used);
+      }
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < entries->size(); ++i) {
+    const SyncEntry& e = (*entries)[i];
+    const redis::Reply* v = &reply->elements[i * eventual::kScriptReplyStride];
+    eventual::KeyReading reading = readingOf(v, e.window);
+    {
+      Shard& shard = shardOf(e.key);
+      std::lock_guard lock(shard.mutex);
+      auto it = shard.slots.find(e.key);
+      if (it != shard.slots.end() && it->second.params.window_us == e.params.window_us) {
+        Slot& slot = it->second;
+        mergeReading(slot, reading, now, now - sent_at);
+        if (unsentOf(slot.view) > 0) {
+          touch(shard, slot, e.key, slot.last_used);
+        }
+      }
+    }
+    if (!regions_.empty()) {
+      enqueueReplica(hashKey(e.key, e.window, e.params), e.params, regionSum(reading.cur));
+      if (isWindowed(e.params) && regionSum(reading.prev) > 0) {
+        enqueueReplica(hashKey(e.key, e.window - 1, e.params), e.params, regionSum(reading.prev));
+      }
+    }
+  }
+}
+
+void EventualEngine::enqueueReplica(const std::string& hash, const LimitParams& params,
+                                    std::int64_t value) {
+  if (value <= 0) {
+    return;
+  }
+  for (auto& region : regions_) {
+    auto confirmed = region->confirmed.find(hash);
+    if (confirmed != region->confirmed.end() && confirmed->second >= value) {
+      continue;
+    }
+    auto it = region->queue.find(hash);
+    if (it == region->queue.end()) {
+      if (region->queue.size() >= options_.replication_queue) {
+        region->dropped->inc();
+        continue;
+      }
+      it = region->queue.emplace(hash, Replica{hash, params, 0, 0, steadyMicros()}).first;
+    }
+    it->second.value = std::max(it->second.value, value);
+    it->second.params = params;
+  }
+}
+
+void EventualEngine::replicate(Region& region) {
+  const Micros steady = steadyMicros();
+  Micros oldest = steady;
+  for (const auto& [hash, replica] : region.queue) {
+    oldest = std::min(oldest, replica.since);
+    if (oldest < steady - 3600 * kMicrosPerSecond) {
+      break;
+    }
+  }
+  region.lag->set(region.queue.empty() ? 0.0
+                                       : static_cast<double>(steady - oldest) /
+                                             static_cast<double>(kMicrosPerSecond));
+  if (region.in_flight || region.queue.empty()) {
+    return;
+  }
+  if (!region.connection->ready()) {
+    region.reachable.store(false, std::memory_order_relaxed);
+    return;
+  }
+  const Micros now = clock_.nowMicros();
+  auto sent = std::make_shared<std::vector<Replica>>();
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  for (auto it = region.queue.begin();
+       it != region.queue.end() && sent->size() < kReplicasPerTick;) {
+    if (sent->size() % kReplicasPerCall == 0) {
+      calls.emplace_back();
+      calls.back().second.push_back(std::to_string(now));
+      calls.back().second.push_back("r" + options_.region);
+      ranges.emplace_back(sent->size(), sent->size());
+    }
+    Replica r = std::move(it->second);
+    it = region.queue.erase(it);
+    auto confirmed = region.confirmed.find(r.hash);
+    r.acked = confirmed != region.confirmed.end() ? confirmed->second : 0;
+    auto& [keys, args] = calls.back();
+    keys.push_back(r.hash);
+    keys.push_back(r.hash);
+    const LimitParams& p = r.params;
+    for (std::int64_t value :
+         {std::int64_t{0}, static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst,
+          r.value, std::int64_t{0}, r.acked, std::int64_t{0}, std::int64_t{0}, std::int64_t{0},
+          std::int64_t{0}}) {
+      args.push_back(std::to_string(value));
+    }
+    sent->push_back(std::move(r));
+    ranges.back().second = sent->size();
+  }
+  region.in_flight = true;
+  auto outstanding = std::make_shared<std::size_t>(calls.size());
+  const Micros sent_steady = steadyMicros();
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    region.connection->evalScript(
+        0, std::move(calls[c].first), std::move(calls[c].second),
+        std::max(std::chrono::milliseconds(200), options_.sync_interval * 4),
+        [this, &region, sent, range = ranges[c], outstanding,
+         sent_steady](Result<redis::Reply> reply) {
+          const bool ok = reply && checkReply(*reply, range.second - range.first).ok();
+          if (ok) {
+            // The slowest region counts; an old peak fades by a quarter per reply.
+            const Micros rtt = steadyMicros() - sent_steady;
+            const Micros old = replication_rtt_us_.load(std::memory_order_relaxed);
+            replication_rtt_us_.store(std::max(rtt, old - old / 4), std::memory_order_relaxed);
+          }
+          for (std::size_t i = range.first; i < range.second; ++i) {
+            Replica& r = (*sent)[i];
+            if (ok) {
+              std::int64_t& confirmed = region.confirmed[r.hash];
+              confirmed = std::max(confirmed, r.value);
+              continue;
+            }
+            // Back into the queue unless a newer value of the same key is already there.
+            auto [it, inserted] = region.queue.try_emplace(r.hash, r);
+            if (!inserted) {
+              it->second.value = std::max(it->second.value, r.value);
+              it->second.since = std::min(it->second.since, r.since);
+            }
+          }
+          if (region.confirmed.size() > options_.replication_queue) {
+            region.confirmed.clear();
+          }
+          region.reachable.store(ok, std::memory_order_relaxed);
+          if (--*outstanding == 0) {
+            region.in_flight = false;
+          }
+        });
+  }
+}
+
+void EventualEngine::sweep() {
+  Shard& shard = shards_[sweep_shard_];
+  sweep_shard_ = (sweep_shard_ + 1) % kShards;
+  const Micros now = clock_.nowMicros();
+  std::lock_guard lock(shard.mutex);
+  for (auto it = shard.slots.begin(); it != shard.slots.end();) {
+    const Slot& slot = it->second;
+    const Micros idle_after =
+        std::max<Micros>(10 * tuning_.sync_interval_us,
+                         std::min<Micros>(2 * slot.params.window_us, 60 * kMicrosPerSecond));
+    const bool tat_busy = slot.params.algorithm == Algorithm::kTokenBucket &&
+                          std::max(slot.view.redis_tat.a, slot.view.local_tat.a) > now;
+    if (!slot.queued && unsentOf(slot.view) == 0 && !tat_busy &&
+        now - slot.last_used > idle_after) {
+      it = shard.slots.erase(it);
+      size_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::string EventualEngine::statusJson() const {
+  std::string out = "{\"redis_reachable\":";
+  const bool reachable = reachable_.load(std::memory_order_acquire);
+  out += reachable ? "true" : "false";
+  out += ",\"deciding_locally\":";
+  out += reachable ? "false" : "true";
+  out += ",\"pending_hits\":" + std::to_string(pending_.load(std::memory_order_relaxed));
+  out += ",\"keys\":" + std::to_string(size_.load(std::memory_order_relaxed));
+  out += ",\"region\":\"" + options_.region + "\",\"regions\":{";
+  bool first = true;
+  for (const auto& region : regions_) {
+    out += first ? "" : ",";
+    first = false;
+    out += "\"" + region->config.name + "\":{\"reachable\":";
+    out += region->reachable.load(std::memory_order_relaxed) ? "true" : "false";
+    out += ",\"lag_seconds\":" + std::to_string(region->lag->value()) + "}";
+  }
+  out += "}}";
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Public functions
+
+EventualEnginePtr makeEventualEngine(const EventualOptions& options, const RedisOptions& local,
+                                     const Clock& clock, Metrics& metrics) {
+  auto engine = std::make_shared<EventualEngine>(options, local, clock, metrics);
+  engine->start();
+  return engine;
+}
+
+void stopEventualEngine(EventualEngine& engine) { engine.stop(); }
+
+std::string eventualStatusJson(const EventualEngine& engine) { return engine.statusJson(); }
+
+}  // namespace sluice

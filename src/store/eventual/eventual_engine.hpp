@@ -1,0 +1,186 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/limiter/eventual.hpp"
+#include "sluice/store/eventual_store.hpp"
+#include "sluice/store/store.hpp"
+#include "store/eventual/eventual_script.hpp"
+#include "store/redis/redis_connection.hpp"
+
+namespace sluice {
+
+/// One eventual limit of a request, as the engine sees it.
+struct EventualLimitRef {
+  std::size_t index = 0;  ///< in StoreRequest::limits
+  std::string key;        ///< the Redis key base (BucketKey::redisKey) and the view's name
+  const StoreLimit* limit = nullptr;
+};
+
+/// See eventual_store.hpp. Internal to src/store/eventual/.
+class EventualEngine {
+ public:
+  EventualEngine(const EventualOptions& options, const RedisOptions& local, const Clock& clock,
+                 Metrics& metrics);
+  ~EventualEngine();
+  EventualEngine(const EventualEngine&) = delete;
+  EventualEngine& operator=(const EventualEngine&) = delete;
+
+  void start();
+  void stop();
+
+  /// The outcome of a local attempt.
+  struct Local {
+    bool decided = false;  ///< false: a key needs a round trip (`reason`)
+    eventual::Route reason = eventual::Route::kLocal;
+    bool allowed = true;
+    std::vector<Outcome> outcomes;  ///< one per limit when decided
+  };
+  /// Decides `limits` from the views (all locks held together, all or nothing). With
+  /// `charge` the allowed request is charged at once; otherwise chargeLater() does it.
+  /// `force`: decide locally whatever the routes say (Redis unreachable, or just refreshed).
+  Local decideLocally(const std::vector<EventualLimitRef>& limits, std::int64_t cost, bool charge,
+                      bool force);
+  /// Charges an allowed request decided by decideLocally(charge = false) once the strict
+  /// limits allowed too.
+  void chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost);
+
+  /// The script call for a round trip on `limits`: op kDecide (decide and charge in Redis) or
+  /// kSync (refresh the views).
+  void buildCall(const std::vector<EventualLimitRef>& limits, eventual::ScriptOp op,
+                 std::int64_t cost, Micros now, std::vector<std::string>& keys,
+                 std::vector<std::string>& args);
+  /// Merges a round trip's reply into the views (and the own charges of a kDecide). Fills
+  /// `response` for kDecide. Errors: the reply's shape.
+  Status absorb(const std::vector<EventualLimitRef>& limits, eventual::ScriptOp op,
+                const redis::Reply& reply, Micros sent_at, StoreResponse* response);
+
+  bool reachable() const { return reachable_.load(std::memory_order_acquire); }
+  Micros now() const { return clock_.nowMicros(); }
+  const std::string& script() const { return script_; }
+  const RedisOptions& redisOptions() const { return local_; }
+  std::string statusJson() const;
+
+  Counter& roundTrips(eventual::Route reason);
+  Counter& localDecisions(bool degraded) { return degraded ? local_degraded_ : local_synced_; }
+
+ private:
+  struct Slot {
+    eventual::View view;
+    LimitParams params;
+    bool queued = false;  ///< in its shard's sync queue
+    Micros last_used = 0;
+  };
+  static constexpr std::size_t kShards = 64;
+  struct Shard {
+    std::mutex mutex;
+    std::unordered_map<std::string, Slot> slots;
+    std::vector<std::string> queue;  ///< keys to sync (touched since the last sync)
+  };
+  /// One key of a sync call.
+  struct SyncEntry {
+    std::string key;
+    LimitParams params;
+    std::int64_t window = eventual::kNoWindow;
+  };
+  /// One key waiting to be replicated to another region.
+  struct Replica {
+    std::string hash;  ///< the Redis hash (one window)
+    LimitParams params;
+    std::int64_t value = 0;  ///< this region's cumulative hits in it
+    std::int64_t acked = 0;  ///< the value that region last confirmed
+    Micros since = 0;        ///< steady time of the oldest unsent update
+  };
+  struct Region {
+    EventualRegion config;
+    std::shared_ptr<redis::RedisConnection> connection;
+    std::unordered_map<std::string, Replica> queue;
+    std::unordered_map<std::string, std::int64_t> confirmed;  ///< hash -> last confirmed value
+    bool in_flight = false;
+    Gauge* lag = nullptr;
+    Counter* dropped = nullptr;
+    std::atomic<bool> reachable{false};
+  };
+
+  Shard& shardOf(const std::string& key);
+  /// The slot of `ref` (created when new; `shard` locked), rolled to `now`.
+  Slot& slotFor(Shard& shard, const EventualLimitRef& ref, Micros now);
+  void makeRoom(Shard& shard);
+  void touch(Shard& shard, Slot& slot, const std::string& key, Micros now);
+  std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
+  void appendEntry(const Slot& slot, const std::string& key, eventual::ScriptOp op,
+                   std::int64_t cost, bool shadow, std::vector<std::string>& keys,
+                   std::vector<std::string>& args) const;
+  /// Merges one entry's reading; returns the slot's unsent hits change. `shard` locked.
+  void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);
+  void noteTight(bool was, bool is);
+
+  void tick();
+  void sync();
+  void onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
+                std::chrono::steady_clock::time_point started, Micros sent_at);
+  void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
+  void replicate(Region& region);
+  void sweep();
+  void setReachable(bool reachable, const std::string& why);
+  void addPending(std::int64_t delta);
+
+  EventualOptions options_;
+  RedisOptions local_;
+  const Clock& clock_;
+  Metrics& metrics_;
+  eventual::Tuning tuning_;
+  std::string prefix_;
+  std::string entry_;  ///< "s<sidecar id>"
+  std::string script_;
+
+  std::array<Shard, kShards> shards_;
+  std::atomic<std::size_t> size_{0};
+  std::atomic<std::int64_t> pending_{0};
+  std::atomic<bool> reachable_{false};
+  /// Longest replication round trip seen lately (us), for Tuning::region_delay_us.
+  std::atomic<Micros> replication_rtt_us_{0};
+  bool unreachable_logged_ = false;
+  std::size_t sweep_shard_ = 0;
+
+  boost::asio::io_context io_;
+  std::unique_ptr<boost::asio::steady_timer> timer_;
+  std::shared_ptr<redis::RedisConnection> connection_;
+  std::vector<std::unique_ptr<Region>> regions_;
+  bool sync_in_flight_ = false;
+  std::thread thread_;
+  std::atomic<bool> stopped_{false};
+  bool started_ = false;
+
+  Histogram& sync_duration_;
+  Gauge& keys_synced_;
+  Counter& syncs_ok_;
+  Counter& syncs_failed_;
+  Counter& switched_;
+  Gauge& pending_gauge_;
+  Gauge& keys_gauge_;
+  Counter& dropped_hits_;
+  Counter& local_synced_;
+  Counter& local_degraded_;
+  Counter& trips_unknown_;
+  Counter& trips_stale_;
+  Counter& trips_tight_;
+  Counter& unreachable_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,242 @@
+#include "store/eventual/eventual_script.hpp"
+
+#include <string_view>
+
+#include "store/redis/lua_scripts.hpp"
+
+namespace sluice::eventual {
+namespace {
+
+constexpr std::string_view kPrelude = R"lua(
+-- Eventual limits are windowed on the sidecars' clocks: the time is the caller's.
+local sluice_now = tonumber(ARGV[1])
+local sluice_ttl_slack_ms = 0
+)lua";
+
+// One call syncs and/or decides many keys. Layout:
+//   ARGV[1] now (us since the epoch, the caller's clock)
+//   ARGV[2] the entry this caller writes: "s<sidecar id>" (a sidecar's own hits in its own
+//           region's Redis) or "r<region>" (a region's total, replicated into another
+//           region's Redis)
+//   per entry i, ARGV[3 + 12*(i-1) ...]:
+//     op (0 sync: raise the entry, read; 1 decide: sync, then evaluate cost and charge),
+//     algorithm (0 fixed_window, 2 sliding_window_counter, 3 token_bucket), L, W (us),
+//     burst, value (the entry's cumulative hits in the window of KEYS[2i-1]), prev_value
+//     (in the window before, 0 = nothing to send), acked (token_bucket: the entry's value
+//     the caller last saw stored), cost (op 1), flags (1 = count_rejected),
+//     tat_us, tat_rem (token_bucket: the arrival time the caller last read; max-merged)
+//   KEYS[2i-1] the hash of the entry's window (token_bucket: the bucket's only hash),
+//   KEYS[2i]   the hash of the window before (token_bucket: the same key, unused)
+// A hash has one field per writer (cumulative, only ever raised: a grow-only counter whose
+// merge is the maximum, so replays and reordering are harmless), and for token_bucket the
+// fields _tat and _rem: the arrival time after every hit this Redis has seen, each applied
+// when it arrived here (later than it happened: conservative).
+// Returns per entry 9 values: allowed, remaining, reset_after, retry_after, never (op 1;
+// op 0 returns 1, 0, 0, 0, 0), charged (hits added to the entry by op 1: the op-1 entries
+// are charged only if every non-shadow one allowed), the window's
+// fields {f1, v1, ...} (before the charge), the previous window's fields, {tat_us, tat_rem}
+// (after the charge).
+constexpr std::string_view kMain = R"lua(
+local kStride = 12
+local entry = ARGV[2]
+local now = sluice_now
+local sliding_window_counter, gcra
+
+-- Redis turns a Lua number argument into text with 14 significant digits: times (~1.7e15 us)
+-- would lose their last digits, so every stored number is formatted whole.
+local function int(x)
+  return string.format('%.0f', x)
+end
+
+local function hget_number(key, field)
+  local v = redis.call('HGET', key, field)
+  if v then
+    return tonumber(v) or 0
+  end
+  return nil
+end
+
+-- Raises `field` of `key` to `value` (never lowers it). Returns the stored value before.
+local function raise(key, field, value)
+  local old = hget_number(key, field)
+  if value > (old or 0) then
+    redis.call('HSET', key, field, int(value))
+  end
+  return old
+end
+
+local function fields_of(key)
+  return redis.call('HGETALL', key)
+end
+
+local function sum_of(flat)
+  local s = 0
+  for j = 1, #flat, 2 do
+    local f = flat[j]
+    if f ~= '_tat' and f ~= '_rem' then
+      s = s + (tonumber(flat[j + 1]) or 0)
+    end
+  end
+  return s
+end
+
+-- token_bucket arrival time helpers: (us, rem) with 0 <= rem < L; n hits take n * W / L.
+local function tat_later(au, ar, bu, br)
+  if au > bu or (au == bu and ar >= br) then
+    return au, ar
+  end
+  return bu, br
+end
+
+local function tat_advance(us, rem, limit, window, burst, hits)
+  if us < now then
+    us, rem = now, 0
+  end
+  local q = floor(window / limit)
+  local r = window - q * limit
+  local function span(n)
+    local nr = n * r
+    local whole = floor_div(nr, limit)
+    return n * q + whole, nr - whole * limit
+  end
+  local cu, cr = span(burst)
+  cu = cu + now
+  if hits > 0 then
+    local su, sr = span(min(hits, burst))
+    us, rem = us + su, rem + sr
+    if rem >= limit then
+      us, rem = us + 1, rem - limit
+    end
+  end
+  -- A bucket is never emptier than empty: hits beyond the burst (sidecars that admitted at
+  -- once before they saw each other) do not push the arrival time past now + B * W / L.
+  if us > cu or (us == cu and rem > cr) then
+    us, rem = cu, cr
+  end
+  return us, rem
+end
+
+-- Pass 1: every entry is synced and read; entries with op 1 are evaluated. Pass 2: they are
+-- charged only if every non-shadow one allowed (all or nothing, like the request script);
+-- count_rejected entries record the attempt either way.
+local out = {}
+local plan = {}
+local all_allowed = true
+local n = floor((#ARGV - 2) / kStride)
+for i = 1, n do
+  local b = 3 + (i - 1) * kStride
+  local op = number(ARGV[b])
+  local algorithm = number(ARGV[b + 1])
+  local limit = tonumber(ARGV[b + 2])
+  local window = tonumber(ARGV[b + 3])
+  local burst = tonumber(ARGV[b + 4])
+  local value = tonumber(ARGV[b + 5])
+  local prev_value = tonumber(ARGV[b + 6])
+  local acked = tonumber(ARGV[b + 7])
+  local cost = tonumber(ARGV[b + 8])
+  local flags = number(ARGV[b + 9])
+  local count_rejected = (flags % 2) == 1
+  local shadow = (floor(flags / 2) % 2) == 1
+  local hint_us, hint_rem = tonumber(ARGV[b + 10]), tonumber(ARGV[b + 11])
+  local cur, prev = KEYS[2 * i - 1], KEYS[2 * i]
+  local ok, remaining, reset_after, retry_after, never = true, 0, 0, 0, false
+  local charge, next_tat = 0, nil
+  local cur_fields, prev_fields, tat = {}, {}, { 0, 0 }
+  if algorithm == 3 then
+    if burst <= 0 then
+      burst = limit
+    end
+    local t = redis.call('HMGET', cur, '_tat', '_rem')
+    local tu, tr = tonumber(t[1]) or 0, tonumber(t[2]) or 0
+    tu, tr = tat_later(tu, tr, hint_us, hint_rem)
+    -- An absent entry (expired, or a Redis that restarted) counts from what the caller last
+    -- saw stored: only the hits since then are new.
+    local old = raise(cur, entry, value) or acked
+    if value > old then
+      tu, tr = tat_advance(tu, tr, limit, window, burst, value - old)
+    end
+    if op == 1 then
+      gcra = gcra or make_gcra()
+      local delay, ttl, nx
+      ok, remaining, reset_after, retry_after, delay, never, ttl, nx =
+          gcra(false, limit, window, burst, 0, false, tu, tr, 0, now, cost)
+      if ok and cost > 0 then
+        charge, next_tat = cost, nx
+      end
+    end
+    redis.call('HSET', cur, '_tat', int(tu), '_rem', int(tr))
+    local ttl_ms = floor((max(tu - now, 0) + window * burst / limit + window) / 1000) + 1000
+    redis.call('PEXPIRE', cur, int(ttl_ms))
+    cur_fields = fields_of(cur)
+    tat = { tu, tr }
+  else
+    local ttl_ms = floor(2 * window / 1000) + 1000
+    raise(cur, entry, value)
+    redis.call('PEXPIRE', cur, int(ttl_ms))
+    if prev_value > 0 then
+      raise(prev, entry, prev_value)
+      redis.call('PEXPIRE', prev, int(ttl_ms))
+    end
+    cur_fields = fields_of(cur)
+    prev_fields = fields_of(prev)
+    if op == 1 then
+      local start = floor_div(now, window) * window
+      local count, before = sum_of(cur_fields), sum_of(prev_fields)
+      local delay, ttl, st
+      if algorithm == 2 then
+        sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
+        ok, remaining, reset_after, retry_after, delay, never, ttl, st =
+            sliding_window_counter(limit, window, count_rejected, start, count, before, now, cost)
+      else
+        ok, remaining, reset_after, retry_after, delay, never, ttl, st =
+            fixed_window(limit, window, count_rejected, start, count, now, cost)
+      end
+      charge = max(st[2] - count, 0)
+    end
+  end
+  if op == 1 and not ok and not shadow then
+    all_allowed = false
+  end
+  plan[i] = { op, ok, charge, next_tat, count_rejected, cur }
+  local o = #out
+  out[o + 1] = ok and 1 or 0
+  out[o + 2] = remaining
+  out[o + 3] = reset_after
+  out[o + 4] = retry_after
+  out[o + 5] = never and 1 or 0
+  out[o + 6] = 0
+  out[o + 7] = cur_fields
+  out[o + 8] = prev_fields
+  out[o + 9] = tat
+end
+
+for i = 1, n do
+  local p = plan[i]
+  if p[1] == 1 and p[3] > 0 and ((all_allowed and p[2]) or p[5]) then
+    redis.call('HINCRBY', p[6], entry, int(p[3]))
+    if p[4] then
+      redis.call('HSET', p[6], '_tat', int(p[4][1]), '_rem', int(p[4][2]))
+      out[(i - 1) * 9 + 9] = { p[4][1], p[4][2] }
+    end
+    out[(i - 1) * 9 + 6] = p[3]
+  end
+end
+return out
+)lua";
+
+}  // namespace
+
+std::string composeEventualScript() {
+  std::string out(kPrelude);
+  for (std::string_view name : lua::scriptNames()) {
+    if (name.starts_with("00_") || name.starts_with("99_")) {
+      continue;
+    }
+    out += lua::script(name);
+    out += '\n';
+  }
+  out += kMain;
+  return out;
+}
+
+}  // namespace sluice::eventual

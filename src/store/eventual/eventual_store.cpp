@@ -1,0 +1,267 @@
+#include "sluice/store/eventual_store.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "sluice/limiter/eventual.hpp"
+#include "sluice/rules/bucket_key.hpp"
+#include "store/eventual/eventual_engine.hpp"
+
+namespace sluice {
+
+namespace net = boost::asio;
+using eventual::ScriptOp;
+
+namespace {
+
+/// A request in flight: owns a copy of the request (the refs point into it).
+struct Pending {
+  StoreRequest request;
+  std::vector<EventualLimitRef> eventual;
+  std::vector<std::size_t> strict;  ///< indices of the strict limits
+  bool pure = false;                ///< no strict limit
+  Store::Callback done;
+};
+
+class EventualStore final : public Store {
+ public:
+  EventualStore(StorePtr inner, EventualEnginePtr engine, net::io_context& io)
+      : inner_(std::move(inner)),
+        engine_(std::move(engine)),
+        redis_prefix_(BucketKey::redisPrefix(engine_->redisOptions().key_prefix)) {
+    redis::ConnectionOptions copts;
+    copts.redis = engine_->redisOptions();
+    copts.stall_timeout = copts.redis.stall_timeout;
+    copts.scripts.push_back(engine_->script());
+    connection_ = redis::RedisConnection::create(io, std::move(copts));
+    net::post(io, [weak = std::weak_ptr<redis::RedisConnection>(connection_)] {
+      if (auto c = weak.lock()) {
+        c->start();
+      }
+    });
+  }
+
+  ~EventualStore() override { connection_->stop(); }
+
+  void evaluate(const StoreRequest& request, Callback done) override {
+    std::vector<EventualLimitRef> eventual;
+    std::vector<std::size_t> strict;
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
+      if (isEventual(limit)) {
+        eventual.push_back(
+            EventualLimitRef{i, BucketKey::redisKey(redis_prefix_, limit.key), &limit});
+      } else {
+        strict.push_back(i);
+      }
+    }
+    if (eventual.empty()) {
+      inner_->evaluate(request, std::move(done));
+      return;
+    }
+    const bool pure = strict.empty();
+    const bool reachable = engine_->reachable() && connection_->ready();
+    EventualEngine::Local local = engine_->decideLocally(eventual, request.cost, pure, !reachable);
+    if (local.decided && (pure || !local.allowed)) {
+      // The common case: answered from the views, nothing to keep for later.
+      done(responseOf(request.limits.size(), eventual, local.allowed, local.outcomes));
+      return;
+    }
+    auto p = std::make_shared<Pending>();
+    p->request = request;
+    p->eventual = std::move(eventual);
+    for (EventualLimitRef& ref : p->eventual) {
+      ref.limit = &p->request.limits[ref.index];
+    }
+    p->strict = std::move(strict);
+    p->pure = pure;
+    p->done = std::move(done);
+    if (local.decided) {
+      afterEventual(std::move(p), std::move(local));
+      return;
+    }
+    roundTrip(std::move(p), local.reason);
+  }
+
+  void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
+    inner_->reset(key_prefixes, std::move(done));
+  }
+
+  bool healthy() const override { return inner_->healthy(); }
+  std::string_view kind() const override { return inner_->kind(); }
+
+ private:
+  static bool isEventual(const StoreLimit& limit) {
+    return limit.params.consistency == Consistency::kEventual &&
+           eventual::supportsEventual(limit.params.algorithm);
+  }
+
+  /// One round trip for keys that are new, stale or close to their limit: a request of
+  /// eventual limits only is decided and charged by the script; one with strict limits too
+  /// refreshes the views, then goes on as if decided locally.
+  void roundTrip(std::shared_ptr<Pending> p, eventual::Route reason) {
+    engine_->roundTrips(reason).inc();
+    const ScriptOp op = p->pure ? ScriptOp::kDecide : ScriptOp::kSync;
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    const Micros sent_at = engine_->now();
+    engine_->buildCall(p->eventual, op, p->request.cost, sent_at, keys, args);
+    connection_->evalScript(
+        0, std::move(keys), std::move(args), engine_->redisOptions().request_timeout,
+        [this, p = std::move(p), op, sent_at](Result<redis::Reply> reply) mutable {
+          if (reply) {
+            StoreResponse response;
+            Status status =
+                engine_->absorb(p->eventual, op, *reply, sent_at, p->pure ? &response : nullptr);
+            if (status && p->pure) {
+              respond(*p, response.allowed, response.outcomes, false);
+              return;
+            }
+          }
+          // Redis failed the round trip (or it only refreshed): decide from the view.
+          EventualEngine::Local local =
+              engine_->decideLocally(p->eventual, p->request.cost, p->pure, true);
+          afterEventual(std::move(p), std::move(local));
+        });
+  }
+
+  void afterEventual(std::shared_ptr<Pending> p, EventualEngine::Local local) {
+    if (p->pure || !local.allowed) {
+      respond(*p, local.allowed, local.outcomes, false);
+      return;
+    }
+    // The eventual limits allow: the strict ones decide, and the eventual charge follows
+    // only if they allowed too.
+    StoreRequest strict;
+    strict.cost = p->request.cost;
+    strict.limits.reserve(p->strict.size());
+    for (std::size_t i : p->strict) {
+      strict.limits.push_back(p->request.limits[i]);
+    }
+    auto outcomes = std::make_shared<std::vector<Outcome>>(std::move(local.outcomes));
+    inner_->evaluate(strict, [this, p = std::move(p),
+                              outcomes = std::move(outcomes)](Result<StoreResponse> r) mutable {
+      if (!r) {
+        auto done = std::move(p->done);
+        done(r.error());
+        return;
+      }
+      if (r->allowed) {
+        engine_->chargeLater(p->eventual, p->request.cost);
+      }
+      StoreResponse response;
+      response.allowed = r->allowed;
+      response.degraded = r->degraded;
+      response.outcomes.resize(p->request.limits.size());
+      for (std::size_t i = 0; i < p->eventual.size() && i < outcomes->size(); ++i) {
+        response.outcomes[p->eventual[i].index] = (*outcomes)[i];
+      }
+      for (std::size_t i = 0; i < p->strict.size() && i < r->outcomes.size(); ++i) {
+        response.outcomes[p->strict[i]] = r->outcomes[i];
+      }
+      auto done = std::move(p->done);
+      done(std::move(response));
+    });
+  }
+
+  /// Answers with the eventual outcomes; strict limits (not evaluated: an eventual one denied)
+  /// report allowed with remaining 0, as the Redis store's over-limit cache does.
+  static StoreResponse responseOf(std::size_t limits, const std::vector<EventualLimitRef>& refs,
+                                  bool allowed, const std::vector<Outcome>& outcomes) {
+    StoreResponse response;
+    response.allowed = allowed;
+    response.outcomes.resize(limits);
+    for (std::size_t i = 0; i < refs.size() && i < outcomes.size(); ++i) {
+      response.outcomes[refs[i].index] = outcomes[i];
+    }
+    return response;
+  }
+
+  static void respond(Pending& p, bool allowed, const std::vector<Outcome>& outcomes,
+                      bool /*degraded*/) {
+    auto done = std::move(p.done);
+    done(responseOf(p.request.limits.size(), p.eventual, allowed, outcomes));
+  }
+
+  StorePtr inner_;
+  EventualEnginePtr engine_;
+  std::string redis_prefix_;
+  std::shared_ptr<redis::RedisConnection> connection_;
+};
+
+bool validRegionChar(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         ch == '_' || ch == '.' || ch == '-';
+}
+
+}  // namespace
+
+Status checkRegionName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || !std::all_of(name.begin(), name.end(), validRegionChar)) {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "region name \"" + name + "\" must be 1 to 64 of [A-Za-z0-9_.-]");
+  }
+  return {};
+}
+
+Result<std::vector<EventualRegion>> parseEventualRegions(const std::string& text,
+                                                         const std::string& own_region,
+                                                         const RedisOptions& base) {
+  std::vector<EventualRegion> regions;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) {
+      comma = text.size();
+    }
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) {
+      if (comma == text.size()) {
+        break;
+      }
+      return makeError(ErrorKind::kInvalidArgument, "empty item in \"" + text + "\"");
+    }
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       "\"" + item + "\" must be NAME=URL (e.g. eu=redis://10.0.0.5:6379/0)");
+    }
+    EventualRegion region;
+    region.name = item.substr(0, eq);
+    if (auto status = checkRegionName(region.name); !status) {
+      return status.error();
+    }
+    if (region.name == own_region) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       "region \"" + region.name +
+                           "\" is this sidecar's own region (--region); list only the others");
+    }
+    for (const auto& other : regions) {
+      if (other.name == region.name) {
+        return makeError(ErrorKind::kInvalidArgument,
+                         "region \"" + region.name + "\" is listed twice");
+      }
+    }
+    auto redis = parseRedisUrl(item.substr(eq + 1), base);
+    if (!redis) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       "region \"" + region.name + "\": " + redis.error().message);
+    }
+    region.redis = std::move(*redis);
+    regions.push_back(std::move(region));
+    if (comma == text.size()) {
+      break;
+    }
+  }
+  return regions;
+}
+
+StorePtr makeEventualStore(StorePtr inner, EventualEnginePtr engine, net::io_context& io) {
+  return std::make_shared<EventualStore>(std::move(inner), std::move(engine), io);
+}
+
+}  // namespace sluice

@@ -1,0 +1,370 @@
+// `consistency: eventual` end to end: real `sluice` processes sharing real redis-servers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/eventual_latency_proxy.hpp"
+#include "support/http_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/sluice_process.hpp"
+
+namespace sluice::test {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+/// Rules with one eventual limit of `limit` per day (no window edge during a test: see
+/// awayFromMidnight) and a strict one for mixed requests.
+std::string eventualRules(std::int64_t limit, const std::string& algorithm = "fixed_window") {
+  return "domain: ev\n"
+         "descriptors:\n"
+         "  - key: k\n"
+         "    value: shared\n"
+         "    rate_limit:\n"
+         "      unit: day\n"
+         "      requests_per_unit: " +
+         std::to_string(limit) +
+         "\n"
+         "      algorithm: " +
+         algorithm +
+         "\n"
+         "      consistency: eventual\n"
+         "  - key: s\n"
+         "    value: strict\n"
+         "    rate_limit:\n"
+         "      unit: day\n"
+         "      requests_per_unit: 1\n";
+}
+
+std::string request(const std::string& client, const std::string& key = "k",
+                    const std::string& value = "shared") {
+  return json{{"domain", "ev"},
+              {"clientId", client},
+              {"descriptors", json::array({json::array({{{"key", key}, {"value", value}}})})}}
+      .dump();
+}
+
+/// Waits until the UTC day has at least `margin` left, so that a day window cannot end
+/// during the test (at most `margin` of waiting, once a day).
+void awayFromMidnight(seconds margin = seconds(60)) {
+  const std::time_t now = std::time(nullptr);
+  const std::time_t into_day = now % 86'400;
+  if (86'400 - into_day < margin.count()) {
+    std::this_thread::sleep_for(seconds(86'400 - into_day + 1));
+  }
+}
+
+SluiceOptions sidecar(const RedisServer& redis, const std::string& rules,
+                      std::vector<std::string> extra = {}) {
+  SluiceOptions o;
+  o.rule_files = {{"ev.yaml", rules}};
+  o.args = {"--threads",
+            "2",
+            "--store",
+            "redis",
+            "--redis",
+            redis.url(),
+            "--failure-mode",
+            "closed",
+            "--redis-timeout-ms",
+            "1000"};
+  o.args.insert(o.args.end(), extra.begin(), extra.end());
+  return o;
+}
+
+bool waitFor(const std::function<bool()>& done, milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) {
+      return true;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return done();
+}
+
+json readyz(SluiceProcess& sluice) {
+  try {
+    HttpClient client = sluice.client();
+    return json::parse(client.get("/readyz").body, nullptr, false);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "GET /readyz: " << e.what() << "\n" << sluice.log();
+    return json();
+  }
+}
+
+/// Waits until the sidecar's eventual sync has reached its Redis.
+bool waitSynced(SluiceProcess& sluice) {
+  return waitFor(
+      [&] {
+        json r = readyz(sluice);
+        return r.is_object() && r["eventual"].is_object() &&
+               r["eventual"]["redis_reachable"] == true;
+      },
+      seconds(10));
+}
+
+/// Sum of every counter entry of the eventual hashes in `redis` (all windows).
+std::int64_t redisTotal(RedisServer& redis) {
+  std::int64_t total = 0;
+  ReplyPtr keys = redis.command({"KEYS", "sluice:*:e*"});
+  for (std::size_t i = 0; i < keys->elements; ++i) {
+    ReplyPtr fields = redis.command({"HGETALL", keys->element[i]->str});
+    for (std::size_t j = 0; j + 1 < fields->elements; j += 2) {
+      const std::string name = fields->element[j]->str;
+      if (!name.empty() && name.front() != '_' && name.front() != 'r') {
+        total += std::stoll(fields->element[j + 1]->str);
+      }
+    }
+  }
+  return total;
+}
+
+struct Load {
+  std::atomic<std::int64_t> allowed{0};
+  std::atomic<std::int64_t> denied{0};
+  std::atomic<std::int64_t> other{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+
+  void start(SluiceProcess& sluice, int threads_count, const std::string& body,
+             std::int64_t max_requests = -1) {
+    for (int t = 0; t < threads_count; ++t) {
+      threads.emplace_back([this, &sluice, body, max_requests] {
+        HttpClient client = sluice.client(milliseconds(10'000));
+        std::int64_t sent = 0;
+        while (!stop.load() && (max_requests < 0 || sent < max_requests)) {
+          ++sent;
+          HttpResponse r = client.post("/shouldAllowRequest", body);
+          if (r.status == 200) {
+            ++allowed;
+          } else if (r.status == 429) {
+            ++denied;
+          } else {
+            ++other;
+          }
+        }
+      });
+    }
+  }
+  void join() {
+    for (auto& t : threads) {
+      t.join();
+    }
+    threads.clear();
+  }
+  ~Load() {
+    stop = true;
+    join();
+  }
+};
+
+TEST(EventualTest, ThreeSidecarsAtFullSpeedOnOneKeyAdmitWithinOnePercent) {
+  awayFromMidnight();
+  constexpr std::int64_t kLimit = 20'000;
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, eventualRules(kLimit)));
+  SluiceProcess b(sidecar(redis, eventualRules(kLimit)));
+  SluiceProcess c(sidecar(redis, eventualRules(kLimit)));
+  for (SluiceProcess* s : {&a, &b, &c}) {
+    ASSERT_TRUE(waitSynced(*s)) << s->log();
+  }
+  // Every sidecar sends until it has seen 1'000 denials: they all keep pushing well past
+  // the limit, from their own views.
+  Load load;
+  const std::string body = request("hammer");
+  for (SluiceProcess* s : {&a, &b, &c}) {
+    load.start(*s, 3, body, (kLimit + 3'000) / 3 / 3);
+  }
+  load.join();
+  EXPECT_EQ(load.other.load(), 0) << a.log();
+  EXPECT_GE(load.allowed.load(), kLimit);
+  EXPECT_LE(load.allowed.load(), kLimit + kLimit / 100);
+  // Every admitted hit reaches Redis (within a few sync intervals).
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == load.allowed.load(); }, seconds(5)))
+      << redisTotal(redis) << " in Redis, " << load.allowed.load() << " admitted";
+  HttpClient client = a.client();
+  const std::string metrics = client.get("/metrics").body;
+  EXPECT_NE(metrics.find("sluice_eventual_local_decisions_total{mode=\"synced\"}"),
+            std::string::npos);
+}
+
+TEST(EventualTest, FarFromTheLimitDecisionsAreLocal) {
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, eventualRules(1'000'000)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", request("far")).status, 200);
+  }
+  // One round trip for the unknown key (and one per stale look after a pause); the rest local.
+  const std::string metrics = client.get("/metrics").body;
+  EXPECT_NE(metrics.find("sluice_eventual_round_trips_total{reason=\"unknown\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == 200; }, seconds(5))) << redisTotal(redis);
+}
+
+TEST(EventualTest, AMixedRequestIsAllOrNothing) {
+  awayFromMidnight();
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, eventualRules(100)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  const std::string both =
+      json{{"domain", "ev"},
+           {"clientId", "mixed"},
+           {"descriptors", json::array({json::array({{{"key", "k"}, {"value", "shared"}}}),
+                                        json::array({{{"key", "s"}, {"value", "strict"}}})})}}
+          .dump();
+  EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 200);
+  // The strict limit (1 per day) denies: the eventual limit must not be charged.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 429);
+  }
+  HttpResponse r = client.post("/shouldAllowRequest", request("mixed"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "98") << r.body;
+}
+
+TEST(EventualTest, RedisRestartMidLoadKeepsDecidingAndLosesNoHits) {
+  awayFromMidnight();
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, eventualRules(10'000'000)));
+  SluiceProcess b(sidecar(redis, eventualRules(10'000'000)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  ASSERT_TRUE(waitSynced(b)) << b.log();
+  Load load;
+  const std::string body = request("restart");
+  load.start(a, 2, body);
+  load.start(b, 2, body);
+  ASSERT_TRUE(waitFor([&] { return load.allowed.load() > 2'000; }, seconds(20)));
+  redis.stop();
+  // Both keep deciding locally, say so in /readyz, and keep their hits.
+  EXPECT_TRUE(waitFor(
+      [&] {
+        json r = readyz(a);
+        return r.is_object() && r["eventual"]["deciding_locally"] == true &&
+               r["eventual"]["pending_hits"].get<std::int64_t>() > 0;
+      },
+      seconds(5)))
+      << readyz(a).dump();
+  const std::int64_t before = load.allowed.load();
+  ASSERT_TRUE(waitFor([&] { return load.allowed.load() > before + 2'000; }, seconds(20)));
+  redis.restart();
+  EXPECT_TRUE(
+      waitFor([&] { return readyz(a)["eventual"]["redis_reachable"] == true; }, seconds(5)));
+  const std::int64_t after = load.allowed.load();
+  ASSERT_TRUE(waitFor([&] { return load.allowed.load() > after + 2'000; }, seconds(20)));
+  load.stop = true;
+  load.join();
+  EXPECT_EQ(load.other.load(), 0);
+  EXPECT_EQ(load.denied.load(), 0);
+  // Cumulative counts: everything admitted before, during and after the outage is in Redis.
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == load.allowed.load(); }, seconds(5)))
+      << redisTotal(redis) << " in Redis, " << load.allowed.load() << " admitted";
+}
+
+TEST(EventualTest, EventualRulesAreRefusedOnRedisCluster) {
+  SluiceOptions o;
+  o.rule_files = {{"ev.yaml", eventualRules(10)}};
+  o.args = {"--store", "redis_cluster", "--redis", "redis://127.0.0.1:1"};
+  o.wait_healthy = false;
+  SluiceProcess sluice(o);
+  ASSERT_TRUE(sluice.wait(seconds(10)).has_value());
+  EXPECT_NE(sluice.log().find("ev.yaml:6:7: 'consistency: eventual' is not available with "
+                              "--store redis_cluster"),
+            std::string::npos)
+      << sluice.log();
+}
+
+}  // namespace
+}  // namespace sluice::test
+
+namespace sluice::test {
+namespace {
+
+/// Value of field `field` summed over the eventual hashes of `redis` (0 when absent).
+std::int64_t fieldTotal(RedisServer& redis, const std::string& field) {
+  std::int64_t total = 0;
+  ReplyPtr keys = redis.command({"KEYS", "sluice:*:e*"});
+  for (std::size_t i = 0; i < keys->elements; ++i) {
+    ReplyPtr value = redis.command({"HGET", keys->element[i]->str, field});
+    if (value->type == REDIS_REPLY_STRING) {
+      total += std::stoll(value->str);
+    }
+  }
+  return total;
+}
+
+// Two regions, each with its own redis-server and sidecar; the regions reach each other's
+// Redis through a proxy adding 50 ms each way.
+TEST(EventualRegionsTest, ARegionCutOffKeepsServingAndBothConvergeWhenItReturns) {
+  awayFromMidnight();
+  RedisServer redis_a;
+  RedisServer redis_b;
+  LatencyProxy to_a(redis_a.port(), milliseconds(50));
+  LatencyProxy to_b(redis_b.port(), milliseconds(50));
+  SluiceProcess a(sidecar(redis_a, eventualRules(1'000'000),
+                          {"--region", "a", "--regions", "b=" + to_b.url()}));
+  SluiceProcess b(sidecar(redis_b, eventualRules(1'000'000),
+                          {"--region", "b", "--regions", "a=" + to_a.url()}));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  ASSERT_TRUE(waitSynced(b)) << b.log();
+  HttpClient ca = a.client();
+  HttpClient cb = b.client();
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(ca.post("/shouldAllowRequest", request("regions")).status, 200);
+  }
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(cb.post("/shouldAllowRequest", request("regions")).status, 200);
+  }
+  // Each region's Redis holds the other's counter: one shared count of 50.
+  EXPECT_TRUE(waitFor([&] { return fieldTotal(redis_b, "ra") == 30; }, seconds(5)));
+  EXPECT_TRUE(waitFor([&] { return fieldTotal(redis_a, "rb") == 20; }, seconds(5)));
+  // And b decides on the shared count: its remaining says it has seen a's 30.
+  int b_hits = 20;
+  EXPECT_TRUE(waitFor(
+      [&] {
+        HttpResponse r = cb.post("/shouldAllowRequest", request("regions"));
+        ++b_hits;
+        const std::int64_t seen_from_a =
+            1'000'000 - std::stoll(r.header("X-Ratelimit-Remaining")) - b_hits;
+        return seen_from_a == 30;
+      },
+      seconds(5)));
+
+  // Cut region a off: it keeps serving from its own Redis and its last values.
+  to_b.cut();
+  to_a.cut();
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(ca.post("/shouldAllowRequest", request("regions")).status, 200);
+  }
+  EXPECT_TRUE(waitFor([&] { return readyz(a)["eventual"]["regions"]["b"]["reachable"] == false; },
+                      seconds(5)));
+  EXPECT_EQ(fieldTotal(redis_b, "ra"), 30);
+
+  // The link returns: b's Redis has a's 70 within a few sync intervals.
+  to_b.restore();
+  to_a.restore();
+  const auto returned = std::chrono::steady_clock::now();
+  EXPECT_TRUE(waitFor([&] { return fieldTotal(redis_b, "ra") == 70; }, seconds(5)))
+      << fieldTotal(redis_b, "ra");
+  // Convergence is bounded by the reconnect (within one sync interval), one replication step
+  // and the 50 ms link; generous for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - returned, seconds(3));
+  const json status = readyz(a);
+  EXPECT_TRUE(status["eventual"]["regions"]["b"].is_object()) << status.dump();
+}
+
+}  // namespace
+}  // namespace sluice::test
