@@ -36,8 +36,9 @@ TEST(EnvoyEnvironmentTest, RuntimeDirectoriesBecomeTheRulesPath) {
 TEST(EnvoyEnvironmentTest, ListenersFollowEnvoysDefaults) {
   auto o = parse({{"RUNTIME_SUBDIRECTORY", "rl"}, {"PORT", "9000"}, {"GRPC_PORT", "9001"}});
   ASSERT_TRUE(o.ok()) << o.error().message;
-  EXPECT_EQ(o->listen_host, "0.0.0.0");
-  EXPECT_EQ(o->listen_port, 9000);
+  ASSERT_EQ(o->listen.size(), 1u);
+  EXPECT_EQ(o->listen[0].host, "0.0.0.0");
+  EXPECT_EQ(o->listen.at(0).port, 9000);
   EXPECT_EQ(o->grpc_listen, std::vector<std::string>{"0.0.0.0:9001"});
   o = parse({{"GRPC_UDS", "/run/rl.sock"}, {"GRPC_PORT", "9001"}});
   ASSERT_TRUE(o.ok()) << o.error().message;
@@ -49,7 +50,7 @@ TEST(EnvoyEnvironmentTest, ListenersFollowEnvoysDefaults) {
 TEST(EnvoyEnvironmentTest, GenericNamesAloneAreNotRead) {
   auto o = parse({{"PORT", "9000"}, {"LOG_LEVEL", "debug"}});
   ASSERT_TRUE(o.ok()) << o.error().message;
-  EXPECT_EQ(o->listen_port, 8080);
+  EXPECT_EQ(o->listen.at(0).port, 8080);
   EXPECT_EQ(o->log_level, "info");
   EXPECT_TRUE(o->envoy_environment.empty());
 }
@@ -110,7 +111,7 @@ TEST(EnvoyEnvironmentTest, WinOverSluiceVariablesAndGiveWayToFlags) {
                   {"SLUICE_STORE", "memory"}},
                  {"--rules", "mine"});
   ASSERT_TRUE(o.ok()) << o.error().message;
-  EXPECT_EQ(o->listen_port, 9000);
+  EXPECT_EQ(o->listen.at(0).port, 9000);
   EXPECT_EQ(o->rules, "mine");
 }
 
