@@ -128,22 +128,17 @@ TEST(LimitsTopTest, ListsTheMostDeniedClientsPerRuleWithRedis) {
   RedisServer redis;
   TopSluice sluice({"--store", "redis", "--redis", redis.url(), "--failure-mode", "closed",
                     "--redis-timeout-ms", "1000"});
-  // Each I/O thread connects on its own once /healthz answers; a decision before that would
-  // be a 503 (failure mode closed), so wait for both.
+  // /readyz is 200 with a healthy store once every I/O thread's store has connected; a
+  // decision before that would wait for its connection, so wait for readiness first.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto connected = [&] {
-    const std::string log = sluice.process.log();
-    std::size_t n = 0;
-    for (auto pos = log.find(": connected"); pos != std::string::npos;
-         pos = log.find(": connected", pos + 1)) {
-      ++n;
-    }
-    return n;
+  auto ready = [&] {
+    HttpResponse r = sluice.process.client().get("/readyz");
+    return r.status == 200 && r.body.find("\"store\":\"healthy\"") != std::string::npos;
   };
-  while (connected() < 2 && std::chrono::steady_clock::now() < deadline) {
+  while (!ready() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_EQ(connected(), 2u) << sluice.process.log();
+  ASSERT_TRUE(ready()) << sluice.process.log();
   deny(sluice);
   expectTopOfDenials(sluice);
 }

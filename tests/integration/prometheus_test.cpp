@@ -198,15 +198,6 @@ bool waitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
   return done();
 }
 
-std::size_t count(const std::string& haystack, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto pos = haystack.find(needle); pos != std::string::npos;
-       pos = haystack.find(needle, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 class PrometheusToolsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -245,7 +236,8 @@ TEST_F(PrometheusToolsTest, LiveExpositionOfEveryStorePassesPromtoolCheckMetrics
     // Memory store, one key at most: capacity evictions.
     const std::uint16_t admin = freeLoopbackPort();
     SluiceProcess sluice(
-        sluiceOptions(admin, {"--config", forward_auth, "--memory-max-keys", "1"}));
+        sluiceOptions(admin, {"--config", forward_auth, "--memory-max-keys", "1", "--grpc-listen",
+                              "127.0.0.1:" + std::to_string(freeLoopbackPort())}));
     trafficOnEveryEndpoint(sluice, admin);
     check(sluice, admin, "memory store");
   }
@@ -257,8 +249,13 @@ TEST_F(PrometheusToolsTest, LiveExpositionOfEveryStorePassesPromtoolCheckMetrics
         admin,
         {"--config", forward_auth, "--store", "redis", "--redis", redis.url(), "--failure-mode",
          "local", "--events", "redis-stream", "--redis-timeout-ms", "1000"}));
-    ASSERT_TRUE(
-        waitFor([&] { return count(sluice.log(), ": connected") >= 2; }, std::chrono::seconds(10)))
+    ASSERT_TRUE(waitFor(
+        [&] {
+          // Ready once every I/O thread's store has connected (store health).
+          HttpResponse r = sluice.client().get("/readyz");
+          return r.status == 200 && r.body.find("\"store\":\"healthy\"") != std::string::npos;
+        },
+        std::chrono::seconds(10)))
         << sluice.log();
     trafficOnEveryEndpoint(sluice, admin);
     redis.stop();
@@ -340,8 +337,13 @@ TEST_F(PrometheusToolsTest, PrometheusScrapesSluiceAndAnswersEveryDashboardQuery
       admin,
       {"--config", writeForwardAuth(dir_), "--store", "redis", "--redis", redis.url(),
        "--failure-mode", "local", "--events", "redis-stream", "--redis-timeout-ms", "1000"}));
-  ASSERT_TRUE(
-      waitFor([&] { return count(sluice.log(), ": connected") >= 2; }, std::chrono::seconds(10)))
+  ASSERT_TRUE(waitFor(
+      [&] {
+        // Ready once every I/O thread's store has connected (store health).
+        HttpResponse r = sluice.client().get("/readyz");
+        return r.status == 200 && r.body.find("\"store\":\"healthy\"") != std::string::npos;
+      },
+      std::chrono::seconds(10)))
       << sluice.log();
   trafficOnEveryEndpoint(sluice, admin);
   const std::string target = "127.0.0.1:" + std::to_string(sluice.port());

@@ -91,6 +91,7 @@ class EventualStore final : public Store {
   }
 
   bool healthy() const override { return inner_->healthy(); }
+  StoreHealth health() const override { return inner_->health(); }
   std::string_view kind() const override { return inner_->kind(); }
 
  private:
