@@ -29,4 +29,13 @@ const LimitStatus* Decision::binding() const {
   return best;
 }
 
+bool DescriptorStatus::passed() const {
+  for (const auto& limit : limits) {
+    if (!limit.unlimited && !limit.shadow && !limit.outcome.allowed) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace sluice

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,14 +15,29 @@
 
 namespace sluice {
 
-/// A parsed decision request (from /shouldAllowRequest, /json or /check).
+/// A limit given by the request itself (envoy's `RateLimitDescriptor.limit`): it applies to
+/// its descriptor instead of the rules (a fixed window of requests_per_unit per unit; the
+/// domain must still be known). Its bucket is keyed like envoyproxy/ratelimit's: domain,
+/// every entry (key and value) and the unit, not requests_per_unit, so requests that change
+/// the number keep counting in the same window.
+struct LimitOverride {
+  std::int64_t requests_per_unit = 0;  ///< >= 0 (0 blocks everything)
+  TimeUnit unit = TimeUnit::kSecond;
+};
+
+/// A parsed decision request (from /shouldAllowRequest, /json, /check or gRPC).
 struct DecisionRequest {
   std::string domain;                   ///< already defaulted by the caller
   std::string client_id;                ///< empty: no per-client scope
   std::vector<Descriptor> descriptors;  ///< empty: the domain-level rate_limit applies
   std::int64_t hits = 1;                ///< >= 0
   /// Per-descriptor hits (envoy's descriptor-level hits_addend); empty or one per descriptor.
+  /// Each limit is charged the hits of its own descriptor, all limits in one atomic store
+  /// call (all or nothing); a descriptor without its own hits uses `hits`.
   std::vector<std::optional<std::int64_t>> descriptor_hits;
+  /// Per-descriptor limit overrides (envoy's descriptor-level `limit`); empty or one per
+  /// descriptor. A descriptor with an override is not matched against the rules.
+  std::vector<std::optional<LimitOverride>> descriptor_limits;
 };
 
 /// The status of one limit of one descriptor.
@@ -36,7 +52,18 @@ struct LimitStatus {
   bool unlimited = false;
   bool shape = false;
   bool detailed_metric = false;
-  const RateLimit* rule = nullptr;  ///< the rule it comes from; points into Decision::rules
+  /// The rule named itself (`name:`); false for generated names and request overrides.
+  /// Envoy's answers leave `currentLimit.name` out when false, as envoyproxy/ratelimit does.
+  bool explicit_name = false;
+  /// The node has `quota_mode: true` (envoyproxy/ratelimit's quota mode): an over-limit
+  /// quota descriptor denies the request only when every quota descriptor of the request
+  /// is over its limit.
+  bool quota = false;
+  /// A request-side limit (DecisionRequest::descriptor_limits), not a rule.
+  bool from_request = false;
+  /// The rule it comes from; points into Decision::rules, or into Decision::request_limits
+  /// for a request-side limit.
+  const RateLimit* rule = nullptr;
   Outcome outcome;
 };
 
@@ -51,6 +78,10 @@ struct DescriptorStatus {
   bool matched = false;             ///< a rule matched (even if unlimited)
   std::vector<LimitStatus> limits;  ///< in rule order
   std::string metadata_json;        ///< the matched node's `metadata` as JSON ("" if none)
+
+  /// True when no non-shadow limit of this descriptor denied (envoy's "passed" descriptor:
+  /// its status code is OK).
+  bool passed() const;
 };
 
 struct Decision {
@@ -62,6 +93,12 @@ struct Decision {
   /// The request's descriptors, moved in by the service once matched (so that observers
   /// such as value labels need no copy of the request).
   std::vector<Descriptor> request_descriptors;
+  /// The rules `metadata` of every descriptor that passed, merged in request order (first
+  /// wins; objects merged recursively), as compact JSON: envoyproxy/ratelimit's
+  /// `dynamicMetadata.metadata`. "" when none.
+  std::string metadata_json;
+  /// The rate limits built from request-side overrides (LimitStatus::rule points here).
+  std::vector<std::shared_ptr<const RateLimit>> request_limits;
 
   /// The limit whose headers the answer carries: on a deny the denying non-shadow limit
   /// with the longest retry; otherwise the evaluated limit with the least remaining.

@@ -41,6 +41,7 @@ struct RateLimit {
   std::int64_t requests_per_unit = 0;
   bool unlimited = false;
   bool shadow_mode = false;  ///< from the owning node
+  bool quota_mode = false;   ///< from the owning node (envoyproxy/ratelimit's `quota_mode`)
   LimitParams params;        ///< ready for the limiter (limit, window, algorithm, ...)
   std::vector<std::string> replaces;
   /// Identity of this limit within its node, part of the bucket key: counters survive a
@@ -70,6 +71,9 @@ struct DescriptorNode {
   bool wildcard = false;             ///< value contains '*'
   bool share_threshold = false;      ///< all values matching the wildcard share one counter
   bool shadow_mode = false;
+  /// envoyproxy/ratelimit's `quota_mode`: this node's limits deny a request only when every
+  /// quota-mode descriptor of the request is over its limit.
+  bool quota_mode = false;
   bool detailed_metric = false;
   bool value_to_metric = false;
   std::string metadata_json;      ///< `metadata` as compact JSON text ("" if none)
