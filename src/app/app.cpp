@@ -121,8 +121,10 @@ int serve(const AppOptions& options) {
   // io_contexts their Redis connections live on still exist.
   http::Server server(server_options, metrics);
   // Polls and SIGHUP reloads run on the control context, never on an I/O thread.
-  auto watcher = RulesWatcher::create(server.controlContext().get_executor(),
-                                      RulesWatcher::Options{options.rules}, metrics, clock);
+  auto watcher = RulesWatcher::create(
+      server.controlContext().get_executor(),
+      RulesWatcher::Options{.path = options.rules, .load = {options.merge_domain_config}}, metrics,
+      clock);
   if (watcher->reloadNow().status == RulesWatcher::Status::kRejected) {
     return kExitFailure;  // every error is logged with its location
   }
@@ -223,7 +225,8 @@ int runMain(int argc, char** argv) {
     return kExitOk;
   }
   if (options->validate) {
-    return validateRulesCommand(options->rules, std::cout);
+    return validateRulesCommand(options->rules, std::cout,
+                                LoadOptions{options->merge_domain_config});
   }
   setUpLogging(options->log_level, options->operations.log_format);
   try {

@@ -29,6 +29,9 @@ struct AppOptions {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
   std::string rules = "config/rules";
+  /// --merge-domain-config: rules files that share a domain are merged (envoyproxy/ratelimit's
+  /// MERGE_DOMAIN_CONFIG); off, a domain in two files is an error.
+  bool merge_domain_config = false;
   std::string store = "memory";  ///< memory | redis | redis_cluster
   std::string redis_url = "redis://127.0.0.1:6379/0";
   std::string failure_mode = "open";  ///< open | closed | local

@@ -116,7 +116,7 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
   std::unique_lock lock(reload_mutex_);
   // Taken before reading, so an edit racing with this load is seen by the next poll.
   loaded_fingerprint_ = rulesFingerprint(options_.path);
-  LoadResult loaded = loadRules(options_.path, clock_.nowMicros() / kMicrosPerMilli);
+  LoadResult loaded = loadRules(options_.path, clock_.nowMicros() / kMicrosPerMilli, options_.load);
   Outcome outcome;
   const RuleSetPtr previous = current();
   if (!loaded.errors.empty() || !loaded.rules) {

@@ -57,6 +57,7 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
     std::string path;                              ///< rules file or directory
     std::chrono::milliseconds poll_interval{500};  ///< how often the fingerprint is checked
     std::chrono::milliseconds debounce{200};       ///< how long a change must be stable
+    LoadOptions load;                              ///< e.g. merge_domain_config
   };
 
   enum class Status {

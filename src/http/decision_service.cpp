@@ -6,11 +6,14 @@
 #include <utility>
 #include <vector>
 
+#include "http/envoy_semantics.hpp"
+
 namespace sluice::http {
 namespace {
 
 constexpr std::string_view kDecisionsMetric = "decisions_total";
 constexpr std::string_view kUnknownDomainLabel = "_unknown";
+constexpr std::string_view kRequestLimitLabel = "_request";
 
 LimitStatus statusOf(const MatchedLimit& matched) {
   const RateLimit& rule = *matched.limit;
@@ -25,8 +28,30 @@ LimitStatus statusOf(const MatchedLimit& matched) {
   status.unlimited = rule.unlimited;
   status.shape = rule.params.shape;
   status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
+  status.explicit_name = rule.explicit_name;
+  status.quota = rule.quota_mode;
   status.rule = matched.limit;
   return status;
+}
+
+/// The descriptors matched against the rules: those with a request-side limit are left
+/// out (empty: they match nothing and replace nothing, as in envoyproxy/ratelimit).
+const std::vector<Descriptor>& descriptorsToMatch(const DecisionRequest& request,
+                                                  std::vector<Descriptor>& storage) {
+  bool any = false;
+  for (const auto& limit : request.descriptor_limits) {
+    any = any || limit.has_value();
+  }
+  if (!any) {
+    return request.descriptors;
+  }
+  storage = request.descriptors;
+  for (std::size_t d = 0; d < storage.size() && d < request.descriptor_limits.size(); ++d) {
+    if (request.descriptor_limits[d]) {
+      storage[d].clear();
+    }
+  }
+  return storage;
 }
 
 class DecisionServiceImpl final : public DecisionService {
@@ -56,12 +81,13 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
 
-    RequestMatch match = matchRequest(*domain, request.descriptors);
+    std::vector<Descriptor> without_overrides;
+    RequestMatch match = matchRequest(*domain, descriptorsToMatch(request, without_overrides));
     StoreRequest store_request;
     store_request.client = request.client_id;
+    store_request.cost = request.hits;
     // (descriptor index, limit index) of each store limit, to put outcomes back.
     std::vector<std::pair<std::size_t, std::size_t>> slots;
-    std::optional<std::int64_t> cost;
     decision.descriptors.resize(match.descriptors.size());
     for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
       const DescriptorMatch& dm = match.descriptors[d];
@@ -74,23 +100,38 @@ class DecisionServiceImpl final : public DecisionService {
       if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
         descriptor_cost = *request.descriptor_hits[d];
       }
+      if (d < request.descriptor_limits.size() && request.descriptor_limits[d]) {
+        const LimitOverride& override = *request.descriptor_limits[d];
+        auto rule = makeRequestLimit(override);
+        MatchedLimit ml{rule.get(), nullptr,
+                        requestLimitBucketKey(*domain, request.descriptors[d], override.unit)};
+        ds.matched = true;
+        ds.limits.push_back(statusOf(ml));
+        ds.limits.back().from_request = true;
+        decision.request_limits.push_back(std::move(rule));
+        StoreLimit limit;
+        limit.key = storeKey(request.client_id, ml.bucket_key);
+        limit.params = ml.limit->params;
+        limit.cost = descriptor_cost;
+        store_request.limits.push_back(std::move(limit));
+        slots.emplace_back(d, 0);
+        continue;
+      }
       for (const MatchedLimit& ml : dm.limits) {
         ds.limits.push_back(statusOf(ml));
         if (ml.limit->unlimited) {
           continue;
         }
-        if (cost && *cost != descriptor_cost) {
-          // One store call charges one cost atomically; mixing costs would need several
-          // calls and lose all-or-nothing.
-          done(makeError(ErrorKind::kInvalidArgument,
-                         "descriptors[" + std::to_string(d) +
-                             "].hits_addend: all limited descriptors of one request must use "
-                             "the same hits"));
-          return;
+        // Each limit is charged its own descriptor's hits, all in one atomic store call.
+        StoreLimit limit;
+        limit.key = storeKey(request.client_id, ml.bucket_key);
+        limit.params = ml.limit->params;
+        limit.shadow = ml.limit->shadow_mode;
+        limit.cost = descriptor_cost;
+        if (ml.limit->quota_mode) {
+          limit.quota_group = static_cast<int>(d);
         }
-        cost = descriptor_cost;
-        store_request.limits.push_back(StoreLimit{storeKey(request.client_id, ml.bucket_key),
-                                                  ml.limit->params, ml.limit->shadow_mode});
+        store_request.limits.push_back(std::move(limit));
         slots.emplace_back(d, ds.limits.size() - 1);
       }
     }
@@ -100,7 +141,6 @@ class DecisionServiceImpl final : public DecisionService {
       done(std::move(decision));
       return;
     }
-    store_request.cost = cost.value_or(request.hits);
     // `domain` points into decision.rules, which the callback keeps alive.
     store_->evaluate(store_request,
                      [this, domain, decision = std::move(decision), slots = std::move(slots),
@@ -116,6 +156,7 @@ class DecisionServiceImpl final : public DecisionService {
                        }
                        decision.allowed = r.allowed;
                        decision.degraded = r.degraded;
+                       decision.metadata_json = mergePassedMetadata(decision.descriptors);
                        record(*domain, decision);
                        done(std::move(decision));
                      });
@@ -134,6 +175,7 @@ class DecisionServiceImpl final : public DecisionService {
     if (decision.rules != counted_rules_) {
       counted_rules_ = decision.rules;  // also keeps the addresses below from being reused
       rule_counters_.clear();
+      request_counters_.clear();
       no_rule_counters_.clear();
     }
     for (const auto& d : decision.descriptors) {
@@ -146,12 +188,17 @@ class DecisionServiceImpl final : public DecisionService {
         continue;
       }
       for (const auto& l : d.limits) {
-        auto [it, inserted] = rule_counters_.try_emplace(l.rule);
+        // Request-side limits are new objects every time: counted under one series per
+        // domain (rule "_request") instead of one per address.
+        const void* identity = l.from_request ? static_cast<const void*>(&domain) : l.rule;
+        auto [it, inserted] =
+            (l.from_request ? request_counters_ : rule_counters_).try_emplace(identity);
         RuleCounters& c = it->second;
         if (inserted) {
-          c.allowed = &counter(domain.domain, l.name, "allowed");
-          c.denied = &counter(domain.domain, l.name, "denied");
-          c.shadow_denied = &counter(domain.domain, l.name, "shadow_denied");
+          const std::string_view rule = l.from_request ? kRequestLimitLabel : l.name;
+          c.allowed = &counter(domain.domain, rule, "allowed");
+          c.denied = &counter(domain.domain, rule, "denied");
+          c.shadow_denied = &counter(domain.domain, rule, "shadow_denied");
         }
         if (l.unlimited || l.outcome.allowed) {
           c.allowed->inc();
@@ -173,7 +220,8 @@ class DecisionServiceImpl final : public DecisionService {
   Metrics& metrics_;
   Counter& unknown_domain_;
   RuleSetPtr counted_rules_;  // the snapshot the two maps below point into
-  std::unordered_map<const RateLimit*, RuleCounters> rule_counters_;
+  std::unordered_map<const void*, RuleCounters> rule_counters_;
+  std::unordered_map<const void*, RuleCounters> request_counters_;  // by domain
   std::unordered_map<const DomainConfig*, Counter*> no_rule_counters_;
 };
 

@@ -32,6 +32,9 @@ Handler decisionHandler(const HandlerContext& context, Parse parse, Encode encod
     DecisionRequest asked;
     asked.domain = parsed->domain;
     asked.client_id = parsed->client_id;
+    asked.hits = parsed->hits;
+    asked.descriptor_hits = parsed->descriptor_hits;
+    asked.descriptor_limits = parsed->descriptor_limits;
     context.decisions->decide(std::move(*parsed),
                               [asked = std::move(asked), encode,
                                respond = std::move(respond)](Result<Decision> decision) {
@@ -77,8 +80,8 @@ void addDecisionRoutes(Router& router, const HandlerContext& context) {
   router.add("POST", "/json",
              decisionHandler(
                  context, [](std::string_view body) { return parseEnvoyRequest(body); },
-                 [](const DecisionRequest&, const Decision& decision) {
-                   return envoyResponse(decision);
+                 [](const DecisionRequest& request, const Decision& decision) {
+                   return envoyResponse(request, decision);
                  }));
 }
 

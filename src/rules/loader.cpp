@@ -20,6 +20,7 @@
 #include <utility>
 #include <variant>
 
+#include "rules/domain_merge.hpp"
 #include "rules/suggest.hpp"
 #include "sluice/rules/rules.hpp"
 
@@ -37,9 +38,10 @@ constexpr std::int64_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
 
 constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "rate_limit",
                                                     "rate_limits"};
-constexpr std::array<std::string_view, 10> kDescriptorKeys{
+constexpr std::array<std::string_view, 11> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
-    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
+    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
+    "quota_mode"};
 constexpr std::array<std::string_view, 12> kLimitKeys{
     "unit",  "requests_per_unit", "unlimited",      "name",         "replaces", "algorithm",
     "burst", "unit_multiplier",   "count_rejected", "min_interval", "shape",    "warmup"};
@@ -499,6 +501,7 @@ class FileParser {
       }
     };
     flag("shadow_mode", node.shadow_mode);
+    flag("quota_mode", node.quota_mode);
     flag("detailed_metric", node.detailed_metric);
     flag("value_to_metric", node.value_to_metric);
     flag("share_threshold", node.share_threshold);
@@ -520,6 +523,9 @@ class FileParser {
     const std::string name =
         parent_name + "." + node.key + (node.value ? "_" + *node.value : std::string());
     node.limits = parseNodeLimits(fields, name, node.shadow_mode);
+    for (RateLimit& limit : node.limits) {
+      limit.quota_mode = node.quota_mode;
+    }
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
       if (depth_ >= kMaxDepth) {
         error(at(it->second.key),
@@ -944,7 +950,7 @@ std::variant<YAML::Node, RuleError> firstDocument(const std::string& file,
 /// Parses one file into `rules`; reports into `errors`. yaml-cpp's exceptions stop here.
 void loadFile(const std::string& name, const std::string& content, RuleSet& rules,
               std::map<std::string, SourceLocation, std::less<>>& domain_origin,
-              std::vector<RuleError>& errors) {
+              std::vector<RuleError>& errors, const LoadOptions& options) {
   YAML::Node document;
   try {
     auto first = firstDocument(name, content);
@@ -967,6 +973,11 @@ void loadFile(const std::string& name, const std::string& content, RuleSet& rule
     return;
   }
   if (const auto it = domain_origin.find(domain->domain); it != domain_origin.end()) {
+    if (options.merge_domain_config) {
+      rules_detail::mergeDomain(rules.domains.find(domain->domain)->second, std::move(*domain),
+                                errors);
+      return;
+    }
     errors.push_back(RuleError{domain->location, "duplicate domain " + inQuotes(domain->domain) +
                                                      " (already defined at " + it->second.file +
                                                      ":" + std::to_string(it->second.line) + ":" +
@@ -980,14 +991,14 @@ void loadFile(const std::string& name, const std::string& content, RuleSet& rule
 
 /// Parses and validates every file as one set; stamps the result with `loaded_at_ms`.
 LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& files,
-                       std::int64_t loaded_at_ms) {
+                       std::int64_t loaded_at_ms, const LoadOptions& options) {
   LoadResult result;
   auto rules = std::make_shared<RuleSet>();
   std::map<std::string, SourceLocation, std::less<>> domain_origin;
   for (const auto& [name, content] : files) {
     rules->files.push_back(name);
     const std::size_t first_error = result.errors.size();
-    loadFile(name, content, *rules, domain_origin, result.errors);
+    loadFile(name, content, *rules, domain_origin, result.errors, options);
     // Checks run per section, not per line: present one file's errors in file order.
     std::stable_sort(result.errors.begin() + static_cast<std::ptrdiff_t>(first_error),
                      result.errors.end(), [](const RuleError& a, const RuleError& b) {
@@ -1011,10 +1022,20 @@ LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& f
 }  // namespace
 
 LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files) {
-  return loadStrings(files, 0);
+  return loadStrings(files, 0, LoadOptions{});
+}
+
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files,
+                                const LoadOptions& options) {
+  return loadStrings(files, 0, options);
 }
 
 LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms) {
+  return loadRules(path, loaded_at_ms, LoadOptions{});
+}
+
+LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms,
+                     const LoadOptions& options) {
   LoadResult result;
   std::error_code ec;
   const fs::path root(path);
@@ -1047,7 +1068,7 @@ LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms) {
       files.emplace_back(file.string(), std::move(*content));
     }
   }
-  LoadResult loaded = loadStrings(files, loaded_at_ms);
+  LoadResult loaded = loadStrings(files, loaded_at_ms, options);
   if (!result.errors.empty()) {
     result.errors.insert(result.errors.end(), loaded.errors.begin(), loaded.errors.end());
     return result;

@@ -72,6 +72,9 @@ json nodesToJson(const std::vector<DescriptorNode>& nodes) {
     item["wildcard"] = node.wildcard;
     item["share_threshold"] = node.share_threshold;
     item["shadow_mode"] = node.shadow_mode;
+    if (node.quota_mode) {
+      item["quota_mode"] = true;
+    }
     item["detailed_metric"] = node.detailed_metric;
     item["value_to_metric"] = node.value_to_metric;
     if (!node.metadata_json.empty()) {
@@ -109,7 +112,11 @@ std::string rulesToJson(const RuleSet& rules) {
 }
 
 int validateRulesCommand(const std::string& path, std::ostream& out) {
-  const LoadResult result = loadRules(path);
+  return validateRulesCommand(path, out, LoadOptions{});
+}
+
+int validateRulesCommand(const std::string& path, std::ostream& out, const LoadOptions& options) {
+  const LoadResult result = loadRules(path, 0, options);
   if (!result.errors.empty()) {
     for (const RuleError& error : result.errors) {
       out << error.toString() << '\n';

@@ -118,16 +118,29 @@ struct LoadResult {
   std::vector<RuleError> errors;  ///< every error found, in file order
 };
 
+/// How a set of files becomes one RuleSet.
+struct LoadOptions {
+  /// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG (`--merge-domain-config`): files that name
+  /// the same domain are merged into one, their top-level descriptors added in file order
+  /// (a composite key defined twice is still an error, and so is a domain-level limit given
+  /// by two files). Off: a domain defined by two files is an error.
+  bool merge_domain_config = false;
+};
+
 /// Loads a rules file or a directory of *.yaml / *.yml (hidden files and editor temporaries
 /// ignored), validates all of it as one, and reports every error.
 LoadResult loadRules(const std::string& path);
 /// As above, stamping the new RuleSet's loaded_at_ms (the loader itself reads no clock).
 LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms);
+LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms,
+                     const LoadOptions& options);
 /// True for the names a rules directory loads: `*.yaml` / `*.yml` (any case), not hidden.
 /// Editor temporaries (`a.yaml~`, `.a.yaml.swp`, `#a.yaml#`, `a.yaml.tmp`) are all excluded.
 bool isRulesFileName(std::string_view name);
 /// Loads already-read documents: (file name, YAML text) pairs. For tests and fuzzing.
 LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files);
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files,
+                                const LoadOptions& options);
 
 /// One key/value pair of a request descriptor.
 struct Entry {
@@ -183,6 +196,7 @@ std::string rulesToJson(const RuleSet& rules);
 /// as `file:line:column: message` (one per line) or a one-line summary when valid.
 /// Returns the process exit code: 0 when valid, 1 otherwise.
 int validateRulesCommand(const std::string& path, std::ostream& out);
+int validateRulesCommand(const std::string& path, std::ostream& out, const LoadOptions& options);
 
 /// Escapes one part of a store key so that the separators of a key (and '{', '}') never
 /// occur inside a part: bytes outside [A-Za-z0-9_.-] become %XX.

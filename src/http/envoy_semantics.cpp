@@ -1,0 +1,81 @@
+#include "http/envoy_semantics.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace sluice::http {
+namespace {
+
+using Json = nlohmann::json;
+
+/// Adds what `src` has and `dest` lacks; objects on both sides merge recursively
+/// (envoyproxy/ratelimit's mergeMetadata: the first value of a key wins).
+void mergeInto(Json& dest, const Json& src) {
+  for (const auto& [key, value] : src.items()) {
+    auto it = dest.find(key);
+    if (it == dest.end()) {
+      dest[key] = value;
+    } else if (it->is_object() && value.is_object()) {
+      mergeInto(*it, value);
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const RateLimit> makeRequestLimit(const LimitOverride& limit) {
+  auto rule = std::make_shared<RateLimit>();
+  rule->unit = limit.unit;
+  rule->requests_per_unit = limit.requests_per_unit;
+  rule->params.algorithm = Algorithm::kFixedWindow;
+  rule->params.limit = limit.requests_per_unit;
+  rule->params.window_us = unitMicros(limit.unit);
+  rule->slot = "req";
+  return rule;
+}
+
+std::string requestLimitBucketKey(const DomainConfig& domain, const Descriptor& descriptor,
+                                  TimeUnit unit) {
+  std::string key = escapeKeyPart(domain.domain);
+  for (const Entry& entry : descriptor) {
+    key += ':';
+    appendEscapedKeyPart(key, entry.key);
+    key += '=';
+    appendEscapedKeyPart(key, entry.value);
+  }
+  key += ";req;";
+  key += unitName(unit);
+  key += ';';
+  key += algorithmCode(Algorithm::kFixedWindow);
+  return key;
+}
+
+std::string mergePassedMetadata(const std::vector<DescriptorStatus>& descriptors) {
+  Json merged;
+  for (const DescriptorStatus& d : descriptors) {
+    if (d.metadata_json.empty() || !d.passed()) {
+      continue;
+    }
+    bool evaluated = false;
+    for (const LimitStatus& l : d.limits) {
+      evaluated = evaluated || !l.unlimited;
+    }
+    if (!evaluated) {
+      continue;  // envoy drops unlimited limits before they are checked
+    }
+    Json metadata = Json::parse(d.metadata_json, nullptr, /*allow_exceptions=*/false);
+    if (!metadata.is_object()) {
+      continue;
+    }
+    if (merged.is_null()) {
+      merged = std::move(metadata);
+    } else {
+      mergeInto(merged, metadata);
+    }
+  }
+  if (merged.is_null() || merged.empty()) {
+    return {};
+  }
+  return merged.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/decision/decision.hpp"
+#include "sluice/rules/rules.hpp"
+
+/// The parts of envoyproxy/ratelimit's behaviour that the decision service adds to the rules:
+/// request-side limit overrides and the merged rules metadata of the descriptors that passed.
+namespace sluice::http {
+
+/// The rate limit a request-side override stands for: a fixed window of
+/// `requests_per_unit` per `unit`, unnamed, not shadow, not quota (as envoyproxy/ratelimit
+/// builds it).
+std::shared_ptr<const RateLimit> makeRequestLimit(const LimitOverride& limit);
+
+/// The bucket key of a request-side override: the escaped domain, every entry's key and
+/// value, then the unit. envoyproxy/ratelimit keys such a counter by domain, entries and
+/// window only, so a request that changes requests_per_unit keeps the count of its window;
+/// it never shares a bucket with a rule (the ";req;" part cannot occur in a rule's key).
+std::string requestLimitBucketKey(const DomainConfig& domain, const Descriptor& descriptor,
+                                  TimeUnit unit);
+
+/// envoyproxy/ratelimit's `dynamicMetadata.metadata`: the rules `metadata` of every
+/// descriptor that passed and has an evaluated limit, merged in request order: a key
+/// already present wins, objects present on both sides are merged recursively. Compact
+/// JSON, "" when there is none.
+std::string mergePassedMetadata(const std::vector<DescriptorStatus>& descriptors);
+
+}  // namespace sluice::http
