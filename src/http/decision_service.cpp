@@ -102,7 +102,7 @@ class DecisionServiceImpl final : public DecisionService {
       }
       if (d < request.descriptor_limits.size() && request.descriptor_limits[d]) {
         const LimitOverride& override = *request.descriptor_limits[d];
-        auto rule = makeRequestLimit(override);
+        auto rule = makeRequestLimit(override, domain->domain, request.descriptors[d]);
         MatchedLimit ml{rule.get(), nullptr,
                         requestLimitBucketKey(*domain, request.descriptors[d], override.unit)};
         ds.matched = true;

@@ -22,8 +22,18 @@ void mergeInto(Json& dest, const Json& src) {
 
 }  // namespace
 
-std::shared_ptr<const RateLimit> makeRequestLimit(const LimitOverride& limit) {
+std::shared_ptr<const RateLimit> makeRequestLimit(const LimitOverride& limit,
+                                                  std::string_view domain,
+                                                  const Descriptor& descriptor) {
   auto rule = std::make_shared<RateLimit>();
+  rule->name = std::string(domain) + ".";
+  for (std::size_t i = 0; i < descriptor.size(); ++i) {
+    rule->name += i == 0 ? "" : ".";
+    rule->name += descriptor[i].key;
+    if (!descriptor[i].value.empty()) {
+      rule->name += "_" + descriptor[i].value;
+    }
+  }
   rule->unit = limit.unit;
   rule->requests_per_unit = limit.requests_per_unit;
   rule->params.algorithm = Algorithm::kFixedWindow;

@@ -12,9 +12,13 @@
 namespace sluice::http {
 
 /// The rate limit a request-side override stands for: a fixed window of
-/// `requests_per_unit` per `unit`, unnamed, not shadow, not quota (as envoyproxy/ratelimit
-/// builds it).
-std::shared_ptr<const RateLimit> makeRequestLimit(const LimitOverride& limit);
+/// `requests_per_unit` per `unit`, not shadow, not quota, without an explicit name (as
+/// envoyproxy/ratelimit builds it). Its generated name is envoy's key for it,
+/// `domain.key1_value1.key2_value2` (shown in logs and Sluice's own answers, never as a
+/// metric label).
+std::shared_ptr<const RateLimit> makeRequestLimit(const LimitOverride& limit,
+                                                  std::string_view domain,
+                                                  const Descriptor& descriptor);
 
 /// The bucket key of a request-side override: the escaped domain, every entry's key and
 /// value, then the unit. envoyproxy/ratelimit keys such a counter by domain, entries and

@@ -31,8 +31,8 @@ void mergeDomain(DomainConfig& into, DomainConfig&& from, std::vector<RuleError>
   if (!from.domain_limits.empty()) {
     if (!into.domain_limits.empty()) {
       errors.push_back(RuleError{from.domain_limits.front().location,
-                                 "domain \"" + from.domain +
-                                     "\" already has a domain-level rate limit (at " +
+                                 "domain '" + from.domain +
+                                     "' already has a domain-level rate limit (at " +
                                      where(into.domain_limits.front().location) +
                                      "); merged files may give it only once"});
     } else {
@@ -42,9 +42,9 @@ void mergeDomain(DomainConfig& into, DomainConfig&& from, std::vector<RuleError>
   for (DescriptorNode& node : from.descriptors) {
     if (const DescriptorNode* first = sameCompositeKey(into, node)) {
       errors.push_back(
-          RuleError{node.location, "duplicate descriptor composite key \"" + from.domain + "." +
+          RuleError{node.location, "duplicate descriptor composite key '" + from.domain + "." +
                                        node.key + (node.value ? "_" + *node.value : std::string()) +
-                                       "\" in merged domain (first defined at " +
+                                       "' in merged domain (first defined at " +
                                        where(first->location) + ")"});
       continue;
     }

@@ -147,7 +147,7 @@ TEST_F(MultiLimitTest, QuotaModeDeniesOnlyWhenEveryQuotaGroupIsOver) {
   EXPECT_EQ(r3.outcomes[2].remaining, 98) << "plain was not charged";
   // An ordinary limit over its limit denies whatever the quotas say.
   StoreRequest strict = request;
-  strict.limits[2].params.limit = 98;
+  strict.limits[2].params.limit = 2;  // plain has counted 2: a third is over
   strict.limits[0].key = "q1-fresh";
   StoreResponse r4 = both(strict);
   EXPECT_FALSE(r4.allowed);

@@ -189,7 +189,7 @@ TEST(EnvoyMergeDomainConfigTest, FilesThatShareADomainMergeOnlyWhenAsked) {
   }
   auto [refused, why] = runSluice({"--validate", "--rules", dir});
   EXPECT_EQ(refused, 1) << why;
-  EXPECT_NE(why.find("duplicate domain \"test-domain\""), std::string::npos) << why;
+  EXPECT_NE(why.find("duplicate domain 'test-domain'"), std::string::npos) << why;
   auto [merged, output] = runSluice({"--validate", "--merge-domain-config", "--rules", dir});
   EXPECT_EQ(merged, 0) << output;
   std::filesystem::remove_all(dir);
