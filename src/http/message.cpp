@@ -4,17 +4,9 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "http/header_text.hpp"
+
 namespace sluice::http {
-namespace {
-
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-}  // namespace
 
 std::string_view Request::header(std::string_view name) const {
   for (const auto& h : headers) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 /// The HTTP messages the router and the handlers see. They carry no Beast types, so the
-/// handlers, codecs and their tests compile without Beast; only server.cpp converts.
+/// handlers, codecs and their tests compile without Beast; only session.cpp converts.
 namespace sluice::http {
 
 struct Header {

@@ -2,425 +2,84 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
-#include <charconv>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <span>
 #include <sstream>
 #include <system_error>
-#include <tuple>
 #include <utility>
 #include <variant>
 
 #include "rules/domain_merge.hpp"
-#include "rules/suggest.hpp"
+#include "rules/limit_parser.hpp"
+#include "rules/yaml_reader.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
 namespace {
 
 namespace fs = std::filesystem;
-using rules_detail::closestMatch;
+using rules_detail::Field;
+using rules_detail::Fields;
+using rules_detail::inQuotes;
+using rules_detail::kMaxMetadataDepth;
+using rules_detail::kMaxMetadataNodes;
+using rules_detail::LimitParser;
+using rules_detail::Section;
+using rules_detail::YamlReader;
+using rules_detail::yamlToJson;
 
 /// A rules file larger than this is refused: rules are hand-written, and the cap keeps a
 /// mistaken path (a log file, a binary) from being read into memory.
 constexpr std::uintmax_t kMaxFileBytes = 16U * 1024U * 1024U;
-/// envoyproxy/ratelimit stores requests_per_unit as uint32; Sluice keeps the same range.
-constexpr std::int64_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
-
-constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "rate_limit",
-                                                    "rate_limits"};
-constexpr std::array<std::string_view, 11> kDescriptorKeys{
-    "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
-    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
-    "quota_mode"};
-constexpr std::array<std::string_view, 12> kLimitKeys{
-    "unit",  "requests_per_unit", "unlimited",      "name",         "replaces", "algorithm",
-    "burst", "unit_multiplier",   "count_rejected", "min_interval", "shape",    "warmup"};
-constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
-/// Where in a rules file a mapping is: which keys it takes and how errors name it.
-enum class Section { kRoot, kDescriptor, kLimit, kReplaces };
-
-std::span<const std::string_view> keysOf(Section section) {
-  switch (section) {
-    case Section::kRoot:
-      return kRootKeys;
-    case Section::kDescriptor:
-      return kDescriptorKeys;
-    case Section::kLimit:
-      return kLimitKeys;
-    case Section::kReplaces:
-      return kReplacesKeys;
-  }
-  return {};
-}
-
-std::string_view nameOf(Section section) {
-  switch (section) {
-    case Section::kRoot:
-      return "at the top level";
-    case Section::kDescriptor:
-      return "in a descriptor";
-    case Section::kLimit:
-      return "in a rate limit";
-    case Section::kReplaces:
-      return "in a 'replaces' entry";
-  }
-  return "";
-}
-
-constexpr std::array<std::string_view, 7> kUnitNames{"second", "minute", "hour", "day",
-                                                     "week",   "month",  "year"};
-constexpr const char* kAlgorithmList =
-    "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket";
-constexpr std::array<std::string_view, 5> kAlgorithmNames{
-    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket", "leaky_bucket"};
-
-/// Which algorithms each optional algorithm parameter applies to.
-struct ParamRule {
-  std::string_view key;
-  std::vector<Algorithm> algorithms;
-};
-
-const std::vector<ParamRule>& paramRules() {
-  static const std::vector<ParamRule> kRules{
-      {"burst", {Algorithm::kTokenBucket, Algorithm::kLeakyBucket}},
-      {"min_interval", {Algorithm::kSlidingWindowLog}},
-      {"count_rejected",
-       {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter}},
-      {"shape", {Algorithm::kLeakyBucket}},
-      {"warmup", {Algorithm::kTokenBucket}},
-  };
-  return kRules;
-}
-
-bool contains(std::span<const std::string_view> list, std::string_view word) {
-  return std::find(list.begin(), list.end(), word) != list.end();
-}
-
-std::string inQuotes(std::string_view text) {
-  std::string out = "'";
-  out += text;
-  out += '\'';
-  return out;
-}
-
-/// One `key: value` pair of a YAML mapping, with both nodes for their positions.
-struct Field {
-  YAML::Node key;
-  YAML::Node value;
-};
-using Fields = std::map<std::string, Field, std::less<>>;
-
-/// A `replaces` reference, checked once the whole domain is known.
-struct ReplacesRef {
-  std::string name;
-  SourceLocation location;
-};
-
-/// Bounds on `metadata`: YAML aliases can make a node refer to itself or repeat a subtree
-/// exponentially, so the conversion stops at this depth or number of nodes.
-constexpr int kMaxMetadataDepth = 32;
-constexpr std::size_t kMaxMetadataNodes = 10'000;
-
-/// Converts `metadata` (any YAML) to JSON: plain scalars keep their YAML type, quoted ones
-/// stay strings. nullopt when it exceeds the bounds above; `budget` counts nodes down.
-std::optional<nlohmann::json> yamlToJson(const YAML::Node& node, int depth, std::size_t& budget) {
-  if (depth > kMaxMetadataDepth || budget == 0) {
-    return std::nullopt;
-  }
-  --budget;
-  switch (node.Type()) {
-    case YAML::NodeType::Sequence: {
-      nlohmann::json array = nlohmann::json::array();
-      for (const auto& item : node) {
-        auto value = yamlToJson(item, depth + 1, budget);
-        if (!value) {
-          return std::nullopt;
-        }
-        array.push_back(std::move(*value));
-      }
-      return array;
-    }
-    case YAML::NodeType::Map: {
-      nlohmann::json object = nlohmann::json::object();
-      for (const auto& item : node) {
-        if (!item.first.IsScalar()) {
-          return std::nullopt;
-        }
-        auto value = yamlToJson(item.second, depth + 1, budget);
-        if (!value) {
-          return std::nullopt;
-        }
-        object[item.first.Scalar()] = std::move(*value);
-      }
-      return object;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string& text = node.Scalar();
-      if (node.Tag() == "!") {
-        return text;
-      }
-      if (text == "true" || text == "True" || text == "TRUE") {
-        return true;
-      }
-      if (text == "false" || text == "False" || text == "FALSE") {
-        return false;
-      }
-      if (text == "null" || text == "~" || text == "Null" || text == "NULL") {
-        return nullptr;
-      }
-      const bool numeric_start =
-          !text.empty() && (std::isdigit(static_cast<unsigned char>(text.front())) != 0 ||
-                            text.front() == '-' || text.front() == '.');
-      if (!numeric_start) {
-        return text;
-      }
-      std::int64_t integer = 0;
-      const auto [int_end, int_ec] =
-          std::from_chars(text.data(), text.data() + text.size(), integer);
-      if (int_ec == std::errc{} && int_end == text.data() + text.size()) {
-        return integer;
-      }
-      double real = 0;
-      const auto [real_end, real_ec] =
-          std::from_chars(text.data(), text.data() + text.size(), real);
-      if (real_ec == std::errc{} && real_end == text.data() + text.size()) {
-        return real;
-      }
-      return text;
-    }
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      break;
-  }
-  return nullptr;
-}
 
 /// Parses and validates one rules document, collecting every error instead of stopping at
 /// the first one.
 class FileParser {
  public:
   FileParser(std::string file, std::vector<RuleError>& errors)
-      : file_(std::move(file)), errors_(errors) {}
+      : reader_(std::move(file), errors), limits_(reader_) {}
 
   std::optional<DomainConfig> parseDocument(const YAML::Node& root) {
-    const std::size_t errors_before = errors_.size();
+    const std::size_t errors_before = reader_.errorsReported();
     if (!root.IsDefined() || root.IsNull()) {
-      error(SourceLocation{file_, 1, 1},
-            "the file is empty: expected a mapping with 'domain' and 'descriptors'");
+      reader_.error(SourceLocation{reader_.file(), 1, 1},
+                    "the file is empty: expected a mapping with 'domain' and 'descriptors'");
       return std::nullopt;
     }
     if (!root.IsMap()) {
-      error(at(root), "the file must be a mapping with 'domain' and 'descriptors'");
+      reader_.error(reader_.at(root), "the file must be a mapping with 'domain' and 'descriptors'");
       return std::nullopt;
     }
-    const Fields fields = readFields(root, Section::kRoot);
+    const Fields fields = reader_.readFields(root, Section::kRoot);
     DomainConfig domain;
-    domain.location = at(root);
+    domain.location = reader_.at(root);
     if (const auto it = fields.find("domain"); it == fields.end()) {
-      error(at(root), "missing 'domain'");
-    } else if (auto name = readString(it->second, "domain")) {
+      reader_.error(reader_.at(root), "missing 'domain'");
+    } else if (auto name = reader_.readString(it->second, "domain")) {
       if (name->empty()) {
-        error(at(it->second), "'domain' must not be empty");
+        reader_.error(reader_.at(it->second), "'domain' must not be empty");
       }
       domain.domain = std::move(*name);
-      domain.location = at(it->second);
+      domain.location = reader_.at(it->second);
     }
     domain_ = domain.domain;
     domain.domain_limits = parseNodeLimits(fields, domain.domain, false);
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
       parseDescriptors(it->second, domain.domain, domain.descriptors, domain.descriptors_index);
     }
-    checkReplaces();
-    if (errors_.size() != errors_before) {
+    limits_.checkReplaces(domain_);
+    if (reader_.errorsReported() != errors_before) {
       return std::nullopt;
     }
     return domain;
   }
 
  private:
-  void error(SourceLocation location, std::string message) {
-    ++error_count_;
-    if (error_count_ <= kMaxErrors) {
-      errors_.push_back(RuleError{std::move(location), std::move(message)});
-    } else if (error_count_ == kMaxErrors + 1) {
-      // Line 0: printed as "file: message" and sorted after the file's other errors.
-      errors_.push_back(RuleError{
-          SourceLocation{file_, 0, 0},
-          "too many errors; only the first " + std::to_string(kMaxErrors) + " are shown"});
-    }
-  }
-
-  SourceLocation at(const YAML::Mark& mark) const {
-    if (mark.is_null() || mark.line < 0) {
-      return SourceLocation{file_, 1, 1};
-    }
-    return SourceLocation{file_, mark.line + 1, mark.column + 1};
-  }
-  SourceLocation at(const YAML::Node& node) const { return at(node.Mark()); }
-  /// The value's position, or the key's when the value is empty (yaml-cpp places an empty
-  /// value at the start of the next token, often on the next line).
-  SourceLocation at(const Field& field) const {
-    if (!field.value.IsDefined() || field.value.IsNull() || field.value.Mark().is_null()) {
-      return at(field.key);
-    }
-    return at(field.value);
-  }
-
-  /// Reads a mapping's fields; reports unknown keys (with a did-you-mean), non-string keys
-  /// and keys given twice.
-  Fields readFields(const YAML::Node& map, Section section) {
-    const std::span<const std::string_view> allowed = keysOf(section);
-    Fields fields;
-    for (const auto& item : map) {
-      const YAML::Node& key = item.first;
-      if (!key.IsScalar()) {
-        error(at(key), "a key must be a plain string " + std::string(nameOf(section)));
-        continue;
-      }
-      const std::string& name = key.Scalar();
-      if (!contains(allowed, name)) {
-        error(at(key), unknownKeyMessage(name, section));
-        continue;
-      }
-      if (const auto it = fields.find(name); it != fields.end()) {
-        error(at(key), "duplicate key " + inQuotes(name) + " (first given at line " +
-                           std::to_string(at(it->second.key).line) + ")");
-        continue;
-      }
-      fields.emplace(name, Field{key, item.second});
-    }
-    return fields;
-  }
-
-  static std::string unknownKeyMessage(const std::string& name, Section section) {
-    const std::span<const std::string_view> allowed = keysOf(section);
-    std::string message = "unknown key " + inQuotes(name) + " " + std::string(nameOf(section));
-    if (const auto suggestion = closestMatch(name, allowed)) {
-      return message + " (did you mean " + inQuotes(*suggestion) + "?)";
-    }
-    const bool at_node = section == Section::kRoot || section == Section::kDescriptor;
-    if (at_node && contains(kLimitKeys, name)) {
-      return message + " (" + inQuotes(name) + " belongs inside 'rate_limit')";
-    }
-    if (section == Section::kLimit && contains(kDescriptorKeys, name)) {
-      return message + " (" + inQuotes(name) +
-             " belongs to the descriptor, not inside a rate limit)";
-    }
-    if (const auto elsewhere = closestMatch(name, kLimitKeys); elsewhere && at_node) {
-      return message + " (did you mean " + inQuotes(*elsewhere) + " inside 'rate_limit'?)";
-    }
-    std::string expected;
-    for (const std::string_view key : allowed) {
-      expected += expected.empty() ? "" : ", ";
-      expected += key;
-    }
-    return message + " (expected one of: " + expected + ")";
-  }
-
-  std::optional<std::string> readString(const Field& field, std::string_view name) {
-    if (field.value.IsNull()) {
-      return std::string();
-    }
-    if (!field.value.IsScalar()) {
-      error(at(field), inQuotes(name) + " must be a string, not a " + kindOf(field.value));
-      return std::nullopt;
-    }
-    return field.value.Scalar();
-  }
-
-  std::optional<bool> readBool(const Field& field, std::string_view name) {
-    if (field.value.IsScalar() && field.value.Tag() != "!") {
-      std::string text = field.value.Scalar();
-      std::transform(text.begin(), text.end(), text.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (text == "true" || text == "yes" || text == "on") {
-        return true;
-      }
-      if (text == "false" || text == "no" || text == "off") {
-        return false;
-      }
-    }
-    error(at(field), inQuotes(name) + " must be true or false, got " + describe(field.value));
-    return std::nullopt;
-  }
-
-  std::optional<std::int64_t> readInteger(const Field& field, std::string_view name,
-                                          std::int64_t min, std::int64_t max) {
-    const std::string requirement =
-        min == 0 ? "a non-negative integer" : "an integer >= " + std::to_string(min);
-    if (!field.value.IsScalar() || field.value.Tag() == "!") {
-      error(at(field),
-            inQuotes(name) + " must be " + requirement + ", got " + describe(field.value));
-      return std::nullopt;
-    }
-    const std::string& text = field.value.Scalar();
-    std::string_view digits = text;
-    if (!digits.empty() && digits.front() == '+') {
-      digits.remove_prefix(1);
-    }
-    const bool all_digits =
-        !digits.empty() &&
-        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-    std::int64_t value = 0;
-    if (all_digits) {
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-      if (ec == std::errc::result_out_of_range || (ec == std::errc{} && value > max)) {
-        error(at(field),
-              inQuotes(name) + " is too large: " + text + " (at most " + std::to_string(max) + ")");
-        return std::nullopt;
-      }
-      if (ec == std::errc{} && end == digits.data() + digits.size() && value >= min) {
-        return value;
-      }
-    }
-    error(at(field), inQuotes(name) + " must be " + requirement + ", got " + inQuotes(text));
-    return std::nullopt;
-  }
-
-  std::optional<Micros> readDuration(const Field& field, std::string_view name) {
-    if (field.value.IsScalar()) {
-      if (const auto duration = parseDuration(field.value.Scalar())) {
-        if (*duration > kMaxRuleSpanMicros) {
-          error(at(field), inQuotes(name) + " is too long: " + inQuotes(field.value.Scalar()) +
-                               " (at most 10 years)");
-          return std::nullopt;
-        }
-        return duration;
-      }
-    }
-    error(at(field), "malformed duration " + describe(field.value) + " for " + inQuotes(name) +
-                         " (expected a whole number and a unit: us, ms, s, m, h or d, "
-                         "e.g. 250ms or 2s)");
-    return std::nullopt;
-  }
-
-  static std::string kindOf(const YAML::Node& node) {
-    if (node.IsMap()) {
-      return "mapping";
-    }
-    if (node.IsSequence()) {
-      return "list";
-    }
-    return node.IsNull() ? "null" : "string";
-  }
-
-  static std::string describe(const YAML::Node& node) {
-    if (node.IsScalar()) {
-      return node.Tag() == "!" ? "the string \"" + node.Scalar() + "\"" : inQuotes(node.Scalar());
-    }
-    return "a " + kindOf(node);
-  }
-
   /// Parses a `descriptors:` list into `out` and indexes it; reports duplicates.
   void parseDescriptors(const Field& field, const std::string& parent_name,
                         std::vector<DescriptorNode>& out, DescriptorLevelIndex& index) {
@@ -428,19 +87,21 @@ class FileParser {
       return;
     }
     if (!field.value.IsSequence()) {
-      error(at(field),
-            "'descriptors' must be a list of mappings with 'key', not a " + kindOf(field.value));
+      reader_.error(reader_.at(field),
+                    "'descriptors' must be a list of mappings with 'key', not a " +
+                        YamlReader::kindOf(field.value));
       return;
     }
     // Composite key (key, value) -> line, to report duplicates at one level.
     std::map<std::pair<std::string, std::string>, int> seen;
     for (const auto& item : field.value) {
       if (!item.IsMap()) {
-        error(at(item),
-              "each item of 'descriptors' must be a mapping with 'key', not a " + kindOf(item));
+        reader_.error(reader_.at(item),
+                      "each item of 'descriptors' must be a mapping with 'key', not a " +
+                          YamlReader::kindOf(item));
         continue;
       }
-      if (!spendNode(item)) {
+      if (!reader_.spendNode(item)) {
         return;
       }
       auto node = parseDescriptor(item, parent_name);
@@ -451,9 +112,10 @@ class FileParser {
       const auto [it, inserted] =
           seen.emplace(std::make_pair(node->key, node->value.value_or("")), node->location.line);
       if (!inserted) {
-        error(node->location, "duplicate descriptor composite key " +
-                                  inQuotes(parent_name + "." + node->key + value_part) +
-                                  " (first defined at line " + std::to_string(it->second) + ")");
+        reader_.error(node->location, "duplicate descriptor composite key " +
+                                          inQuotes(parent_name + "." + node->key + value_part) +
+                                          " (first defined at line " + std::to_string(it->second) +
+                                          ")");
         continue;
       }
       const std::size_t position = out.size();
@@ -474,20 +136,20 @@ class FileParser {
 
   std::optional<DescriptorNode> parseDescriptor(const YAML::Node& map,
                                                 const std::string& parent_name) {
-    const std::size_t errors_before = errors_.size();
-    const Fields fields = readFields(map, Section::kDescriptor);
+    const std::size_t errors_before = reader_.errorsReported();
+    const Fields fields = reader_.readFields(map, Section::kDescriptor);
     DescriptorNode node;
-    node.location = at(map);
+    node.location = reader_.at(map);
     if (const auto it = fields.find("key"); it == fields.end()) {
-      error(at(map), "descriptor is missing 'key'");
-    } else if (auto key = readString(it->second, "key")) {
+      reader_.error(reader_.at(map), "descriptor is missing 'key'");
+    } else if (auto key = reader_.readString(it->second, "key")) {
       if (key->empty()) {
-        error(at(it->second), "descriptor has an empty 'key'");
+        reader_.error(reader_.at(it->second), "descriptor has an empty 'key'");
       }
       node.key = std::move(*key);
     }
     if (const auto it = fields.find("value"); it != fields.end()) {
-      if (auto value = readString(it->second, "value"); value && !value->empty()) {
+      if (auto value = reader_.readString(it->second, "value"); value && !value->empty()) {
         // As in envoyproxy/ratelimit, an empty value means a key-only node.
         node.wildcard = value->find('*') != std::string::npos;
         node.value = std::move(*value);
@@ -495,7 +157,7 @@ class FileParser {
     }
     const auto flag = [&](std::string_view name, bool& out) {
       if (const auto it = fields.find(name); it != fields.end()) {
-        if (const auto value = readBool(it->second, name)) {
+        if (const auto value = reader_.readBool(it->second, name)) {
           out = *value;
         }
       }
@@ -506,20 +168,10 @@ class FileParser {
     flag("value_to_metric", node.value_to_metric);
     flag("share_threshold", node.share_threshold);
     if (node.share_threshold && !node.wildcard) {
-      error(at(fields.find("share_threshold")->second),
-            "'share_threshold' needs a wildcard 'value' (one containing '*')");
+      reader_.error(reader_.at(fields.find("share_threshold")->second),
+                    "'share_threshold' needs a wildcard 'value' (one containing '*')");
     }
-    if (const auto it = fields.find("metadata"); it != fields.end()) {
-      std::size_t budget = kMaxMetadataNodes;
-      if (auto json = yamlToJson(it->second.value, 1, budget)) {
-        node.metadata_json = json->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-      } else {
-        error(at(it->second), "'metadata' must be plain data with string keys, at most " +
-                                  std::to_string(kMaxMetadataDepth) + " levels deep and " +
-                                  std::to_string(kMaxMetadataNodes) +
-                                  " values (is an alias referring to itself?)");
-      }
-    }
+    readMetadata(fields, node);
     const std::string name =
         parent_name + "." + node.key + (node.value ? "_" + *node.value : std::string());
     node.limits = parseNodeLimits(fields, name, node.shadow_mode);
@@ -528,18 +180,36 @@ class FileParser {
     }
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
       if (depth_ >= kMaxDepth) {
-        error(at(it->second.key),
-              "descriptors are nested deeper than " + std::to_string(kMaxDepth) + " levels");
+        reader_.error(reader_.at(it->second.key), "descriptors are nested deeper than " +
+                                                      std::to_string(kMaxDepth) + " levels");
       } else {
         ++depth_;
         parseDescriptors(it->second, name, node.children, node.children_index);
         --depth_;
       }
     }
-    if (errors_.size() != errors_before) {
+    if (reader_.errorsReported() != errors_before) {
       return std::nullopt;
     }
     return node;
+  }
+
+  /// `metadata:` as compact JSON, within the bounds of rules_detail::yamlToJson.
+  void readMetadata(const Fields& fields, DescriptorNode& node) {
+    const auto it = fields.find("metadata");
+    if (it == fields.end()) {
+      return;
+    }
+    std::size_t budget = kMaxMetadataNodes;
+    if (auto json = yamlToJson(it->second.value, 1, budget)) {
+      node.metadata_json = json->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+      reader_.error(reader_.at(it->second),
+                    "'metadata' must be plain data with string keys, at most " +
+                        std::to_string(kMaxMetadataDepth) + " levels deep and " +
+                        std::to_string(kMaxMetadataNodes) +
+                        " values (is an alias referring to itself?)");
+    }
   }
 
   /// The limits of one node (or of the domain): `rate_limit:` or `rate_limits:`.
@@ -549,41 +219,43 @@ class FileParser {
     const auto single = fields.find("rate_limit");
     const auto list = fields.find("rate_limits");
     if (single != fields.end() && list != fields.end()) {
-      error(at(list->second.key), "use either 'rate_limit' or 'rate_limits' on one node, not both");
+      reader_.error(reader_.at(list->second.key),
+                    "use either 'rate_limit' or 'rate_limits' on one node, not both");
       return limits;
     }
     if (single != fields.end()) {
       if (!single->second.value.IsMap()) {
-        error(at(single->second),
-              "'rate_limit' must be a mapping with 'unit' and "
-              "'requests_per_unit', not a " +
-                  kindOf(single->second.value));
-      } else if (auto limit = parseLimit(single->second.value, base_name, 0, shadow)) {
+        reader_.error(reader_.at(single->second),
+                      "'rate_limit' must be a mapping with 'unit' and "
+                      "'requests_per_unit', not a " +
+                          YamlReader::kindOf(single->second.value));
+      } else if (auto limit = limits_.parse(single->second.value, base_name, 0, shadow)) {
         limits.push_back(std::move(*limit));
       }
     }
     if (list != fields.end()) {
       const YAML::Node& items = list->second.value;
       if (!items.IsSequence() || items.size() == 0) {
-        error(at(list->second), "'rate_limits' must be a non-empty list of rate limits");
+        reader_.error(reader_.at(list->second),
+                      "'rate_limits' must be a non-empty list of rate limits");
         return limits;
       }
       std::map<std::string, int> names;
       std::size_t index = 0;
       for (const auto& item : items) {
         if (!item.IsMap()) {
-          error(at(item),
-                "each item of 'rate_limits' must be a mapping with 'unit' and "
-                "'requests_per_unit', not a " +
-                    kindOf(item));
-        } else if (auto limit = parseLimit(item, base_name + "[" + std::to_string(index) + "]",
-                                           index, shadow)) {
+          reader_.error(reader_.at(item),
+                        "each item of 'rate_limits' must be a mapping with 'unit' and "
+                        "'requests_per_unit', not a " +
+                            YamlReader::kindOf(item));
+        } else if (auto limit = limits_.parse(item, base_name + "[" + std::to_string(index) + "]",
+                                              index, shadow)) {
           if (limit->explicit_name) {
             const auto [it, inserted] = names.emplace(limit->name, limit->location.line);
             if (!inserted) {
-              error(limit->location, "duplicate rate limit name " + inQuotes(limit->name) +
-                                         " on one node (first at line " +
-                                         std::to_string(it->second) + ")");
+              reader_.error(limit->location, "duplicate rate limit name " + inQuotes(limit->name) +
+                                                 " on one node (first at line " +
+                                                 std::to_string(it->second) + ")");
             }
           }
           limits.push_back(std::move(*limit));
@@ -594,237 +266,14 @@ class FileParser {
     return limits;
   }
 
-  std::optional<RateLimit> parseLimit(const YAML::Node& map, const std::string& generated_name,
-                                      std::size_t index, bool shadow) {
-    if (!spendNode(map)) {
-      return std::nullopt;
-    }
-    const std::size_t errors_before = errors_.size();
-    const Fields fields = readFields(map, Section::kLimit);
-    const auto find = [&](std::string_view key) -> const Field* {
-      const auto it = fields.find(key);
-      return it == fields.end() ? nullptr : &it->second;
-    };
-    RateLimit limit;
-    limit.location = at(map);
-    limit.shadow_mode = shadow;
-    if (const Field* field = find("unlimited")) {
-      limit.unlimited = readBool(*field, "unlimited").value_or(false);
-    }
-    if (const Field* field = find("unit")) {
-      if (limit.unlimited) {
-        error(at(field->key), "should not specify 'unit' when 'unlimited' is true");
-      } else if (const auto text = readString(*field, "unit")) {
-        if (const auto unit = parseUnit(*text)) {
-          limit.unit = *unit;
-        } else {
-          std::string message = "invalid unit " + inQuotes(*text) +
-                                " (expected second, minute, hour, day, week, month or year)";
-          if (const auto suggestion = closestMatch(*text, kUnitNames)) {
-            message += "; did you mean " + inQuotes(*suggestion) + "?";
-          }
-          error(at(*field), message);
-        }
-      }
-    } else if (!limit.unlimited) {
-      error(at(map), "rate limit is missing 'unit'");
-    }
-    if (const Field* field = find("requests_per_unit")) {
-      limit.requests_per_unit = readInteger(*field, "requests_per_unit", 0, kMaxCount).value_or(0);
-    } else if (!limit.unlimited) {
-      error(at(map),
-            "rate limit is missing 'requests_per_unit' (envoyproxy/ratelimit would read it as 0 "
-            "and block all traffic; write 'requests_per_unit: 0' if that is intended)");
-    }
-    if (const Field* field = find("unit_multiplier")) {
-      if (const auto multiplier = readInteger(*field, "unit_multiplier", 1, kMaxCount)) {
-        if (*multiplier > kMaxRuleSpanMicros / unitMicros(limit.unit)) {
-          error(at(*field), "'unit_multiplier' " + std::to_string(*multiplier) +
-                                " makes the window too long (at most 10 years)");
-        } else {
-          limit.unit_multiplier = *multiplier;
-        }
-      }
-    }
-    if (const Field* field = find("name")) {
-      if (auto name = readString(*field, "name")) {
-        if (name->empty()) {
-          error(at(*field), "'name' must not be empty");
-        } else {
-          limit.name = std::move(*name);
-          limit.explicit_name = true;
-          names_.insert(limit.name);
-        }
-      }
-    }
-    // After `name`, wherever the keys are in the file, so a self-reference is caught.
-    if (const Field* field = find("replaces")) {
-      parseReplaces(*field, limit);
-    }
-    bool algorithm_known = true;
-    if (const Field* field = find("algorithm")) {
-      if (const auto text = readString(*field, "algorithm")) {
-        if (const auto algorithm = parseAlgorithm(*text)) {
-          limit.params.algorithm = *algorithm;
-        } else {
-          algorithm_known = false;
-          std::string message =
-              "unknown algorithm " + inQuotes(*text) + " (expected one of " + kAlgorithmList + ")";
-          if (const auto suggestion = closestMatch(*text, kAlgorithmNames)) {
-            message += "; did you mean " + inQuotes(*suggestion) + "?";
-          }
-          error(at(*field), message);
-        }
-      } else {
-        algorithm_known = false;
-      }
-    }
-    const Algorithm algorithm = limit.params.algorithm;
-    std::optional<std::int64_t> burst;
-    for (const ParamRule& rule : paramRules()) {
-      const Field* field = find(rule.key);
-      if (field == nullptr) {
-        continue;
-      }
-      if (algorithm_known && std::find(rule.algorithms.begin(), rule.algorithms.end(), algorithm) ==
-                                 rule.algorithms.end()) {
-        std::string applies;
-        for (const Algorithm a : rule.algorithms) {
-          applies += applies.empty() ? "" : ", ";
-          applies += algorithmName(a);
-        }
-        error(at(field->key), inQuotes(rule.key) + " does not apply to algorithm " +
-                                  inQuotes(algorithmName(algorithm)) + " (only to " + applies +
-                                  ")");
-        continue;
-      }
-      if (rule.key == "burst") {
-        burst = readInteger(*field, "burst", 1, kMaxCount);
-      } else if (rule.key == "min_interval") {
-        limit.params.min_interval_us = readDuration(*field, "min_interval").value_or(0);
-      } else if (rule.key == "count_rejected") {
-        limit.params.count_rejected = readBool(*field, "count_rejected").value_or(false);
-      } else if (rule.key == "shape") {
-        limit.params.shape = readBool(*field, "shape").value_or(false);
-      } else if (rule.key == "warmup") {
-        limit.params.warmup_us = readDuration(*field, "warmup").value_or(0);
-      }
-    }
-    // A full bucket takes burst x W / L to drain; the algorithms add it to the current time.
-    if (const Field* field = find("burst");
-        field != nullptr && burst && limit.requests_per_unit > 0 &&
-        static_cast<double>(*burst) * static_cast<double>(unitMicros(limit.unit)) *
-                static_cast<double>(limit.unit_multiplier) /
-                static_cast<double>(limit.requests_per_unit) >
-            static_cast<double>(kMaxRuleSpanMicros)) {
-      error(at(*field), "'burst' " + std::to_string(*burst) +
-                            " makes a full bucket last too long (burst x window / "
-                            "requests_per_unit must be at most 10 years)");
-    }
-    // GCRA keeps time in 1/L microsecond steps; the Redis scripts reproduce it exactly only
-    // while every intermediate (at most burst x requests_per_unit) fits a double's 53 bits.
-    if (algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket) {
-      const std::int64_t capacity = burst.value_or(limit.requests_per_unit);
-      const Field* field = find("burst");
-      if (field == nullptr) {
-        field = find("requests_per_unit");
-      }
-      if (field != nullptr && capacity > 0 && limit.requests_per_unit > 0 &&
-          capacity > ((std::int64_t{1} << 53) - 1) / limit.requests_per_unit) {
-        error(at(*field),
-              "burst x requests_per_unit (" + std::to_string(capacity) + " x " +
-                  std::to_string(limit.requests_per_unit) + ") must stay below 2^53 for " +
-                  std::string(algorithmName(algorithm)) + " (exact arithmetic in the Redis store)");
-      }
-    }
-    if (errors_.size() != errors_before) {
-      return std::nullopt;
-    }
-    if (!limit.explicit_name) {
-      limit.name = generated_name;
-    }
-    limit.slot =
-        limit.explicit_name ? "n" + escapeKeyPart(limit.name) : "i" + std::to_string(index);
-    limit.params.limit = limit.requests_per_unit;
-    limit.params.window_us = unitMicros(limit.unit) * limit.unit_multiplier;
-    const bool bucket =
-        algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucket;
-    limit.params.burst = bucket ? burst.value_or(limit.requests_per_unit) : 0;
-    return limit;
-  }
-
-  void parseReplaces(const Field& field, RateLimit& limit) {
-    if (!field.value.IsSequence()) {
-      error(at(field),
-            "'replaces' must be a list of mappings with 'name', not a " + kindOf(field.value));
-      return;
-    }
-    for (const auto& item : field.value) {
-      if (!item.IsMap()) {
-        error(at(item),
-              "each 'replaces' entry must be a mapping with 'name', not a " + kindOf(item));
-        continue;
-      }
-      const Fields entry = readFields(item, Section::kReplaces);
-      const auto it = entry.find("name");
-      std::optional<std::string> name;
-      if (it != entry.end()) {
-        name = readString(it->second, "name");
-        if (!name) {
-          continue;
-        }
-      }
-      if (!name || name->empty()) {
-        error(at(item), "should not have an empty 'replaces' entry: it needs a 'name'");
-        continue;
-      }
-      if (limit.explicit_name && *name == limit.name) {
-        error(at(it->second), "a rate limit cannot replace itself (" + inQuotes(*name) + ")");
-        continue;
-      }
-      limit.replaces.push_back(*name);
-      replaces_refs_.push_back(ReplacesRef{*name, at(it->second)});
-    }
-  }
-
-  /// Runs after the whole domain is read: no limit replaces itself, every replaced name exists.
-  void checkReplaces() {
-    for (const ReplacesRef& ref : replaces_refs_) {
-      if (names_.count(ref.name) == 0) {
-        error(ref.location, "replaces " + inQuotes(ref.name) + ", but no rate limit in domain " +
-                                inQuotes(domain_) + " has that name");
-      }
-    }
-  }
-
-  /// Counts one descriptor or limit against the file's budget; reports (once) and returns
-  /// false when it is spent. Aliases can repeat a subtree exponentially: this keeps a small
-  /// file from taking the reload thread's time and memory.
-  bool spendNode(const YAML::Node& node) {
-    if (++nodes_ <= kMaxNodes) {
-      return true;
-    }
-    if (nodes_ == kMaxNodes + 1) {
-      error(at(node), "more than " + std::to_string(kMaxNodes) +
-                          " descriptors and limits in one file (is an alias repeated?)");
-    }
-    return false;
-  }
-
   /// Bounds the recursion (and the stack of the thread that reloads); real trees are a few
   /// levels deep.
   static constexpr int kMaxDepth = 64;
-  static constexpr std::size_t kMaxNodes = 100'000;
-  static constexpr std::size_t kMaxErrors = 1'000;
-  std::size_t nodes_ = 0;
-  std::size_t error_count_ = 0;
 
-  std::string file_;
-  std::vector<RuleError>& errors_;
+  YamlReader reader_;
+  LimitParser limits_;
   int depth_ = 1;
   std::string domain_;
-  std::set<std::string> names_;
-  std::vector<ReplacesRef> replaces_refs_;
 };
 
 std::uint64_t fnv1a(std::uint64_t hash, std::string_view bytes) {

@@ -1,6 +1,7 @@
-// The forward-auth request a proxy sends to /check (src/http/forward_auth.cpp): addresses
-// (peer, X-Forwarded-For), CIDR blocks, the original URI and method headers, path
-// normalization, cookies, query parameters, and the descriptors built from all of them.
+// The forward-auth request a proxy sends to /check (src/http/request_attributes.cpp and
+// ip_network.cpp): addresses (peer, X-Forwarded-For), CIDR blocks, the original URI and
+// method headers, path normalization, cookies, query parameters, and the descriptors built
+// from all of them.
 //
 // Input: line 1 the peer, line 2 the request target, line 3 the method, every further line
 // a header "Name: value".

@@ -1,8 +1,8 @@
 // Rules files (ops write them, reload reads them while serving): loadRulesFromStrings
-// (src/rules/loader.cpp), then what runs on every loaded RuleSet: rulesToJson (GET /rules),
-// matchRequest on descriptors built from the rules themselves, and the limiter on every
-// matched limit. A NUL byte in the input starts another file, so cross-file checks
-// (duplicate domains) are reached too.
+// (src/rules/loader.cpp, limit_parser.cpp), then what runs on every loaded RuleSet: rulesToJson
+// (GET /rules), matchRequest on descriptors built from the rules themselves, and the limiter on
+// every matched limit. A NUL byte in the input starts another file, so cross-file checks (duplicate
+// domains) are reached too.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,0 +1,435 @@
+#include "http/session.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/read.hpp>
+#include <exception>
+#include <utility>
+
+#include "http/worker.hpp"
+
+namespace sluice::http {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+
+// After answering a request we refuse (413, 431, 400), the client may still be sending:
+// read and discard for a while so that closing does not reset the connection before the
+// client has read the answer.
+constexpr auto kLingerTimeout = std::chrono::seconds(2);
+constexpr std::size_t kMaxLingerBytes = 8 << 20;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+}  // namespace
+
+Session::Session(tcp::socket socket, Worker& worker)
+    : worker_(worker),
+      options_(worker.options),
+      socket_(std::move(socket)),
+      buffer_(worker.options.max_header_bytes + worker.options.max_body_bytes + kReadChunk),
+      idle_deadline_(socket_.get_executor()),
+      request_deadline_(socket_.get_executor()),
+      write_deadline_(socket_.get_executor()) {}
+
+Session::~Session() { worker_.sessionGone(this); }
+
+void Session::start() {
+  worker_.sessions.insert(this);
+  beast::error_code ec;
+  auto remote = socket_.remote_endpoint(ec);
+  if (!ec) {
+    auto address = remote.address();
+    if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+      address = net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6());
+    }
+    peer_ = address.to_string();
+  }
+  doRead();
+}
+
+void Session::shutdown() {
+  if (closed_) {
+    return;
+  }
+  if (queue_.empty() && !writing_ && !(reading_ && phase_ == Phase::kRequest)) {
+    close();
+  }
+}
+
+// ---- reading ------------------------------------------------------------------------
+
+void Session::doRead() {
+  if (closed_ || reading_ || no_more_reads_ || lingering_ ||
+      queue_.size() >= options_.max_pipelined) {
+    return;
+  }
+  if (worker_.stopping && buffer_.size() == 0) {
+    // Draining: requests already received are served, new ones are not awaited.
+    no_more_reads_ = true;
+    closeIfDone();
+    return;
+  }
+  reading_ = true;
+  if (buffer_.size() > 0) {
+    readRequest();
+    return;
+  }
+  phase_ = Phase::kIdleWait;
+  updateIdleTimer();
+  socket_.async_read_some(buffer_.prepare(kReadChunk),
+                          [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                            self->onFirstBytes(ec, n);
+                          });
+}
+
+// The idle deadline runs only while nothing is pending: an answer held for shaping or a
+// slow store must not make the connection look idle.
+void Session::updateIdleTimer() {
+  if (!(reading_ && phase_ == Phase::kIdleWait) || closed_) {
+    return;
+  }
+  if (queue_.empty() && !writing_) {
+    setDeadline(idle_deadline_, Clock::now() + options_.idle_timeout);
+  } else {
+    clearDeadline(idle_deadline_);
+  }
+}
+
+void Session::onFirstBytes(beast::error_code ec, std::size_t n) {
+  if (lingering_ || closed_) {
+    return;
+  }
+  buffer_.commit(n);
+  if (ec) {
+    reading_ = false;
+    clearDeadline(idle_deadline_);
+    if (ec == net::error::eof) {
+      no_more_reads_ = true;
+      closeIfDone();
+    } else {
+      close();
+    }
+    return;
+  }
+  readRequest();
+}
+
+void Session::readRequest() {
+  phase_ = Phase::kRequest;
+  parser_.emplace();
+  parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
+  parser_->body_limit(options_.max_body_bytes);
+  clearDeadline(idle_deadline_);
+  setDeadline(request_deadline_, Clock::now() + options_.request_timeout);
+  bhttp::async_read_header(
+      socket_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+}
+
+void Session::onHeader(beast::error_code ec) {
+  if (lingering_ || closed_) {
+    return;
+  }
+  if (ec) {
+    onRequest(ec);
+    return;
+  }
+  auto expect = parser_->get()[bhttp::field::expect];
+  if (beast::iequals(expect, "100-continue") && !parser_->is_done() && !writing_ &&
+      queue_.empty()) {
+    writing_ = true;
+    net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
+                     [self = shared_from_this()](beast::error_code wec, std::size_t) {
+                       self->writing_ = false;
+                       if (self->closed_ || self->lingering_) {
+                         return;
+                       }
+                       if (wec) {
+                         self->close();
+                         return;
+                       }
+                       self->readBody();
+                     });
+    return;
+  }
+  readBody();
+}
+
+void Session::readBody() {
+  bhttp::async_read(
+      socket_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRequest(ec); });
+}
+
+void Session::onRequest(beast::error_code ec) {
+  if (lingering_ || closed_) {
+    return;
+  }
+  reading_ = false;
+  clearDeadline(request_deadline_);
+  if (ec) {
+    onReadError(ec);
+    return;
+  }
+  BeastRequest req = parser_->release();
+  parser_.reset();
+  bool keep_alive = req.keep_alive() && !worker_.stopping;
+  if (!keep_alive) {
+    no_more_reads_ = true;
+  }
+  QueuedResponse& entry = enqueue(keep_alive, req.version());
+  dispatch(std::move(req), entry.id);
+  doRead();
+}
+
+void Session::onReadError(beast::error_code ec) {
+  if (ec == bhttp::error::end_of_stream) {
+    no_more_reads_ = true;
+    closeIfDone();
+    return;
+  }
+  unsigned version = parser_ && parser_->get().version() >= 10 ? parser_->get().version() : 11;
+  if (ec == bhttp::error::body_limit) {
+    refuse(413,
+           "body: larger than the limit of " + std::to_string(options_.max_body_bytes) + " bytes",
+           version);
+  } else if (ec == bhttp::error::header_limit) {
+    refuse(
+        431,
+        "headers: larger than the limit of " + std::to_string(options_.max_header_bytes) + " bytes",
+        version);
+  } else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
+             ec != bhttp::error::partial_message) {
+    refuse(400, "request: malformed HTTP (" + ec.message() + ")", version);
+  } else {
+    // Network errors, a client gone mid-request, or our deadline closing the socket.
+    close();
+  }
+}
+
+/// Answers a request that could not be read, then closes the connection.
+void Session::refuse(int status, const std::string& message, unsigned version) {
+  no_more_reads_ = true;
+  QueuedResponse& entry = enqueue(false, version);
+  entry.route_index = worker_.router ? worker_.router->routes().size() : 0;
+  complete(entry.id, jsonError(status, message));
+}
+
+// ---- dispatching --------------------------------------------------------------------
+
+QueuedResponse& Session::enqueue(bool keep_alive, unsigned version) {
+  return queue_.push(keep_alive, version, Clock::now());
+}
+
+void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
+  // One Request per session, refilled in place: its strings keep their capacity.
+  Request& request = request_;
+  request.method.assign(req.method_string());
+  request.target.assign(req.target());
+  request.path.assign(request.target, 0, request.target.find('?'));
+  std::size_t count = 0;
+  for (const auto& field : req) {
+    if (count == request.headers.size()) {
+      request.headers.emplace_back();
+    }
+    Header& header = request.headers[count++];
+    header.name.assign(field.name_string());
+    header.value.assign(field.value());
+  }
+  request.headers.resize(count);
+  request.body = std::move(req.body());
+  if (request.peer != peer_) {
+    request.peer = peer_;
+  }
+
+  const Router& router = *worker_.router;
+  Router::Match match = router.route(request.method, request.path);
+  queue_.find(id)->route_index = match.route_index;
+  if (match.route == nullptr) {
+    Response response;
+    if (match.status == 405) {
+      response = jsonError(405, "method: " + request.method + " is not allowed on " + request.path +
+                                    " (allowed: " + match.allow + ")");
+      response.headers.push_back(Header{"Allow", match.allow});
+    } else {
+      response = jsonError(404, "path: no endpoint " + request.path);
+    }
+    complete(id, std::move(response));
+    return;
+  }
+  Respond respond = [self = shared_from_this(), id](Response response) {
+    self->complete(id, std::move(response));
+  };
+  try {
+    match.route->handler(request_, std::move(respond));
+  } catch (const std::exception& e) {
+    spdlog::error("handler for {} {} failed: {}", request.method, request.path, e.what());
+    complete(id, jsonError(500, "internal error"));
+  }
+}
+
+void Session::complete(std::uint64_t id, Response response) {
+  if (closed_) {
+    return;
+  }
+  QueuedResponse* entry = queue_.find(id);
+  if (entry == nullptr || entry->answered) {
+    return;
+  }
+  entry->answered = true;
+  if (entry->route_index < worker_.latency.size()) {
+    worker_.latency[entry->route_index]->observe(
+        std::chrono::duration<double>(Clock::now() - entry->started).count());
+  }
+  auto hold = response.hold;
+  entry->response = std::move(response);
+  if (hold.count() > 0) {
+    entry->hold_timer = std::make_unique<net::steady_timer>(socket_.get_executor());
+    entry->hold_timer->expires_after(hold);
+    entry->hold_timer->async_wait([self = shared_from_this(), id](beast::error_code ec) {
+      if (ec || self->closed_) {
+        return;
+      }
+      if (QueuedResponse* s = self->queue_.find(id)) {
+        s->ready = true;
+        self->maybeWrite();
+      }
+    });
+    return;
+  }
+  entry->ready = true;
+  maybeWrite();
+}
+
+// ---- writing ------------------------------------------------------------------------
+
+/// Writes every answer that is ready at the front of the queue in one write.
+void Session::maybeWrite() {
+  if (closed_ || writing_ || !queue_.frontReady()) {
+    return;
+  }
+  out_.clear();
+  bool reading_request = reading_ && phase_ == Phase::kRequest;
+  write_count_ = queue_.writeReady(out_, worker_.stopping && !reading_request);
+  writing_ = true;
+  updateIdleTimer();  // a request being read keeps its own deadline
+  setDeadline(write_deadline_, Clock::now() + options_.write_timeout);
+  net::async_write(
+      socket_, net::buffer(out_),
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onWrite(ec); });
+}
+
+void Session::onWrite(beast::error_code ec) {
+  writing_ = false;
+  clearDeadline(write_deadline_);
+  if (closed_) {
+    return;
+  }
+  if (ec) {
+    close();
+    return;
+  }
+  bool keep_alive = queue_.popWritten(write_count_);
+  write_count_ = 0;
+  if (!keep_alive) {
+    gracefulClose();
+    return;
+  }
+  if (closeIfDone()) {
+    return;
+  }
+  maybeWrite();
+  doRead();
+  updateIdleTimer();
+}
+
+// ---- closing ------------------------------------------------------------------------
+
+/// Closes when nothing is left to answer and nothing more will be read. True if closed.
+bool Session::closeIfDone() {
+  bool reading_request = reading_ && phase_ == Phase::kRequest;
+  if (queue_.empty() && !writing_ && !reading_request && (no_more_reads_ || worker_.stopping)) {
+    gracefulClose();
+    return true;
+  }
+  return false;
+}
+
+void Session::gracefulClose() {
+  if (closed_ || lingering_) {
+    return;
+  }
+  lingering_ = true;
+  no_more_reads_ = true;
+  beast::error_code ec;
+  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) {
+    close();
+    return;
+  }
+  // A pending read (waiting for the next request) completes as aborted and is ignored.
+  socket_.cancel(ec);
+  clearDeadline(idle_deadline_);
+  setDeadline(request_deadline_, Clock::now() + kLingerTimeout);
+  lingerRead();
+}
+
+void Session::lingerRead() {
+  socket_.async_read_some(net::buffer(discard_),
+                          [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                            self->lingered_ += n;
+                            if (ec || self->lingered_ > kMaxLingerBytes) {
+                              self->close();
+                              return;
+                            }
+                            self->lingerRead();
+                          });
+}
+
+void Session::close() {
+  if (closed_) {
+    return;
+  }
+  closed_ = true;
+  beast::error_code ec;
+  socket_.shutdown(tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  idle_deadline_.timer.cancel();
+  request_deadline_.timer.cancel();
+  write_deadline_.timer.cancel();
+  queue_.cancelHolds();
+}
+
+// ---- deadlines ----------------------------------------------------------------------
+
+void Session::setDeadline(Deadline& deadline, Clock::time_point when) {
+  deadline.when = when;
+  if (deadline.armed && deadline.timer.expiry() <= when) {
+    return;  // fires earlier and re-arms itself for `when`
+  }
+  deadline.armed = true;
+  deadline.timer.expires_at(when);  // a pending wait completes as aborted
+  deadline.timer.async_wait([self = shared_from_this(), &deadline](beast::error_code ec) {
+    if (ec) {
+      return;  // replaced by an earlier expiry, or the session closed
+    }
+    deadline.armed = false;
+    if (self->closed_ || deadline.when == Clock::time_point::max()) {
+      return;
+    }
+    if (deadline.when > Clock::now()) {
+      self->setDeadline(deadline, deadline.when);
+      return;
+    }
+    // A slow or idle client, a client that does not read, or a linger that ran out.
+    self->close();
+  });
+}
+
+}  // namespace sluice::http
