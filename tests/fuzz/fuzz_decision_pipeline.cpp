@@ -115,7 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto request = sluice::http::parseEnvoyRequest(body)) {
     for (int round = 0; round < 2; ++round) {
       if (const auto decision = pipeline->decide(*request)) {
-        checkResponse(sluice::http::envoyResponse(*decision));
+        checkResponse(sluice::http::envoyResponse(*request, *decision));
       }
     }
   }
