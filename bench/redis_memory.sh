@@ -7,7 +7,7 @@
 # request script exactly as src/store/redis/redis_store.cpp does (00_time_redis.lua, the
 # algorithm files in name order, 99_evaluate.lua), charges `keys` distinct buckets per
 # algorithm with one EVALSHA each (keys shaped like the server's:
-# "sluice:{<client>}:<client>|<bucket key>"), and reports:
+# "sluice:{<client>|<domain>}<rest of the bucket key>", see BucketKey), and reports:
 #   - MEMORY USAGE of one key (value + key + per-key overhead, as Redis accounts it), and
 #   - used_memory growth / keys (includes the main dictionary and expires dictionary).
 # sliding_window_log grows with its log: one key is also measured with 10 and 100 entries.
@@ -71,7 +71,7 @@ def cmd(*args):
     out.write(b"".join(parts))
 for i in range(count):
     client = "user-%09d" % i
-    key = "sluice:{%s}:%s|bench:k=v;i0;%s" % (client, client, name)
+    key = "sluice:{%s|bench}:k=v;i0;%s" % (client, name)
     cmd("EVALSHA", sha, "1", key, "", code, "100", "3600000000", "0", "0", "0", "0", "1", "-1")
 EOF
 }
@@ -84,7 +84,7 @@ for name in fixed_window sliding_window_log sliding_window_counter token_bucket 
   resp_commands "$code" "$name" "$KEYS" | cli --pipe >/dev/null
   after="$(used_memory)"
   count="$(cli DBSIZE)"
-  sample="sluice:{user-000000000}:user-000000000|bench:k=v;i0;$name"
+  sample="sluice:{user-000000000|bench}:k=v;i0;$name"
   usage="$(cli MEMORY USAGE "$sample" SAMPLES 0)"
   per_key=$(( (after - before) / count ))
   printf '%-24s %12s B %16s B\n' "$name" "$usage" "$per_key" | tee -a "$DIR/result.txt"
@@ -94,7 +94,7 @@ done
 # sliding_window_log with more entries in one bucket (one entry per request).
 for entries in 10 100; do
   cli FLUSHALL >/dev/null
-  key="sluice:{user-1}:user-1|bench:k=v;i0;swl"
+  key="sluice:{user-1|bench}:k=v;i0;swl"
   for _ in $(seq 1 "$entries"); do
     cli EVALSHA "$SHA" 1 "$key" "" 1 1000 3600000000 0 0 0 0 1 -1 >/dev/null
   done

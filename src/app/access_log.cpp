@@ -96,4 +96,38 @@ void AccessLog::write(const AccessRecord& record) {
   logger_->info(formatAccessRecord(record, format_));
 }
 
+namespace {
+
+class AccessLogObserver final : public DecisionObserver {
+ public:
+  AccessLogObserver(AccessLog& log, const Clock& clock) : log_(log), clock_(clock) {}
+
+  void observe(const DecisionRequest& request, const Result<Decision>& decision,
+               Micros started_us) override {
+    AccessRecord record;
+    record.domain = request.domain;
+    record.client = request.client_id;
+    if (decision) {
+      const LimitStatus* binding = bindingLimit(*decision);
+      record.rule = binding != nullptr ? std::string_view(binding->name) : std::string_view();
+      record.decision = decisionWord(*decision);
+      record.degraded = decision->degraded;
+    } else {
+      record.decision = "error";
+    }
+    record.latency_us = clock_.nowMicros() - started_us;
+    log_.write(record);
+  }
+
+ private:
+  AccessLog& log_;
+  const Clock& clock_;
+};
+
+}  // namespace
+
+std::unique_ptr<DecisionObserver> makeAccessLogObserver(AccessLog& log, const Clock& clock) {
+  return std::make_unique<AccessLogObserver>(log, clock);
+}
+
 }  // namespace sluice::app

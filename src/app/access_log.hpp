@@ -7,6 +7,7 @@
 #include "common/logging.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/result.hpp"
+#include "sluice/decision/decision.hpp"
 
 namespace spdlog {
 class logger;
@@ -57,5 +58,10 @@ class AccessLog {
   std::shared_ptr<spdlog::logger> logger_;
   LogFormat format_;
 };
+
+/// The access log as a decision observer: one record per decision (domain, client, binding
+/// rule, decision word or "error", degraded, latency from decide() to the answer). `log`
+/// and `clock` must outlive it.
+std::unique_ptr<DecisionObserver> makeAccessLogObserver(AccessLog& log, const Clock& clock);
 
 }  // namespace sluice::app

@@ -11,17 +11,18 @@
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "app/operations.hpp"
 #include "app/options.hpp"
 #include "app/rules_watcher.hpp"
-#include "http/decision_service.hpp"
 #include "http/forward_auth.hpp"
 #include "http/routes.hpp"
 #include "http/server.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/decision/decision_service.hpp"
 #include "sluice/rules/rules.hpp"
 #include "sluice/store/memory_store.hpp"
 #include "sluice/store/redis_store.hpp"
@@ -41,26 +42,6 @@ void setUpLogging(const std::string& level, LogFormat format) {
   }
 }
 
-std::optional<FailureMode> failureMode(const std::string& name) {
-  if (name == "open") {
-    return FailureMode::kOpen;
-  }
-  if (name == "closed") {
-    return FailureMode::kClosed;
-  }
-  if (name == "local") {
-    return FailureMode::kLocal;
-  }
-  return std::nullopt;
-}
-
-/// What one I/O thread owns besides its io_context: its store (Redis connections are per
-/// thread) and its DecisionService.
-struct ThreadServices {
-  StorePtr store;
-  std::unique_ptr<DecisionService> decisions;
-};
-
 // Every connection is a file descriptor, and the usual soft limit (1024) is far below what
 // the server accepts (max_connections_per_thread per I/O thread): raise it to the hard limit.
 void raiseOpenFileLimit() {
@@ -73,139 +54,193 @@ void raiseOpenFileLimit() {
   }
 }
 
-int serve(const AppOptions& options) {
-  std::optional<RedisOptions> redis_options;
-  std::vector<RedisOptions> cluster_seeds;
-  if (options.store == "redis" || options.store == "redis_cluster") {
-    RedisOptions base;
-    base.key_prefix = options.redis_prefix;
-    base.request_timeout = options.redis_timeout;
-    if (options.store == "redis_cluster") {
-      auto parsed = parseRedisClusterUrls(options.redis_url, base);
-      if (!parsed) {
-        std::cerr << "sluice: --redis: " << parsed.error().message << "\n";
-        return kExitUsage;
-      }
-      cluster_seeds = std::move(*parsed);
-      redis_options = cluster_seeds.front();
-    } else {
-      auto parsed = parseRedisUrl(options.redis_url, base);
-      if (!parsed) {
-        std::cerr << "sluice: --redis: " << parsed.error().message << "\n";
-        return kExitUsage;
-      }
-      redis_options = std::move(*parsed);
-    }
-  }
-
-  raiseOpenFileLimit();
-  Metrics metrics;
-  SystemClock clock;
-  http::describeHttpMetrics(metrics);
-  auto operations = Operations::create(options, metrics, clock);
-  if (!operations) {
-    std::cerr << "sluice: " << operations.error().message << "\n";
-    return kExitUsage;
-  }
-
-  http::ServerOptions server_options;
-  server_options.host = options.listen_host;
-  server_options.port = options.listen_port;
-  server_options.threads =
+http::ServerOptions serverOptions(const AppOptions& options) {
+  http::ServerOptions server;
+  server.host = options.listen_host;
+  server.port = options.listen_port;
+  server.threads =
       options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  server_options.max_body_bytes = options.max_body_bytes;
-  server_options.drain_timeout = options.drain_timeout;
-  server_options.request_timeout = options.request_timeout;
-  server_options.idle_timeout = options.idle_timeout;
-  // Declared before the per-thread services so that they are destroyed first, while the
-  // io_contexts their Redis connections live on still exist.
-  http::Server server(server_options, metrics);
-  // Polls and SIGHUP reloads run on the control context, never on an I/O thread.
-  auto watcher = RulesWatcher::create(
-      server.controlContext().get_executor(),
-      RulesWatcher::Options{.path = options.rules, .load = {options.merge_domain_config}}, metrics,
-      clock);
-  if (watcher->reloadNow().status == RulesWatcher::Status::kRejected) {
-    return kExitFailure;  // every error is logged with its location
-  }
-  if (auto status = server.listen(); !status) {
-    spdlog::critical("{}", status.error().message);
-    return kExitFailure;
-  }
+  server.max_body_bytes = options.max_body_bytes;
+  server.drain_timeout = options.drain_timeout;
+  server.request_timeout = options.request_timeout;
+  server.idle_timeout = options.idle_timeout;
+  return server;
+}
 
-  MemoryStoreOptions memory_options;
-  memory_options.max_keys = options.memory_max_keys;
-  StorePtr memory = makeMemoryStore(memory_options, clock, metrics);
+}  // namespace
 
-  std::vector<ThreadServices> threads(server.threadCount());
-  for (unsigned i = 0; i < server.threadCount(); ++i) {
-    ThreadServices& t = threads[i];
-    if (redis_options) {
-      StorePtr redis = cluster_seeds.empty()
-                           ? makeRedisStore(server.ioContext(i), *redis_options, metrics)
-                           : makeRedisClusterStore(server.ioContext(i), cluster_seeds, metrics);
-      t.store =
-          makeFailoverStore(std::move(redis), memory, *failureMode(options.failure_mode), metrics);
-    } else {
-      t.store = memory;
+/// The whole process once started (docs/architecture.md, "Layers"): the HTTP server, the
+/// rules watcher, the operators' side, and what each I/O thread owns.
+class SluiceServer {
+ public:
+  /// Builds everything; nothing serves until run(). Returns the exit code on failure.
+  static std::variant<std::unique_ptr<SluiceServer>, int> make(const AppOptions& options) {
+    std::unique_ptr<SluiceServer> s(new SluiceServer(options));
+    auto operations = Operations::create(options, s->metrics_, s->clock_);
+    if (!operations) {
+      std::cerr << "sluice: " << operations.error().message << "\n";
+      return kExitUsage;
     }
-    t.decisions =
-        http::makeDecisionService([&watcher] { return watcher->current(); }, t.store, metrics);
-    t.decisions = (*operations)->wrap(std::move(t.decisions));
+    s->operations_ = std::move(*operations);
+    // Polls and SIGHUP reloads run on the control context, never on an I/O thread.
+    s->watcher_ = RulesWatcher::create(
+        s->server_.controlContext().get_executor(),
+        RulesWatcher::Options{.path = options.rules, .load = {options.merge_domain_config}},
+        s->metrics_, s->clock_);
+    if (s->watcher_->reloadNow().status == RulesWatcher::Status::kRejected) {
+      return kExitFailure;  // every error is logged with its location
+    }
+    if (auto status = s->server_.listen(); !status) {
+      spdlog::critical("{}", status.error().message);
+      return kExitFailure;
+    }
+    MemoryStoreOptions memory_options;
+    memory_options.max_keys = options.memory_max_keys;
+    s->memory_ = makeMemoryStore(memory_options, s->clock_, s->metrics_);
+    s->threads_.resize(s->server_.threadCount());
+    for (unsigned i = 0; i < s->server_.threadCount(); ++i) {
+      s->buildThread(i);
+    }
+    if (auto status = s->operations_->start(); !status) {
+      spdlog::critical("{}", status.error().message);
+      return kExitFailure;
+    }
+    return s;
+  }
+
+  ~SluiceServer() {
+    // The per-thread services go first, while the io_contexts their Redis connections live
+    // on still exist.
+    threads_.clear();
+  }
+
+  /// Serves until SIGINT/SIGTERM (SIGHUP reloads the rules); returns the exit code.
+  int run() {
+    net::signal_set signals(server_.controlContext(), SIGINT, SIGTERM, SIGHUP);
+    std::function<void(const boost::system::error_code&, int)> on_signal =
+        [&](const boost::system::error_code& ec, int signal) {
+          if (ec) {
+            return;
+          }
+          if (signal == SIGHUP) {
+            spdlog::info("received SIGHUP, reloading the rules");
+            watcher_->requestReload();
+          } else {
+            spdlog::info("received {}, draining in-flight requests",
+                         signal == SIGTERM ? "SIGTERM" : "SIGINT");
+            server_.stop();
+          }
+          signals.async_wait(on_signal);
+        };
+    signals.async_wait(on_signal);
+
+    watcher_->start();
+    RuleSetPtr loaded = watcher_->current();
+    spdlog::info(
+        "sluice listening on {}:{} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
+        "in {} domain(s)",
+        options_.listen_host, server_.port(), server_.threadCount(), storeKindName(options_.store),
+        options_.store != StoreKind::kMemory
+            ? " (failure mode " + std::string(failureModeName(options_.failure_mode)) + ")"
+            : "",
+        options_.rules, loaded->limitCount(), loaded->domains.size());
+    server_.run();
+    operations_->stop();
+    watcher_->stop();
+    signals.cancel();
+    spdlog::info("sluice stopped");
+    return kExitOk;
+  }
+
+ private:
+  /// What one I/O thread owns besides its io_context: its store (Redis connections are per
+  /// thread), its decision metrics (their caches are not synchronised) and its service.
+  struct ThreadServices {
+    StorePtr store;
+    std::unique_ptr<DecisionObserver> metrics;
+    std::unique_ptr<DecisionService> decisions;
+  };
+
+  explicit SluiceServer(const AppOptions& options)
+      : options_(options), server_(serverOptions(options), metrics_) {
+    http::describeHttpMetrics(metrics_);
+    describeDecisionMetrics(metrics_);
+  }
+
+  StorePtr makeStore(unsigned i) {
+    switch (options_.store) {
+      case StoreKind::kMemory:
+        return memory_;
+      case StoreKind::kRedis:
+        return makeFailoverStore(
+            makeRedisStore(server_.ioContext(i), options_.redis_nodes.front(), metrics_, clock_),
+            memory_, options_.failure_mode, metrics_);
+      case StoreKind::kRedisCluster:
+        return makeFailoverStore(
+            makeRedisClusterStore(server_.ioContext(i), options_.redis_nodes, metrics_, clock_),
+            memory_, options_.failure_mode, metrics_);
+    }
+    return memory_;
+  }
+
+  /// The one place that builds an I/O thread's services and routes.
+  void buildThread(unsigned i) {
+    ThreadServices& t = threads_[i];
+    t.store = makeStore(i);
+    t.metrics = makeDecisionMetrics(metrics_);
+    DecisionServiceParts parts;
+    parts.rules = [this] { return watcher_->current(); };
+    parts.store = t.store;
+    parts.clock = &clock_;
+    parts.observers.push_back(t.metrics.get());
+    for (DecisionObserver* observer : operations_->observers()) {
+      parts.observers.push_back(observer);
+    }
+    t.decisions = makeDecisionService(std::move(parts));
+
     http::HandlerContext context;
     context.decisions = t.decisions.get();
-    context.metrics = &metrics;
-    context.rules = [&watcher] { return watcher->current(); };
+    context.metrics = &metrics_;
+    context.rules = [this] { return watcher_->current(); };
     // Ready only when every I/O thread's store is: each thread has its own Redis
     // connection, and a probe lands on one thread only.
-    context.store_healthy = [&threads] {
-      return std::all_of(threads.begin(), threads.end(),
+    context.store_healthy = [this] {
+      return std::all_of(threads_.begin(), threads_.end(),
                          [](const ThreadServices& s) { return !s.store || s.store->healthy(); });
     };
-    context.default_domain = options.default_domain;
-    context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options.forward_auth);
+    context.default_domain = options_.default_domain;
+    context.forward_auth = std::make_shared<const http::ForwardAuthConfig>(options_.forward_auth);
     auto router = std::make_shared<http::Router>();
     http::addDecisionPortRoutes(*router, context);
-    server.setRouter(i, std::move(router));
-    (*operations)->addResetTarget(server.ioContext(i), *t.store, context);
-  }
-  if (auto status = (*operations)->start(); !status) {
-    spdlog::critical("{}", status.error().message);
-    return kExitFailure;
+    server_.setRouter(i, std::move(router));
+    operations_->addResetTarget(server_.ioContext(i), *t.store, context);
   }
 
-  net::signal_set signals(server.controlContext(), SIGINT, SIGTERM, SIGHUP);
-  std::function<void(const boost::system::error_code&, int)> on_signal =
-      [&](const boost::system::error_code& ec, int signal) {
-        if (ec) {
-          return;
-        }
-        if (signal == SIGHUP) {
-          spdlog::info("received SIGHUP, reloading the rules");
-          watcher->requestReload();
-        } else {
-          spdlog::info("received {}, draining in-flight requests",
-                       signal == SIGTERM ? "SIGTERM" : "SIGINT");
-          server.stop();
-        }
-        signals.async_wait(on_signal);
-      };
-  signals.async_wait(on_signal);
+  const AppOptions& options_;
+  Metrics metrics_;
+  SystemClock clock_;
+  std::unique_ptr<Operations> operations_;
+  http::Server server_;
+  std::shared_ptr<RulesWatcher> watcher_;
+  StorePtr memory_;
+  std::vector<ThreadServices> threads_;
+};
 
-  watcher->start();
-  RuleSetPtr loaded = watcher->current();
-  spdlog::info(
-      "sluice listening on {}:{} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
-      "in {} domain(s)",
-      options.listen_host, server.port(), server.threadCount(), options.store,
-      redis_options ? " (failure mode " + options.failure_mode + ")" : "", options.rules,
-      loaded->limitCount(), loaded->domains.size());
-  server.run();
-  (*operations)->stop();
-  watcher->stop();
-  signals.cancel();
-  spdlog::info("sluice stopped");
-  return kExitOk;
+std::variant<std::unique_ptr<SluiceServer>, int> makeServer(const AppOptions& options) {
+  return SluiceServer::make(options);
+}
+
+int run(SluiceServer& server) { return server.run(); }
+
+namespace {
+
+int serve(const AppOptions& options) {
+  raiseOpenFileLimit();
+  auto server = makeServer(options);
+  if (auto* code = std::get_if<int>(&server)) {
+    return *code;
+  }
+  return run(*std::get<std::unique_ptr<SluiceServer>>(server));
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "app/observed_decisions.hpp"
 #include "app/options.hpp"
+#include "sluice/decision/decision_service.hpp"
 #include "sluice/store/redis_store.hpp"
 
 namespace sluice::app {
@@ -20,7 +20,6 @@ Operations::Operations(const AppOptions& options, Metrics& metrics, const Clock&
   admin_options_.idle_timeout = options.idle_timeout;
   // Admin requests are short; shutdown should not wait for a long drain on this port.
   admin_options_.drain_timeout = std::min(options.drain_timeout, std::chrono::milliseconds(2000));
-  describeDecisionObserverMetrics(metrics_);
 }
 
 Operations::~Operations() { stop(); }
@@ -48,17 +47,20 @@ Result<std::unique_ptr<Operations>> Operations::create(const AppOptions& options
     events.stream = o.events_stream;
     events.max_len = o.events_maxlen;
     ops->events_ = makeRedisEventPublisher(events, metrics);
+    ops->observers_.push_back(makeDenialEvents(*ops->events_, clock));
+  }
+  if (ops->access_log_) {
+    ops->observers_.push_back(makeAccessLogObserver(*ops->access_log_, clock));
   }
   return ops;
 }
 
-std::unique_ptr<DecisionService> Operations::wrap(std::unique_ptr<DecisionService> inner) {
-  DecisionObservers observers;
-  observers.metrics = &metrics_;
-  observers.clock = &clock_;
-  observers.access_log = access_log_.get();
-  observers.events = events_.get();
-  return makeObservedDecisionService(std::move(inner), observers);
+std::vector<DecisionObserver*> Operations::observers() const {
+  std::vector<DecisionObserver*> out;
+  for (const auto& observer : observers_) {
+    out.push_back(observer.get());
+  }
+  return out;
 }
 
 void Operations::addResetTarget(boost::asio::io_context& io, Store& store,

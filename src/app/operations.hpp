@@ -21,12 +21,12 @@ namespace sluice::app {
 
 struct AppOptions;
 
-/// The operators' side of the process (issue 8), owned by serve(): the access log, the
+/// The operators' side of the process, owned by the server (app.cpp): the access log, the
 /// denied-request event publisher, the decision observers and the admin listener.
 ///
 /// Wiring, in this order:
 ///   auto ops = Operations::create(options, metrics, clock);       // before the threads
-///   per I/O thread: t.decisions = ops->wrap(std::move(t.decisions));
+///   per I/O thread: parts.observers = ops->observers(metrics_observer);
 ///                   ops->addResetTarget(server.ioContext(i), *t.store, context);
 ///   ops->start();                                                 // after the loop
 ///   server.run(); ops->stop();                                    // before the stores go
@@ -40,8 +40,9 @@ class Operations {
   Operations(const Operations&) = delete;
   Operations& operator=(const Operations&) = delete;
 
-  /// Wraps one I/O thread's DecisionService with the observers.
-  std::unique_ptr<DecisionService> wrap(std::unique_ptr<DecisionService> inner);
+  /// The observers this side adds to every I/O thread's DecisionService (access log,
+  /// denial events; none when both are off). Thread-safe; they live as long as this.
+  std::vector<DecisionObserver*> observers() const;
 
   /// Registers one I/O thread's store for DELETE /limits; `context` gives the admin
   /// listener its read-only views (rules, metrics, readiness).
@@ -67,6 +68,7 @@ class Operations {
   bool admin_enabled_ = false;
   std::unique_ptr<AccessLog> access_log_;
   std::unique_ptr<EventPublisher> events_;
+  std::vector<std::unique_ptr<DecisionObserver>> observers_;
   std::vector<http::AdminResetTarget> targets_;
   http::HandlerContext admin_context_;
   std::unique_ptr<http::AdminListener> admin_;

@@ -10,7 +10,7 @@
 
 namespace sluice::app {
 
-/// The operators' flags (issue 8): log format, access log, denied-request events, admin
+/// The operators' flags (docs/operations.md): log format, access log, denied-request events, admin
 /// listener. Each is also SLUICE_<NAME> and a key of the --config YAML, like every flag.
 struct OperationsOptions {
   LogFormat log_format = LogFormat::kPlain;      ///< --log-format plain|json

@@ -11,6 +11,13 @@
 namespace sluice::app {
 namespace {
 
+/// --store's spellings.
+constexpr std::pair<StoreKind, std::string_view> kStoreKinds[] = {
+    {StoreKind::kMemory, "memory"},
+    {StoreKind::kRedis, "redis"},
+    {StoreKind::kRedisCluster, "redis_cluster"},
+};
+
 constexpr std::size_t kMaxBodyLimit = 64 << 20;
 constexpr unsigned kMaxThreads = 1024;
 
@@ -125,7 +132,14 @@ const std::vector<Flag>& flags() {
        }},
       {"store", "KIND", "memory | redis | redis_cluster (default memory)",
        [](AppOptions& o, std::string_view v) {
-         return oneOf(v, {"memory", "redis", "redis_cluster"}, o.store);
+         for (const auto& [value, name] : kStoreKinds) {
+           if (v == name) {
+             o.store = value;
+             return Status{};
+           }
+         }
+         std::string ignored;
+         return oneOf(v, {"memory", "redis", "redis_cluster"}, ignored);
        }},
       {"redis", "URL",
        "redis://[user:password@]host:port/db or unix:///path (default "
@@ -134,7 +148,12 @@ const std::vector<Flag>& flags() {
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.redis_url); }},
       {"failure-mode", "MODE", "open | closed | local: when the store fails (default open)",
        [](AppOptions& o, std::string_view v) {
-         return oneOf(v, {"open", "closed", "local"}, o.failure_mode);
+         std::string mode;
+         if (auto status = oneOf(v, {"open", "closed", "local"}, mode); !status) {
+           return status;
+         }
+         o.failure_mode = *parseFailureMode(mode);
+         return Status{};
        }},
       {"threads", "N", "I/O threads (default: one per core)",
        countField<unsigned>(&AppOptions::threads, 1u, kMaxThreads)},
@@ -306,7 +325,40 @@ Status applyConfigFile(AppOptions& options) {
   return {};
 }
 
+/// Parses --redis for the chosen store, once every source has been applied.
+Status parseRedisNodes(AppOptions& options) {
+  if (options.store == StoreKind::kMemory) {
+    return {};
+  }
+  RedisOptions base;
+  base.key_prefix = options.redis_prefix;
+  base.request_timeout = options.redis_timeout;
+  if (options.store == StoreKind::kRedisCluster) {
+    auto seeds = parseRedisClusterUrls(options.redis_url, base);
+    if (!seeds) {
+      return invalid("--redis: " + seeds.error().message);
+    }
+    options.redis_nodes = std::move(*seeds);
+    return {};
+  }
+  auto node = parseRedisUrl(options.redis_url, base);
+  if (!node) {
+    return invalid("--redis: " + node.error().message);
+  }
+  options.redis_nodes = {std::move(*node)};
+  return {};
+}
+
 }  // namespace
+
+std::string_view storeKindName(StoreKind kind) {
+  for (const auto& [value, name] : kStoreKinds) {
+    if (value == kind) {
+      return name;
+    }
+  }
+  return "memory";
+}
 
 Status parseListen(std::string_view text, std::string& host, std::uint16_t& port) {
   auto colon = text.rfind(':');
@@ -399,6 +451,11 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
   for (const auto& [flag, value] : given) {
     if (auto status = flag->apply(options, value); !status) {
       return invalid("--" + std::string(flag->name) + ": " + status.error().message);
+    }
+  }
+  if (!options.validate) {
+    if (auto status = parseRedisNodes(options); !status) {
+      return status.error();
     }
   }
   return options;

@@ -13,6 +13,7 @@
 #include "app/operations_options.hpp"
 #include "http/forward_auth.hpp"
 #include "sluice/common/result.hpp"
+#include "sluice/store/redis_store.hpp"
 
 namespace YAML {
 class Node;
@@ -20,7 +21,13 @@ class Node;
 
 namespace sluice::app {
 
-/// Everything the command line (DESIGN.md §2a) can set. Precedence, lowest first:
+/// Where the counters live (--store).
+enum class StoreKind { kMemory, kRedis, kRedisCluster };
+
+/// "memory", "redis", "redis_cluster".
+std::string_view storeKindName(StoreKind kind);
+
+/// Everything the command line (README.md, "Command line") can set. Precedence, lowest first:
 /// defaults, the server YAML (`--config`), `SLUICE_*` environment variables, flags.
 struct AppOptions {
   bool help = false;
@@ -32,10 +39,13 @@ struct AppOptions {
   /// --merge-domain-config: rules files that share a domain are merged (envoyproxy/ratelimit's
   /// MERGE_DOMAIN_CONFIG); off, a domain in two files is an error.
   bool merge_domain_config = false;
-  std::string store = "memory";  ///< memory | redis | redis_cluster
-  std::string redis_url = "redis://127.0.0.1:6379/0";
-  std::string failure_mode = "open";  ///< open | closed | local
-  unsigned threads = 0;               ///< 0: one per core
+  StoreKind store = StoreKind::kMemory;
+  std::string redis_url = "redis://127.0.0.1:6379/0";  ///< --redis as given
+  /// --redis parsed once every source is applied (with redis_prefix and redis_timeout):
+  /// one node for `redis`, the seeds for `redis_cluster`, empty for `memory`.
+  std::vector<RedisOptions> redis_nodes;
+  FailureMode failure_mode = FailureMode::kOpen;
+  unsigned threads = 0;  ///< 0: one per core
   std::string log_level = "info";
   std::string default_domain = "default";
   std::size_t max_body_bytes = 1 << 20;

@@ -18,8 +18,8 @@
 
 namespace sluice::app {
 
-/// Holds the active rules and reloads them when the files change (DESIGN.md §3, STYLE.md
-/// habit 6): every change is loaded and validated as a whole; only a valid set is swapped in,
+/// Holds the active rules and reloads them when the files change (docs/architecture.md,
+/// "Conventions"): every change is loaded and validated as a whole; only a valid set is swapped in,
 /// otherwise the old set keeps serving, each error is logged (one line, file:line:column) and
 /// `rules_reloads_total{result="failure"}` is bumped.
 ///

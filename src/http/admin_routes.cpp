@@ -6,20 +6,8 @@
 #include <utility>
 
 #include "http/decision_codec.hpp"
-#include "http/decision_service.hpp"
 
 namespace sluice::http {
-namespace {
-
-Response jsonAnswer(int status, const nlohmann::ordered_json& body) {
-  Response response;
-  response.status = status;
-  response.body = body.dump() + "\n";
-  return response;
-}
-
-}  // namespace
-
 Result<std::vector<std::string>> resetKeyPrefixes(const RuleSet& rules,
                                                   const DecisionRequest& request) {
   const DomainConfig* domain = rules.findDomain(request.domain);
@@ -28,18 +16,13 @@ Result<std::vector<std::string>> resetKeyPrefixes(const RuleSet& rules,
   }
   std::vector<std::string> prefixes;
   if (request.descriptors.empty()) {
-    // Bucket keys start with the escaped domain, then ':' for a descriptor's entries or
-    // ';' for the domain-level limit (see matchDescriptor in src/rules/matcher.cpp).
-    const std::string domain_part = escapeKeyPart(domain->domain);
-    prefixes.push_back(storeKey(request.client_id, domain_part + ":"));
-    prefixes.push_back(storeKey(request.client_id, domain_part + ";"));
-    return prefixes;
+    return BucketKey::domainPrefixes(request.client_id, domain->domain);
   }
   RequestMatch match = matchRequest(*domain, request.descriptors);
   for (const DescriptorMatch& descriptor : match.descriptors) {
     for (const MatchedLimit& limit : descriptor.limits) {
       if (!limit.limit->unlimited) {
-        prefixes.push_back(storeKey(request.client_id, limit.bucket_key));
+        prefixes.push_back(BucketKey::storeKey(request.client_id, limit.bucket_key));
       }
     }
   }
@@ -82,10 +65,10 @@ void addAdminRoutes(Router& router, const AdminContext& context) {
       // An audit trail of every state change made through the admin port.
       spdlog::info("admin: reset {} bucket(s) of client \"{}\" in domain {} (from {})", *removed,
                    client, domain, peer);
-      respond(jsonAnswer(200, {{"reset", true},
-                               {"domain", domain},
-                               {"clientId", client},
-                               {"buckets_removed", *removed}}));
+      respond(jsonResponse(200, {{"reset", true},
+                                 {"domain", domain},
+                                 {"clientId", client},
+                                 {"buckets_removed", *removed}}));
     });
   });
   addOperationsRoutes(router, context.operations);

@@ -27,7 +27,7 @@ struct AdminContext {
 };
 
 /// The store-key prefixes that `DELETE /limits` resets for a request shaped like a
-/// decision request, built with the DecisionService's own storeKey():
+/// decision request, in BucketKey's grammar (the keys the DecisionService charges):
 /// - with descriptors: the buckets of every limit those descriptors match, for this client
 ///   (exactly the keys a decision would charge);
 /// - without descriptors: every bucket of this client in the domain (domain-level limit

@@ -362,25 +362,6 @@ void writeMetadata(JsonWriter& w, const std::string& text) {
   }
 }
 
-/// envoy's answer has one status per descriptor, as envoy has one limit per descriptor:
-/// the descriptor's binding limit (the denying one, else the least remaining); null when
-/// no limit was evaluated.
-const LimitStatus* envoyBinding(const DescriptorStatus& d) {
-  const LimitStatus* binding = nullptr;
-  for (const auto& l : d.limits) {
-    if (l.unlimited) {
-      continue;
-    }
-    bool denies = !l.shadow && !l.outcome.allowed;
-    bool binding_denies = binding && !binding->shadow && !binding->outcome.allowed;
-    if (!binding || (denies && !binding_denies) ||
-        (denies == binding_denies && l.outcome.remaining < binding->outcome.remaining)) {
-      binding = &l;
-    }
-  }
-  return binding;
-}
-
 bool isUnlimited(const DescriptorStatus& d) {
   return !d.limits.empty() &&
          std::all_of(d.limits.begin(), d.limits.end(), [](const auto& l) { return l.unlimited; });
@@ -396,11 +377,11 @@ void writeEnvoyDynamicMetadata(JsonWriter& w, const DecisionRequest& request,
   w.field("domain", request.domain);
   w.key("descriptors");
   w.beginArray();
-  for (std::size_t i = 0; i < decision.request_descriptors.size(); ++i) {
+  for (std::size_t i = 0; i < request.descriptors.size(); ++i) {
     w.beginObject();
     w.key("entries");
     w.beginArray();
-    for (const Entry& e : decision.request_descriptors[i]) {
+    for (const Entry& e : request.descriptors[i]) {
       w.value(e.key + "=" + e.value);
     }
     w.endArray();
@@ -635,7 +616,7 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     w.endObject();
   }
   w.endArray();
-  if (const LimitStatus* binding = decision.binding()) {
+  if (const LimitStatus* binding = bindingLimit(decision)) {
     if (binding->outcome.never) {
       w.field("reason", "the cost exceeds what limit \"" + binding->name + "\" can ever admit");
     }
@@ -652,7 +633,7 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
   return response;
 }
 
-Response envoyResponse(const DecisionRequest& request, const Decision& decision) {
+Response envoyResponse(const Decision& decision) {
   Response response;
   response.status = decision.allowed ? 200 : 429;
   std::string& body = response.body;
@@ -664,8 +645,10 @@ Response envoyResponse(const DecisionRequest& request, const Decision& decision)
   bool any_metadata = false;
   for (const auto& d : decision.descriptors) {
     any_metadata = any_metadata || !d.metadata_json.empty();
+    // One status per descriptor, as envoy has one limit per descriptor: the descriptor's
+    // own binding limit (the denying one, else the least remaining).
+    const LimitStatus* binding = descriptorBindingLimit(d);
     w.beginObject();
-    const LimitStatus* binding = envoyBinding(d);
     if (binding == nullptr) {
       w.field("code", "OK");
       if (isUnlimited(d)) {
@@ -692,7 +675,7 @@ Response envoyResponse(const DecisionRequest& request, const Decision& decision)
   }
   w.endArray();
   if (any_metadata) {
-    writeEnvoyDynamicMetadata(w, request, decision);
+    writeEnvoyDynamicMetadata(w, decision.request, decision);
   }
   w.endObject();
   w.text("\n");

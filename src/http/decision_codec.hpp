@@ -8,7 +8,7 @@
 #include "sluice/decision/decision.hpp"
 
 /// JSON in and out of the decision endpoints: Sluice's own `POST /shouldAllowRequest`
-/// (DESIGN.md §2) and envoyproxy/ratelimit's `POST /json`. Pure functions; every parse
+/// (README.md, "HTTP API") and envoyproxy/ratelimit's `POST /json`. Pure functions; every parse
 /// error is kInvalidArgument with a message that starts with the offending field's path,
 /// e.g. `descriptors[0].entries[1].key: must be a non-empty string`.
 namespace sluice::http {
@@ -41,10 +41,10 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
 /// and a descriptor's `limit` ({"requestsPerUnit", "unit"}) replaces the rules for it.
 Result<DecisionRequest> parseEnvoyRequest(std::string_view body);
 
-/// envoyproxy/ratelimit's RateLimitResponse: `overallCode`, `statuses[]`; 200 or 429.
-/// `request` needs domain, hits, descriptor_hits and descriptor_limits (for the dynamic
-/// metadata, written when a matched rule node has `metadata`).
-Response envoyResponse(const DecisionRequest& request, const Decision& decision);
+/// envoyproxy/ratelimit's RateLimitResponse: `overallCode`, `statuses[]`; 200 or 429. The
+/// dynamic metadata (written when a matched rule node has `metadata`) reads the request
+/// from Decision::request.
+Response envoyResponse(const Decision& decision);
 
 /// True for an ISO-8601 / RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.frac][Z|±HH:MM]`
 /// with calendar ranges checked (leap years included).

@@ -26,18 +26,14 @@ void addForwardAuthRoutes(Router& router, const HandlerContext& context) {
   Handler check = [context, config](const Request& request, Respond respond) {
     DecisionRequest decision_request =
         buildForwardAuthRequest(*config, request, request.peer, context.default_domain);
-    // The answer needs only who asked; the descriptors move into the service.
-    DecisionRequest asked;
-    asked.domain = decision_request.domain;
-    asked.client_id = decision_request.client_id;
+    // The request moves into the service and comes back inside the decision: no copy.
     context.decisions->decide(std::move(decision_request),
-                              [config, asked = std::move(asked),
-                               respond = std::move(respond)](Result<Decision> decision) {
+                              [config, respond = std::move(respond)](Result<Decision> decision) {
                                 if (!decision) {
                                   respond(decisionErrorResponse(decision.error()));
                                   return;
                                 }
-                                respond(forwardAuthResponse(*config, asked, *decision));
+                                respond(forwardAuthResponse(*config, decision->request, *decision));
                               });
   };
   // Any method: proxies ask with the original method (Envoy) or GET (nginx, Traefik).

@@ -8,7 +8,7 @@
 #include "http/routes.hpp"
 #include "sluice/decision/decision.hpp"
 
-/// The forward-auth endpoint `/check` (DESIGN.md §1): nginx `auth_request`, Envoy
+/// The forward-auth endpoint `/check` (docs/deployment.md): nginx `auth_request`, Envoy
 /// `ext_authz` (HTTP service) and Traefik `ForwardAuth` ask it about a request they are
 /// holding, and Sluice decides from that request itself. The domain, the descriptors and
 /// the client come from configured request attributes (`forward_auth:` in the server

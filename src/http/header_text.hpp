@@ -1,19 +1,12 @@
 #pragma once
 
-#include <algorithm>
-#include <cctype>
 #include <string_view>
 
-/// Small text helpers for header names and values.
-namespace sluice::http {
+#include "common/ascii.hpp"
 
-/// ASCII case-insensitive equality, as header names compare.
-inline bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
+/// Small text helpers for header names and values. Header names compare with the one
+/// case-insensitive comparison, sluice::equalsIgnoreCase (common/ascii.hpp).
+namespace sluice::http {
 
 /// `text` without leading and trailing spaces and tabs (RFC 9110 optional whitespace).
 inline std::string_view trim(std::string_view text) {

@@ -1,7 +1,5 @@
 #include "http/message.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "http/header_text.hpp"
@@ -40,14 +38,16 @@ std::string_view Response::header(std::string_view name) const {
   return {};
 }
 
-Response jsonError(int status, std::string_view message) {
+Response jsonResponse(int status, const nlohmann::ordered_json& body) {
   Response response;
   response.status = status;
   // dump() with replace: a message quoting invalid UTF-8 input must still be valid JSON.
-  response.body = nlohmann::json{{"error", std::string(message)}}.dump(
-                      -1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                  "\n";
+  response.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return response;
+}
+
+Response jsonError(int status, std::string_view message) {
+  return jsonResponse(status, {{"error", std::string(message)}});
 }
 
 std::string_view reasonPhrase(int status) {

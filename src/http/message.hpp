@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,9 @@ using Handler = std::function<void(const Request&, Respond)>;
 
 /// `{"error": message}` with the given status.
 Response jsonError(int status, std::string_view message);
+
+/// The one JSON answer helper: `body` on one line plus "\n" (invalid UTF-8 replaced).
+Response jsonResponse(int status, const nlohmann::ordered_json& body);
 
 /// The standard reason phrase ("Too Many Requests"); "Unknown" for others.
 std::string_view reasonPhrase(int status);

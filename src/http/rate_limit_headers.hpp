@@ -9,7 +9,7 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/decision/decision.hpp"
 
-/// The rate-limit response headers of DESIGN.md §2, computed from the binding limit.
+/// The rate-limit response headers of README.md ("HTTP API"), computed from the binding limit.
 namespace sluice::http {
 
 /// Whole seconds, rounded up; 0 stays 0, negative durations count as 0.

@@ -12,13 +12,6 @@ namespace {
 
 constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-Response jsonBody(int status, const nlohmann::ordered_json& body) {
-  Response response;
-  response.status = status;
-  response.body = body.dump() + "\n";
-  return response;
-}
-
 /// Shared by both decision endpoints: parse, decide, encode.
 template <typename Parse, typename Encode>
 Handler decisionHandler(const HandlerContext& context, Parse parse, Encode encode) {
@@ -28,26 +21,26 @@ Handler decisionHandler(const HandlerContext& context, Parse parse, Encode encod
       respond(jsonError(400, parsed.error().message));
       return;
     }
-    // The encoders need only who asked; the descriptors move into the service.
-    DecisionRequest asked;
-    asked.domain = parsed->domain;
-    asked.client_id = parsed->client_id;
-    asked.hits = parsed->hits;
-    asked.descriptor_hits = parsed->descriptor_hits;
-    asked.descriptor_limits = parsed->descriptor_limits;
+    // The request moves into the service and comes back inside the decision: no copy.
     context.decisions->decide(std::move(*parsed),
-                              [asked = std::move(asked), encode,
-                               respond = std::move(respond)](Result<Decision> decision) {
+                              [encode, respond = std::move(respond)](Result<Decision> decision) {
                                 if (!decision) {
                                   respond(decisionErrorResponse(decision.error()));
                                   return;
                                 }
-                                respond(encode(asked, *decision));
+                                respond(encode(*decision));
                               });
   };
 }
 
 }  // namespace
+
+void describeHttpMetrics(Metrics& metrics) {
+  metrics.describe("http_request_duration_seconds", Metrics::Type::kHistogram,
+                   "Time from a complete request to its answer being ready, by endpoint "
+                   "(excludes leaky-bucket shaping holds).",
+                   latencyBuckets());
+}
 
 Response decisionErrorResponse(const Error& error) {
   switch (error.kind) {
@@ -68,34 +61,31 @@ Response decisionErrorResponse(const Error& error) {
 
 void addDecisionRoutes(Router& router, const HandlerContext& context) {
   std::string default_domain = context.default_domain;
-  router.add("POST", "/shouldAllowRequest",
-             decisionHandler(
-                 context,
-                 [default_domain](std::string_view body) {
-                   return parseDecisionRequest(body, default_domain);
-                 },
-                 [](const DecisionRequest& request, const Decision& decision) {
-                   return decisionResponse(request, decision);
-                 }));
+  router.add(
+      "POST", "/shouldAllowRequest",
+      decisionHandler(
+          context,
+          [default_domain](std::string_view body) {
+            return parseDecisionRequest(body, default_domain);
+          },
+          [](const Decision& decision) { return decisionResponse(decision.request, decision); }));
   router.add("POST", "/json",
              decisionHandler(
                  context, [](std::string_view body) { return parseEnvoyRequest(body); },
-                 [](const DecisionRequest& request, const Decision& decision) {
-                   return envoyResponse(request, decision);
-                 }));
+                 [](const Decision& decision) { return envoyResponse(decision); }));
 }
 
 void addOperationsRoutes(Router& router, const HandlerContext& context) {
   router.add("GET", "/healthz", [](const Request&, Respond respond) {
-    respond(jsonBody(200, {{"status", "ok"}}));
+    respond(jsonResponse(200, {{"status", "ok"}}));
   });
   router.add("GET", "/readyz", [context](const Request&, Respond respond) {
     bool rules_loaded = context.rules() != nullptr;
     bool store_healthy = context.store_healthy();
     bool ready = rules_loaded && store_healthy;
-    respond(jsonBody(ready ? 200 : 503, {{"status", ready ? "ready" : "not ready"},
-                                         {"rules_loaded", rules_loaded},
-                                         {"store_healthy", store_healthy}}));
+    respond(jsonResponse(ready ? 200 : 503, {{"status", ready ? "ready" : "not ready"},
+                                             {"rules_loaded", rules_loaded},
+                                             {"store_healthy", store_healthy}}));
   });
   router.add("GET", "/rules", [context](const Request&, Respond respond) {
     RuleSetPtr rules = context.rules();

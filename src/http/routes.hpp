@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "http/decision_service.hpp"
 #include "http/router.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/decision/decision_service.hpp"
 
 namespace sluice::http {
 
@@ -32,6 +32,9 @@ void addDecisionPortRoutes(Router& router, const HandlerContext& context);
 void addDecisionRoutes(Router& router, const HandlerContext& context);
 /// GET /healthz, /readyz, /rules, /metrics.
 void addOperationsRoutes(Router& router, const HandlerContext& context);
+
+/// Declares the metric families this module writes (HELP/TYPE lines). Idempotent.
+void describeHttpMetrics(Metrics& metrics);
 
 /// The HTTP status for a failed decision: 400 for kInvalidArgument, 503 when the store or
 /// the rules are unavailable (failure mode `closed`), 500 otherwise.

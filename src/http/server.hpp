@@ -17,7 +17,7 @@ class io_context;
 namespace sluice::http {
 
 /// Limits and timeouts of the HTTP listener. Every read has a deadline and every buffer a
-/// bound (STYLE.md habit 5).
+/// bound (docs/architecture.md, "Conventions").
 struct ServerOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;                ///< 0: any free port (see Server::port())

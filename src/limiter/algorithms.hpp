@@ -42,6 +42,59 @@ Evaluation evaluateSlidingWindowCounter(const LimitParams& params, const BucketS
 Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Micros now,
                         std::int64_t cost, bool leaky);
 
+/// Typed views over BucketState's scalar fields, one per algorithm, so that no algorithm
+/// reads a field named `a`, `b` or `c` (BucketState lists what each holds). They own
+/// nothing and work on const and mutable states alike: `const FixedWindowView old(state);`.
+template <typename State>
+class FixedWindowView {
+ public:
+  explicit FixedWindowView(State& state) : state_(state) {}
+  auto& windowStart() const { return state_.a; }
+  auto& count() const { return state_.b; }
+
+ private:
+  State& state_;
+};
+
+template <typename State>
+class SlidingWindowLogView {
+ public:
+  explicit SlidingWindowLogView(State& state) : state_(state) {}
+  /// The last admitted request (for min_interval), valid when hasLast() is 1.
+  auto& lastAdmitted() const { return state_.a; }
+  auto& hasLast() const { return state_.b; }
+
+ private:
+  State& state_;
+};
+
+template <typename State>
+class SlidingWindowCounterView {
+ public:
+  explicit SlidingWindowCounterView(State& state) : state_(state) {}
+  auto& windowStart() const { return state_.a; }
+  auto& currentCount() const { return state_.b; }
+  auto& previousCount() const { return state_.c; }
+
+ private:
+  State& state_;
+};
+
+/// token_bucket and leaky_bucket (GCRA).
+template <typename State>
+class GcraView {
+ public:
+  explicit GcraView(State& state) : state_(state) {}
+  /// The theoretical arrival time: whole microseconds, and the remainder in 1/L µs.
+  auto& tatMicros() const { return state_.a; }
+  auto& tatRemainder() const { return state_.b; }
+  /// token_bucket warm-up: the stored (cooled) time in microseconds.
+  auto& warmupStored() const { return state_.c; }
+
+ private:
+  State& state_;
+};
+
 /// floor(a / b) for b > 0 (C++ division truncates towards zero).
 inline std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
   std::int64_t q = a / b;

@@ -5,7 +5,8 @@
 
 namespace sluice::limiter_detail {
 
-// token_bucket and leaky_bucket (DESIGN.md §4): GCRA over one theoretical arrival time (TAT).
+// token_bucket and leaky_bucket (contract: algorithms.hpp): GCRA over one theoretical arrival time
+// (TAT).
 //
 // Exact rational time. The emission interval T = W / L is rarely a whole number of
 // microseconds, so every GCRA time is a pair (us, rem) meaning us + rem / L microseconds with
@@ -136,7 +137,8 @@ Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Mic
   const Gcra g(params);
   const std::int64_t burst = effectiveBurst(params);
   const Micros period = leaky ? 0 : std::max<Micros>(params.warmup_us, 0);
-  const Time tat = g.normalize(state.a, state.b);
+  const GcraView old(state);
+  const Time tat = g.normalize(old.tatMicros(), old.tatRemainder());
   const Time n{now, 0};
   const Time base = lessEq(tat, n) ? n : tat;
   const Time ceiling = g.add(n, g.span(burst));
@@ -147,13 +149,13 @@ Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Mic
   Micros stored = 0;
   if (period > 0) {
     const Micros idle = std::max<Micros>(0, now - ceilMicros(tat));
-    stored = std::min(period, std::max<Micros>(state.c, 0) + std::min(idle, period));
+    stored = std::min(period, std::max<Micros>(old.warmupStored(), 0) + std::min(idle, period));
   }
 
   Evaluation e;
   Outcome& o = e.outcome;
   Time next = tat;
-  Micros next_stored = std::max<Micros>(state.c, 0);
+  Micros next_stored = std::max<Micros>(old.warmupStored(), 0);
   const auto charge = [&] {
     next = charged;
     next_stored = stored;
@@ -185,9 +187,10 @@ Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Mic
     o.retry_after_us = std::max<Micros>(0, ceilMicros(passes_at) - now);
   }
 
-  e.next.a = next.us;
-  e.next.b = next.rem;
-  e.next.c = period > 0 ? next_stored : 0;
+  const GcraView written(e.next);
+  written.tatMicros() = next.us;
+  written.tatRemainder() = next.rem;
+  written.warmupStored() = period > 0 ? next_stored : 0;
   o.reset_after_us = std::max<Micros>(0, ceilMicros(next) - now);
   e.ttl_us = o.reset_after_us;
   if (period > 0) {

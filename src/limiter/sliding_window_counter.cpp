@@ -5,8 +5,8 @@
 
 namespace sluice::limiter_detail {
 
-// sliding_window_counter (DESIGN.md §4). State: a = start of the current window, b = its count,
-// c = the previous window's count.
+// sliding_window_counter (contract: algorithms.hpp). State: a = start of the current window, b =
+// its count, c = the previous window's count.
 //   start = floor(now / W) * W; elapsed = now - start
 //   (curr, prev) = (b, c) if a == start; (0, b) if a == start - W; (0, 0) otherwise
 //   estimate = prev * (W - elapsed) / W + curr     IEEE-754 double, evaluated exactly in this
@@ -65,11 +65,12 @@ Evaluation evaluateSlidingWindowCounter(const LimitParams& params, const BucketS
   const Micros window = params.window_us;
   const Micros start = windowStart(now, window);
   const Micros elapsed = now - start;
+  const SlidingWindowCounterView old(state);
   Counts counts;
-  if (state.a == start) {
-    counts = {state.b, state.c};
-  } else if (state.a == start - window) {
-    counts = {0, state.b};
+  if (old.windowStart() == start) {
+    counts = {old.currentCount(), old.previousCount()};
+  } else if (old.windowStart() == start - window) {
+    counts = {0, old.currentCount()};
   }
   const double current = estimate(counts, window, elapsed);
   const double total = current + static_cast<double>(cost);
@@ -103,9 +104,10 @@ Evaluation evaluateSlidingWindowCounter(const LimitParams& params, const BucketS
     }
   }
 
-  e.next.a = start;
-  e.next.b = next.curr;
-  e.next.c = next.prev;
+  const SlidingWindowCounterView stored(e.next);
+  stored.windowStart() = start;
+  stored.currentCount() = next.curr;
+  stored.previousCount() = next.prev;
   if (next.curr > 0) {
     o.reset_after_us = start + 2 * window - now;
   } else if (next.prev > 0) {

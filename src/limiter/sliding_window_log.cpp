@@ -5,8 +5,8 @@
 
 namespace sluice::limiter_detail {
 
-// sliding_window_log (DESIGN.md §4). State: log = (at, cost) oldest first; a = time of the last
-// admitted request and b = 1 once there is one (for min_interval).
+// sliding_window_log (contract: algorithms.hpp). State: log = (at, cost) oldest first; a = time of
+// the last admitted request and b = 1 once there is one (for min_interval).
 //   An entry counts while now < at + W, i.e. at is in (now - W, now]; older ones are dropped
 //   (an entry from the future, after a wall-clock step back, keeps counting, and the log
 //   stays sorted by time: a new entry goes in order, merging with an equal `at`).
@@ -74,9 +74,11 @@ Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState
   const std::int64_t limit = params.limit;
   const Micros window = params.window_us;
 
+  const SlidingWindowLogView old(state);
   Evaluation e;
-  e.next.a = state.a;
-  e.next.b = state.b;
+  const SlidingWindowLogView next(e.next);
+  next.lastAdmitted() = old.lastAdmitted();
+  next.hasLast() = old.hasLast();
   std::vector<LogEntry>& log = e.next.log;
   log.reserve(state.log.size() + 1);
   for (const LogEntry& entry : state.log) {
@@ -85,9 +87,9 @@ Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState
     }
   }
   const std::int64_t used = loggedCost(log);
-  const bool has_last = state.b == 1;
+  const bool has_last = old.hasLast() == 1;
   const Micros gap = (has_last && cost > 0 && params.min_interval_us > 0)
-                         ? state.a + params.min_interval_us - now
+                         ? old.lastAdmitted() + params.min_interval_us - now
                          : 0;
   Outcome& o = e.outcome;
   if (cost > limit) {
@@ -98,8 +100,8 @@ Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState
   } else if (used + cost <= limit && gap <= 0) {
     if (cost > 0) {
       append(log, now, cost, limit);
-      e.next.a = now;
-      e.next.b = 1;
+      next.lastAdmitted() = now;
+      next.hasLast() = 1;
     }
     o.remaining = limit - used - cost;
   } else {
@@ -117,8 +119,8 @@ Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState
   if (!log.empty()) {
     fresh_at = std::max(fresh_at, log.back().at + window);
   }
-  if (e.next.b == 1 && params.min_interval_us > 0) {
-    fresh_at = std::max(fresh_at, e.next.a + params.min_interval_us);
+  if (next.hasLast() == 1 && params.min_interval_us > 0) {
+    fresh_at = std::max(fresh_at, next.lastAdmitted() + params.min_interval_us);
   }
   o.reset_after_us = fresh_at - now;
   e.ttl_us = o.reset_after_us;

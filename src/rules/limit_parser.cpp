@@ -77,7 +77,7 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
   if (!limit.explicit_name) {
     limit.name = generated_name;
   }
-  limit.slot = limit.explicit_name ? "n" + escapeKeyPart(limit.name) : "i" + std::to_string(index);
+  limit.limit_id = BucketKey::limitId(limit.explicit_name, limit.name, index);
   limit.params.limit = limit.requests_per_unit;
   limit.params.window_us = unitMicros(limit.unit) * limit.unit_multiplier;
   limit.params.burst =

@@ -80,17 +80,13 @@ void appendLimits(const std::vector<RateLimit>& limits, const DescriptorNode* no
   match.limits.reserve(limits.size());
   for (const RateLimit& limit : limits) {
     std::string key = prefix;
-    key += ';';
-    key += limit.slot;
-    key += ';';
-    key += algorithmCode(limit.params.algorithm);
+    BucketKey::appendLimit(key, limit.limit_id, limit.params.algorithm);
     match.limits.push_back(MatchedLimit{&limit, node, std::move(key)});
   }
 }
 
-/// Bucket key layout (every part escaped, so the separators ':', '=', '~', ';' never occur
-/// inside one): domain, then per entry ":" key "=" value, or ":" key "~" pattern for a
-/// wildcard node with share_threshold, then ";" slot ";" algorithm.
+/// Builds the bucket of BucketKey's grammar while walking the tree: the domain, then one
+/// entry per descriptor entry (the pattern instead of the value under share_threshold).
 DescriptorMatch matchDescriptor(const DomainConfig& domain, const Descriptor& descriptor) {
   DescriptorMatch match;
   if (descriptor.empty()) {
@@ -98,21 +94,18 @@ DescriptorMatch matchDescriptor(const DomainConfig& domain, const Descriptor& de
   }
   const std::vector<DescriptorNode>* level = &domain.descriptors;
   const DescriptorLevelIndex* index = &domain.descriptors_index;
-  std::string prefix = escapeKeyPart(domain.domain);
+  std::string prefix;
+  BucketKey::appendDomain(prefix, domain.domain);
   for (std::size_t i = 0; i < descriptor.size(); ++i) {
     const Entry& entry = descriptor[i];
     const DescriptorNode* node = findNode(*level, *index, entry);
     if (node == nullptr) {
       return match;
     }
-    prefix += ':';
-    appendEscapedKeyPart(prefix, entry.key);
     if (node->share_threshold && node->value) {
-      prefix += '~';
-      appendEscapedKeyPart(prefix, *node->value);
+      BucketKey::appendSharedEntry(prefix, entry.key, *node->value);
     } else {
-      prefix += '=';
-      appendEscapedKeyPart(prefix, entry.value);
+      BucketKey::appendEntry(prefix, entry.key, entry.value);
     }
     if (i + 1 == descriptor.size()) {
       // The request's depth equals this node's: its limits (if any) apply.
@@ -138,7 +131,9 @@ RequestMatch matchRequest(const DomainConfig& domain, const std::vector<Descript
   if (descriptors.empty()) {
     DescriptorMatch match;
     if (!domain.domain_limits.empty()) {
-      appendLimits(domain.domain_limits, nullptr, escapeKeyPart(domain.domain), match);
+      std::string bucket;
+      BucketKey::appendDomain(bucket, domain.domain);
+      appendLimits(domain.domain_limits, nullptr, bucket, match);
     }
     result.descriptors.push_back(std::move(match));
     return result;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "common/ascii.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
@@ -26,24 +27,6 @@ constexpr std::array<UnitSpelling, 7> kUnits{{
     {TimeUnit::kMonth, "month", 30 * kDayMicros},
     {TimeUnit::kYear, "year", 365 * kDayMicros},
 }};
-
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool isKeySafe(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == '-';
-}
 
 }  // namespace
 
@@ -108,29 +91,6 @@ std::optional<Micros> parseDuration(std::string_view text) {
     return std::nullopt;
   }
   return amount * scale;
-}
-
-void appendEscapedKeyPart(std::string& out, std::string_view part) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::size_t run = 0;  // start of the pending run of safe bytes
-  for (std::size_t i = 0; i < part.size(); ++i) {
-    const auto c = static_cast<unsigned char>(part[i]);
-    if (isKeySafe(c)) {
-      continue;
-    }
-    out.append(part.data() + run, i - run);
-    run = i + 1;
-    const char escaped[3] = {'%', kHex[c >> 4], kHex[c & 0x0F]};
-    out.append(escaped, sizeof escaped);
-  }
-  out.append(part.data() + run, part.size() - run);
-}
-
-std::string escapeKeyPart(std::string_view part) {
-  std::string out;
-  out.reserve(part.size());
-  appendEscapedKeyPart(out, part);
-  return out;
 }
 
 std::string RuleError::toString() const {

@@ -17,7 +17,7 @@ json limitToJson(const RateLimit& limit) {
   json out = {
       {"name", limit.name},           {"explicit_name", limit.explicit_name},
       {"unlimited", limit.unlimited}, {"shadow_mode", limit.shadow_mode},
-      {"slot", limit.slot},           {"location", locationText(limit.location)},
+      {"slot", limit.limit_id},           {"location", locationText(limit.location)},
   };
   if (!limit.unlimited) {
     const LimitParams& params = limit.params;

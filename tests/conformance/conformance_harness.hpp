@@ -10,6 +10,7 @@
 
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/memory_store.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "sluice/store/store.hpp"
@@ -41,6 +42,15 @@ inline std::string testPrefix() {
   return p;
 }
 
+/// A request of `client`: each limit's key (a bucket) becomes its store key.
+inline StoreRequest clientRequest(std::vector<StoreLimit> limits, std::int64_t cost,
+                                  std::string_view client) {
+  for (StoreLimit& limit : limits) {
+    limit.key = BucketKey::storeKey(client, limit.key);
+  }
+  return StoreRequest{std::move(limits), cost};
+}
+
 inline std::string str(const Outcome& o) {
   return "{allowed=" + std::to_string(o.allowed) + " remaining=" + std::to_string(o.remaining) +
          " reset=" + std::to_string(o.reset_after_us) +
@@ -64,7 +74,8 @@ class StorePair {
     o.key_prefix = std::move(prefix);
     o.local_cache = local_cache;
     o.request_timeout = std::chrono::milliseconds(2000);  // correctness, not latency
-    redis_ = redis::makeRedisStoreForTesting(io_, o, metrics_, clock_);
+    o.script_time = ScriptTime::kStoreClock;              // the script decides on clock_'s timeline
+    redis_ = makeRedisStore(io_, o, metrics_, clock_);
     EXPECT_TRUE(test::runUntil(io_, [&] { return redis_->healthy(); }))
         << "the Redis store did not connect";
   }

@@ -72,7 +72,7 @@ void compareLargeTrace(StorePair& pair, std::mt19937_64& rng, Algorithm algorith
                               : c < 97 ? pick(capacity / 2, capacity)
                                        : pick(capacity + 1, 2 * capacity + 1);
     pair.clock().set(now);
-    StoreRequest request{{limit}, cost, "large-client"};
+    StoreRequest request = clientRequest({limit}, cost, "large-client");
     auto m = pair.run(pair.memory(), request);
     auto rd = pair.run(pair.redis(), request);
     ASSERT_TRUE(m.ok()) << m.error().message;
@@ -122,7 +122,7 @@ TEST(ManyLimitsTest, ARequestWithMoreLimitsThanOneReadBatchDecidesEveryLimit) {
   for (int step = 0; step < 4; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     pair.clock().set(kT0 + step * 1000);
-    StoreRequest request{limits, 1, "many-client"};
+    StoreRequest request = clientRequest(limits, 1, "many-client");
     auto m = pair.run(pair.memory(), request);
     auto r = pair.run(pair.redis(), request);
     ASSERT_TRUE(m.ok()) << m.error().message;
@@ -177,10 +177,10 @@ class StateFormatTest : public ::testing::Test {
   StateFormatTest() : prefix_(testPrefix()), pair_(prefix_) {}
 
   std::string key(const StoreLimit& limit) {
-    return redisBucketKey(prefix_, "format-client", limit.key);
+    return BucketKey::redisKey(prefix_, BucketKey::storeKey("format-client", limit.key));
   }
   Result<StoreResponse> run(const StoreLimit& limit, std::int64_t cost = 1) {
-    return pair_.run(pair_.redis(), StoreRequest{{limit}, cost, "format-client"});
+    return pair_.run(pair_.redis(), clientRequest({limit}, cost, "format-client"));
   }
   std::string stored(const StoreLimit& limit) {
     auto reply = sharedRedis().command({"GET", key(limit)});

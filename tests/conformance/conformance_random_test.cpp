@@ -81,7 +81,7 @@ void compare(StorePair& pair, const Trace& trace) {
   for (std::size_t i = 0; i < trace.steps.size(); ++i) {
     const auto [now, cost] = trace.steps[i];
     pair.clock().set(now);
-    StoreRequest request{trace.limits, cost, "random-client"};
+    StoreRequest request = clientRequest(trace.limits, cost, "random-client");
     auto m = pair.run(pair.memory(), request);
     auto r = pair.run(pair.redis(), request);
     ASSERT_TRUE(m.ok()) << m.error().message;
@@ -159,7 +159,7 @@ TEST(RandomLocalCacheTest, TheLocalOverLimitCacheNeverChangesADecision) {
     for (std::size_t i = 0; i < trace.steps.size(); ++i) {
       const auto [now, cost] = trace.steps[i];
       pair.clock().set(now);
-      StoreRequest request{trace.limits, cost, "cached-client"};
+      StoreRequest request = clientRequest(trace.limits, cost, "cached-client");
       auto m = pair.run(pair.memory(), request);
       auto r = pair.run(pair.redis(), request);
       ASSERT_TRUE(m.ok() && r.ok());

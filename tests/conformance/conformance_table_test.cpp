@@ -145,10 +145,7 @@ TEST_P(ConformanceTableTest, MemoryAndRedisGiveTheExpectedDecisions) {
   for (std::size_t i = 0; i < c.steps.size(); ++i) {
     const Step& s = c.steps[i];
     pair.clock().set(kT0 + s.at);
-    StoreRequest request;
-    request.limits = {limit};
-    request.cost = s.cost;
-    request.client = "client";
+    StoreRequest request = clientRequest({limit}, s.cost, "client");
     for (Store* store : {&pair.memory(), &pair.redis()}) {
       auto r = pair.run(*store, request);
       ASSERT_TRUE(r.ok()) << store->kind() << ": " << r.error().message;
@@ -173,7 +170,7 @@ TEST(ConformanceMultiLimitTest, ADeniedRequestLeavesTheOtherLimitsUntouched) {
   StoreLimit tight{"multi:tight", params(Algorithm::kSlidingWindowLog, 1, kSec), false};
   for (Store* store : {&pair.memory(), &pair.redis()}) {
     SCOPED_TRACE(std::string(store->kind()));
-    StoreRequest both{{loose, tight}, 1, "c"};
+    StoreRequest both = clientRequest({loose, tight}, 1, "c");
     auto first = pair.run(*store, both);
     ASSERT_TRUE(first.ok());
     EXPECT_TRUE(first->allowed);
@@ -182,7 +179,7 @@ TEST(ConformanceMultiLimitTest, ADeniedRequestLeavesTheOtherLimitsUntouched) {
     EXPECT_FALSE(second->allowed);
     EXPECT_TRUE(second->outcomes[0].allowed);
     EXPECT_FALSE(second->outcomes[1].allowed);
-    auto check = pair.run(*store, StoreRequest{{loose}, 0, "c"});
+    auto check = pair.run(*store, clientRequest({loose}, 0, "c"));
     ASSERT_TRUE(check.ok());
     EXPECT_EQ(check->outcomes[0].remaining, 4) << "the denied request charged the loose limit";
   }
@@ -194,7 +191,7 @@ TEST(ConformanceMultiLimitTest, ShadowLimitsAreChargedButNeverDeny) {
   StoreLimit real{"multi:real", params(Algorithm::kFixedWindow, 5, kSec), false};
   for (Store* store : {&pair.memory(), &pair.redis()}) {
     SCOPED_TRACE(std::string(store->kind()));
-    StoreRequest both{{shadow, real}, 1, "c"};
+    StoreRequest both = clientRequest({shadow, real}, 1, "c");
     ASSERT_TRUE(pair.run(*store, both)->allowed);
     auto second = pair.run(*store, both);
     ASSERT_TRUE(second.ok());

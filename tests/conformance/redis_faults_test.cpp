@@ -10,6 +10,7 @@
 
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/memory_store.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "support/redis_server.hpp"
@@ -91,11 +92,11 @@ enum Phase { kHealthy = 0, kOutage = 1, kRecovering = 2, kRecovered = 3 };
 
 StoreRequest generousRequest() {
   StoreLimit limit;
-  limit.key = "faults:k";
+  limit.key = BucketKey::storeKey("fault-client", "faults:k");
   limit.params.algorithm = Algorithm::kTokenBucket;
   limit.params.limit = 1'000'000;
   limit.params.window_us = kMicrosPerSecond;
-  return StoreRequest{{limit}, 1, "fault-client"};
+  return StoreRequest{{limit}, 1};
 }
 
 class RedisOutageTest : public ::testing::TestWithParam<FailureMode> {};
@@ -113,7 +114,7 @@ TEST_P(RedisOutageTest, StoppedMidLoadAndRestartedBehavesAsTheFailureModeSays) {
   // The outage shows as refused connections, not as missed deadlines: a deadline that a
   // loaded (or sanitized) machine can miss would count as a second outage.
   options.request_timeout = milliseconds(250);
-  StorePtr redis = makeRedisStore(io, options, metrics);
+  StorePtr redis = makeRedisStore(io, options, metrics, clock);
   StorePtr memory = makeMemoryStore(MemoryStoreOptions{}, clock, metrics);
   StorePtr store = makeFailoverStore(redis, memory, mode, metrics);
   ASSERT_TRUE(test::runUntil(io, [&] { return redis->healthy(); }));
@@ -188,20 +189,21 @@ TEST(RedisScriptFlushTest, ScriptFlushMidLoadLosesNoRequestAndNoCount) {
   test::RedisServer server;
   boost::asio::io_context io;
   Metrics metrics;
+  SystemClock clock;
   auto parsed = parseRedisUrl(server.url());
   ASSERT_TRUE(parsed.ok());
   RedisOptions options = *parsed;
   options.key_prefix = "flush";
   options.request_timeout = milliseconds(1000);
-  StorePtr redis = makeRedisStore(io, options, metrics);
+  StorePtr redis = makeRedisStore(io, options, metrics, clock);
   ASSERT_TRUE(test::runUntil(io, [&] { return redis->healthy(); }));
 
   StoreLimit limit;
-  limit.key = "flush:k";
+  limit.key = BucketKey::storeKey("flush-client", "flush:k");
   limit.params.algorithm = Algorithm::kFixedWindow;
   limit.params.limit = 300;
   limit.params.window_us = 86'400 * kMicrosPerSecond;  // no window edge during the test
-  const StoreRequest request{{limit}, 1, "flush-client"};
+  const StoreRequest request{{limit}, 1};
   int allowed = 0, denied = 0, errors = 0, in_flight = 0;
   for (int i = 0; i < 600; ++i) {
     ++in_flight;

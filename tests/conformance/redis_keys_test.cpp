@@ -22,7 +22,7 @@ class RedisKeysTest : public ::testing::Test {
     RedisOptions o = *parsed;
     o.key_prefix = testPrefix();
     prefix_ = o.key_prefix;
-    store_ = makeRedisStore(io_, o, metrics_);
+    store_ = makeRedisStore(io_, o, metrics_, clock_);
     ASSERT_TRUE(test::runUntil(io_, [&] { return store_->healthy(); }));
   }
 
@@ -44,6 +44,7 @@ class RedisKeysTest : public ::testing::Test {
 
   boost::asio::io_context io_;
   Metrics metrics_;
+  SystemClock clock_;
   StorePtr store_;
   std::string prefix_;
 };
@@ -55,18 +56,18 @@ TEST_F(RedisKeysTest, EveryAlgorithmWritesItsKeyWithATtlBoundedByItsState) {
        {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog, Algorithm::kSlidingWindowCounter,
         Algorithm::kTokenBucket, Algorithm::kLeakyBucket}) {
     StoreLimit l;
-    l.key = std::string("ttl:") + std::string(algorithmName(a));
+    l.key = BucketKey::storeKey("ttl-client", "ttl:" + std::string(algorithmName(a)));
     l.params.algorithm = a;
     l.params.limit = 5;
     l.params.window_us = window;
     limits.push_back(l);
   }
-  auto r = run(StoreRequest{limits, 1, "ttl-client"});
+  auto r = run(StoreRequest{limits, 1});
   ASSERT_TRUE(r.ok()) << r.error().message;
   auto written = keys();
   EXPECT_EQ(written.size(), limits.size());
   for (std::size_t i = 0; i < limits.size(); ++i) {
-    const std::string key = redisBucketKey(prefix_, "ttl-client", limits[i].key);
+    const std::string key = BucketKey::redisKey(prefix_, limits[i].key);
     auto pttl = sharedRedis().command({"PTTL", key});
     SCOPED_TRACE(key);
     EXPECT_GT(pttl->integer, 0);
@@ -79,9 +80,9 @@ TEST_F(RedisKeysTest, EveryAlgorithmWritesItsKeyWithATtlBoundedByItsState) {
 
 TEST_F(RedisKeysTest, AFreshBucketCheckedWithoutCostWritesNothing) {
   StoreLimit l;
-  l.key = "check:k";
+  l.key = BucketKey::storeKey("c", "check:k");
   l.params.limit = 5;
-  ASSERT_TRUE(run(StoreRequest{{l}, 0, "c"}).ok());
+  ASSERT_TRUE(run(StoreRequest{{l}, 0}).ok());
   EXPECT_TRUE(keys().empty());
 }
 
@@ -141,9 +142,15 @@ descriptors:
       ASSERT_EQ(match.descriptors.size(), 1u);
       ASSERT_EQ(match.descriptors[0].limits.size(), 1u);
       const MatchedLimit& ml = match.descriptors[0].limits[0];
-      StoreLimit l{ml.bucket_key, ml.limit->params, false};
-      redis_keys.insert(redisBucketKey(prefix_, client, l.key));
-      auto r = run(StoreRequest{{l}, 1, client});
+      StoreLimit l{BucketKey::storeKey(client, ml.bucket_key), ml.limit->params, false};
+      const std::string key = BucketKey::redisKey(prefix_, l.key);
+      // The client id appears once (its escaped form, in the hash tag).
+      if (!client.empty()) {
+        EXPECT_EQ(key.find(escapeKeyPart(client) + "|"), key.rfind(escapeKeyPart(client) + "|"))
+            << key;
+      }
+      redis_keys.insert(key);
+      auto r = run(StoreRequest{{l}, 1});
       ASSERT_TRUE(r.ok());
       // L = 1: a second request on a shared bucket would be denied.
       EXPECT_TRUE(r->allowed) << "client '" << client << "' descriptor value '"

@@ -11,9 +11,9 @@
 
 #include "fuzz_check.hpp"
 #include "http/decision_codec.hpp"
-#include "http/decision_service.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/decision/decision_service.hpp"
 #include "sluice/rules/rules.hpp"
 #include "sluice/store/memory_store.hpp"
 
@@ -61,8 +61,10 @@ struct Pipeline {
     rules = loaded.rules;
     sluice::MemoryStoreOptions options;
     options.max_keys = 4096;
-    service = sluice::http::makeDecisionService(
-        [this] { return rules; }, sluice::makeMemoryStore(options, clock, metrics), metrics);
+    sluice::DecisionServiceParts parts;
+    parts.rules = [this] { return rules; };
+    parts.store = sluice::makeMemoryStore(options, clock, metrics);
+    service = sluice::makeDecisionService(std::move(parts));
   }
 
   /// The decision, or nullopt for a request the service refuses (descriptors with different
@@ -115,7 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto request = sluice::http::parseEnvoyRequest(body)) {
     for (int round = 0; round < 2; ++round) {
       if (const auto decision = pipeline->decide(*request)) {
-        checkResponse(sluice::http::envoyResponse(*request, *decision));
+        checkResponse(sluice::http::envoyResponse(*decision));
       }
     }
   }

@@ -42,7 +42,7 @@ void collectProbes(const std::vector<sluice::DescriptorNode>& nodes, sluice::Des
 
 void checkLimit(const sluice::RateLimit& limit) {
   SLUICE_FUZZ_CHECK(!limit.name.empty());
-  SLUICE_FUZZ_CHECK(!limit.slot.empty());
+  SLUICE_FUZZ_CHECK(!limit.limit_id.empty());
   if (limit.unlimited) {
     return;
   }

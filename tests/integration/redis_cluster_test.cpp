@@ -91,12 +91,12 @@ double metric(SluiceProcess& sluice, const std::string& family, const std::strin
   return sum;
 }
 
-/// A client id whose bucket keys (hash-tagged with the id) live in a slot that the master
+/// A client id whose bucket keys (hash-tagged with "id|cl") live in a slot that the master
 /// on `port` serves.
 std::string clientOn(RedisCluster& cluster, int port, const std::string& prefix) {
   for (int i = 0; i < 10'000; ++i) {
     std::string id = prefix + std::to_string(i);
-    if (cluster.ownerOf(redis::keyHashSlot(id)) == port) {
+    if (cluster.ownerOf(redis::keyHashSlot(id + "|cl")) == port) {
       return id;
     }
   }
@@ -114,7 +114,7 @@ TEST(RedisClusterTest, TwoSidecarsAdmitExactlyTheLimitForClientsOnEveryMaster) {
   constexpr int kClients = 12;
   std::set<int> masters_used;
   for (int c = 0; c < kClients; ++c) {
-    masters_used.insert(cluster.ownerOf(redis::keyHashSlot("c" + std::to_string(c))));
+    masters_used.insert(cluster.ownerOf(redis::keyHashSlot("c" + std::to_string(c) + "|cl")));
   }
   ASSERT_EQ(masters_used.size(), 3u) << "the clients' keys must span every master";
 
@@ -186,7 +186,7 @@ TEST(RedisClusterTest, FollowsAskDuringASlotMigrationAndMovedAfterIt) {
   RedisServer& from = cluster.byPort(masters[0]);
   RedisServer& to = cluster.byPort(masters[1]);
   const std::string client = clientOn(cluster, from.port(), "m");
-  const int slot = redis::keyHashSlot(client);
+  const int slot = redis::keyHashSlot(client + "|cl");
   SluiceProcess sluice(sidecar(cluster.url(2)));
   ASSERT_TRUE(waitReady(sluice)) << sluice.log();
   HttpClient http = sluice.client();
@@ -216,7 +216,7 @@ TEST(RedisClusterTest, SurvivesAManualFailoverAndAKilledMaster) {
   RedisCluster cluster(3, 1);
   const int first_master = cluster.masterPorts()[0];
   const std::string client = clientOn(cluster, first_master, "f");
-  const int slot = redis::keyHashSlot(client);
+  const int slot = redis::keyHashSlot(client + "|cl");
   SluiceProcess sluice(sidecar(cluster.url(1)));
   ASSERT_TRUE(waitReady(sluice)) << sluice.log();
   HttpClient http = sluice.client();

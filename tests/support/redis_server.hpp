@@ -18,7 +18,7 @@
 #include "sluice/common/result.hpp"
 #include "sluice/store/store.hpp"
 
-/// Test fixtures around a real redis-server (DESIGN.md §7: no mock stands in for Redis).
+/// Test fixtures around a real redis-server (no mock stands in for Redis).
 namespace sluice::test {
 
 struct ReplyDeleter {

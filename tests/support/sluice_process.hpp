@@ -14,7 +14,7 @@
 
 namespace sluice::test {
 
-/// The seed example (DESIGN.md, issue 2): domain auth, auth_type=login, 5 per minute; and
+/// The seed example (config/rules): domain auth, auth_type=login, 5 per minute; and
 /// a default domain with a domain-level limit of 100 per minute.
 extern const char* const kSeedAuthRules;
 extern const char* const kSeedDefaultRules;

@@ -13,7 +13,7 @@ using Micros = std::int64_t;
 inline constexpr Micros kMicrosPerMilli = 1'000;
 inline constexpr Micros kMicrosPerSecond = 1'000'000;
 
-/// The only source of "now" (STYLE.md habit 2). Implementations are thread-safe.
+/// The only source of "now" (docs/architecture.md, "Conventions"). Implementations are thread-safe.
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -27,7 +27,8 @@ inline Error makeError(ErrorKind kind, std::string message) {
   return Error{kind, std::move(message)};
 }
 
-/// Expected failures are values (STYLE.md habit 4): shaped like std::expected<T, Error>.
+/// Expected failures are values (docs/architecture.md, "Conventions"): shaped like std::expected<T,
+/// Error>.
 template <typename T>
 class [[nodiscard]] Result {
  public:

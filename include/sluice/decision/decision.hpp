@@ -9,11 +9,16 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/common/clock.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/limiter/limiter.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
+
+/// The decision: what a transport asks (DecisionRequest), what it gets back (Decision), the
+/// service between them and the observers it calls once per decision. The path of one
+/// request through these types is in docs/architecture.md.
 
 /// A limit given by the request itself (envoy's `RateLimitDescriptor.limit`): it applies to
 /// its descriptor instead of the rules (a fixed window of requests_per_unit per unit; the
@@ -25,7 +30,8 @@ struct LimitOverride {
   TimeUnit unit = TimeUnit::kSecond;
 };
 
-/// A parsed decision request (from /shouldAllowRequest, /json, /check or gRPC).
+/// A parsed decision request (from /shouldAllowRequest, /json, /check, gRPC or any other
+/// transport).
 struct DecisionRequest {
   std::string domain;                   ///< already defaulted by the caller
   std::string client_id;                ///< empty: no per-client scope
@@ -78,6 +84,9 @@ struct DescriptorStatus {
   bool matched = false;             ///< a rule matched (even if unlimited)
   std::vector<LimitStatus> limits;  ///< in rule order
   std::string metadata_json;        ///< the matched node's `metadata` as JSON ("" if none)
+  /// The matched node (points into Decision::rules); null when none or for the
+  /// domain-level limit.
+  const DescriptorNode* node = nullptr;
 
   /// True when no non-shadow limit of this descriptor denied (envoy's "passed" descriptor:
   /// its status code is OK).
@@ -90,9 +99,11 @@ struct Decision {
   bool domain_known = true;
   std::vector<DescriptorStatus> descriptors;
   RuleSetPtr rules;  ///< the snapshot used from start to end
-  /// The request's descriptors, moved in by the service once matched (so that observers
-  /// such as value labels need no copy of the request).
-  std::vector<Descriptor> request_descriptors;
+  /// The request's domain in `rules`; null when unknown (or the rules are not loaded).
+  const DomainConfig* domain = nullptr;
+  /// The request itself, moved in by the service once decided: the answer's encoders and
+  /// the observers read it from here, so the path never copies it.
+  DecisionRequest request;
   /// The rules `metadata` of every descriptor that passed, merged in request order (first
   /// wins; objects merged recursively), as compact JSON: envoyproxy/ratelimit's
   /// `dynamicMetadata.metadata`. "" when none.
@@ -100,20 +111,54 @@ struct Decision {
   /// The rate limits built from request-side overrides (LimitStatus::rule points here).
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
 
-  /// The limit whose headers the answer carries: on a deny the denying non-shadow limit
-  /// with the longest retry; otherwise the evaluated limit with the least remaining.
-  /// Null when no limit was evaluated.
+  /// The limit whose headers the answer carries: bindingLimit(*this).
   const LimitStatus* binding() const;
 };
 
+/// The one choice of the limit an answer reports, used by the headers, the JSON answer, the
+/// access log and the denial events: on a deny, the denying non-shadow limit with the
+/// longest retry (one that can never pass first); otherwise the evaluated non-shadow limit
+/// with the least remaining. Null when no limit was evaluated. Shadow limits never bind:
+/// turning shadow mode on must not change what clients see.
+const LimitStatus* bindingLimit(const Decision& decision);
+
+/// The same choice within one descriptor, for answers with one status per descriptor
+/// (envoy's /json): the limit that denies (shadow limits report their own deny), else the
+/// least remaining; null when the descriptor has no evaluated limit.
+const LimitStatus* descriptorBindingLimit(const DescriptorStatus& descriptor);
+
+/// The request-level outcome word (access log): unknown_domain, denied, shadow_denied
+/// (allowed, but a shadow limit would have denied), allowed (a limit was evaluated or an
+/// unlimited rule matched), no_rule.
+std::string_view decisionWord(const Decision& decision);
+
+/// The outcome word of one limit (decisions_total): allowed, denied, shadow_denied.
+std::string_view limitOutcomeWord(const LimitStatus& limit);
+
+/// "key=value,key=value" (descriptor values as sent).
+std::string describeDescriptor(const Descriptor& descriptor);
+
 /// Turns a request into a decision: snapshot the rules, match, ask the store, aggregate.
+/// Transport-neutral: HTTP routes call it today, any other transport calls it the same way.
 class DecisionService {
  public:
   using Callback = std::function<void(Result<Decision>)>;
   virtual ~DecisionService() = default;
-  /// Called on an I/O thread; the callback runs on the same thread. Errors: the store's
-  /// (kTimeout, kConnection, ...) when the failure mode is `closed`.
+  /// Called on an I/O thread; the callback runs on the same thread (possibly before
+  /// decide() returns). Errors: kUnavailable (rules not loaded), the store's (kTimeout,
+  /// kConnection, ...) when the failure mode is `closed`.
   virtual void decide(DecisionRequest request, Callback done) = 0;
+};
+
+/// Sees every decision once, on the deciding I/O thread, before the answer is handed back
+/// (metrics, access log, denial events). Must not block.
+class DecisionObserver {
+ public:
+  virtual ~DecisionObserver() = default;
+  /// `decision` is the result or its error; `started_us` the clock's reading when
+  /// decide() was called.
+  virtual void observe(const DecisionRequest& request, const Result<Decision>& decision,
+                       Micros started_us) = 0;
 };
 
 }  // namespace sluice

@@ -9,7 +9,7 @@
 
 /// The rate-limiting algorithms as pure functions of (state, now, cost): no I/O, no clock
 /// reads. The memory store keeps BucketState in process; the Redis store runs Lua scripts
-/// that make identical decisions (DESIGN.md §4).
+/// that make identical decisions (README.md, "Rules"; docs/redis.md).
 namespace sluice {
 
 enum class Algorithm : std::uint8_t {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sluice/limiter/limiter.hpp"
+#include "sluice/rules/bucket_key.hpp"
 
 /// The rules model (envoyproxy/ratelimit's YAML schema plus Sluice's extensions), the
 /// loader/validator and the matcher. Pure: no Asio, no hiredis, no clock reads.
@@ -44,11 +45,9 @@ struct RateLimit {
   bool quota_mode = false;   ///< from the owning node (envoyproxy/ratelimit's `quota_mode`)
   LimitParams params;        ///< ready for the limiter (limit, window, algorithm, ...)
   std::vector<std::string> replaces;
-  /// Identity of this limit within its node, part of the bucket key: counters survive a
-  /// reload while domain, node path, slot and algorithm stay the same. Already key-safe:
-  /// "n" + escapeKeyPart(name) for an explicitly named limit, "i<index>" otherwise (index in
-  /// `rate_limits:`, 0 for a single `rate_limit:`).
-  std::string slot;
+  /// Identity of this limit within its node, part of the bucket key (BucketKey::limitId):
+  /// index in `rate_limits:`, 0 for a single `rate_limit:`.
+  std::string limit_id;
   SourceLocation location;
 };
 
@@ -92,7 +91,8 @@ struct DomainConfig {
   SourceLocation location;
 };
 
-/// An immutable snapshot of all rules; swapped atomically on reload (STYLE.md habit 6).
+/// An immutable snapshot of all rules; swapped atomically on reload (docs/architecture.md,
+/// "Conventions").
 struct RuleSet {
   std::map<std::string, DomainConfig, std::less<>> domains;
   std::vector<std::string> files;  ///< the files it came from
@@ -153,9 +153,10 @@ using Descriptor = std::vector<Entry>;
 struct MatchedLimit {
   const RateLimit* limit = nullptr;      ///< points into the RuleSet: keep the snapshot alive
   const DescriptorNode* node = nullptr;  ///< null for the domain-level limit
-  /// The counter's identity without store prefix and client: escaped domain, descriptor
-  /// entries (wildcard values replaced by the pattern under share_threshold), slot and
-  /// algorithm. Two different descriptors never yield the same bucket key.
+  /// The counter's identity without store prefix and client (BucketKey's `bucket`): escaped
+  /// domain, descriptor entries (wildcard values replaced by the pattern under
+  /// share_threshold), limit id and algorithm. Two different descriptors never yield the
+  /// same bucket key.
   std::string bucket_key;
 };
 
@@ -197,11 +198,5 @@ std::string rulesToJson(const RuleSet& rules);
 /// Returns the process exit code: 0 when valid, 1 otherwise.
 int validateRulesCommand(const std::string& path, std::ostream& out);
 int validateRulesCommand(const std::string& path, std::ostream& out, const LoadOptions& options);
-
-/// Escapes one part of a store key so that the separators of a key (and '{', '}') never
-/// occur inside a part: bytes outside [A-Za-z0-9_.-] become %XX.
-std::string escapeKeyPart(std::string_view part);
-/// escapeKeyPart(part) appended to `out`.
-void appendEscapedKeyPart(std::string& out, std::string_view part);
 
 }  // namespace sluice

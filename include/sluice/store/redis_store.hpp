@@ -17,6 +17,13 @@ class io_context;
 
 namespace sluice {
 
+/// Where the Redis script reads the decision time.
+enum class ScriptTime {
+  kRedis,       ///< Redis TIME (production: every Sluice instance shares one clock)
+  kStoreClock,  ///< TESTS ONLY: the store's Clock, sent with each call (00_time_test.lua), so
+                ///< that a trace on a ManualClock can be compared with the C++ limiter
+};
+
 /// Connection settings parsed from redis://[user:password@]host:port/db or unix:///path.
 struct RedisOptions {
   std::string host = "127.0.0.1";
@@ -37,25 +44,9 @@ struct RedisOptions {
   /// a round trip (never for requests with a count_rejected limit). Per store instance.
   bool local_cache = true;
   std::size_t local_cache_max_keys = 100'000;
+  /// No flag sets it: only tests choose kStoreClock.
+  ScriptTime script_time = ScriptTime::kRedis;
 };
-
-/// The Redis key of one bucket: "<prefix>:{<escapeKeyPart(client)>}:<bucket_key>".
-/// The `{...}` hash tag makes every key of one request of one client land in the same
-/// Redis Cluster slot (one script call may touch them all). Without a client id the tag is
-/// empty ("<prefix>:{}:<bucket_key>"): Redis Cluster then hashes each whole key, so a
-/// request with several limits and no client id may span slots. `prefix` must not contain
-/// '{' or '}' (the store replaces them by %7B / %7D); `bucket_key` is the already-escaped
-/// StoreLimit::key. Distinct (client, bucket_key) pairs always give distinct keys.
-std::string redisBucketKey(std::string_view prefix, std::string_view client,
-                           std::string_view bucket_key);
-
-/// The key of one bucket in a Redis Cluster (`--store redis_cluster`): redisBucketKey when
-/// there is a client; without one, the hash tag is the bucket key's first part (up to its
-/// first ':' or ';', the escaped domain for the app's keys: "<prefix>:{|auth}:|auth:..."),
-/// so that every key of one request still shares one slot and one script call checks and
-/// charges them all-or-nothing. Distinct (client, bucket_key) pairs give distinct keys.
-std::string redisClusterBucketKey(std::string_view prefix, std::string_view client,
-                                  std::string_view bucket_key);
 
 /// Parses a Redis URL into `base` (keeps base's non-URL fields). Errors name the problem.
 Result<RedisOptions> parseRedisUrl(const std::string& url, RedisOptions base = {});
@@ -65,9 +56,12 @@ Result<RedisOptions> parseRedisUrl(const std::string& url, RedisOptions base = {
 /// connection starts asynchronously (healthy() turns true once it is ready). Destroy the
 /// store before its io_context. Each evaluate() is one EVALSHA with the request deadline
 /// `options.request_timeout`; errors: kTimeout, kConnection (not connected / lost),
-/// kScript, kUnavailable. Metrics: store_call_duration_seconds{store="redis"},
-/// local_cache_hits_total, redis_reconnects_total.
-StorePtr makeRedisStore(boost::asio::io_context& io, const RedisOptions& options, Metrics& metrics);
+/// kScript, kUnavailable. Keys: BucketKey::redisKey of each StoreLimit::key with the
+/// configured prefix. `clock` dates the local over-limit cache (and, with
+/// ScriptTime::kStoreClock, the script's decisions); it must outlive the store. Metrics:
+/// store_call_duration_seconds{store="redis"}, local_cache_hits_total, redis_reconnects_total.
+StorePtr makeRedisStore(boost::asio::io_context& io, const RedisOptions& options, Metrics& metrics,
+                        const Clock& clock);
 
 /// Parses `--redis` for `--store redis_cluster`: one or more comma-separated seed URLs
 /// (redis://[user:password@]host:port, database 0), each into `base`. The seeds only serve
@@ -86,11 +80,11 @@ Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
 /// has been promoted. Calls to a master that is not connected fail at once with
 /// kConnection (the failure mode answers). healthy() while every slot has a reachable
 /// master. `seeds` must not be empty (parseRedisClusterUrls); their first gives the
-/// credentials, timeouts and key prefix. Metrics: those of makeRedisStore plus
-/// redis_cluster_redirects_total{kind}, redis_cluster_topology_refreshes_total{result},
-/// redis_cluster_failovers_total.
+/// credentials, timeouts, key prefix and script time. `clock` as in makeRedisStore. Metrics: those
+/// of makeRedisStore plus redis_cluster_redirects_total{kind},
+/// redis_cluster_topology_refreshes_total{result}, redis_cluster_failovers_total.
 StorePtr makeRedisClusterStore(boost::asio::io_context& io, const std::vector<RedisOptions>& seeds,
-                               Metrics& metrics);
+                               Metrics& metrics, const Clock& clock);
 
 enum class FailureMode { kOpen, kClosed, kLocal };
 

@@ -15,7 +15,9 @@ namespace sluice {
 
 /// One limit of a store request.
 struct StoreLimit {
-  std::string key;  ///< full bucket key (client + MatchedLimit::bucket_key), unique
+  /// The bucket's store key (BucketKey::storeKey: escaped client "|" bucket), unique; the
+  /// Redis stores derive the Redis key and its hash tag from it (BucketKey::redisKey).
+  std::string key;
   LimitParams params;
   bool shadow = false;  ///< evaluated and charged as usual, but never denies the request
   /// This limit's own cost; nullopt: StoreRequest::cost. Each limit of one request may be
@@ -33,9 +35,6 @@ struct StoreLimit {
 struct StoreRequest {
   std::vector<StoreLimit> limits;
   std::int64_t cost = 1;  ///< hits; 0 checks without consuming
-  /// Client id (may be empty): the Redis stores hash-tag every key of a request with it
-  /// so that they share one cluster slot.
-  std::string client;
 };
 
 struct StoreResponse {
@@ -44,7 +43,7 @@ struct StoreResponse {
   bool degraded = false;          ///< answered by a failure mode, not by the store itself
 };
 
-/// Where counters live. Semantics (DESIGN.md §4): the request is allowed iff every
+/// Where counters live. Semantics (README.md, "Rules", item 4): the request is allowed iff every
 /// non-shadow, non-quota limit allows and, when the request has quota groups, at least one
 /// group has no denying non-shadow limit; then every limit that allowed is charged its cost.
 /// Otherwise nothing is charged, except that limits with count_rejected record the attempt

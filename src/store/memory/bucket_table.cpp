@@ -10,13 +10,13 @@ namespace sluice::memory_detail {
 namespace {
 
 constexpr Micros kNever = std::numeric_limits<Micros>::max();
-constexpr std::size_t kMinSlots = 16;
+constexpr std::size_t kMinCells = 16;
 constexpr std::uint32_t kOffsetBits = 15;
 
 }  // namespace
 
 BucketTable::BucketTable()
-    : slots_(kMinSlots, kEmptySlot),
+    : cells_(kMinCells, kEmptyCell),
       earliest_expiry_(kNever),
       round_min_seen_(kNever),
       round_min_saved_(kNever) {}
@@ -41,14 +41,14 @@ std::string_view BucketTable::keyOf(std::uint32_t index) const {
 }
 
 std::uint32_t BucketTable::find(std::string_view key, std::uint64_t hash) const {
-  const std::uint32_t tag = slotValue(hash, 0);
-  for (std::size_t i = homeSlot(hash);; i = nextSlot(i)) {
-    const std::uint32_t slot = slots_[i];
-    if (slot == kEmptySlot) {
+  const std::uint32_t tag = cellValue(hash, 0);
+  for (std::size_t i = homeCell(hash);; i = nextCell(i)) {
+    const std::uint32_t cell = cells_[i];
+    if (cell == kEmptyCell) {
       return kNone;
     }
-    if ((slot & ~kNone) == tag && keyOf(slot & kNone) == key) {
-      return slot & kNone;
+    if ((cell & ~kNone) == tag && keyOf(cell & kNone) == key) {
+      return cell & kNone;
     }
   }
 }
@@ -102,7 +102,7 @@ void BucketTable::save(std::uint32_t index, BucketState&& state, Micros expires_
 
 std::uint32_t BucketTable::insert(std::string_view key, std::uint64_t hash, BucketState&& state,
                                   Micros expires_at) {
-  if ((size_ + 1) * 5 > slots_.size() * 4) {
+  if ((size_ + 1) * 5 > cells_.size() * 4) {
     growIndex();
   }
   const std::uint32_t index = allocate();
@@ -238,38 +238,38 @@ void BucketTable::unlink(std::uint32_t index) {
 }
 
 void BucketTable::indexInsert(std::uint32_t index, std::uint64_t hash) {
-  std::size_t i = homeSlot(hash);
-  while (slots_[i] != kEmptySlot) {
-    i = nextSlot(i);
+  std::size_t i = homeCell(hash);
+  while (cells_[i] != kEmptyCell) {
+    i = nextCell(i);
   }
-  slots_[i] = slotValue(hash, index);
+  cells_[i] = cellValue(hash, index);
 }
 
 void BucketTable::indexErase(std::uint32_t index) {
-  std::size_t i = homeSlot(hashKey(keyOf(index)));
-  while ((slots_[i] & kNone) != index) {
-    i = nextSlot(i);
+  std::size_t i = homeCell(hashKey(keyOf(index)));
+  while ((cells_[i] & kNone) != index) {
+    i = nextCell(i);
   }
   // Backward-shift deletion: pull later members of the probe run into the hole unless their
-  // home slot lies cyclically in (hole, their slot].
-  for (std::size_t j = nextSlot(i);; j = nextSlot(j)) {
-    const std::uint32_t moved = slots_[j];
-    if (moved == kEmptySlot) {
+  // home cell lies cyclically in (hole, their cell].
+  for (std::size_t j = nextCell(i);; j = nextCell(j)) {
+    const std::uint32_t moved = cells_[j];
+    if (moved == kEmptyCell) {
       break;
     }
-    const std::size_t home = homeSlot(hashKey(keyOf(moved & kNone)));
+    const std::size_t home = homeCell(hashKey(keyOf(moved & kNone)));
     const bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
     if (!stays) {
-      slots_[i] = moved;
+      cells_[i] = moved;
       i = j;
     }
   }
-  slots_[i] = kEmptySlot;
+  cells_[i] = kEmptyCell;
 }
 
 void BucketTable::growIndex() {
-  std::vector<std::uint32_t> grown(slots_.size() + slots_.size() / 2, kEmptySlot);
-  grown.swap(slots_);
+  std::vector<std::uint32_t> grown(cells_.size() + cells_.size() / 2, kEmptyCell);
+  grown.swap(cells_);
   for (std::uint32_t index = head_; index != kNone;
        index = static_cast<std::uint32_t>(at(index).next)) {
     indexInsert(index, hashKey(keyOf(index)));

@@ -31,7 +31,7 @@ struct Evictions {
 /// - keys are packed back to back in 32 KiB arena chunks, compacted when half is garbage
 ///   (keys of 16 KiB and more are kept apart);
 /// - the index is open addressing with linear probing over any table size (grown by 1.5x,
-///   load at most 0.8); a slot holds a 24-bit entry index and 8 hash bits that reject most
+///   load at most 0.8); a cell holds a 24-bit entry index and 8 hash bits that reject most
 ///   mismatches without touching the key; deletion shifts entries back (no tombstones);
 ///   hashes are recomputed from the key when needed;
 /// - only sliding_window_log buckets carry a log, kept in a side map.
@@ -43,7 +43,7 @@ class BucketTable {
 
   BucketTable();
 
-  /// The hash every caller uses for a key (shard choice, index slots, tags).
+  /// The hash every caller uses for a key (shard choice, index cells, tags).
   static std::uint64_t hashKey(std::string_view key);
 
   /// The entry for `key` (whose hashKey() is `hash`), or kNone.
@@ -97,7 +97,7 @@ class BucketTable {
   static_assert(sizeof(Entry) == 40);
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunkSize = 1U << kChunkBits;
-  static constexpr std::uint32_t kEmptySlot = 0xffffffffU;
+  static constexpr std::uint32_t kEmptyCell = 0xffffffffU;
   static constexpr std::size_t kArenaChunkBytes = 32 * 1024;
   static constexpr std::uint32_t kLongKey = 0x3fff;
 
@@ -106,11 +106,11 @@ class BucketTable {
     return chunks_[index >> kChunkBits][index & (kChunkSize - 1)];
   }
   std::string_view keyOf(std::uint32_t index) const;
-  std::size_t homeSlot(std::uint64_t hash) const {
-    return static_cast<std::size_t>(((hash & 0xffffffffU) * slots_.size()) >> 32);
+  std::size_t homeCell(std::uint64_t hash) const {
+    return static_cast<std::size_t>(((hash & 0xffffffffU) * cells_.size()) >> 32);
   }
-  std::size_t nextSlot(std::size_t i) const { return i + 1 == slots_.size() ? 0 : i + 1; }
-  static std::uint32_t slotValue(std::uint64_t hash, std::uint32_t index) {
+  std::size_t nextCell(std::size_t i) const { return i + 1 == cells_.size() ? 0 : i + 1; }
+  static std::uint32_t cellValue(std::uint64_t hash, std::uint32_t index) {
     return static_cast<std::uint32_t>(hash >> 56) << 24 | index;
   }
   static Micros toMicros(std::uint32_t seconds) {
@@ -133,7 +133,7 @@ class BucketTable {
   std::uint32_t free_head_ = kNone;
   std::uint32_t head_ = kNone;  // most recently used
   std::uint32_t tail_ = kNone;  // least recently used
-  std::vector<std::uint32_t> slots_;
+  std::vector<std::uint32_t> cells_;
   std::vector<std::unique_ptr<char[]>> arena_;  // kArenaChunkBytes each
   std::size_t arena_used_ = 0;                  // bytes used in the last chunk
   std::size_t arena_garbage_ = 0;               // bytes of erased keys

@@ -151,7 +151,7 @@ class MemoryStore final : public Store {
       if (w.eval.ttl_us <= 0) {
         continue;
       }
-      // Reserve the slot in the global count first; over the bound, make room in this
+      // Reserve the place in the global count first; over the bound, make room in this
       // shard (other shards are not locked, and need not be: the bound is global, the LRU
       // order per shard). A shard with nothing to evict inserts anyway, so the count can
       // pass the bound by less than the number of shards.

@@ -641,11 +641,12 @@ Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
 }
 
 StorePtr makeRedisClusterStore(net::io_context& io, const std::vector<RedisOptions>& seeds,
-                               Metrics& metrics) {
-  auto backend = std::make_shared<ClusterBackend>(io, seeds, metrics, redis::composeScript(false));
+                               Metrics& metrics, const sluice::Clock& clock) {
+  auto backend = std::make_shared<ClusterBackend>(io, seeds, metrics,
+                                                  redis::composeScript(seeds.front().script_time));
   backend->start();
   return redis::makeRedisStoreOver(std::move(backend), seeds.front(), metrics, "redis_cluster",
-                                   nullptr);
+                                   clock);
 }
 
 }  // namespace sluice

@@ -35,20 +35,6 @@ constexpr int kFlagCountRejected = 1;
 constexpr int kFlagShadow = 2;
 constexpr std::size_t kResetScanCount = 1000;
 
-std::string sanitizePrefix(std::string_view prefix) {
-  std::string out;
-  for (char ch : prefix) {
-    if (ch == '{') {
-      out += "%7B";
-    } else if (ch == '}') {
-      out += "%7D";
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 // Glob-escapes a literal for SCAN MATCH.
 std::string globEscape(std::string_view text) {
   std::string out;
@@ -59,12 +45,6 @@ std::string globEscape(std::string_view text) {
     out += ch;
   }
   return out;
-}
-
-Micros steadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 /// What Redis last said about a denied key.
@@ -125,11 +105,12 @@ class SingleNodeBackend final : public redis::RedisBackend {
 class RedisStore final : public Store {
  public:
   RedisStore(std::shared_ptr<redis::RedisBackend> backend, const RedisOptions& options,
-             Metrics& metrics, std::string_view kind, const Clock* test_clock)
+             Metrics& metrics, std::string_view kind, const Clock& clock)
       : options_(options),
-        prefix_(sanitizePrefix(options.key_prefix)),
+        prefix_(BucketKey::redisPrefix(options.key_prefix)),
         kind_(kind),
-        test_clock_(test_clock),
+        clock_(clock),
+        script_clock_(options.script_time == ScriptTime::kStoreClock),
         duration_(redis::describeRedisMetrics(metrics).histogram("store_call_duration_seconds",
                                                                  {{"store", kind_}})),
         cache_hits_(metrics.counter("local_cache_hits_total")),
@@ -150,10 +131,10 @@ class RedisStore final : public Store {
     keys.reserve(request.limits.size());
     std::vector<std::string> args;
     args.reserve(1 + request.limits.size() * kValuesPerLimit);
-    const Micros sent_at = localNow();
-    args.push_back(test_clock_ != nullptr ? std::to_string(sent_at) : std::string());
+    const Micros sent_at = clock_.nowMicros();
+    args.push_back(script_clock_ ? std::to_string(sent_at) : std::string());
     for (const StoreLimit& limit : request.limits) {
-      keys.push_back(bucketKey(request.client, limit.key));
+      keys.push_back(BucketKey::redisKey(prefix_, limit.key));
       const LimitParams& p = limit.params;
       args.push_back(std::to_string(static_cast<int>(p.algorithm)));
       args.push_back(std::to_string(p.limit));
@@ -201,7 +182,7 @@ class RedisStore final : public Store {
     cache_.clear();
     auto state = std::make_shared<ResetState>();
     for (const auto& p : key_prefixes) {
-      state->patterns.push_back(globEscape(prefix_) + ":{*}:" + globEscape(p) + "*");
+      state->patterns.push_back(globEscape(BucketKey::redisKey(prefix_, p)) + "*");
     }
     state->nodes = backend_->keyNodes();
     if (state->nodes.empty()) {
@@ -238,18 +219,9 @@ class RedisStore final : public Store {
     ResetCallback done;
   };
 
-  std::string bucketKey(std::string_view client, std::string_view key) const {
-    return clustered_ ? redisClusterBucketKey(prefix_, client, key)
-                      : redisBucketKey(prefix_, client, key);
-  }
-
   static bool hasCountRejected(const StoreRequest& request) {
     return std::any_of(request.limits.begin(), request.limits.end(),
                        [](const StoreLimit& l) { return l.params.count_rejected; });
-  }
-
-  Micros localNow() const {
-    return test_clock_ != nullptr ? test_clock_->nowMicros() : steadyMicros();
   }
 
   static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n) {
@@ -291,13 +263,13 @@ class RedisStore final : public Store {
     if (cache_.empty() || request.limits.size() != 1 || hasCountRejected(request)) {
       return false;
     }
-    const Micros now = localNow();
+    const Micros now = clock_.nowMicros();
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
       if (limit.shadow || limit.quota_group >= 0 || limit.costOr(request.cost) <= 0) {
         continue;
       }
-      auto it = cache_.find(bucketKey(request.client, limit.key));
+      auto it = cache_.find(BucketKey::redisKey(prefix_, limit.key));
       if (it == cache_.end()) {
         continue;
       }
@@ -441,7 +413,8 @@ class RedisStore final : public Store {
   RedisOptions options_;
   std::string prefix_;
   std::string kind_;
-  const Clock* test_clock_;
+  const Clock& clock_;
+  bool script_clock_;
   Histogram& duration_;
   Counter& cache_hits_;
   std::shared_ptr<redis::RedisBackend> backend_;
@@ -450,45 +423,6 @@ class RedisStore final : public Store {
 };
 
 }  // namespace
-
-std::string redisBucketKey(std::string_view prefix, std::string_view client,
-                           std::string_view bucket_key) {
-  std::string key;
-  std::string escaped_client = client.empty() ? std::string() : escapeKeyPart(client);
-  key.reserve(prefix.size() + escaped_client.size() + bucket_key.size() + 4);
-  if (prefix.find_first_of("{}") != std::string_view::npos) {
-    key += sanitizePrefix(prefix);
-  } else {
-    key.append(prefix);
-  }
-  key += ":{";
-  key += escaped_client;
-  key += "}:";
-  key.append(bucket_key);
-  return key;
-}
-
-std::string redisClusterBucketKey(std::string_view prefix, std::string_view client,
-                                  std::string_view bucket_key) {
-  if (!client.empty()) {
-    return redisBucketKey(prefix, client, bucket_key);
-  }
-  // The tag is the key's first part (the escaped domain after '|' for the app's keys):
-  // '|' never occurs in an escaped client, so no client's tag equals it.
-  std::string_view tag = bucket_key.substr(0, bucket_key.find_first_of(":;"));
-  std::string key;
-  key.reserve(prefix.size() + tag.size() + bucket_key.size() + 4);
-  if (prefix.find_first_of("{}") != std::string_view::npos) {
-    key += sanitizePrefix(prefix);
-  } else {
-    key.append(prefix);
-  }
-  key += ":{";
-  key.append(tag);
-  key += "}:";
-  key.append(bucket_key);
-  return key;
-}
 
 namespace redis {
 
@@ -503,12 +437,12 @@ Metrics& describeRedisMetrics(Metrics& metrics) {
 }
 
 StorePtr makeRedisStoreOver(std::shared_ptr<RedisBackend> backend, const RedisOptions& options,
-                            Metrics& metrics, std::string_view kind, const Clock* test_clock) {
-  return std::make_shared<RedisStore>(std::move(backend), options, metrics, kind, test_clock);
+                            Metrics& metrics, std::string_view kind, const Clock& clock) {
+  return std::make_shared<RedisStore>(std::move(backend), options, metrics, kind, clock);
 }
 
-std::string composeScript(bool test_time) {
-  std::string out(lua::script(test_time ? kTestPrelude : kProductionPrelude));
+std::string composeScript(ScriptTime time) {
+  std::string out(lua::script(time == ScriptTime::kStoreClock ? kTestPrelude : kProductionPrelude));
   out += '\n';
   for (std::string_view name : lua::scriptNames()) {
     if (name.starts_with("00_") || name == kMainScript) {
@@ -521,19 +455,14 @@ std::string composeScript(bool test_time) {
   return out;
 }
 
-StorePtr makeRedisStoreForTesting(net::io_context& io, const RedisOptions& options,
-                                  Metrics& metrics, const Clock& script_clock) {
-  return std::make_shared<RedisStore>(
-      std::make_shared<SingleNodeBackend>(io, options, metrics, composeScript(true)), options,
-      metrics, "redis", &script_clock);
-}
-
 }  // namespace redis
 
-StorePtr makeRedisStore(net::io_context& io, const RedisOptions& options, Metrics& metrics) {
+StorePtr makeRedisStore(net::io_context& io, const RedisOptions& options, Metrics& metrics,
+                        const Clock& clock) {
   return std::make_shared<RedisStore>(
-      std::make_shared<SingleNodeBackend>(io, options, metrics, redis::composeScript(false)),
-      options, metrics, "redis", nullptr);
+      std::make_shared<SingleNodeBackend>(io, options, metrics,
+                                          redis::composeScript(options.script_time)),
+      options, metrics, "redis", clock);
 }
 
 }  // namespace sluice

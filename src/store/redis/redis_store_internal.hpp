@@ -20,8 +20,8 @@ class io_context;
 namespace sluice::redis {
 
 /// The request script: time prelude + every algorithm file + 99_evaluate.lua.
-/// `test_time` selects the prelude that reads the time from ARGV[1].
-std::string composeScript(bool test_time);
+/// ScriptTime::kStoreClock selects the prelude that reads the time from ARGV[1].
+std::string composeScript(ScriptTime time);
 
 /// Declares the metrics every Redis-backed store and backend shares
 /// (store_call_duration_seconds, local_cache_hits_total, redis_reconnects_total).
@@ -47,8 +47,7 @@ class RedisBackend {
                        std::chrono::milliseconds timeout, ReplyHandler done) = 0;
 
   /// True when keys are spread over hash slots: a multi-key command (UNLINK) must name keys
-  /// of one slot only, and keys without a client are hash-tagged by domain
-  /// (redisClusterBucketKey).
+  /// of one slot only.
   virtual bool clustered() const = 0;
 
   /// True while calls can be made. Thread-safe.
@@ -56,16 +55,8 @@ class RedisBackend {
 };
 
 /// A Redis store over `backend`; `kind` is "redis" or "redis_cluster" (Store::kind() and
-/// the store label of store_call_duration_seconds). `test_clock` as in
-/// makeRedisStoreForTesting (nullptr in production).
+/// the store label of store_call_duration_seconds); `clock` as in makeRedisStore.
 StorePtr makeRedisStoreOver(std::shared_ptr<RedisBackend> backend, const RedisOptions& options,
-                            Metrics& metrics, std::string_view kind, const Clock* test_clock);
-
-/// TESTS ONLY (not reachable from configuration or the public headers): a Redis store whose
-/// script takes the decision time from `script_clock` (sent as ARGV[1]) instead of Redis
-/// TIME, so that it can be compared with the C++ limiter on a simulated timeline. Its local
-/// over-limit cache uses the same clock. `script_clock` must outlive the store.
-StorePtr makeRedisStoreForTesting(boost::asio::io_context& io, const RedisOptions& options,
-                                  Metrics& metrics, const Clock& script_clock);
+                            Metrics& metrics, std::string_view kind, const Clock& clock);
 
 }  // namespace sluice::redis

@@ -35,10 +35,33 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->listen_host, "127.0.0.1");
   EXPECT_EQ(o->listen_port, 8080);
   EXPECT_EQ(o->rules, "config/rules");
-  EXPECT_EQ(o->store, "memory");
+  EXPECT_EQ(o->store, StoreKind::kMemory);
   EXPECT_EQ(o->default_domain, "default");
   EXPECT_EQ(o->max_body_bytes, 1u << 20);
   EXPECT_FALSE(o->validate);
+}
+
+TEST(OptionsTest, RedisUrlsAreParsedOnceWithPrefixAndTimeout) {
+  auto o = parse({"--store", "redis", "--redis", "redis://10.0.0.5:7000/2", "--redis-prefix", "rl",
+                  "--redis-timeout-ms", "30"});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  ASSERT_EQ(o->redis_nodes.size(), 1u);
+  EXPECT_EQ(o->redis_nodes[0].host, "10.0.0.5");
+  EXPECT_EQ(o->redis_nodes[0].port, 7000);
+  EXPECT_EQ(o->redis_nodes[0].db, 2);
+  EXPECT_EQ(o->redis_nodes[0].key_prefix, "rl");
+  EXPECT_EQ(o->redis_nodes[0].request_timeout, std::chrono::milliseconds(30));
+
+  auto cluster = parse({"--store", "redis_cluster", "--redis", "redis://a:1,redis://b:2"});
+  ASSERT_TRUE(cluster.ok()) << cluster.error().message;
+  EXPECT_EQ(cluster->store, StoreKind::kRedisCluster);
+  ASSERT_EQ(cluster->redis_nodes.size(), 2u);
+  EXPECT_EQ(cluster->redis_nodes[1].host, "b");
+
+  EXPECT_TRUE(parse({})->redis_nodes.empty());
+  auto bad = parse({"--store", "redis", "--redis", "http://x"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.error().message.starts_with("--redis: ")) << bad.error().message;
 }
 
 TEST(OptionsTest, FlagsInBothSpellings) {
@@ -48,7 +71,7 @@ TEST(OptionsTest, FlagsInBothSpellings) {
   EXPECT_EQ(o->listen_host, "0.0.0.0");
   EXPECT_EQ(o->listen_port, 9000);
   EXPECT_EQ(o->threads, 3u);
-  EXPECT_EQ(o->store, "redis");
+  EXPECT_EQ(o->store, StoreKind::kRedis);
   EXPECT_TRUE(o->validate);
   EXPECT_EQ(o->redis_timeout, std::chrono::milliseconds(50));
 }
@@ -81,7 +104,7 @@ TEST(OptionsTest, EnvironmentMirrorsFlagsAndFlagsWin) {
                                         {"SLUICE_MAX_BODY_BYTES", "2048"}});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->rules, "/flag");
-  EXPECT_EQ(o->failure_mode, "closed");
+  EXPECT_EQ(o->failure_mode, FailureMode::kClosed);
   EXPECT_EQ(o->max_body_bytes, 2048u);
   EXPECT_EQ(parse({}, {{"SLUICE_THREADS", "x"}}).error().message,
             "SLUICE_THREADS: must be an integer from 1 to 1024, got \"x\"");
@@ -96,7 +119,7 @@ TEST(OptionsTest, ConfigFileIsOverriddenByEnvironmentAndFlags) {
   EXPECT_EQ(o->listen_port, 7001);
   EXPECT_EQ(o->rules, "/env");
   EXPECT_EQ(o->default_domain, "web");
-  EXPECT_EQ(o->failure_mode, "local");
+  EXPECT_EQ(o->failure_mode, FailureMode::kLocal);
   ASSERT_NE(o->config_root, nullptr);
   std::remove(file.c_str());
 }

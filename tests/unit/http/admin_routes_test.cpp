@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "http/decision_service.hpp"
 #include "sluice/common/clock.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/memory_store.hpp"
 
 namespace sluice::http {
@@ -36,7 +36,10 @@ class AdminRoutesTest : public ::testing::Test {
     ASSERT_TRUE(loaded.errors.empty());
     rules_ = loaded.rules;
     store_ = makeMemoryStore(MemoryStoreOptions{}, clock_, metrics_);
-    decisions_ = makeDecisionService([this] { return rules_; }, store_, metrics_);
+    DecisionServiceParts parts;
+    parts.rules = [this] { return rules_; };
+    parts.store = store_;
+    decisions_ = makeDecisionService(std::move(parts));
     AdminContext context;
     context.operations.metrics = &metrics_;
     context.operations.rules = [this] { return rules_; };
@@ -97,8 +100,8 @@ TEST_F(AdminRoutesTest, PrefixesAreTheKeysTheDecisionServiceCharges) {
   RequestMatch match = matchRequest(*rules_->findDomain("auth"), request.descriptors);
   ASSERT_EQ(match.descriptors.size(), 1u);
   ASSERT_EQ(match.descriptors[0].limits.size(), 1u);
-  EXPECT_EQ(*prefixes,
-            std::vector<std::string>{storeKey("a|b", match.descriptors[0].limits[0].bucket_key)});
+  EXPECT_EQ(*prefixes, std::vector<std::string>{
+                           BucketKey::storeKey("a|b", match.descriptors[0].limits[0].bucket_key)});
 }
 
 TEST_F(AdminRoutesTest, PrefixesWithoutDescriptorsCoverTheWholeDomainForTheClient) {
@@ -107,8 +110,8 @@ TEST_F(AdminRoutesTest, PrefixesWithoutDescriptorsCoverTheWholeDomainForTheClien
   request.client_id = "ann";
   auto prefixes = resetKeyPrefixes(*rules_, request);
   ASSERT_TRUE(prefixes);
-  EXPECT_EQ(*prefixes,
-            (std::vector<std::string>{storeKey("ann", "auth:"), storeKey("ann", "auth;")}));
+  EXPECT_EQ(*prefixes, (std::vector<std::string>{BucketKey::storeKey("ann", "auth:"),
+                                                 BucketKey::storeKey("ann", "auth;")}));
 }
 
 TEST_F(AdminRoutesTest, UnlimitedOrUnmatchedDescriptorsHaveNothingToReset) {

@@ -265,7 +265,7 @@ TEST(DecisionCodecTest, EnvoyResponseShape) {
   decision.descriptors.push_back(DescriptorStatus{true, {loginLimit(false, 0)}});
   decision.descriptors.back().limits[0].explicit_name = true;
   decision.descriptors.push_back(DescriptorStatus{false, {}});
-  Response r = envoyResponse(DecisionRequest{}, decision);
+  Response r = envoyResponse(decision);
   EXPECT_EQ(r.status, 429);
   json body = json::parse(r.body);
   EXPECT_EQ(body["overallCode"], "OVER_LIMIT");
@@ -286,7 +286,7 @@ TEST(DecisionCodecTest, EnvoyLeavesOutGeneratedNamesAndAnswersUnlimitedWithAllOf
   unlimited.name = "free";
   unlimited.unlimited = true;
   decision.descriptors.push_back(DescriptorStatus{true, {unlimited}});
-  json body = json::parse(envoyResponse(DecisionRequest{}, decision).body);
+  json body = json::parse(envoyResponse(decision).body);
   EXPECT_FALSE(body["statuses"][0]["currentLimit"].contains("name"));
   EXPECT_EQ(body["statuses"][1], json({{"code", "OK"}, {"limitRemaining", 4294967295LL}}));
 }
@@ -300,9 +300,10 @@ TEST(DecisionCodecTest, RuleMetadataIsReturned) {
   Decision decision;
   decision.descriptors.push_back(DescriptorStatus{true, {loginLimit(true, 4)}, R"({"owner":"a"})"});
   decision.descriptors.push_back(DescriptorStatus{false, {}, ""});
-  decision.request_descriptors = {{{"auth_type", "login"}}, {{"k", ""}, {"x", "y"}}};
+  request.descriptors = {{{"auth_type", "login"}}, {{"k", ""}, {"x", "y"}}};
+  decision.request = request;
   decision.metadata_json = R"({"owner":"a"})";
-  json envoy = json::parse(envoyResponse(request, decision).body);
+  json envoy = json::parse(envoyResponse(decision).body);
   // envoyproxy/ratelimit's response dynamic metadata.
   EXPECT_EQ(envoy["dynamicMetadata"],
             json::parse(R"({"domain":"auth","descriptors":[{"entries":["auth_type=login"]},
@@ -312,7 +313,7 @@ TEST(DecisionCodecTest, RuleMetadataIsReturned) {
   EXPECT_EQ(own["descriptors"][0]["metadata"]["owner"], "a");
   EXPECT_FALSE(own["descriptors"][1].contains("metadata"));
   decision.descriptors[0].metadata_json.clear();
-  EXPECT_FALSE(json::parse(envoyResponse(request, decision).body).contains("dynamicMetadata"));
+  EXPECT_FALSE(json::parse(envoyResponse(decision).body).contains("dynamicMetadata"));
 }
 
 TEST(DecisionCodecTest, ShapedLeakyBucketHoldsTheAnswer) {
@@ -358,9 +359,10 @@ TEST(DecisionCodecTest, AnswersAreCanonicalCompactJson) {
   decision.descriptors.push_back(DescriptorStatus{true, {never}, "not json"});
   DecisionRequest long_request = request;  // strings longer than the writer's buffer
   long_request.client_id = std::string(700, 'x') + "\"" + std::string(300, 'y');
-  decision.request_descriptors = {{{"a", "b\"c"}}, {}, {{"x", ""}}};
+  decision.request = request;
+  decision.request.descriptors = {{{"a", "b\"c"}}, {}, {{"x", ""}}};
   decision.metadata_json = R"({"a":[1,"x"]})";
-  for (const Response& r : {decisionResponse(request, decision), envoyResponse(request, decision),
+  for (const Response& r : {decisionResponse(request, decision), envoyResponse(decision),
                             decisionResponse(long_request, decision)}) {
     ASSERT_FALSE(r.body.empty());
     EXPECT_EQ(r.body.back(), '\n');
@@ -372,7 +374,7 @@ TEST(DecisionCodecTest, AnswersAreCanonicalCompactJson) {
   EXPECT_EQ(body["descriptors"][2]["metadata"], "not json");
   EXPECT_EQ(body["descriptors"][0]["limits"][1]["delay_ms"], 2);
   EXPECT_EQ(body["descriptors"][0]["limits"][2]["unlimited"], true);
-  json envoy = json::parse(envoyResponse(request, decision).body);
+  json envoy = json::parse(envoyResponse(decision).body);
   EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][0]["entries"][0], "a=b\"c");
   EXPECT_EQ(envoy["dynamicMetadata"]["metadata"]["a"][1], "x");
 

@@ -3,15 +3,15 @@
 #include <set>
 #include <string_view>
 
-#include "bucket_driver.hpp"
 #include "sluice/limiter/limiter.hpp"
+#include "support/bucket_driver.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::BucketDriver;
-using testing::kT0;
-using testing::makeParams;
+using test::BucketDriver;
+using test::kT0;
+using test::makeParams;
 
 constexpr Micros kSecond = kMicrosPerSecond;
 

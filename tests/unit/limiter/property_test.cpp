@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "bucket_driver.hpp"
 #include "sluice/limiter/limiter.hpp"
+#include "support/bucket_driver.hpp"
 
 // Random traces against the algorithms: invariants that must hold for every request, and
 // the bounds each algorithm promises over any span of time.
 namespace sluice {
 namespace {
 
-using testing::kT0;
+using test::kT0;
 
 constexpr Micros kSecond = kMicrosPerSecond;
 constexpr int kSeeds = 12;

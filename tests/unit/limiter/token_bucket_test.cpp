@@ -2,15 +2,15 @@
 
 #include <vector>
 
-#include "bucket_driver.hpp"
 #include "sluice/limiter/limiter.hpp"
+#include "support/bucket_driver.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::BucketDriver;
-using testing::kT0;
-using testing::makeParams;
+using test::BucketDriver;
+using test::kT0;
+using test::makeParams;
 
 constexpr Micros kSecond = kMicrosPerSecond;
 

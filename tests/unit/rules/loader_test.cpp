@@ -4,13 +4,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "rules_test_util.hpp"
 #include "sluice/rules/rules.hpp"
+#include "support/rules_loading.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::loadOne;
+using test::loadOne;
 namespace fs = std::filesystem;
 
 TEST(LoaderTest, LoadsTheSeedExample) {
@@ -38,7 +38,7 @@ descriptors:
   EXPECT_EQ(limit.requests_per_unit, 5);
   EXPECT_EQ(limit.name, "auth.auth_type_login");
   EXPECT_FALSE(limit.explicit_name);
-  EXPECT_EQ(limit.slot, "i0");
+  EXPECT_EQ(limit.limit_id, "i0");
   EXPECT_EQ(limit.params.algorithm, Algorithm::kFixedWindow);
   EXPECT_EQ(limit.params.limit, 5);
   EXPECT_EQ(limit.params.window_us, 60 * kMicrosPerSecond);
@@ -135,7 +135,7 @@ descriptors:
             R"({"owner":"team-a","quoted":"3","tags":["x",true],"tier":2})");
   EXPECT_TRUE(nodes[0].limits[0].shadow_mode);
   EXPECT_EQ(nodes[0].limits[0].name, "shared");
-  EXPECT_EQ(nodes[0].limits[0].slot, "nshared");
+  EXPECT_EQ(nodes[0].limits[0].limit_id, "nshared");
   EXPECT_TRUE(nodes[1].limits[0].unlimited);
   EXPECT_EQ(nodes[1].limits[0].replaces, std::vector<std::string>{"shared"});
 }
@@ -160,8 +160,8 @@ descriptors:
   EXPECT_EQ(d.domain_limits[0].name, "d");
   const auto& limits = d.descriptors[0].limits;
   ASSERT_EQ(limits.size(), 2u);
-  EXPECT_EQ(limits[0].slot, "nper_minute");
-  EXPECT_EQ(limits[1].slot, "i1");
+  EXPECT_EQ(limits[0].limit_id, "nper_minute");
+  EXPECT_EQ(limits[1].limit_id, "i1");
   EXPECT_EQ(limits[1].name, "d.plan_free[1]");
   EXPECT_EQ(rules->limitCount(), 3u);
 }
@@ -312,7 +312,7 @@ TEST(ShippedRulesTest, ConfigRulesDirectoryIsValid) {
   ASSERT_TRUE(result.rules);
   const DomainConfig* auth = result.rules->findDomain("auth");
   ASSERT_NE(auth, nullptr);
-  const RequestMatch login = matchRequest(*auth, {testing::desc({{"auth_type", "login"}})});
+  const RequestMatch login = matchRequest(*auth, {test::desc({{"auth_type", "login"}})});
   ASSERT_EQ(login.descriptors[0].limits.size(), 1u);
   EXPECT_EQ(login.descriptors[0].limits[0].limit->requests_per_unit, 5);
   EXPECT_EQ(login.descriptors[0].limits[0].limit->unit, TimeUnit::kMinute);

@@ -2,14 +2,14 @@
 
 #include <set>
 
-#include "rules_test_util.hpp"
 #include "sluice/rules/rules.hpp"
+#include "support/rules_loading.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::desc;
-using testing::loadOne;
+using test::desc;
+using test::loadOne;
 
 class MatcherTest : public ::testing::Test {
  protected:
@@ -350,7 +350,7 @@ TEST(MatcherHandBuiltTest, UnindexedTreeMatchesWithTheSamePrecedence) {
     n.value = std::move(value);
     RateLimit limit;
     limit.name = std::move(name);
-    limit.slot = "i0";
+    limit.limit_id = "i0";
     n.limits.push_back(limit);
     return n;
   };
@@ -358,7 +358,7 @@ TEST(MatcherHandBuiltTest, UnindexedTreeMatchesWithTheSamePrecedence) {
   domain.descriptors.push_back(node("k", "a*", "wild"));
   domain.descriptors.push_back(node("k", "abc", "exact"));
   const auto name = [&](const std::string& value) {
-    const RequestMatch m = matchRequest(domain, {testing::desc({{"k", value}})});
+    const RequestMatch m = matchRequest(domain, {test::desc({{"k", value}})});
     return m.descriptors[0].limits.empty() ? std::string() : m.descriptors[0].limits[0].limit->name;
   };
   EXPECT_EQ(name("abc"), "exact");

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rules_test_util.hpp"
 #include "sluice/rules/rules.hpp"
+#include "support/rules_loading.hpp"
 
 namespace sluice {
 namespace {

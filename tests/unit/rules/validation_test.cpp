@@ -1,12 +1,12 @@
 #include <gtest/gtest.h>
 
-#include "rules_test_util.hpp"
 #include "sluice/rules/rules.hpp"
+#include "support/rules_loading.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::errorsOf;
+using test::errorsOf;
 
 /// Asserts that `yaml` yields exactly one error, at `line`, with `message`.
 void expectOnlyError(const std::string& yaml, int line, const std::string& message) {

@@ -66,36 +66,37 @@ TEST(ClusterSlotsTest, EmptyOrUnclosedTagHashesTheWholeKey) {
   EXPECT_EQ(keyHashSlot("bar}"), 6624);
 }
 
-TEST(ClusterSlotsTest, AllKeysOfOneClientShareTheClientsSlot) {
+TEST(ClusterSlotsTest, AllKeysOfOneRequestShareTheSlotOfClientAndDomain) {
   const std::string key =
-      redisBucketKey("sluice", "user-123", "user-123|auth:auth_type=login;i0;fixed_window");
-  EXPECT_EQ(keyHashSlot(key), 14551);
-  EXPECT_EQ(keyHashSlot(key), keyHashSlot("user-123"));
-  EXPECT_EQ(keyHashSlot(redisBucketKey("sluice", "user-123", "user-123|auth;i0;token_bucket")),
-            14551);
+      BucketKey::redisKey("sluice", BucketKey::storeKey("user-123", "auth:auth_type=login;i0;fw"));
+  EXPECT_EQ(key, "sluice:{user-123|auth}:auth_type=login;i0;fw");
+  EXPECT_EQ(keyHashSlot(key), keyHashSlot("user-123|auth"));
+  EXPECT_EQ(
+      keyHashSlot(BucketKey::redisKey("sluice", BucketKey::storeKey("user-123", "auth;i0;tb"))),
+      keyHashSlot(key));
 }
 
-TEST(ClusterSlotsTest, KeysWithoutAClientAreTaggedWithTheirDomainInACluster) {
+TEST(ClusterSlotsTest, KeysWithoutAClientAreTaggedWithTheirDomain) {
   const std::string a =
-      redisClusterBucketKey("sluice", "", "|auth:auth_type=login;i0;fixed_window");
-  const std::string b = redisClusterBucketKey("sluice", "", "|auth:path=%2Fx;n1;token_bucket");
-  const std::string domain_level = redisClusterBucketKey("sluice", "", "|auth;i0;fixed_window");
-  EXPECT_EQ(a, "sluice:{|auth}:|auth:auth_type=login;i0;fixed_window");
+      BucketKey::redisKey("sluice", BucketKey::storeKey("", "auth:auth_type=login;i0;fw"));
+  const std::string b =
+      BucketKey::redisKey("sluice", BucketKey::storeKey("", "auth:path=%2Fx;n1;tb"));
+  const std::string domain_level =
+      BucketKey::redisKey("sluice", BucketKey::storeKey("", "auth;i0;fw"));
+  EXPECT_EQ(a, "sluice:{|auth}:auth_type=login;i0;fw");
   EXPECT_EQ(keyHashSlot(a), keyHashSlot(b));
   EXPECT_EQ(keyHashSlot(a), keyHashSlot(domain_level));
   EXPECT_EQ(keyHashSlot(a), 8960);
-  // With a client, the cluster key is the single-node key.
-  EXPECT_EQ(redisClusterBucketKey("sluice", "u 1", "u%201|auth;i0;fixed_window"),
-            redisBucketKey("sluice", "u 1", "u%201|auth;i0;fixed_window"));
 }
 
 TEST(ClusterSlotsTest, ClusterKeysOfDistinctClientsAndBucketsNeverCollide) {
-  // An escaped client never contains '|', the first character of a domain tag.
-  EXPECT_NE(redisClusterBucketKey("p", "", "|a;i0;fixed_window"),
-            redisClusterBucketKey("p", "|a", "|a;i0;fixed_window"));
-  EXPECT_NE(redisClusterBucketKey("p", "", "|a;i0;fixed_window"),
-            redisClusterBucketKey("p", "", "|a;i1;fixed_window"));
-  EXPECT_EQ(redisClusterBucketKey("p{x}", "", "|a;i0"), "p%7Bx%7D:{|a}:|a;i0");
+  // An escaped client never contains '|', which ends the client part of the tag.
+  EXPECT_NE(BucketKey::redisKey("p", BucketKey::storeKey("", "a;i0;fw")),
+            BucketKey::redisKey("p", BucketKey::storeKey("|a", "a;i0;fw")));
+  EXPECT_NE(BucketKey::redisKey("p", BucketKey::storeKey("", "a;i0;fw")),
+            BucketKey::redisKey("p", BucketKey::storeKey("", "a;i1;fw")));
+  EXPECT_EQ(BucketKey::redisKey(BucketKey::redisPrefix("p{x}"), BucketKey::storeKey("", "a;i0")),
+            "p%7Bx%7D:{|a};i0");
 }
 
 TEST(ClusterSlotsTest, ParsesClusterSlotsOfRedis7) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sluice/common/metrics.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "support/free_port.hpp"
@@ -31,7 +32,9 @@ StoreLimit fixedWindow(std::string key, std::int64_t limit) {
 StoreRequest request(std::vector<StoreLimit> limits, std::string client) {
   StoreRequest r;
   r.limits = std::move(limits);
-  r.client = std::move(client);
+  for (StoreLimit& l : r.limits) {
+    l.key = BucketKey::storeKey(client, l.key);
+  }
   return r;
 }
 
@@ -42,7 +45,7 @@ class RedisClusterStoreTest : public ::testing::Test {
     base.request_timeout = milliseconds(1000);
     auto parsed = parseRedisClusterUrls(seeds, base);
     ASSERT_TRUE(parsed) << parsed.error().message;
-    store_ = makeRedisClusterStore(io_, *parsed, metrics_);
+    store_ = makeRedisClusterStore(io_, *parsed, metrics_, clock_);
   }
 
   bool waitHealthy() {
@@ -56,6 +59,7 @@ class RedisClusterStoreTest : public ::testing::Test {
 
   boost::asio::io_context io_;
   Metrics metrics_;
+  SystemClock clock_;
   StorePtr store_;
 };
 
@@ -78,7 +82,7 @@ TEST_F(RedisClusterStoreTest, AuthenticatesOnEveryNodeWithTheSeedsPassword) {
   std::set<int> masters;
   for (int i = 0; i < 12; ++i) {
     const std::string client = "a" + std::to_string(i);
-    masters.insert(cluster.ownerOf(redis::keyHashSlot(client)));
+    masters.insert(cluster.ownerOf(redis::keyHashSlot(client + "|d")));
     auto r = call(request({fixedWindow("d:k=v;i0;fixed_window", 2)}, client));
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_TRUE(r->allowed);
@@ -94,7 +98,7 @@ TEST_F(RedisClusterStoreTest, ResetRemovesTheBucketsOnEveryMaster) {
   std::set<int> masters;
   for (int i = 0; i < kClients; ++i) {
     const std::string client = "r" + std::to_string(i);
-    masters.insert(cluster.ownerOf(redis::keyHashSlot(client)));
+    masters.insert(cluster.ownerOf(redis::keyHashSlot(client + "|d")));
     auto r = call(request({fixedWindow("d:k=v;i0;fixed_window", 2)}, client));
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(r->outcomes[0].remaining, 1);
@@ -103,8 +107,13 @@ TEST_F(RedisClusterStoreTest, ResetRemovesTheBucketsOnEveryMaster) {
   auto other = call(request({fixedWindow("e:k=v;i0;fixed_window", 2)}, "r0"));
   ASSERT_TRUE(other) << other.error().message;
 
+  // Every client's buckets of domain d (reset prefixes are store-key prefixes: client first).
+  std::vector<std::string> prefixes;
+  for (int i = 0; i < kClients; ++i) {
+    prefixes.push_back(BucketKey::storeKey("r" + std::to_string(i), "d:"));
+  }
   std::optional<Result<std::size_t>> removed;
-  store_->reset({"d:"}, [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
+  store_->reset(prefixes, [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
   ASSERT_TRUE(runUntil(io_, [&] { return removed.has_value(); }));
   ASSERT_TRUE(*removed) << removed->error().message;
   EXPECT_EQ(**removed, static_cast<std::size_t>(kClients));

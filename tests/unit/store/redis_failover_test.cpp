@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sluice/common/metrics.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/memory_store.hpp"
 #include "sluice/store/redis_store.hpp"
 
@@ -40,10 +41,10 @@ class FailoverStoreTest : public ::testing::Test {
 
   static Result<StoreResponse> call(Store& store, std::int64_t limit = 1) {
     StoreLimit l;
-    l.key = "k";
+    l.key = BucketKey::storeKey("c", "k");
     l.params.limit = limit;
     std::optional<Result<StoreResponse>> out;
-    store.evaluate(StoreRequest{{l}, 1, "c"}, [&](Result<StoreResponse> r) { out.emplace(r); });
+    store.evaluate(StoreRequest{{l}, 1}, [&](Result<StoreResponse> r) { out.emplace(r); });
     EXPECT_TRUE(out.has_value());  // both stores answer inline
     return *out;
   }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sluice/common/metrics.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice {
@@ -38,7 +39,9 @@ class RedisStoreTest : public ::testing::Test {
     return options;
   }
 
-  void open(const RedisOptions& options) { store_ = makeRedisStore(io_, options, metrics_); }
+  void open(const RedisOptions& options) {
+    store_ = makeRedisStore(io_, options, metrics_, clock_);
+  }
 
   bool waitHealthy(milliseconds timeout = milliseconds(3000)) {
     return runUntil(
@@ -54,12 +57,15 @@ class RedisStoreTest : public ::testing::Test {
     StoreRequest r;
     r.limits = std::move(limits);
     r.cost = cost;
-    r.client = std::move(client);
+    for (StoreLimit& l : r.limits) {
+      l.key = BucketKey::storeKey(client, l.key);
+    }
     return r;
   }
 
   boost::asio::io_context io_;
   Metrics metrics_;
+  SystemClock clock_;
   StorePtr store_;
 };
 
@@ -120,8 +126,10 @@ TEST_F(RedisStoreTest, AForeignValueAtABucketKeyReadsAsAFreshBucket) {
   RedisOptions options = optionsFor(server.url());
   open(options);
   ASSERT_TRUE(waitHealthy());
-  const std::string garbage = redisBucketKey(options.key_prefix, "c1", "d:garbage");
-  const std::string wrong_type = redisBucketKey(options.key_prefix, "c1", "d:hash");
+  const std::string garbage =
+      BucketKey::redisKey(options.key_prefix, BucketKey::storeKey("c1", "d:garbage"));
+  const std::string wrong_type =
+      BucketKey::redisKey(options.key_prefix, BucketKey::storeKey("c1", "d:hash"));
   server.command({"SET", garbage, "not msgpack \xc1"});
   server.command({"HSET", wrong_type, "f", "v"});
   for (const char* key : {"d:garbage", "d:hash"}) {
@@ -325,7 +333,9 @@ TEST_F(RedisStoreTest, ResetDeletesBucketsByPrefix) {
   ASSERT_TRUE(call(request({fixedWindow("auth:a", 5), fixedWindow("auth:b", 5)}, 1, "x")).ok());
   ASSERT_TRUE(call(request({fixedWindow("auth:a", 5), fixedWindow("api:c", 5)}, 1, "y")).ok());
   std::optional<Result<std::size_t>> removed;
-  store_->reset({"auth:"}, [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
+  // Reset prefixes are store-key prefixes (client first): both clients' "auth:" buckets.
+  store_->reset({BucketKey::storeKey("x", "auth:"), BucketKey::storeKey("y", "auth:")},
+                [&](Result<std::size_t> r) { removed.emplace(std::move(r)); });
   ASSERT_TRUE(runUntil(io_, [&] { return removed.has_value(); }));
   ASSERT_TRUE(removed->ok()) << removed->error().message;
   EXPECT_EQ(**removed, 3u);

@@ -1,5 +1,5 @@
--- Time source of the TEST-ONLY script variant (composed only by
--- makeRedisStoreForTesting, which production code and configuration cannot reach): the
+-- Time source of the TEST-ONLY script variant (composed only for
+-- RedisOptions::script_time = ScriptTime::kStoreClock, which no flag sets): the
 -- decision time comes from ARGV[1], in microseconds since the epoch. Keys still expire on
 -- the Redis clock, so they get one hour of slack: an expired-but-kept state decides exactly
 -- like a fresh bucket (that is what the limiter's ttl means), so the slack never changes a

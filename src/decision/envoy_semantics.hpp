@@ -9,7 +9,7 @@
 
 /// The parts of envoyproxy/ratelimit's behaviour that the decision service adds to the rules:
 /// request-side limit overrides and the merged rules metadata of the descriptors that passed.
-namespace sluice::http {
+namespace sluice {
 
 /// The rate limit a request-side override stands for: a fixed window of
 /// `requests_per_unit` per `unit`, not shadow, not quota, without an explicit name (as
@@ -20,10 +20,11 @@ std::shared_ptr<const RateLimit> makeRequestLimit(const LimitOverride& limit,
                                                   std::string_view domain,
                                                   const Descriptor& descriptor);
 
-/// The bucket key of a request-side override: the escaped domain, every entry's key and
-/// value, then the unit. envoyproxy/ratelimit keys such a counter by domain, entries and
-/// window only, so a request that changes requests_per_unit keeps the count of its window;
-/// it never shares a bucket with a rule (the ";req;" part cannot occur in a rule's key).
+/// The bucket of a request-side override (BucketKey grammar): the domain, every entry's key
+/// and value, then the limit id "r<unit>". envoyproxy/ratelimit keys such a counter by
+/// domain, entries and window only, so a request that changes requests_per_unit keeps the
+/// count of its window; it never shares a bucket with a rule (whose ids start with "n" or
+/// "i").
 std::string requestLimitBucketKey(const DomainConfig& domain, const Descriptor& descriptor,
                                   TimeUnit unit);
 
@@ -33,4 +34,4 @@ std::string requestLimitBucketKey(const DomainConfig& domain, const Descriptor& 
 /// JSON, "" when there is none.
 std::string mergePassedMetadata(const std::vector<DescriptorStatus>& descriptors);
 
-}  // namespace sluice::http
+}  // namespace sluice

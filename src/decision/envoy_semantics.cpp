@@ -1,11 +1,17 @@
-#include "http/envoy_semantics.hpp"
+#include "decision/envoy_semantics.hpp"
 
 #include <nlohmann/json.hpp>
 
-namespace sluice::http {
+#include "sluice/rules/bucket_key.hpp"
+
+namespace sluice {
 namespace {
 
 using Json = nlohmann::json;
+
+/// The limit id of a request-side limit: "r" + the unit. A rule's id starts with "n" or "i"
+/// (BucketKey::limitId), so no rule shares its bucket.
+std::string requestLimitId(TimeUnit unit) { return "r" + std::string(unitName(unit)); }
 
 /// Adds what `src` has and `dest` lacks; objects on both sides merge recursively
 /// (envoyproxy/ratelimit's mergeMetadata: the first value of a key wins).
@@ -39,24 +45,19 @@ std::shared_ptr<const RateLimit> makeRequestLimit(const LimitOverride& limit,
   rule->params.algorithm = Algorithm::kFixedWindow;
   rule->params.limit = limit.requests_per_unit;
   rule->params.window_us = unitMicros(limit.unit);
-  rule->slot = "req";
+  rule->limit_id = requestLimitId(limit.unit);
   return rule;
 }
 
 std::string requestLimitBucketKey(const DomainConfig& domain, const Descriptor& descriptor,
                                   TimeUnit unit) {
-  std::string key = escapeKeyPart(domain.domain);
+  std::string bucket;
+  BucketKey::appendDomain(bucket, domain.domain);
   for (const Entry& entry : descriptor) {
-    key += ':';
-    appendEscapedKeyPart(key, entry.key);
-    key += '=';
-    appendEscapedKeyPart(key, entry.value);
+    BucketKey::appendEntry(bucket, entry.key, entry.value);
   }
-  key += ";req;";
-  key += unitName(unit);
-  key += ';';
-  key += algorithmCode(Algorithm::kFixedWindow);
-  return key;
+  BucketKey::appendLimit(bucket, requestLimitId(unit), Algorithm::kFixedWindow);
+  return bucket;
 }
 
 std::string mergePassedMetadata(const std::vector<DescriptorStatus>& descriptors) {
@@ -88,4 +89,4 @@ std::string mergePassedMetadata(const std::vector<DescriptorStatus>& descriptors
   return merged.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-}  // namespace sluice::http
+}  // namespace sluice

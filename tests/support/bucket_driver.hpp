@@ -7,7 +7,7 @@
 
 #include "sluice/limiter/limiter.hpp"
 
-namespace sluice::testing {
+namespace sluice::test {
 
 /// 2023-11-14T22:13:20Z: a multiple of 1, 2, 4, 5 and 10 s, so windows of those start here.
 inline constexpr Micros kT0 = 1'700'000'000LL * kMicrosPerSecond;
@@ -59,4 +59,4 @@ class BucketDriver {
   Micros last_ttl_us_ = 0;
 };
 
-}  // namespace sluice::testing
+}  // namespace sluice::test

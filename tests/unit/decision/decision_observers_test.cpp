@@ -2,12 +2,11 @@
 
 #include <vector>
 
-#include "app/observed_decisions.hpp"
-#include "http/decision_service.hpp"
 #include "sluice/common/clock.hpp"
+#include "sluice/decision/decision_service.hpp"
 #include "sluice/store/memory_store.hpp"
 
-namespace sluice::app {
+namespace sluice {
 namespace {
 
 constexpr const char* kRules = R"(domain: auth
@@ -47,12 +46,14 @@ class ObservedDecisionsTest : public ::testing::Test {
     ASSERT_TRUE(loaded.errors.empty());
     rules_ = loaded.rules;
     store_ = makeMemoryStore(MemoryStoreOptions{}, clock_, metrics_);
-    DecisionObservers observers;
-    observers.metrics = &metrics_;
-    observers.clock = &clock_;
-    observers.events = &sink_;
-    service_ = makeObservedDecisionService(
-        http::makeDecisionService([this] { return rules_; }, store_, metrics_), observers);
+    metrics_observer_ = makeDecisionMetrics(metrics_);
+    events_observer_ = makeDenialEvents(sink_, clock_);
+    DecisionServiceParts parts;
+    parts.rules = [this] { return rules_; };
+    parts.store = store_;
+    parts.clock = &clock_;
+    parts.observers = {metrics_observer_.get(), events_observer_.get()};
+    service_ = makeDecisionService(std::move(parts));
   }
 
   Decision decide(const std::string& key, const std::string& value,
@@ -76,6 +77,8 @@ class ObservedDecisionsTest : public ::testing::Test {
   RuleSetPtr rules_;
   StorePtr store_;
   RecordingSink sink_;
+  std::unique_ptr<DecisionObserver> metrics_observer_;
+  std::unique_ptr<DecisionObserver> events_observer_;
   std::unique_ptr<DecisionService> service_;
 };
 
@@ -144,20 +147,5 @@ TEST(DecisionWordTest, NamesTheRequestLevelOutcome) {
   EXPECT_EQ(decisionWord(allowed), "allowed");
 }
 
-TEST(AccessRecordTest, PlainAndJsonLines) {
-  AccessRecord record;
-  record.domain = "auth";
-  record.client = "a \"b\"";
-  record.rule = "login";
-  record.decision = "denied";
-  record.latency_us = 42;
-  EXPECT_EQ(formatAccessRecord(record, LogFormat::kPlain),
-            R"(domain="auth" client="a \"b\"" rule="login" decision=denied degraded=false )"
-            R"(latency_us=42)");
-  EXPECT_EQ(formatAccessRecord(record, LogFormat::kJson),
-            R"("domain":"auth","client":"a \"b\"","rule":"login","decision":"denied",)"
-            R"("degraded":false,"latency_us":42)");
-}
-
 }  // namespace
-}  // namespace sluice::app
+}  // namespace sluice

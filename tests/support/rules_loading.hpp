@@ -8,7 +8,7 @@
 
 #include "sluice/rules/rules.hpp"
 
-namespace sluice::testing {
+namespace sluice::test {
 
 /// Loads one YAML document as file "test.yaml" and fails the test on any error.
 inline RuleSetPtr loadOne(const std::string& yaml) {
@@ -32,4 +32,4 @@ inline Descriptor desc(std::vector<std::pair<std::string, std::string>> entries)
   return out;
 }
 
-}  // namespace sluice::testing
+}  // namespace sluice::test

@@ -1,4 +1,4 @@
-#include "http/decision_service.hpp"
+#include "sluice/decision/decision_service.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/store/memory_store.hpp"
 
-namespace sluice::http {
+namespace sluice {
 namespace {
 
 constexpr const char* kRules = R"(domain: auth
@@ -63,7 +63,12 @@ class DecisionServiceTest : public ::testing::Test {
   }
 
   std::unique_ptr<DecisionService> service(StorePtr store) {
-    return makeDecisionService([this] { return rules_; }, std::move(store), metrics_);
+    DecisionServiceParts parts;
+    parts.rules = [this] { return rules_; };
+    parts.store = std::move(store);
+    parts.clock = &clock_;
+    parts.observers = {metrics_observer_.get()};
+    return makeDecisionService(std::move(parts));
   }
 
   static DecisionRequest request(std::string client, std::string value, std::int64_t hits = 1) {
@@ -92,6 +97,7 @@ class DecisionServiceTest : public ::testing::Test {
   RuleSetPtr rules_;
   Metrics metrics_;
   ManualClock clock_;
+  std::unique_ptr<DecisionObserver> metrics_observer_ = makeDecisionMetrics(metrics_);
 };
 
 TEST_F(DecisionServiceTest, DeniesAfterTheLimitPerClient) {
@@ -126,8 +132,7 @@ TEST_F(DecisionServiceTest, KeysAreEscapedClientThenBucket) {
   ASSERT_EQ(store->requests.size(), 1u);
   const std::string& key = store->requests[0].limits.at(0).key;
   EXPECT_EQ(key.rfind(escapeKeyPart("a|b c") + "|", 0), 0u) << key;
-  EXPECT_EQ(store->requests[0].client, "a|b c");
-  EXPECT_NE(storeKey("a|b", "c"), storeKey("a", "b|c"));
+  EXPECT_NE(BucketKey::storeKey("a|b", "c"), BucketKey::storeKey("a", "b|c"));
 }
 
 TEST_F(DecisionServiceTest, UnlimitedIsReportedButNotEvaluated) {
@@ -228,5 +233,53 @@ TEST_F(DecisionServiceTest, NoRulesLoadedIsUnavailable) {
   EXPECT_EQ(d.error().kind, ErrorKind::kUnavailable);
 }
 
+/// Records what each decision's observer call saw.
+class CountingObserver final : public DecisionObserver {
+ public:
+  void observe(const DecisionRequest& request, const Result<Decision>& decision,
+               Micros started_us) override {
+    clients.push_back(request.client_id);
+    outcomes.push_back(decision ? std::string(decisionWord(*decision)) : "error");
+    started.push_back(started_us);
+  }
+  std::vector<std::string> clients;
+  std::vector<std::string> outcomes;
+  std::vector<Micros> started;
+};
+
+TEST_F(DecisionServiceTest, EveryObserverSeesEachDecisionOnceErrorsIncluded) {
+  CountingObserver first;
+  CountingObserver second;
+  DecisionServiceParts parts;
+  parts.rules = [this] { return rules_; };
+  parts.store = makeMemoryStore({}, clock_, metrics_);
+  parts.clock = &clock_;
+  parts.observers = {&first, &second};
+  auto s = makeDecisionService(std::move(parts));
+  EXPECT_TRUE(decide(*s, request("a", "login")).ok());
+  rules_.reset();  // an error: no rules loaded
+  EXPECT_FALSE(decide(*s, request("b", "login")).ok());
+  for (const CountingObserver* o : {&first, &second}) {
+    EXPECT_EQ(o->clients, (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(o->outcomes, (std::vector<std::string>{"allowed", "error"}));
+    EXPECT_EQ(o->started, (std::vector<Micros>{clock_.nowMicros(), clock_.nowMicros()}));
+  }
+}
+
+TEST_F(DecisionServiceTest, TheRequestComesBackInsideTheDecision) {
+  auto s = service(makeMemoryStore({}, clock_, metrics_));
+  auto d = decide(*s, request("a", "login", 1));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->request.domain, "auth");
+  EXPECT_EQ(d->request.client_id, "a");
+  ASSERT_EQ(d->request.descriptors.size(), 1u);
+  EXPECT_EQ(d->request.descriptors[0][0].value, "login");
+  ASSERT_NE(d->domain, nullptr);
+  EXPECT_EQ(d->domain->domain, "auth");
+  ASSERT_EQ(d->descriptors.size(), 1u);
+  ASSERT_NE(d->descriptors[0].node, nullptr);
+  EXPECT_EQ(d->descriptors[0].node->value, "login");
+}
+
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice

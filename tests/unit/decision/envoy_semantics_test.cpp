@@ -1,17 +1,17 @@
 // envoyproxy/ratelimit's behaviour in the decision service (shared by /json and gRPC):
 // request-side limits, quota mode, merged metadata, explicit names, empty descriptors.
-#include "http/envoy_semantics.hpp"
+#include "decision/envoy_semantics.hpp"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "http/decision_service.hpp"
 #include "sluice/common/clock.hpp"
+#include "sluice/decision/decision_service.hpp"
 #include "sluice/store/memory_store.hpp"
 
-namespace sluice::http {
+namespace sluice {
 namespace {
 
 using nlohmann::json;
@@ -70,8 +70,10 @@ class EnvoySemanticsTest : public ::testing::Test {
     LoadResult loaded = loadRulesFromStrings({{"rl.yaml", kRules}});
     ASSERT_TRUE(loaded.errors.empty()) << loaded.errors.front().toString();
     rules_ = loaded.rules;
-    service_ = makeDecisionService([this] { return rules_; }, makeMemoryStore({}, clock_, metrics_),
-                                   metrics_);
+    DecisionServiceParts parts;
+    parts.rules = [this] { return rules_; };
+    parts.store = makeMemoryStore({}, clock_, metrics_);
+    service_ = makeDecisionService(std::move(parts));
   }
 
   static Descriptor one(std::string key, std::string value) {
@@ -206,4 +208,4 @@ TEST_F(EnvoySemanticsTest, ADeniedAnswerReportsTheLimitsItDidNotCharge) {
 }
 
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "sluice/common/clock.hpp"
+#include "sluice/common/metrics.hpp"
+#include "sluice/decision/decision.hpp"
+#include "sluice/rules/rules.hpp"
+#include "sluice/store/event_stream.hpp"
+#include "sluice/store/store.hpp"
+
+namespace sluice {
+
+/// Where the service reads the current rules snapshot (the rules watcher). Thread-safe;
+/// returns null until rules are loaded.
+using RulesProvider = std::function<RuleSetPtr()>;
+
+/// What one I/O thread's DecisionService is built from.
+struct DecisionServiceParts {
+  RulesProvider rules;           ///< required
+  StorePtr store;                ///< required: this thread's store
+  const Clock* clock = nullptr;  ///< required when `observers` is not empty
+  /// Called once per decision, in order; non-owning (they outlive the service).
+  std::vector<DecisionObserver*> observers;
+};
+
+/// The DecisionService: reads the rules snapshot once per request, matches once, evaluates
+/// all limits in one store call (store keys: BucketKey::storeKey of the client and each
+/// matched bucket), aggregates, calls the observers, answers. One instance per I/O thread:
+/// `store` may be bound to that thread's io_context.
+std::unique_ptr<DecisionService> makeDecisionService(DecisionServiceParts parts);
+
+/// The decision metrics, one observer per I/O thread (its handle caches are not
+/// synchronised):
+/// - `decisions_total{domain,rule,outcome}` (outcome: allowed, denied, shadow_denied,
+///   no_rule, unknown_domain; rule "" for the last two; domain "_unknown" for unknown
+///   domains so clients cannot grow the label set); errors are not counted;
+/// - `near_limit_total{domain,rule}`: an allowed limit left with at most 20 % of its limit
+///   (remaining * 5 <= requests_per_unit), shadow limits included;
+/// - `descriptor_decisions_total{domain,rule,descriptor,outcome}` for limits whose matched
+///   node sets `detailed_metric` or `value_to_metric` (descriptor = "key=value,..."; the
+///   only metric that carries request values, by the rule's own opt-in).
+std::unique_ptr<DecisionObserver> makeDecisionMetrics(Metrics& metrics);
+
+/// Publishes a DenialEvent for each denied request (the binding, denying limit and its
+/// descriptor; time from `clock`). Thread-safe as far as `sink` is.
+std::unique_ptr<DecisionObserver> makeDenialEvents(DenialEventSink& sink, const Clock& clock);
+
+/// Declares the metric families the decision module writes (HELP/TYPE lines). Idempotent.
+void describeDecisionMetrics(Metrics& metrics);
+
+}  // namespace sluice

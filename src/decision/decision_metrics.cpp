@@ -1,0 +1,221 @@
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sluice/decision/decision_service.hpp"
+
+namespace sluice {
+namespace {
+
+constexpr std::string_view kDecisionsMetric = "decisions_total";
+constexpr std::string_view kNearLimitMetric = "near_limit_total";
+constexpr std::string_view kDescriptorMetric = "descriptor_decisions_total";
+constexpr std::string_view kUnknownDomainLabel = "_unknown";
+/// The rule label of request-side limits (envoy's descriptor `limit`): their generated
+/// names carry request values and must not grow the label set.
+constexpr std::string_view kRequestLimitLabel = "_request";
+/// An allowed limit is near its limit when at most 1/kNearLimitDivisor of it remains.
+constexpr std::int64_t kNearLimitDivisor = 5;
+
+bool nodeWantsValues(const DescriptorNode& node) {
+  return node.detailed_metric || node.value_to_metric;
+}
+
+class DecisionMetrics final : public DecisionObserver {
+ public:
+  explicit DecisionMetrics(Metrics& metrics)
+      : metrics_(metrics), unknown_domain_(counter(kUnknownDomainLabel, "", "unknown_domain")) {
+    describeDecisionMetrics(metrics_);
+  }
+
+  void observe(const DecisionRequest& request, const Result<Decision>& result,
+               Micros /*started_us*/) override {
+    if (!result) {
+      return;
+    }
+    const Decision& decision = *result;
+    if (decision.domain == nullptr) {
+      // Unknown domains are counted under "_unknown": their names must not grow the label set.
+      unknown_domain_.inc();
+      return;
+    }
+    countDecisions(*decision.domain, decision);
+    countNearLimit(decision.domain->domain, decision);
+    countDescriptorValues(decision.domain->domain, request, decision);
+  }
+
+ private:
+  struct RuleCounters {
+    Counter* allowed = nullptr;
+    Counter* denied = nullptr;
+    Counter* shadow_denied = nullptr;
+  };
+
+  // Counts without building label strings: the series of each rule are looked up once per
+  // rules snapshot and then found by the rule's address.
+  void countDecisions(const DomainConfig& domain, const Decision& decision) {
+    if (decision.rules != counted_rules_) {
+      counted_rules_ = decision.rules;  // also keeps the addresses below from being reused
+      rule_counters_.clear();
+      request_counters_.clear();
+      no_rule_counters_.clear();
+    }
+    for (const auto& d : decision.descriptors) {
+      if (!d.matched) {
+        auto [it, inserted] = no_rule_counters_.try_emplace(&domain, nullptr);
+        if (inserted) {
+          it->second = &counter(domain.domain, "", "no_rule");
+        }
+        it->second->inc();
+        continue;
+      }
+      for (const auto& l : d.limits) {
+        // Request-side limits are new objects every time: one series per domain.
+        RuleCounters* slot = nullptr;
+        bool inserted = false;
+        if (l.from_request) {
+          auto [it, added] = request_counters_.try_emplace(&domain);
+          slot = &it->second;
+          inserted = added;
+        } else {
+          auto [it, added] = rule_counters_.try_emplace(l.rule);
+          slot = &it->second;
+          inserted = added;
+        }
+        RuleCounters& c = *slot;
+        if (inserted) {
+          const std::string_view rule = l.from_request ? kRequestLimitLabel : l.name;
+          c.allowed = &counter(domain.domain, rule, "allowed");
+          c.denied = &counter(domain.domain, rule, "denied");
+          c.shadow_denied = &counter(domain.domain, rule, "shadow_denied");
+        }
+        if (l.unlimited || l.outcome.allowed) {
+          c.allowed->inc();
+        } else {
+          (l.shadow ? c.shadow_denied : c.denied)->inc();
+        }
+      }
+    }
+  }
+
+  void countNearLimit(const std::string& domain, const Decision& decision) {
+    for (const DescriptorStatus& descriptor : decision.descriptors) {
+      for (const LimitStatus& limit : descriptor.limits) {
+        if (limit.unlimited || !limit.outcome.allowed || limit.limit <= 0) {
+          continue;
+        }
+        if (limit.outcome.remaining * kNearLimitDivisor <= limit.limit) {
+          nearLimitCounter(domain,
+                           limit.from_request ? std::string(kRequestLimitLabel) : limit.name)
+              .inc();
+        }
+      }
+    }
+  }
+
+  Counter& nearLimitCounter(const std::string& domain, const std::string& rule) {
+    std::string key = domain;
+    key += '\0';
+    key += rule;
+    auto it = near_limit_.find(key);
+    if (it == near_limit_.end()) {
+      Counter& c = metrics_.counter(kNearLimitMetric, {{"domain", domain}, {"rule", rule}});
+      it = near_limit_.emplace(std::move(key), &c).first;
+    }
+    return *it->second;
+  }
+
+  /// Value labels, for the nodes that ask for them; the service already matched each
+  /// descriptor (DescriptorStatus::node).
+  void countDescriptorValues(const std::string& domain, const DecisionRequest& request,
+                             const Decision& decision) {
+    const std::size_t n = std::min(request.descriptors.size(), decision.descriptors.size());
+    for (std::size_t d = 0; d < n; ++d) {
+      const DescriptorNode* node = decision.descriptors[d].node;
+      if (node == nullptr || !nodeWantsValues(*node)) {
+        continue;
+      }
+      const std::string value = describeDescriptor(request.descriptors[d]);
+      for (const LimitStatus& limit : decision.descriptors[d].limits) {
+        metrics_
+            .counter(kDescriptorMetric, {{"domain", domain},
+                                         {"rule", limit.name},
+                                         {"descriptor", value},
+                                         {"outcome", std::string(limitOutcomeWord(limit))}})
+            .inc();
+      }
+    }
+  }
+
+  Counter& counter(std::string_view domain, std::string_view rule, std::string_view outcome) {
+    return metrics_.counter(kDecisionsMetric, {{"domain", std::string(domain)},
+                                               {"rule", std::string(rule)},
+                                               {"outcome", std::string(outcome)}});
+  }
+
+  Metrics& metrics_;
+  Counter& unknown_domain_;
+  RuleSetPtr counted_rules_;  // the snapshot the two maps below point into
+  std::unordered_map<const RateLimit*, RuleCounters> rule_counters_;
+  std::unordered_map<const DomainConfig*, RuleCounters> request_counters_;  // by domain
+  std::unordered_map<const DomainConfig*, Counter*> no_rule_counters_;
+  std::unordered_map<std::string, Counter*> near_limit_;
+};
+
+class DenialEvents final : public DecisionObserver {
+ public:
+  DenialEvents(DenialEventSink& sink, const Clock& clock) : sink_(sink), clock_(clock) {}
+
+  void observe(const DecisionRequest& request, const Result<Decision>& result,
+               Micros /*started_us*/) override {
+    if (!result || result->allowed) {
+      return;
+    }
+    const Decision& decision = *result;
+    const LimitStatus* binding = bindingLimit(decision);
+    DenialEvent event;
+    event.time_us = clock_.nowMicros();
+    event.domain = request.domain;
+    event.client = request.client_id;
+    if (binding != nullptr) {
+      event.rule = binding->name;
+      for (std::size_t d = 0; d < decision.descriptors.size(); ++d) {
+        for (const LimitStatus& limit : decision.descriptors[d].limits) {
+          if (&limit == binding && d < request.descriptors.size()) {
+            event.descriptor = describeDescriptor(request.descriptors[d]);
+          }
+        }
+      }
+    }
+    sink_.publish(std::move(event));
+  }
+
+ private:
+  DenialEventSink& sink_;
+  const Clock& clock_;
+};
+
+}  // namespace
+
+void describeDecisionMetrics(Metrics& metrics) {
+  metrics.describe(kDecisionsMetric, Metrics::Type::kCounter,
+                   "Rate-limit decisions by domain, rule and outcome (allowed, denied, "
+                   "shadow_denied, no_rule, unknown_domain).");
+  metrics.describe(kNearLimitMetric, Metrics::Type::kCounter,
+                   "Allowed decisions that left a limit with at most 20% of it remaining, by "
+                   "domain and rule.");
+  metrics.describe(kDescriptorMetric, Metrics::Type::kCounter,
+                   "Decisions by descriptor value, only for rules that set detailed_metric or "
+                   "value_to_metric (outcome as in decisions_total).");
+}
+
+std::unique_ptr<DecisionObserver> makeDecisionMetrics(Metrics& metrics) {
+  return std::make_unique<DecisionMetrics>(metrics);
+}
+
+std::unique_ptr<DecisionObserver> makeDenialEvents(DenialEventSink& sink, const Clock& clock) {
+  return std::make_unique<DenialEvents>(sink, clock);
+}
+
+}  // namespace sluice

@@ -1,0 +1,182 @@
+#include "sluice/decision/decision_service.hpp"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "decision/envoy_semantics.hpp"
+
+namespace sluice {
+namespace {
+
+LimitStatus statusOf(const MatchedLimit& matched) {
+  const RateLimit& rule = *matched.limit;
+  LimitStatus status;
+  status.name = rule.name;
+  status.limit = rule.requests_per_unit;
+  status.unit = rule.unit;
+  status.unit_multiplier = rule.unit_multiplier;
+  status.window_us = rule.params.window_us;
+  status.algorithm = rule.params.algorithm;
+  status.shadow = rule.shadow_mode;
+  status.unlimited = rule.unlimited;
+  status.shape = rule.params.shape;
+  status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
+  status.explicit_name = rule.explicit_name;
+  status.quota = rule.quota_mode;
+  status.rule = matched.limit;
+  return status;
+}
+
+/// The descriptors matched against the rules: those with a request-side limit are left
+/// out (empty: they match nothing and replace nothing, as in envoyproxy/ratelimit).
+const std::vector<Descriptor>& descriptorsToMatch(const DecisionRequest& request,
+                                                  std::vector<Descriptor>& storage) {
+  bool any = false;
+  for (const auto& limit : request.descriptor_limits) {
+    any = any || limit.has_value();
+  }
+  if (!any) {
+    return request.descriptors;
+  }
+  storage = request.descriptors;
+  for (std::size_t d = 0; d < storage.size() && d < request.descriptor_limits.size(); ++d) {
+    if (request.descriptor_limits[d]) {
+      storage[d].clear();
+    }
+  }
+  return storage;
+}
+
+/// Where one store limit's outcome goes back: (descriptor index, limit index).
+struct LimitPosition {
+  std::size_t descriptor = 0;
+  std::size_t limit = 0;
+};
+
+class DecisionServiceImpl final : public DecisionService {
+ public:
+  explicit DecisionServiceImpl(DecisionServiceParts parts) : parts_(std::move(parts)) {}
+
+  void decide(DecisionRequest request, Callback done) override {
+    const Micros started = parts_.observers.empty() ? 0 : parts_.clock->nowMicros();
+    RuleSetPtr rules = parts_.rules();
+    if (!rules) {
+      finish(std::move(request), makeError(ErrorKind::kUnavailable, "rules are not loaded"),
+             started, done);
+      return;
+    }
+    Decision decision;
+    decision.rules = std::move(rules);
+    decision.domain = decision.rules->findDomain(request.domain);
+    if (decision.domain == nullptr) {
+      decision.domain_known = false;
+      decision.descriptors.resize(request.descriptors.size());
+      finish(std::move(request), std::move(decision), started, done);
+      return;
+    }
+
+    std::vector<Descriptor> without_overrides;
+    RequestMatch match =
+        matchRequest(*decision.domain, descriptorsToMatch(request, without_overrides));
+    StoreRequest store_request;
+    store_request.cost = request.hits;
+    std::vector<LimitPosition> positions;
+    decision.descriptors.resize(match.descriptors.size());
+    for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
+      const DescriptorMatch& dm = match.descriptors[d];
+      DescriptorStatus& ds = decision.descriptors[d];
+      ds.matched = dm.matched;
+      ds.node = dm.node;
+      if (dm.node != nullptr) {
+        ds.metadata_json = dm.node->metadata_json;
+      }
+      std::int64_t descriptor_cost = request.hits;
+      if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
+        descriptor_cost = *request.descriptor_hits[d];
+      }
+      if (d < request.descriptor_limits.size() && request.descriptor_limits[d]) {
+        const LimitOverride& override = *request.descriptor_limits[d];
+        auto rule = makeRequestLimit(override, decision.domain->domain, request.descriptors[d]);
+        MatchedLimit ml{
+            rule.get(), nullptr,
+            requestLimitBucketKey(*decision.domain, request.descriptors[d], override.unit)};
+        ds.matched = true;
+        ds.limits.push_back(statusOf(ml));
+        ds.limits.back().from_request = true;
+        decision.request_limits.push_back(std::move(rule));
+        StoreLimit limit;
+        limit.key = BucketKey::storeKey(request.client_id, ml.bucket_key);
+        limit.params = ml.limit->params;
+        limit.cost = descriptor_cost;
+        store_request.limits.push_back(std::move(limit));
+        positions.push_back(LimitPosition{d, 0});
+        continue;
+      }
+      for (const MatchedLimit& ml : dm.limits) {
+        ds.limits.push_back(statusOf(ml));
+        if (ml.limit->unlimited) {
+          continue;
+        }
+        // Each limit is charged its own descriptor's hits, all in one atomic store call.
+        StoreLimit limit;
+        limit.key = BucketKey::storeKey(request.client_id, ml.bucket_key);
+        limit.params = ml.limit->params;
+        limit.shadow = ml.limit->shadow_mode;
+        limit.cost = descriptor_cost;
+        if (ml.limit->quota_mode) {
+          limit.quota_group = static_cast<int>(d);
+        }
+        store_request.limits.push_back(std::move(limit));
+        positions.push_back(LimitPosition{d, ds.limits.size() - 1});
+      }
+    }
+    if (store_request.limits.empty()) {
+      finish(std::move(request), std::move(decision), started, done);
+      return;
+    }
+    parts_.store->evaluate(
+        store_request, [this, started, request = std::move(request), decision = std::move(decision),
+                        positions = std::move(positions),
+                        done = std::move(done)](Result<StoreResponse> response) mutable {
+          if (!response) {
+            finish(std::move(request), response.error(), started, done);
+            return;
+          }
+          const StoreResponse& r = *response;
+          for (std::size_t i = 0; i < positions.size() && i < r.outcomes.size(); ++i) {
+            decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
+                r.outcomes[i];
+          }
+          decision.allowed = r.allowed;
+          decision.degraded = r.degraded;
+          decision.metadata_json = mergePassedMetadata(decision.descriptors);
+          finish(std::move(request), std::move(decision), started, done);
+        });
+  }
+
+ private:
+  /// Every path ends here: the observers see the decision once, then the request moves
+  /// into it and the caller gets it.
+  void finish(DecisionRequest request, Result<Decision> result, Micros started,
+              const Callback& done) {
+    for (DecisionObserver* observer : parts_.observers) {
+      observer->observe(request, result, started);
+    }
+    if (result) {
+      result->request = std::move(request);
+    }
+    done(std::move(result));
+  }
+
+  DecisionServiceParts parts_;
+};
+
+}  // namespace
+
+std::unique_ptr<DecisionService> makeDecisionService(DecisionServiceParts parts) {
+  return std::make_unique<DecisionServiceImpl>(std::move(parts));
+}
+
+}  // namespace sluice

@@ -1,0 +1,126 @@
+#include "sluice/rules/bucket_key.hpp"
+
+namespace sluice {
+namespace {
+
+bool isKeySafe(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
+}
+
+/// Where the domain of a bucket (or of a store key's bucket) ends: at its first ':' or ';'.
+std::size_t domainEnd(std::string_view bucket) {
+  const std::size_t end = bucket.find_first_of(":;");
+  return end == std::string_view::npos ? bucket.size() : end;
+}
+
+}  // namespace
+
+void appendEscapedKeyPart(std::string& out, std::string_view part) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::size_t run = 0;  // start of the pending run of safe bytes
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    const auto c = static_cast<unsigned char>(part[i]);
+    if (isKeySafe(c)) {
+      continue;
+    }
+    out.append(part.data() + run, i - run);
+    run = i + 1;
+    const char escaped[3] = {'%', kHex[c >> 4], kHex[c & 0x0F]};
+    out.append(escaped, sizeof escaped);
+  }
+  out.append(part.data() + run, part.size() - run);
+}
+
+std::string escapeKeyPart(std::string_view part) {
+  std::string out;
+  out.reserve(part.size());
+  appendEscapedKeyPart(out, part);
+  return out;
+}
+
+void BucketKey::appendDomain(std::string& bucket, std::string_view domain) {
+  appendEscapedKeyPart(bucket, domain);
+}
+
+void BucketKey::appendEntry(std::string& bucket, std::string_view key, std::string_view value) {
+  bucket += ':';
+  appendEscapedKeyPart(bucket, key);
+  bucket += '=';
+  appendEscapedKeyPart(bucket, value);
+}
+
+void BucketKey::appendSharedEntry(std::string& bucket, std::string_view key,
+                                  std::string_view pattern) {
+  bucket += ':';
+  appendEscapedKeyPart(bucket, key);
+  bucket += '~';
+  appendEscapedKeyPart(bucket, pattern);
+}
+
+void BucketKey::appendLimit(std::string& bucket, std::string_view limit_id, Algorithm algorithm) {
+  bucket += ';';
+  bucket += limit_id;
+  bucket += ';';
+  bucket += algorithmCode(algorithm);
+}
+
+std::string BucketKey::limitId(bool explicit_name, std::string_view name, std::size_t index) {
+  return explicit_name ? "n" + escapeKeyPart(name) : "i" + std::to_string(index);
+}
+
+std::string BucketKey::storeKey(std::string_view client, std::string_view bucket) {
+  std::string key;
+  key.reserve(client.size() + 1 + bucket.size());
+  appendEscapedKeyPart(key, client);
+  key += '|';
+  key += bucket;
+  return key;
+}
+
+std::vector<std::string> BucketKey::domainPrefixes(std::string_view client,
+                                                   std::string_view domain) {
+  std::string bucket;
+  appendDomain(bucket, domain);
+  std::string prefix = storeKey(client, bucket);
+  return {prefix + ':', prefix + ';'};
+}
+
+std::string BucketKey::redisPrefix(std::string_view configured) {
+  std::string out;
+  out.reserve(configured.size());
+  for (char ch : configured) {
+    if (ch == '{') {
+      out += "%7B";
+    } else if (ch == '}') {
+      out += "%7D";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+std::string_view BucketKey::hashTag(std::string_view store_key) {
+  const std::size_t bar = store_key.find('|');
+  const std::size_t bucket_start = bar == std::string_view::npos ? 0 : bar + 1;
+  return store_key.substr(0, bucket_start + domainEnd(store_key.substr(bucket_start)));
+}
+
+std::string BucketKey::redisKey(std::string_view redis_prefix, std::string_view store_key) {
+  const bool has_bar = store_key.find('|') != std::string_view::npos;
+  const std::string_view tag = hashTag(store_key);
+  std::string key;
+  key.reserve(redis_prefix.size() + store_key.size() + 5);
+  key.append(redis_prefix);
+  key += ":{";
+  if (!has_bar) {
+    key += '|';
+  }
+  key.append(tag);
+  key += '}';
+  key.append(store_key.substr(tag.size()));
+  return key;
+}
+
+}  // namespace sluice
