@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Sluice container image: a build stage that compiles and unit-tests Sluice on Debian 12,
 # and a slim runtime stage with only the binary, its shared libraries and config/.
 #
@@ -16,7 +15,8 @@ ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE} AS build
 # Parallel compile jobs; lower it on a small builder.
 ARG BUILD_JOBS=2
-ENV DEBIAN_FRONTEND=noninteractive
+# An ARG, not an ENV: it applies to this stage's commands and stays out of the image.
+ARG DEBIAN_FRONTEND=noninteractive
 WORKDIR /src
 # deps.sh alone first, so the package layer is reused while only sources change. The unit
 # tests need GoogleTest, and the Redis store's start their own redis-server.
@@ -34,13 +34,15 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS
  && strip build/sluice
 
 FROM ${BASE_IMAGE} AS runtime
-ENV DEBIAN_FRONTEND=noninteractive
+ARG DEBIAN_FRONTEND=noninteractive
 # The shared libraries build/sluice links (Boost.Asio/Beast and nlohmann_json are
 # header-only); the ldd check below fails the build if this list ever falls behind.
+# apt's caches (/var/cache/apt/*.bin, ~78 MB, and the package lists) go in the same layer.
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
       libhiredis0.14 libyaml-cpp0.7 libspdlog1.10 libfmt9 \
- && rm -rf /var/lib/apt/lists/* \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
  && groupadd --system --gid 10001 sluice \
  && useradd --system --uid 10001 --gid sluice --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin sluice

@@ -8,8 +8,12 @@
 # repeatable whatever else the machine does) at a low constant rate (300 req/s), and the
 # report is callgrind_annotate's (self instructions per function), in profile-<store>-callgrind.txt.
 #
+# With --admin, Sluice also runs its admin listener, which turns on the per-denial counting
+# behind GET /limits/top (use it with --op fixed_window_deny to measure that).
+#
 # Usage: bench/profile.sh [memory|redis] [--sluice PATH] [--seconds N] [--clients N]
 #                         [--op fixed_window_allow] [--desc 1|3] [--callgraph] [--callgrind]
+#                         [--admin]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -22,6 +26,7 @@ op=fixed_window_allow
 desc=1
 callgraph=()
 callgrind=0
+admin=0
 while (($#)); do
   case $1 in
     --sluice) sluice=$2; shift ;;
@@ -31,6 +36,7 @@ while (($#)); do
     --desc) desc=$2; shift ;;
     --callgraph) callgraph=(--call-graph dwarf,16384) ;;
     --callgrind) callgrind=1 ;;
+    --admin) admin=1 ;;
     *) echo "bench/profile.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -67,6 +73,9 @@ if [[ $store == redis ]]; then
   extra=(--redis "redis://127.0.0.1:$rport/0")
 fi
 sport=$(port)
+if ((admin)); then
+  extra+=(--admin-listen "127.0.0.1:$(port)")
+fi
 if ((callgrind)); then
   valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$sluice" \
     --listen "127.0.0.1:$sport" --rules "$here/rules" --threads 1 --log-level warn \
@@ -88,7 +97,7 @@ if ((callgrind)); then
   out=$here/results/profile-$store-callgrind.txt
   {
     echo "# bench/profile.sh $store --callgrind: instructions of sluice under callgrind,"
-    echo "# 300 req/s for $seconds s, $clients clients, op=$op, $desc descriptor(s)"
+    echo "# 300 req/s for $seconds s, $clients clients, op=$op, $desc descriptor(s)$( ((admin)) && echo ', admin listener on')"
     grep -E 'requests in' "$work/wrk.txt" | sed 's/^/# wrk: /'
     callgrind_annotate --threshold=100 "$work/callgrind.out" 2>/dev/null \
       | grep -E '^ *[0-9,]+ \( *[0-9.]+%\)' >"$work/flat.txt"

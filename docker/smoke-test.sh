@@ -10,7 +10,9 @@
 #   --no-build       skip the build and check the image already tagged SLUICE_SMOKE_IMAGE.
 # Engine: docker when a Docker engine answers, otherwise podman with a Debian 12 base made
 # by debootstrap (cached in docker/.cache/, gitignored), since a machine without an engine
-# cannot pull debian:bookworm-slim. Needs root for debootstrap and podman there.
+# cannot pull debian:bookworm-slim. Needs root for debootstrap and podman there, and runc
+# (apt-get install podman runc debootstrap): podman's default crun fails on hosts with
+# cgroups in hybrid mode. Prints the image's size at the end.
 # Environment: SLUICE_SMOKE_IMAGE (default sluice:smoke), SLUICE_SMOKE_JOBS (compile jobs,
 # default 2), SLUICE_SMOKE_CONTEXT (the build context, default the checkout; e.g. a
 # `git archive HEAD` export to test only what is committed), DEBIAN_MIRROR (default
@@ -70,7 +72,8 @@ prepare_base() {
     log "debootstrap bookworm (minbase) from $mirror ..."
     debootstrap --variant=minbase bookworm "$work_dir/rootfs" "$mirror" >"$work_dir/debootstrap.log" 2>&1 ||
       { tail -n 20 "$work_dir/debootstrap.log" >&2; fail "debootstrap failed"; }
-    rm -rf "$work_dir"/rootfs/var/cache/apt/archives/*.deb "$work_dir"/rootfs/var/lib/apt/lists/*
+    rm -rf "$work_dir"/rootfs/var/cache/apt/archives/*.deb "$work_dir"/rootfs/var/cache/apt/*.bin \
+      "$work_dir"/rootfs/var/lib/apt/lists/*
     tar --numeric-owner -C "$work_dir/rootfs" -cf "$base_tarball.tmp" .
     mv "$base_tarball.tmp" "$base_tarball"
     rm -rf "$work_dir/rootfs"
@@ -102,6 +105,8 @@ if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
   fi
   run_flags=(--network host)
 elif command -v podman >/dev/null; then
+  # Debian's podman depends on crun, which refuses hosts with cgroups in hybrid mode.
+  command -v runc >/dev/null || fail "runc is missing: apt-get install runc (podman's crun fails on cgroups in hybrid mode)"
   # What works without a container engine or systemd: chroot isolation for the build
   # steps, runc, the host network, explicit ulimits.
   common=(--runtime runc --cgroup-manager cgroupfs --events-backend file)
@@ -117,7 +122,7 @@ elif command -v podman >/dev/null; then
   # Podman schedules health checks with systemd timers; the check is run by hand below.
   run_flags=(--network host --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 --no-healthcheck)
 else
-  fail "neither a running Docker engine nor podman (apt-get install podman debootstrap)"
+  fail "neither a running Docker engine nor podman (apt-get install podman runc debootstrap)"
 fi
 "${engine[@]}" image inspect "$image" >/dev/null 2>&1 || fail "no image $image to check"
 
@@ -191,4 +196,6 @@ log "Redis holds $keys counter keys"
 exit_code=$("${engine[@]}" inspect --format '{{.State.ExitCode}}' "$container")
 [[ $exit_code == 0 ]] || fail "exit code $exit_code after SIGTERM"
 log "stopped cleanly on SIGTERM"
+size=$("${engine[@]}" image inspect --format '{{.Size}}' "$image")
+log "image $image: $((size / 1000000)) MB"
 log "PASS"

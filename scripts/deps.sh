@@ -8,6 +8,9 @@ packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhired
           libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev)
 if [[ $level == test || $level == bench ]]; then
   packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose)
+  # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
+  # real `prometheus` server scraping Sluice (Debian's package has both executables).
+  packages+=(prometheus)
 fi
 if [[ $level == bench ]]; then
   # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as

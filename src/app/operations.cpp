@@ -10,8 +10,22 @@
 
 namespace sluice::app {
 
+namespace {
+
+TopDenialsOptions topOptions(const OperationsOptions& o) {
+  TopDenialsOptions top;
+  top.window_us = o.top_window_ms * kMicrosPerMilli;
+  top.capacity = o.top_capacity;
+  return top;
+}
+
+}  // namespace
+
 Operations::Operations(const AppOptions& options, Metrics& metrics, const Clock& clock)
-    : metrics_(metrics), clock_(clock), admin_enabled_(options.operations.admin) {
+    : metrics_(metrics),
+      clock_(clock),
+      admin_enabled_(options.operations.admin),
+      top_(topOptions(options.operations), clock) {
   admin_options_.host = options.operations.admin_host;
   admin_options_.port = options.operations.admin_port;
   admin_options_.threads = 1;
@@ -55,10 +69,15 @@ Result<std::unique_ptr<Operations>> Operations::create(const AppOptions& options
   return ops;
 }
 
-std::vector<DecisionObserver*> Operations::observers() const {
+std::vector<DecisionObserver*> Operations::observers() {
   std::vector<DecisionObserver*> out;
   for (const auto& observer : observers_) {
     out.push_back(observer.get());
+  }
+  // Only the admin listener reads the counts: without it, nothing is counted.
+  if (admin_enabled_) {
+    top_observers_.push_back(makeTopDenialsRecorder(top_.addThread()));
+    out.push_back(top_observers_.back().get());
   }
   return out;
 }
@@ -77,14 +96,16 @@ Status Operations::start() {
   if (!admin_enabled_) {
     return {};
   }
-  admin_ =
-      std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, targets_);
+  admin_ = std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, targets_,
+                                                 &top_);
   if (auto status = admin_->listen(); !status) {
     return makeError(status.error().kind, "--admin-listen: " + status.error().message);
   }
   admin_->start();
-  spdlog::info("admin listener on {}:{} (DELETE /limits, /metrics, /rules, /healthz, /readyz)",
-               admin_options_.host, admin_->port());
+  spdlog::info(
+      "admin listener on {}:{} (DELETE /limits, GET /limits/top, /metrics, /rules, /healthz, "
+      "/readyz)",
+      admin_options_.host, admin_->port());
   return {};
 }
 

@@ -9,6 +9,7 @@
 #include "http/routes.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/store/event_stream.hpp"
 #include "sluice/store/store.hpp"
@@ -40,9 +41,11 @@ class Operations {
   Operations(const Operations&) = delete;
   Operations& operator=(const Operations&) = delete;
 
-  /// The observers this side adds to every I/O thread's DecisionService (access log,
-  /// denial events; none when both are off). Thread-safe; they live as long as this.
-  std::vector<DecisionObserver*> observers() const;
+  /// The observers this side adds to one I/O thread's DecisionService: the access log and
+  /// the denial events (shared by every thread; thread-safe), and, with the admin listener,
+  /// this thread's own GET /limits/top counter. Call once per I/O thread, before start();
+  /// they live as long as this.
+  std::vector<DecisionObserver*> observers();
 
   /// Registers one I/O thread's store for DELETE /limits; `context` gives the admin
   /// listener its read-only views (rules, metrics, readiness).
@@ -69,6 +72,8 @@ class Operations {
   std::unique_ptr<AccessLog> access_log_;
   std::unique_ptr<EventPublisher> events_;
   std::vector<std::unique_ptr<DecisionObserver>> observers_;
+  TopDenialsBoard top_;                                           // one TopDenials per thread
+  std::vector<std::unique_ptr<DecisionObserver>> top_observers_;  // their recorders
   std::vector<http::AdminResetTarget> targets_;
   http::HandlerContext admin_context_;
   std::unique_ptr<http::AdminListener> admin_;

@@ -13,6 +13,20 @@ Error invalid(std::string message) {
 }
 
 constexpr std::size_t kMaxStreamLength = std::size_t{1} << 40;
+constexpr std::int64_t kMaxTopWindowMs = 24LL * 3600 * 1000;
+constexpr std::size_t kMaxTopCapacity = 10'000;
+
+template <typename T>
+Status parseBounded(std::string_view value, T low, T high, T& out) {
+  T n = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size() || n < low || n > high) {
+    return invalid("must be an integer from " + std::to_string(low) + " to " +
+                   std::to_string(high) + ", got \"" + std::string(value) + "\"");
+  }
+  out = n;
+  return {};
+}
 
 }  // namespace
 
@@ -75,6 +89,12 @@ Status applyOperationsOption(OperationsOptions& options, std::string_view name,
     }
     options.admin = true;
     return {};
+  }
+  if (name == "top-window-ms") {
+    return parseBounded<std::int64_t>(value, 1000, kMaxTopWindowMs, options.top_window_ms);
+  }
+  if (name == "top-capacity") {
+    return parseBounded<std::size_t>(value, 1, kMaxTopCapacity, options.top_capacity);
   }
   return invalid("unknown operations option \"" + std::string(name) + "\"");
 }

@@ -22,10 +22,13 @@ struct OperationsOptions {
   bool admin = false;  ///< --admin-listen HOST:PORT|PORT|off (default off)
   std::string admin_host = "127.0.0.1";
   std::uint16_t admin_port = 0;
+  std::int64_t top_window_ms = 60'000;  ///< --top-window-ms MS (GET /limits/top)
+  std::size_t top_capacity = 100;       ///< --top-capacity N (Space-Saving counters)
 };
 
 /// Applies one flag by its name without dashes ("log-format", "access-log", "events",
-/// "events-redis", "events-stream", "events-maxlen", "admin-listen"). A bare PORT for
+/// "events-redis", "events-stream", "events-maxlen", "admin-listen", "top-window-ms",
+/// "top-capacity"). A bare PORT for
 /// --admin-listen binds 127.0.0.1. Errors (kInvalidArgument) say what is wrong.
 Status applyOperationsOption(OperationsOptions& options, std::string_view name,
                              std::string_view value);

@@ -241,10 +241,22 @@ const std::vector<Flag>& flags() {
          return applyOperationsOption(o.operations, "events-maxlen", v);
        }},
       {"admin-listen", "HOST:PORT",
-       "admin listener: DELETE /limits plus the read-only views; a "
+       "admin listener: DELETE /limits, GET /limits/top plus the read-only views; a "
        "bare PORT binds 127.0.0.1 (default off)",
        [](AppOptions& o, std::string_view v) {
          return applyOperationsOption(o.operations, "admin-listen", v);
+       }},
+      {"top-window-ms", "MS",
+       "GET /limits/top: window of the most-denied counts; the answer covers the previous "
+       "and the current window (default 60000)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "top-window-ms", v);
+       }},
+      {"top-capacity", "N",
+       "GET /limits/top: clients counted per rule, window and I/O thread; counts are within "
+       "denials/N (default 100)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "top-capacity", v);
        }},
       {"help", "", "print this help and exit",
        [](AppOptions& o, std::string_view) -> Status {

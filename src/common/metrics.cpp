@@ -1,6 +1,8 @@
 #include "sluice/common/metrics.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -14,14 +16,66 @@ std::string fullName(std::string_view name) {
   return "sluice_" + std::string(name);
 }
 
-void appendEscaped(std::string& out, std::string_view value) {
-  for (char ch : value) {
+/// Length of the well-formed UTF-8 sequence at the start of `s` (RFC 3629: no overlong
+/// forms, no surrogates, nothing above U+10FFFF), or 0 when it is not one.
+std::size_t utf8SequenceLength(std::string_view s) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) {
+    return 1;
+  }
+  std::size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    low = lead == 0xE0 ? 0xA0 : 0x80;
+    high = lead == 0xED ? 0x9F : 0xBF;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    low = lead == 0xF0 ? 0x90 : 0x80;
+    high = lead == 0xF4 ? 0x8F : 0xBF;
+  } else {
+    return 0;
+  }
+  if (s.size() < length || byte(1) < low || byte(1) > high) {
+    return 0;
+  }
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) {
+      return 0;
+    }
+  }
+  return length;
+}
+
+/// Label values and HELP texts: backslash and newline escaped (and '"' in label values).
+/// Prometheus refuses a whole scrape whose text is not UTF-8, and forward-auth descriptor
+/// values are raw header bytes, so every ill-formed byte becomes U+FFFD.
+void appendEscaped(std::string& out, std::string_view value, bool quote) {
+  std::size_t i = 0;
+  while (i < value.size()) {
+    const char ch = value[i];
+    const std::size_t length = utf8SequenceLength(value.substr(i));
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    if (length > 1) {
+      out.append(value.substr(i, length));
+      i += length;
+      continue;
+    }
+    ++i;
     switch (ch) {
       case '\\':
         out += "\\\\";
         break;
       case '"':
-        out += "\\\"";
+        out += quote ? "\\\"" : "\"";
         break;
       case '\n':
         out += "\\n";
@@ -32,12 +86,21 @@ void appendEscaped(std::string& out, std::string_view value) {
   }
 }
 
+/// A sample value: integers without a fraction, others in the shortest form that reads
+/// back as the same double, and the exposition's spellings of the non-finite values.
 std::string formatNumber(double v) {
+  if (std::isnan(v)) {
+    return "NaN";
+  }
+  if (std::isinf(v)) {
+    return v > 0 ? "+Inf" : "-Inf";
+  }
   char buf[64];
-  if (v == static_cast<double>(static_cast<std::int64_t>(v)) && v < 1e15 && v > -1e15) {
+  if (v < 1e15 && v > -1e15 && v == static_cast<double>(static_cast<std::int64_t>(v))) {
     std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
   } else {
-    std::snprintf(buf, sizeof buf, "%.9g", v);
+    auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+    return std::string(buf, end);
   }
   return buf;
 }
@@ -105,7 +168,7 @@ std::string renderLabels(const Labels& labels) {
     first = false;
     out += k;
     out += "=\"";
-    appendEscaped(out, v);
+    appendEscaped(out, v, true);
     out += '"';
   }
   out += '}';
@@ -178,7 +241,10 @@ std::string Metrics::render() const {
     const char* type = fam.type == Type::kCounter ? "counter"
                        : fam.type == Type::kGauge ? "gauge"
                                                   : "histogram";
-    out << "# HELP " << name << ' ' << (fam.help.empty() ? name : fam.help) << '\n';
+    std::string help;
+    appendEscaped(help, fam.help.empty() ? std::string_view(name) : std::string_view(fam.help),
+                  false);
+    out << "# HELP " << name << ' ' << help << '\n';
     out << "# TYPE " << name << ' ' << type << '\n';
     for (const auto& [labels, c] : fam.counters) {
       out << name << labels << ' ' << c->value() << '\n';

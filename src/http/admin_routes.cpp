@@ -2,12 +2,69 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "http/decision_codec.hpp"
+#include "http/request_attributes.hpp"
 
 namespace sluice::http {
+Result<TopDenialsQuery> parseTopQuery(std::string_view query) {
+  TopDenialsQuery out;
+  // Unknown parameters are refused, so that a typo (?rules=) does not silently widen the answer.
+  std::string_view rest = query;
+  while (!rest.empty()) {
+    const std::size_t amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (pair.empty()) {
+      continue;
+    }
+    std::string_view name = pair.substr(0, pair.find('='));
+    if (name != "domain" && name != "rule" && name != "n") {
+      return makeError(
+          ErrorKind::kInvalidArgument,
+          "query: unknown parameter \"" + std::string(name) + "\" (expected domain, rule, n)");
+    }
+  }
+  out.domain = queryValue(query, "domain").value_or("");
+  out.rule = queryValue(query, "rule").value_or("");
+  if (auto n = queryValue(query, "n")) {
+    std::size_t value = 0;
+    auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), value);
+    if (ec != std::errc() || end != n->data() + n->size() || value < 1 || value > kMaxTopClients) {
+      return makeError(ErrorKind::kInvalidArgument, "query: n must be an integer from 1 to " +
+                                                        std::to_string(kMaxTopClients) +
+                                                        ", got \"" + *n + "\"");
+    }
+    out.n = value;
+  }
+  return out;
+}
+
+std::string topDenialsJson(const TopDenialsReport& report, const TopDenialsOptions& options) {
+  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
+  for (const RuleTopDenials& rule : report.rules) {
+    nlohmann::ordered_json clients = nlohmann::ordered_json::array();
+    for (const SpaceSaving::Entry& client : rule.clients) {
+      clients.push_back({{"client", client.key}, {"count", client.count}, {"error", client.error}});
+    }
+    rules.push_back({{"domain", rule.domain},
+                     {"rule", rule.rule},
+                     {"denied", rule.denied},
+                     {"error_bound", rule.error_bound},
+                     {"clients", std::move(clients)}});
+  }
+  nlohmann::ordered_json body = {{"from_ms", report.from_us / kMicrosPerMilli},
+                                 {"to_ms", report.to_us / kMicrosPerMilli},
+                                 {"window_seconds", options.window_us / kMicrosPerSecond},
+                                 {"capacity", options.capacity},
+                                 {"rules", std::move(rules)}};
+  // Forward-auth client ids are raw header bytes: replace what is not UTF-8 rather than fail.
+  return body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
 Result<std::vector<std::string>> resetKeyPrefixes(const RuleSet& rules,
                                                   const DecisionRequest& request) {
   const DomainConfig* domain = rules.findDomain(request.domain);
@@ -71,6 +128,22 @@ void addAdminRoutes(Router& router, const AdminContext& context) {
                                  {"buckets_removed", *removed}}));
     });
   });
+  if (context.top != nullptr) {
+    router.add("GET", "/limits/top", [top = context.top](const Request& request, Respond respond) {
+      const std::size_t mark = request.target.find('?');
+      const std::string_view query = mark == std::string::npos
+                                         ? std::string_view()
+                                         : std::string_view(request.target).substr(mark + 1);
+      Result<TopDenialsQuery> parsed = parseTopQuery(query);
+      if (!parsed) {
+        respond(jsonError(400, parsed.error().message));
+        return;
+      }
+      Response response;
+      response.body = topDenialsJson(top->report(*parsed), top->options());
+      respond(std::move(response));
+    });
+  }
   addOperationsRoutes(router, context.operations);
 }
 

@@ -8,6 +8,7 @@
 #include "http/router.hpp"
 #include "http/routes.hpp"
 #include "sluice/common/result.hpp"
+#include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/rules/rules.hpp"
 
@@ -24,6 +25,7 @@ using ResetFunction = std::function<void(std::vector<std::string> key_prefixes,
 struct AdminContext {
   HandlerContext operations;  ///< rules, metrics, store health, default domain
   ResetFunction reset;
+  const TopDenialsBoard* top = nullptr;  ///< null: GET /limits/top answers 404
 };
 
 /// The store-key prefixes that `DELETE /limits` resets for a request shaped like a
@@ -36,9 +38,18 @@ struct AdminContext {
 Result<std::vector<std::string>> resetKeyPrefixes(const RuleSet& rules,
                                                   const DecisionRequest& request);
 
+/// Reads GET /limits/top's query string (`domain`, `rule`, `n` from 1 to kMaxTopClients,
+/// default 10); kInvalidArgument names the bad parameter.
+Result<TopDenialsQuery> parseTopQuery(std::string_view query);
+
+inline constexpr std::size_t kMaxTopClients = 1000;
+
+/// The JSON body of GET /limits/top (see docs/operations.md).
+std::string topDenialsJson(const TopDenialsReport& report, const TopDenialsOptions& options);
+
 /// `DELETE /limits` (body as POST /shouldAllowRequest; answers
-/// {"reset": true, "domain", "clientId", "buckets_removed"}), and GET /healthz, /readyz,
-/// /rules, /metrics.
+/// {"reset": true, "domain", "clientId", "buckets_removed"}), `GET /limits/top` (the most
+/// denied clients per rule), and GET /healthz, /readyz, /rules, /metrics.
 void addAdminRoutes(Router& router, const AdminContext& context);
 
 }  // namespace sluice::http

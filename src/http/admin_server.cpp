@@ -71,11 +71,12 @@ struct AdminListener::Impl {
 };
 
 AdminListener::AdminListener(ServerOptions options, Metrics& metrics, HandlerContext operations,
-                             std::vector<AdminResetTarget> targets) {
+                             std::vector<AdminResetTarget> targets, const TopDenialsBoard* top) {
   options.threads = 1;
   impl_ = std::make_unique<Impl>(std::move(options), metrics, std::move(targets));
   AdminContext context;
   context.operations = std::move(operations);
+  context.top = top;
   context.reset = [impl = impl_.get()](std::vector<std::string> prefixes,
                                        std::function<void(Result<std::size_t>)> done) {
     impl->reset(std::move(prefixes), std::move(done));

@@ -30,8 +30,9 @@ struct AdminResetTarget {
 /// and joins; also run by the destructor). The targets must outlive stop().
 class AdminListener {
  public:
+  /// `top` (may be null) answers GET /limits/top and must outlive the listener.
   AdminListener(ServerOptions options, Metrics& metrics, HandlerContext operations,
-                std::vector<AdminResetTarget> targets);
+                std::vector<AdminResetTarget> targets, const TopDenialsBoard* top = nullptr);
   ~AdminListener();
   AdminListener(const AdminListener&) = delete;
   AdminListener& operator=(const AdminListener&) = delete;

@@ -70,9 +70,10 @@ TEST(ComposeConfigTest, EveryMountedFileExists) {
     GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
   }
   // `config` does not check bind-mount sources; a missing one would only fail at `up`.
-  CommandResult result = runShell(
-      inSourceDir("docker-compose -f docker-compose.yml --profile envoy --profile traefik config | "
-                  "sed -n 's/^ *- \\(\\/[^:]*\\):.*/\\1/p' | sort -u"));
+  CommandResult result =
+      runShell(inSourceDir("docker-compose -f docker-compose.yml --profile envoy --profile traefik "
+                           "--profile observability config | "
+                           "sed -n 's/^ *- \\(\\/[^:]*\\):.*/\\1/p' | sort -u"));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   ASSERT_FALSE(result.output.empty()) << "no bind mounts found";
   std::size_t start = 0;
@@ -87,7 +88,35 @@ TEST(ComposeConfigTest, EveryMountedFileExists) {
     EXPECT_EQ(runShell("test -e '" + path + "'").exit_code, 0) << "missing mount source " << path;
     ++checked;
   }
-  EXPECT_GE(checked, 6);
+  EXPECT_GE(checked, 11);
+}
+
+TEST(ComposeConfigTest, ObservabilityProfileAddsPrometheusAndGrafana) {
+  if (!haveDockerCompose()) {
+    GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
+  }
+  CommandResult result =
+      runShell(inSourceDir("docker-compose -f docker-compose.yml --profile observability config"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const char* needle :
+       {"prometheus:", "grafana:", "/etc/prometheus/alerts.yml", "sluice.json", "9091",
+        // Behind the profile, out of a plain `docker compose up`.
+        "- observability"}) {
+    EXPECT_NE(result.output.find(needle), std::string::npos) << needle << "\n" << result.output;
+  }
+}
+
+TEST(ComposeConfigTest, SidecarsMayDrainLongerThanTheDrainTimeout) {
+  if (!haveDockerCompose()) {
+    GTEST_SKIP() << "docker-compose is not installed (scripts/deps.sh test installs it)";
+  }
+  // docs/deployment.md: the stop timeout must exceed --drain-timeout-ms (30 s by default).
+  CommandResult result = runShell(
+      inSourceDir("docker-compose -f docker-compose.yml --profile envoy config | "
+                  "awk '/^  [a-z-]+:$/ {service=$1} /stop_grace_period/ {print service, $2}'"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("sluice: 35s"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("sluice-edge: 35s"), std::string::npos) << result.output;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/rules/rules.hpp"
 #include "sluice/store/event_stream.hpp"
@@ -47,6 +48,11 @@ std::unique_ptr<DecisionObserver> makeDecisionMetrics(Metrics& metrics);
 /// Publishes a DenialEvent for each denied request (the binding, denying limit and its
 /// descriptor; time from `clock`). Thread-safe as far as `sink` is.
 std::unique_ptr<DecisionObserver> makeDenialEvents(DenialEventSink& sink, const Clock& clock);
+
+/// GET /limits/top's hook into the decision flow: counts in `top` the client of each
+/// non-shadow limit that denied, at the request's arrival (the window it falls in). One per
+/// I/O thread, with that thread's TopDenials; an allowed request costs one branch.
+std::unique_ptr<DecisionObserver> makeTopDenialsRecorder(TopDenials& top);
 
 /// Declares the metric families the decision module writes (HELP/TYPE lines). Idempotent.
 void describeDecisionMetrics(Metrics& metrics);

@@ -86,5 +86,26 @@ TEST(AdminOptionsTest, OffTurnsAFeatureOffAgain) {
   EXPECT_TRUE(o.access_log.empty());
 }
 
+TEST(AdminOptionsTest, TopDenialsWindowAndCapacity) {
+  auto defaults = parse({});
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->operations.top_window_ms, 60'000);
+  EXPECT_EQ(defaults->operations.top_capacity, 100u);
+  auto options = parse({"--top-window-ms", "5000"}, {{"SLUICE_TOP_CAPACITY", "32"}});
+  ASSERT_TRUE(options) << options.error().message;
+  EXPECT_EQ(options->operations.top_window_ms, 5000);
+  EXPECT_EQ(options->operations.top_capacity, 32u);
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--top-window-ms", "999"},
+                                                        {"--top-window-ms", "86400001"},
+                                                        {"--top-capacity", "0"},
+                                                        {"--top-capacity", "10001"},
+                                                        {"--top-capacity", "x"}}) {
+    auto bad = parse({flag, value});
+    ASSERT_FALSE(bad) << flag << " " << value;
+    EXPECT_NE(bad.error().message.find(flag), std::string::npos) << bad.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::app

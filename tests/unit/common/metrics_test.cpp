@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "sluice/common/clock.hpp"
 
 namespace sluice {
@@ -27,6 +29,42 @@ TEST(MetricsTest, SameLabelsReturnSameSeries) {
 
 TEST(MetricsTest, LabelValuesAreEscaped) {
   EXPECT_EQ(renderLabels({{"k", "a\"b\\c\nd"}}), "{k=\"a\\\"b\\\\c\\nd\"}");
+}
+
+TEST(MetricsTest, IllFormedUtf8InLabelValuesBecomesReplacementCharacter) {
+  // Prometheus refuses a whole scrape with one ill-formed label value; well-formed
+  // multi-byte characters pass unchanged.
+  EXPECT_EQ(renderLabels({{"k",
+                           "a\xff"
+                           "b"}}),
+            "{k=\"a\xEF\xBF\xBD"
+            "b\"}");
+  EXPECT_EQ(renderLabels({{"k", "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"}}),
+            "{k=\"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\"}");
+  // Overlong form, surrogate, truncated sequence.
+  EXPECT_EQ(renderLabels({{"k", "\xC0\xAF"}}), "{k=\"\xEF\xBF\xBD\xEF\xBF\xBD\"}");
+  EXPECT_EQ(renderLabels({{"k", "\xED\xA0\x80"}}), "{k=\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"}");
+  EXPECT_EQ(renderLabels({{"k", "x\xE2\x82"}}), "{k=\"x\xEF\xBF\xBD\xEF\xBF\xBD\"}");
+}
+
+TEST(MetricsTest, ValuesThatRenderAlikeShareOneSeries) {
+  Metrics m;
+  Counter& a = m.counter("x_total", {{"k", "a\xff"}});
+  Counter& b = m.counter("x_total", {{"k", "a\xfe"}});
+  EXPECT_EQ(&a, &b);
+}
+
+TEST(MetricsTest, HelpIsEscapedAndGaugesSpellNonFiniteValues) {
+  Metrics m;
+  m.describe("g", Metrics::Type::kGauge, "two\nlines \\ here");
+  m.gauge("g", {{"k", "inf"}}).set(std::numeric_limits<double>::infinity());
+  m.gauge("g", {{"k", "nan"}}).set(std::numeric_limits<double>::quiet_NaN());
+  m.gauge("g", {{"k", "frac"}}).set(0.1);
+  std::string text = m.render();
+  EXPECT_NE(text.find("# HELP sluice_g two\\nlines \\\\ here\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sluice_g{k=\"inf\"} +Inf\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sluice_g{k=\"nan\"} NaN\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("sluice_g{k=\"frac\"} 0.1\n"), std::string::npos) << text;
 }
 
 TEST(MetricsTest, HistogramIsCumulativeWithInfSumAndCount) {

@@ -131,6 +131,34 @@ TEST_F(ObservedDecisionsTest, ValueLabelsOnlyForRulesThatAskForThem) {
   EXPECT_EQ(rendered.find("auth_type=login"), std::string::npos) << rendered;
 }
 
+/// GET /limits/top's counts: each non-shadow limit that denied, with the request's client.
+TEST_F(ObservedDecisionsTest, CountsDeniedClientsPerRuleForTheTopList) {
+  TopDenialsOptions options;
+  options.capacity = 4;
+  TopDenials top(options);
+  std::unique_ptr<DecisionObserver> recorder = makeTopDenialsRecorder(top);
+  DecisionServiceParts parts;
+  parts.rules = [this] { return rules_; };
+  parts.store = store_;
+  parts.clock = &clock_;
+  parts.observers = {recorder.get()};
+  service_ = makeDecisionService(std::move(parts));
+  for (int i = 0; i < 5; ++i) {
+    decide("user", "u1", "mallory");  // 3 allowed, 2 denied
+  }
+  for (int i = 0; i < 3; ++i) {
+    decide("auth_type", "trial", "shadowy");  // shadow denials: allowed
+  }
+  decide("auth_type", "login", "alice");  // allowed
+  auto parts_seen = top.parts({}, clock_.nowMicros());
+  ASSERT_EQ(parts_seen.size(), 1u);
+  EXPECT_EQ(parts_seen[0].domain, "auth");
+  EXPECT_EQ(parts_seen[0].rule, "per_user");
+  ASSERT_EQ(parts_seen[0].summary.entries.size(), 1u);
+  EXPECT_EQ(parts_seen[0].summary.entries[0].key, "mallory");
+  EXPECT_EQ(parts_seen[0].summary.entries[0].count, 2u);
+}
+
 TEST(DecisionWordTest, NamesTheRequestLevelOutcome) {
   Decision unknown;
   unknown.domain_known = false;

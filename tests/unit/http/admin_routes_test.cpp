@@ -158,5 +158,53 @@ TEST_F(AdminRoutesTest, ServesTheReadOnlyViews) {
   EXPECT_EQ(call("POST", "/shouldAllowRequest", kLoginBody).status, 404);
 }
 
+TEST(TopQueryTest, ParsesDomainRuleAndCountPercentDecoded) {
+  auto query = parseTopQuery("domain=auth&rule=auth.login%20x&n=3");
+  ASSERT_TRUE(query) << query.error().message;
+  EXPECT_EQ(query->domain, "auth");
+  EXPECT_EQ(query->rule, "auth.login x");
+  EXPECT_EQ(query->n, 3u);
+  auto defaults = parseTopQuery("");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->domain, "");
+  EXPECT_EQ(defaults->n, 10u);
+}
+
+TEST(TopQueryTest, RefusesUnknownParametersAndBadCounts) {
+  for (const char* bad : {"n=0", "n=1001", "n=-1", "n=2x", "n=", "rules=x"}) {
+    auto query = parseTopQuery(bad);
+    ASSERT_FALSE(query) << bad;
+    EXPECT_EQ(query.error().kind, ErrorKind::kInvalidArgument);
+    EXPECT_EQ(query.error().message.rfind("query: ", 0), 0u) << query.error().message;
+  }
+}
+
+TEST(TopQueryTest, JsonCarriesBoundsAndReplacesBytesThatAreNotUtf8) {
+  TopDenialsReport report;
+  report.from_us = 60'000'000;
+  report.to_us = 150'000'000;
+  RuleTopDenials rule;
+  rule.domain = "auth";
+  rule.rule = "login";
+  rule.denied = 7;
+  rule.error_bound = 1;
+  rule.clients.push_back({"ok", 5, 1});
+  rule.clients.push_back({"bad\xff", 2, 0});
+  report.rules.push_back(rule);
+  TopDenialsOptions options;
+  options.window_us = 60'000'000;
+  options.capacity = 5;
+  auto body = nlohmann::json::parse(topDenialsJson(report, options));
+  EXPECT_EQ(body["from_ms"], 60'000);
+  EXPECT_EQ(body["to_ms"], 150'000);
+  EXPECT_EQ(body["window_seconds"], 60);
+  EXPECT_EQ(body["capacity"], 5);
+  EXPECT_EQ(body["rules"][0]["denied"], 7);
+  EXPECT_EQ(body["rules"][0]["error_bound"], 1);
+  EXPECT_EQ(body["rules"][0]["clients"][0],
+            nlohmann::json({{"client", "ok"}, {"count", 5}, {"error", 1}}));
+  EXPECT_EQ(body["rules"][0]["clients"][1]["client"], "bad\xEF\xBF\xBD");
+}
+
 }  // namespace
 }  // namespace sluice::http
