@@ -196,7 +196,7 @@ TEST(RandomMultiLimitTraceTest, PerLimitCostsAndQuotaGroupsDecideIdentically) {
     for (int s = 0; s < 200; ++s) {
       now += pick(0, 2) == 0 ? 0 : pick(1, longest / 6 + 1);
       pair.clock().set(now);
-      StoreRequest request{limits, pick(0, 3), "multi-client"};
+      StoreRequest request{limits, pick(0, 3)};
       for (StoreLimit& l : request.limits) {
         const std::int64_t c = pick(0, 9);
         l.cost = c < 4 ? std::optional<std::int64_t>() : c < 8 ? pick(0, 3) : pick(5, 20);
