@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "rules/suggest.hpp"
+#include "rules/yaml_reader.hpp"
 #include "sluice/limiter/sketch.hpp"
 #include "sluice/rules/rules.hpp"
 
@@ -20,11 +21,11 @@ constexpr std::int64_t kDefaultDepth = 4;
 /// The state of one rule (both windows) may take at most this much memory.
 constexpr std::size_t kMaxSketchBytes = std::size_t{1} << 30;
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string quotedName(std::string_view text) { return "'" + std::string(text) + "'"; }
 
 std::string shown(const YAML::Node& node) {
   if (node.IsScalar()) {
-    return quoted(node.Scalar());
+    return quotedName(node.Scalar());
   }
   if (node.IsMap()) {
     return "a mapping";
@@ -53,34 +54,26 @@ std::optional<std::int64_t> readInteger(const YAML::Node& key, const YAML::Node&
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (!text.empty() && ec == std::errc{} && end == text.data() + text.size()) {
       if (v < min || v > max) {
-        error(at, quoted(name) + " must be between " + std::to_string(min) + " and " +
+        error(at, quotedName(name) + " must be between " + std::to_string(min) + " and " +
                       std::to_string(max) + ", got " + std::to_string(v));
         return std::nullopt;
       }
       return v;
     }
     if (ec == std::errc::result_out_of_range) {
-      error(at, quoted(name) + " is too large: " + value.Scalar() + " (at most " +
+      error(at, quotedName(name) + " is too large: " + value.Scalar() + " (at most " +
                     std::to_string(max) + ")");
       return std::nullopt;
     }
   }
-  error(at,
-        quoted(name) + " must be an integer >= " + std::to_string(min) + ", got " + shown(value));
+  error(at, quotedName(name) + " must be an integer >= " + std::to_string(min) + ", got " +
+                shown(value));
   return std::nullopt;
 }
 
 std::optional<bool> readBool(const SketchOption& option, const SketchErrorSink& error) {
-  if (option.value.IsScalar() && option.value.Tag() != "!") {
-    std::string text = option.value.Scalar();
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (text == "true" || text == "yes" || text == "on") {
-      return true;
-    }
-    if (text == "false" || text == "no" || text == "off") {
-      return false;
-    }
+  if (auto value = yamlBool(option.value)) {
+    return value;
   }
   error(where(option), "'bloom' must be true or false, got " + shown(option.value));
   return std::nullopt;
@@ -125,16 +118,16 @@ std::optional<SketchParams> parseSketchOptions(const SketchOptions& options,
       }
       const std::string& name = key.Scalar();
       if (std::find(kSketchKeys.begin(), kSketchKeys.end(), name) == kSketchKeys.end()) {
-        std::string message = "unknown key " + quoted(name) +
+        std::string message = "unknown key " + quotedName(name) +
                               " in 'sketch' (expected expected_requests, width, depth)";
         if (const auto suggestion = closestMatch(name, kSketchKeys)) {
-          message += "; did you mean " + quoted(*suggestion) + "?";
+          message += "; did you mean " + quotedName(*suggestion) + "?";
         }
         fail(key, message);
         continue;
       }
       if (!seen.emplace(name, key).second) {
-        fail(key, "duplicate key " + quoted(name) + " in 'sketch'");
+        fail(key, "duplicate key " + quotedName(name) + " in 'sketch'");
         continue;
       }
       const YAML::Node& value = item.second;

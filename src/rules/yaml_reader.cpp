@@ -219,9 +219,9 @@ std::optional<std::string> YamlReader::readString(const Field& field, std::strin
   return field.value.Scalar();
 }
 
-std::optional<bool> YamlReader::readBool(const Field& field, std::string_view name) {
-  if (field.value.IsScalar() && field.value.Tag() != "!") {
-    std::string text = field.value.Scalar();
+std::optional<bool> yamlBool(const YAML::Node& node) {
+  if (node.IsScalar() && node.Tag() != "!") {
+    std::string text = node.Scalar();
     std::transform(text.begin(), text.end(), text.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (text == "true" || text == "yes" || text == "on") {
@@ -230,6 +230,13 @@ std::optional<bool> YamlReader::readBool(const Field& field, std::string_view na
     if (text == "false" || text == "no" || text == "off") {
       return false;
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> YamlReader::readBool(const Field& field, std::string_view name) {
+  if (auto value = yamlBool(field.value)) {
+    return value;
   }
   error(at(field), inQuotes(name) + " must be true or false, got " + describe(field.value));
   return std::nullopt;

@@ -49,6 +49,10 @@ bool contains(std::span<const std::string_view> list, std::string_view word);
 /// `text` between single quotes, as error messages quote names and values.
 std::string inQuotes(std::string_view text);
 
+/// A YAML boolean (true/false, yes/no, on/off, any case; not a quoted "!" scalar), or
+/// nullopt for anything else.
+std::optional<bool> yamlBool(const YAML::Node& node);
+
 /// One `key: value` pair of a YAML mapping, with both nodes for their positions.
 struct Field {
   YAML::Node key;
