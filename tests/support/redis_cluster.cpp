@@ -159,6 +159,38 @@ int RedisCluster::replicaOf(int master_port) {
   return -1;
 }
 
+namespace {
+
+/// The value of `field` ("master_repl_offset") in an INFO text; -1 when absent.
+long long infoNumber(const std::string& info, const std::string& field) {
+  const std::size_t at = info.find("\n" + field + ":");
+  if (at == std::string::npos) {
+    return -1;
+  }
+  return std::stoll(info.substr(at + field.size() + 2));
+}
+
+}  // namespace
+
+bool RedisCluster::waitReplicated(int master_port, int replica_port,
+                                  std::chrono::milliseconds timeout) {
+  const long long written = infoNumber(
+      "\n" + text(byPort(master_port).command({"INFO", "replication"})), "master_repl_offset");
+  if (written < 0) {
+    return false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string info = "\n" + text(byPort(replica_port).command({"INFO", "replication"}));
+    if (info.find("master_port:" + std::to_string(master_port) + "\r") != std::string::npos &&
+        infoNumber(info, "slave_repl_offset") >= written) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 void RedisCluster::waitOk(std::chrono::milliseconds timeout, int slot, int owner) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last;

@@ -35,6 +35,11 @@ class RedisCluster {
   std::vector<int> masterPorts();
   /// A running replica of the master on `master_port` whose link is up; -1 when none.
   int replicaOf(int master_port);
+  /// Waits until every write the master on `master_port` has accepted so far (any client's)
+  /// has reached its replica on `replica_port`: the replica's processed replication offset
+  /// catches up with the master's. False at `timeout`. (WAIT is no substitute: it waits for
+  /// the writes of the connection that sends it, and returns at once on a fresh one.)
+  bool waitReplicated(int master_port, int replica_port, std::chrono::milliseconds timeout);
   /// Waits until every running node reports cluster_state:ok and names the same owner for
   /// `slot` (pass -1 to skip that check), which must be the node on `owner` when given.
   void waitOk(std::chrono::milliseconds timeout, int slot = -1, int owner = -1);
