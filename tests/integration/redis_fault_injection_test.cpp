@@ -282,11 +282,10 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
       }
     }
     if (fault.must_fail || s.failure_answers > 0) {
-      // `local` does not even ask a store whose health is failing (a PING answered -BUSY):
-      // then the health transition is what is counted.
-      const double failing =
-          metric(*s.process, "sluice_store_health_transitions_total", "to=\"failing\"");
-      EXPECT_GT(counted + failing, 0) << "seen: " << kinds_seen << "\n" << log;
+      // Every mode counts the fault by kind, `local` too, although it does not even ask a
+      // store whose health is failing: a lost connection and a PING answered with an error
+      // are faults of their own.
+      EXPECT_GT(counted, 0) << "seen: " << kinds_seen << "\n" << log;
       EXPECT_LE(metric(*s.process, "sluice_store_failure_mode_activations_total", ""), 2) << log;
     }
 
@@ -297,8 +296,10 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
       EXPECT_GE(charged, s.from_redis) << log;
       EXPECT_LE(charged, s.from_redis + s.failure_answers) << log;
     }
-    if (fault.name == "reset_mid_reply" && s.failure_answers == 1) {
-      // The script whose reply was cut ran once, and was not sent again.
+    if (fault.name == "reset_mid_reply") {
+      // The script whose reply was cut ran once, and was not sent again; the other
+      // failure-mode answers failed fast while the connection was being made again, and
+      // never reached Redis.
       EXPECT_EQ(charged, s.from_redis + 1) << log;
     }
     const auto recovery = std::chrono::duration_cast<milliseconds>(*s.recovered_at - cleared);

@@ -239,6 +239,11 @@ class ClusterBackend final : public redis::RedisBackend,
           self->member_.group().fault(redis::faultKind(error), error.message);
         }
       };
+      options.on_fault = [weak = weak_from_this()](const Error& error) {
+        if (auto self = weak.lock()) {
+          self->member_.group().fault(redis::faultKind(error), error.message);
+        }
+      };
       options.on_health = [weak = weak_from_this()](StoreHealth, const std::string&) {
         if (auto self = weak.lock()) {
           self->updateHealth();

@@ -295,6 +295,9 @@ void RedisConnection::ping(std::uint64_t attempt) {
               // The server is up but refuses work (LOADING, BUSY, ...): keep the
               // connection, ping again.
               self->setHealth(StoreHealth::kFailing, "PING: " + reply.error().message);
+              if (self->options_.on_fault) {
+                self->options_.on_fault(reply.error());
+              }
             } else {
               return;  // the connection is gone: fail() already ran
             }
@@ -488,6 +491,7 @@ void RedisConnection::fail(const std::string& reason) {
   }
   // The store's health group logs the outage once per process; per connection and per
   // attempt it is a debug line.
+  const bool lost = state_ == State::kReady;
   spdlog::debug("redis {}: {}; reconnecting with backoff up to {} ms", endpoint_, reason,
                 options_.redis.max_reconnect_backoff.count());
   down_logged_ = true;
@@ -502,6 +506,10 @@ void RedisConnection::fail(const std::string& reason) {
   scheduleReconnect();
   if (!waitingForFirstConnection()) {
     setHealth(StoreHealth::kFailing, endpoint_ + ": " + reason);
+  }
+  if (lost && options_.on_fault) {
+    options_.on_fault(
+        makeError(ErrorKind::kConnection, "redis connection to " + endpoint_ + " lost: " + reason));
   }
   if (options_.on_disconnected) {
     options_.on_disconnected(reason);

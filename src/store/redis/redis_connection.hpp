@@ -61,6 +61,12 @@ struct ConnectionOptions {
   /// Called on the connection's thread when a (re)connection attempt fails with `error`
   /// (refused, timed out, an error reply to AUTH or SCRIPT LOAD such as WRONGPASS or LOADING).
   std::function<void(const Error& error)> on_connect_error;
+  /// Called on the connection's thread for the faults that no call may see (`local` does
+  /// not call a failing store): a ready connection lost (reset, closed by the server, a
+  /// stall, a PING out of step; kConnection, before on_disconnected) and a PING answered
+  /// with an error reply (LOADING, BUSY, ...). Failed attempts to reconnect are reported by
+  /// on_connect_error instead.
+  std::function<void(const Error& error)> on_fault;
   /// Called on the connection's thread each time health() changes, with the reason.
   std::function<void(StoreHealth health, const std::string& reason)> on_health;
 };

@@ -83,6 +83,11 @@ class SingleNodeBackend final : public redis::RedisBackend {
     copts.on_connect_error = [member](const Error& error) {
       member->group().fault(redis::faultKind(error), error.message);
     };
+    // A lost connection, a PING refused: faults even when no call was in flight (and
+    // `local` does not call a failing store at all), counted and logged like the calls'.
+    copts.on_fault = [member](const Error& error) {
+      member->group().fault(redis::faultKind(error), error.message);
+    };
     copts.on_connected = [&reconnects = redis::describeRedisMetrics(metrics).counter(
                               "redis_reconnects_total")](std::uint64_t count) {
       if (count > 1) {
