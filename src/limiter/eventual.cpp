@@ -183,20 +183,34 @@ BucketState merged(const View& view, const LimitParams& params, Micros now) {
   return state;
 }
 
-Route route(const View& view, Micros now, const Tuning& tuning, bool reachable) {
+bool blindView(const View& view, Micros now, const Tuning& tuning) {
+  return view.refreshed_at < 0 || now - view.refreshed_at > tuning.stale_after_us;
+}
+
+std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning) {
+  const std::int64_t capacity =
+      params.algorithm == Algorithm::kTokenBucket && params.burst > 0 ? params.burst : params.limit;
+  const double allowance = std::floor(static_cast<double>(std::max<std::int64_t>(capacity, 0)) *
+                                      std::max(tuning.blind_share, 0.0));
+  return allowance >= 9.0e18 ? std::numeric_limits<std::int64_t>::max()
+                             : static_cast<std::int64_t>(allowance);
+}
+
+Route route(const View& view, const LimitParams& params, Micros now, std::int64_t cost,
+            const Tuning& tuning, bool reachable) {
   if (!reachable) {
     return Route::kLocal;
-  }
-  if (view.refreshed_at < 0) {
-    return Route::kUnknown;
   }
   if (view.tight) {
     return Route::kTight;
   }
-  if (now - view.refreshed_at > tuning.stale_after_us) {
-    return Route::kStale;
+  if (!blindView(view, now, tuning)) {
+    return Route::kLocal;
   }
-  return Route::kLocal;
+  if (view.blind + std::max<std::int64_t>(cost, 0) <= blindAllowance(params, tuning)) {
+    return Route::kLocal;
+  }
+  return view.refreshed_at < 0 ? Route::kUnknown : Route::kStale;
 }
 
 Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost) {
@@ -274,6 +288,7 @@ void merge(View& view, const LimitParams& params, const KeyReading& reading,
     }
   }
   view.refreshed_at = std::max(view.refreshed_at, now);
+  view.blind = 0;
   view.latency_us = latency_us;
   view.rate.observe(now, view.cur.index, view.cur.total(), view.cur.own,
                     tuning.sync_interval_us / 2);

@@ -79,6 +79,11 @@ struct Tuning {
   /// With other regions: how late their hits reach this region's Redis (their sync interval,
   /// a replication step and the link's round trip); added to the tightening horizon.
   Micros region_delay_us = 0;
+  /// The blind allowance, as a share of a key's capacity (L; a bucket's burst): how many hits
+  /// a sidecar may admit locally on a key it has not read yet (or not for stale_after_us),
+  /// until the sync that follows reads it. N sidecars arriving blind at a key within 1 % of
+  /// its limit over-admit at most N x this share of L (docs/eventual.md).
+  double blind_share = 0.001;
 };
 
 /// Estimates a key's global rate (hits per second, all sidecars and regions) from successive
@@ -120,6 +125,9 @@ struct View {
   /// The allowance left below which the key is decided by round trips (see tightenAt()).
   std::int64_t tight_below = 0;
   bool tight = false;  ///< the last look found the key within tight_below of its limit
+  /// Hits admitted locally since the last reading while the view was unknown or stale (the
+  /// blind allowance used; a reading resets it).
+  std::int64_t blind = 0;
 };
 
 /// Moves the view to the window of `now` (windowed algorithms). Returns the unsent own hits
@@ -137,8 +145,15 @@ enum class Route : std::uint8_t {
   kStale,    ///< not refreshed for Tuning::stale_after_us: one round trip
   kTight,    ///< too close to the limit: one round trip (strict) per request
 };
-/// `reachable`: Redis answers; without it every key is decided locally (degraded).
-Route route(const View& view, Micros now, const Tuning& tuning, bool reachable);
+/// `reachable`: Redis answers; without it every key is decided locally (degraded). An unknown
+/// or stale key is still decided locally while its blind allowance covers `cost`
+/// (View::blind + cost <= blindAllowance()).
+Route route(const View& view, const LimitParams& params, Micros now, std::int64_t cost,
+            const Tuning& tuning, bool reachable);
+/// True when the view is unknown or stale (a local decision on it uses the blind allowance).
+bool blindView(const View& view, Micros now, const Tuning& tuning);
+/// floor(capacity x Tuning::blind_share), capacity = L (token_bucket: its burst).
+std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
 
 /// Evaluates a request of `cost` from the view (no change to it).
 Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost);

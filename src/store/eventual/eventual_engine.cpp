@@ -391,7 +391,7 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
       denied = true;
     }
     if (!force && e.outcome.allowed && !trip) {
-      const Route route = eventual::route(slot.view, now, tuning_, reachable);
+      const Route route = eventual::route(slot.view, slot.params, now, cost, tuning_, reachable);
       if (route != Route::kLocal) {
         trip = route;
       } else if (eventual::tooClose(slot.view, e, now, tuning_)) {
@@ -417,8 +417,7 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
     const bool charged =
         (local.allowed && evaluations[i].outcome.allowed) || slots[i]->params.count_rejected;
     if (charged) {
-      addPending(
-          eventual::charge(slots[i]->view, slots[i]->params, states[i], evaluations[i], cost));
+      chargeOne(*slots[i], states[i], evaluations[i], cost, now, reachable);
     }
   }
   localDecisions(!reachable).inc();
@@ -435,7 +434,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     const BucketState state = eventual::merged(slot.view, slot.params, now);
     Evaluation e = sluice::evaluate(slot.params, state, now, cost);
     if (e.outcome.allowed) {
-      addPending(eventual::charge(slot.view, slot.params, state, e, cost));
+      chargeOne(slot, state, e, cost, now, reachable_.load(std::memory_order_acquire));
     } else if (cost > 0) {
       // Another request took the last units while the strict limits were being asked: this
       // one was allowed on what the view said then, so it is charged all the same.
@@ -446,6 +445,15 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
       addPending(cost);
     }
   }
+}
+
+void EventualEngine::chargeOne(Slot& slot, const BucketState& state, const Evaluation& evaluation,
+                               std::int64_t cost, Micros now, bool reachable) {
+  const std::int64_t added = eventual::charge(slot.view, slot.params, state, evaluation, cost);
+  if (reachable && eventual::blindView(slot.view, now, tuning_)) {
+    slot.view.blind += added;
+  }
+  addPending(added);
 }
 
 std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,

@@ -129,6 +129,10 @@ class EventualEngine {
   /// Merges one entry's reading; returns the slot's unsent hits change. `shard` locked.
   void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);
   void noteTight(bool was, bool is);
+  /// Charges an allowed decision to the slot's own count (and its blind allowance when the
+  /// view is unknown or stale). `shard` locked.
+  void chargeOne(Slot& slot, const BucketState& state, const Evaluation& evaluation,
+                 std::int64_t cost, Micros now, bool reachable);
 
   void tick();
   void sync();

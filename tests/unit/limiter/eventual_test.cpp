@@ -167,17 +167,51 @@ TEST_F(EventualViewTest, RollingPastTwoWindowsDropsTheirUnsentHits) {
 }
 
 TEST_F(EventualViewTest, UnknownStaleAndTightKeysNeedARoundTrip) {
+  // L = 100: a blind allowance of 0.1 % is 0 hits, so unknown and stale keys go remote.
+  const Micros t = clock_.nowMicros();
   View view;
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, true), Route::kUnknown);
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, false), Route::kLocal);
-  roll(view, params_, clock_.nowMicros());
-  merge(view, params_, reading(window(), counter({{"s2", 1}})), "s1", clock_.nowMicros(), 1000,
-        tuning_);
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, true), Route::kLocal);
+  EXPECT_EQ(route(view, params_, t, 1, tuning_, true), Route::kUnknown);
+  EXPECT_EQ(route(view, params_, t, 1, tuning_, false), Route::kLocal);
+  roll(view, params_, t);
+  merge(view, params_, reading(window(), counter({{"s2", 1}})), "s1", t, 1000, tuning_);
+  EXPECT_EQ(route(view, params_, t, 1, tuning_, true), Route::kLocal);
   clock_.advance(microseconds(tuning_.stale_after_us + 1));
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, true), Route::kStale);
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1, tuning_, true), Route::kStale);
   view.tight = true;
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, true), Route::kTight);
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1, tuning_, true), Route::kTight);
+}
+
+TEST_F(EventualViewTest, AnUnknownKeyIsDecidedLocallyWithinItsBlindAllowance) {
+  params_ = fixedWindow(1'000'000, kMicrosPerSecond);
+  EXPECT_EQ(blindAllowance(params_, tuning_), 1000);
+  View view;
+  roll(view, params_, clock_.nowMicros());
+  EXPECT_TRUE(blindView(view, clock_.nowMicros(), tuning_));
+  view.blind = 999;
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1, tuning_, true), Route::kLocal);
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 2, tuning_, true), Route::kUnknown);
+  // A reading ends the blind period and resets the allowance used.
+  merge(view, params_, reading(window(), counter({{"s2", 5}})), "s1", clock_.nowMicros(), 1000,
+        tuning_);
+  EXPECT_EQ(view.blind, 0);
+  EXPECT_FALSE(blindView(view, clock_.nowMicros(), tuning_));
+  // Stale again after a quiet second: blind again, with a fresh allowance.
+  clock_.advance(microseconds(tuning_.stale_after_us + 1));
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1000, tuning_, true), Route::kLocal);
+  view.blind = 1;
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1000, tuning_, true), Route::kStale);
+}
+
+TEST(EventualBlindTest, TheBlindAllowanceOfABucketIsAShareOfItsBurst) {
+  Tuning tuning;
+  LimitParams p;
+  p.algorithm = Algorithm::kTokenBucket;
+  p.limit = 10;
+  p.window_us = kMicrosPerSecond;
+  p.burst = 50'000;
+  EXPECT_EQ(blindAllowance(p, tuning), 50);
+  p.burst = 0;
+  EXPECT_EQ(blindAllowance(p, tuning), 0);
 }
 
 TEST_F(EventualViewTest, TheMarginIsRateTimesHorizon) {
