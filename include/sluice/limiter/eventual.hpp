@@ -53,15 +53,18 @@ class GCounter {
 inline constexpr std::int64_t kNoWindow = INT64_MIN;
 
 /// One window of a key as this sidecar knows it. `own` is the truth for this sidecar's
-/// own hits (they are decided here); `others` is the last merged read of every other entry.
+/// own hits (they are decided here); `others` is the largest total of every other entry
+/// (other sidecars, other regions) Redis has answered. Each entry only grows, so their total
+/// only grows too: merging readings by maximum is the grow-only counter's per-entry maximum,
+/// and a replayed, duplicated or reordered reading changes nothing.
 struct WindowView {
   std::int64_t index = kNoWindow;  ///< window start / W (0 for token_bucket: one "window")
-  GCounter others;                 ///< all entries but this sidecar's own (other sidecars,
-                                   ///< other regions), merged by maximum
+  std::int64_t others = 0;         ///< every entry but this sidecar's own, summed
+  std::size_t writers = 0;         ///< other entries with hits (for the tightening)
   std::int64_t own = 0;            ///< this sidecar's cumulative hits in the window
   std::int64_t own_acked = 0;      ///< the part of `own` that Redis has confirmed
 
-  std::int64_t total() const { return others.sum() + own; }
+  std::int64_t total() const { return others + own; }
   std::int64_t unsent() const { return own - own_acked; }
 };
 
@@ -169,21 +172,25 @@ bool tooClose(const View& view, const Evaluation& evaluation, Micros now, const 
 std::int64_t charge(View& view, const LimitParams& params, const BucketState& state,
                     const Evaluation& evaluation, std::int64_t cost);
 
-/// What Redis returned for one key: every entry of the current and previous window (this
-/// sidecar's own included), and for token_bucket the arrival time it holds.
+/// What Redis returned for one key: for the current and the previous window, the total of
+/// every entry but this sidecar's own, this sidecar's own entry, and the number of other
+/// entries with hits; for token_bucket the arrival time it holds.
 struct KeyReading {
   std::int64_t window = kNoWindow;  ///< index of `cur` (0 for token_bucket)
-  GCounter cur;
-  GCounter prev;
+  std::int64_t others = 0;
+  std::int64_t own = 0;
+  std::int64_t prev_others = 0;
+  std::int64_t prev_own = 0;
+  std::size_t writers = 0;
   BucketState tat;
 };
 
 /// Merges a reading taken `latency_us` after it was asked for, at `now`, into the view:
-/// other entries by per-entry maximum, the own counter's acknowledgement, the arrival time by
+/// the other entries' total by maximum, the own counter's acknowledgement, the arrival time by
 /// maximum, the rate estimate and the tightening margin. A reading of an older window than
 /// the view's only adds to `prev`; of a newer one rolls the view first.
-void merge(View& view, const LimitParams& params, const KeyReading& reading,
-           std::string_view own_entry, Micros now, Micros latency_us, const Tuning& tuning);
+void merge(View& view, const LimitParams& params, const KeyReading& reading, Micros now,
+           Micros latency_us, const Tuning& tuning);
 
 /// The tightening margin (docs/eventual.md): the hits all sidecars may admit before this
 /// sidecar sees them, estimated as rate x horizon, where rate = max(global rate, own rate x

@@ -47,69 +47,53 @@ std::int64_t unsentOf(const eventual::View& view) { return view.cur.unsent() + v
 
 bool isWindowed(const LimitParams& params) { return params.algorithm != Algorithm::kTokenBucket; }
 
-eventual::GCounter counterOf(const redis::Reply& flat) {
-  eventual::GCounter counter;
-  for (std::size_t j = 0; j + 1 < flat.elements.size(); j += 2) {
-    const std::string& name = flat.elements[j].str;
-    if (name.empty() || name.front() == '_') {
-      continue;
-    }
-    const redis::Reply& v = flat.elements[j + 1];
-    std::int64_t value = v.type == redis::Reply::Type::kInteger ? v.integer : 0;
-    if (v.type == redis::Reply::Type::kString) {
-      value = std::strtoll(v.str.c_str(), nullptr, 10);
-    }
-    counter.raise(name, value);
-  }
-  return counter;
-}
-
-/// The sum of one region's sidecar entries ("s...") of a reading: the region's counter.
-std::int64_t regionSum(const eventual::GCounter& counter) {
-  std::int64_t sum = 0;
-  for (const auto& [name, value] : counter.entries()) {
-    if (!name.empty() && name.front() == 's') {
-      sum += value;
-    }
-  }
-  return sum;
-}
-
 Status replyShape(const std::string& what) {
   return redis::redisError(redis::FailureSource::kProtocol, 0, "eventual script: " + what);
 }
 
-/// Checks one reply of the eventual script for `n` entries.
+/// Checks one reply of the eventual script for `n` entries (flat integers).
 Status checkReply(const redis::Reply& reply, std::size_t n) {
   if (reply.type != redis::Reply::Type::kArray ||
       reply.elements.size() != n * static_cast<std::size_t>(eventual::kScriptReplyStride)) {
     return replyShape("unexpected reply size");
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    const redis::Reply* v = &reply.elements[i * eventual::kScriptReplyStride];
-    for (int k = 0; k < 6; ++k) {
-      if (v[k].type != redis::Reply::Type::kInteger) {
-        return replyShape("a non-integer outcome");
-      }
-    }
-    for (int k = 6; k < 9; ++k) {
-      if (v[k].type != redis::Reply::Type::kArray && v[k].type != redis::Reply::Type::kNil) {
-        return replyShape("a non-array reading");
-      }
+  for (const redis::Reply& v : reply.elements) {
+    if (v.type != redis::Reply::Type::kInteger) {
+      return replyShape("a non-integer value");
     }
   }
   return {};
 }
 
+/// Offsets in one entry's reply (eventual_script.cpp).
+enum ReplyField : std::size_t {
+  kAllowed = 0,
+  kRemaining,
+  kResetAfter,
+  kRetryAfter,
+  kNever,
+  kCharged,
+  kOthers,
+  kOwn,
+  kPrevOthers,
+  kPrevOwn,
+  kRegion,
+  kPrevRegion,
+  kWriters,
+  kTatUs,
+  kTatRem,
+};
+
 eventual::KeyReading readingOf(const redis::Reply* v, std::int64_t window) {
   eventual::KeyReading reading;
   reading.window = window;
-  reading.cur = counterOf(v[6]);
-  reading.prev = counterOf(v[7]);
-  if (v[8].elements.size() == 2) {
-    reading.tat.a = v[8].elements[0].integer;
-    reading.tat.b = v[8].elements[1].integer;
-  }
+  reading.others = v[kOthers].integer;
+  reading.own = v[kOwn].integer;
+  reading.prev_others = v[kPrevOthers].integer;
+  reading.prev_own = v[kPrevOwn].integer;
+  reading.writers = static_cast<std::size_t>(std::max<std::int64_t>(v[kWriters].integer, 0));
+  reading.tat.a = v[kTatUs].integer;
+  reading.tat.b = v[kTatRem].integer;
   return reading;
 }
 
@@ -143,6 +127,11 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
       pending_gauge_((metrics.describe("eventual_pending_hits", Metrics::Type::kGauge,
                                        "Hits admitted locally and not yet confirmed by Redis."),
                       metrics.gauge("eventual_pending_hits"))),
+      sync_lag_((metrics.describe("eventual_sync_lag_seconds", Metrics::Type::kGauge,
+                                  "Time since Redis last confirmed a sync while hits are pending "
+                                  "(0 when none are): a bound on the age of the oldest hit other "
+                                  "sidecars have not seen."),
+                 metrics.gauge("eventual_sync_lag_seconds"))),
       keys_gauge_((metrics.describe("eventual_keys", Metrics::Type::kGauge,
                                     "Eventual keys this sidecar holds a view of."),
                    metrics.gauge("eventual_keys"))),
@@ -513,7 +502,7 @@ void EventualEngine::mergeReading(Slot& slot, const eventual::KeyReading& readin
     tuning.region_delay_us =
         2 * tuning_.sync_interval_us + replication_rtt_us_.load(std::memory_order_relaxed);
   }
-  eventual::merge(slot.view, slot.params, reading, entry_, now, latency, tuning);
+  eventual::merge(slot.view, slot.params, reading, now, latency, tuning);
   noteTight(was, slot.view.tight);
   addPending(unsentOf(slot.view) - before);
 }
@@ -539,7 +528,7 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
                                     : 0;
     Slot& slot = slotFor(shard, ref, now);
     eventual::KeyReading reading = readingOf(v, window);
-    const std::int64_t charged = op == ScriptOp::kDecide ? v[5].integer : 0;
+    const std::int64_t charged = op == ScriptOp::kDecide ? v[kCharged].integer : 0;
     if (charged > 0) {
       // Redis holds the charge already: count it as own and confirmed.
       eventual::WindowView* target = nullptr;
@@ -552,17 +541,17 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
         target->own += charged;
         target->own_acked += charged;
       }
-      reading.cur.raise(entry_, reading.cur.value(entry_) + charged);
+      reading.own += charged;
     }
     mergeReading(slot, reading, now, now - sent_at);
     touch(shard, slot, ref.key, now);
     if (response != nullptr) {
       Outcome& o = response->outcomes[i];
-      o.allowed = v[0].integer != 0;
-      o.remaining = v[1].integer;
-      o.reset_after_us = v[2].integer;
-      o.retry_after_us = v[3].integer;
-      o.never = v[4].integer != 0;
+      o.allowed = v[kAllowed].integer != 0;
+      o.remaining = v[kRemaining].integer;
+      o.reset_after_us = v[kResetAfter].integer;
+      o.retry_after_us = v[kRetryAfter].integer;
+      o.never = v[kNever].integer != 0;
       if (!o.allowed && !ref.limit->shadow) {
         response->allowed = false;
       }
@@ -583,7 +572,16 @@ void EventualEngine::tick() {
     replicate(*region);
   }
   sweep();
-  pending_gauge_.set(static_cast<double>(pending_.load(std::memory_order_relaxed)));
+  const std::int64_t pending = pending_.load(std::memory_order_relaxed);
+  pending_gauge_.set(static_cast<double>(pending));
+  const Micros steady = steadyMicros();
+  if (pending <= 0 || last_confirmed_ == 0) {
+    // Nothing waits for Redis: the lag starts when hits are next left unconfirmed.
+    last_confirmed_ = steady;
+  }
+  sync_lag_.set(pending <= 0 ? 0.0
+                             : static_cast<double>(steady - last_confirmed_) /
+                                   static_cast<double>(kMicrosPerSecond));
   keys_gauge_.set(static_cast<double>(size_.load(std::memory_order_relaxed)));
   timer_->expires_after(options_.sync_interval);
   timer_->async_wait([this](const boost::system::error_code& ec) {
@@ -688,6 +686,7 @@ void EventualEngine::sync() {
               syncs_failed_.inc();
             } else {
               syncs_ok_.inc();
+              last_confirmed_ = steadyMicros();
               setReachable(true, "");
             }
             sync_duration_.observe(
@@ -732,9 +731,9 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
       }
     }
     if (!regions_.empty()) {
-      enqueueReplica(hashKey(e.key, e.window, e.params), e.params, regionSum(reading.cur));
-      if (isWindowed(e.params) && regionSum(reading.prev) > 0) {
-        enqueueReplica(hashKey(e.key, e.window - 1, e.params), e.params, regionSum(reading.prev));
+      enqueueReplica(hashKey(e.key, e.window, e.params), e.params, v[kRegion].integer);
+      if (isWindowed(e.params) && v[kPrevRegion].integer > 0) {
+        enqueueReplica(hashKey(e.key, e.window - 1, e.params), e.params, v[kPrevRegion].integer);
       }
     }
   }

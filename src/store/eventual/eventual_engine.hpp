@@ -177,6 +177,9 @@ class EventualEngine {
   Counter& syncs_failed_;
   Counter& switched_;
   Gauge& pending_gauge_;
+  Gauge& sync_lag_;
+  /// Steady time (us) of the last sync Redis confirmed (engine thread).
+  Micros last_confirmed_ = 0;
   Gauge& keys_gauge_;
   Counter& dropped_hits_;
   Counter& local_synced_;
