@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
+#include <charconv>
 #include <cstdio>
 #include <random>
 #include <utility>
 
 #include "limiter/algorithms.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "store/redis/redis_errors.hpp"
 
@@ -51,16 +54,28 @@ Status replyShape(const std::string& what) {
   return redis::redisError(redis::FailureSource::kProtocol, 0, "eventual script: " + what);
 }
 
-/// Checks one reply of the eventual script for `n` entries (flat integers).
-Status checkReply(const redis::Reply& reply, std::size_t n) {
-  if (reply.type != redis::Reply::Type::kArray ||
-      reply.elements.size() != n * static_cast<std::size_t>(eventual::kScriptReplyStride)) {
-    return replyShape("unexpected reply size");
+/// Parses one reply of the eventual script for `n` entries: a string of
+/// n x kScriptReplyStride whole numbers separated by spaces.
+Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int64_t>& out) {
+  out.clear();
+  if (reply.type != redis::Reply::Type::kString) {
+    return replyShape("not a string of numbers");
   }
-  for (const redis::Reply& v : reply.elements) {
-    if (v.type != redis::Reply::Type::kInteger) {
-      return replyShape("a non-integer value");
+  const std::size_t expected = n * static_cast<std::size_t>(eventual::kScriptReplyStride);
+  out.reserve(expected);
+  const char* p = reply.str.data();
+  const char* end = p + reply.str.size();
+  while (p < end) {
+    std::int64_t value = 0;
+    auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || (next < end && *next != ' ')) {
+      return replyShape("a value that is not a whole number");
     }
+    out.push_back(value);
+    p = next < end ? next + 1 : next;
+  }
+  if (out.size() != expected) {
+    return replyShape("unexpected reply size");
   }
   return {};
 }
@@ -84,16 +99,16 @@ enum ReplyField : std::size_t {
   kTatRem,
 };
 
-eventual::KeyReading readingOf(const redis::Reply* v, std::int64_t window) {
+eventual::KeyReading readingOf(const std::int64_t* v, std::int64_t window) {
   eventual::KeyReading reading;
   reading.window = window;
-  reading.others = v[kOthers].integer;
-  reading.own = v[kOwn].integer;
-  reading.prev_others = v[kPrevOthers].integer;
-  reading.prev_own = v[kPrevOwn].integer;
-  reading.writers = static_cast<std::size_t>(std::max<std::int64_t>(v[kWriters].integer, 0));
-  reading.tat.a = v[kTatUs].integer;
-  reading.tat.b = v[kTatRem].integer;
+  reading.others = v[kOthers];
+  reading.own = v[kOwn];
+  reading.prev_others = v[kPrevOthers];
+  reading.prev_own = v[kPrevOwn];
+  reading.writers = static_cast<std::size_t>(std::max<std::int64_t>(v[kWriters], 0));
+  reading.tat.a = v[kTatUs];
+  reading.tat.b = v[kTatRem];
   return reading;
 }
 
@@ -106,6 +121,7 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
       clock_(clock),
       metrics_(metrics),
       prefix_(local.key_prefix),
+      redis_prefix_(BucketKey::redisPrefix(local.key_prefix)),
       entry_("s" + randomId()),
       script_(eventual::composeEventualScript()),
       sync_duration_((metrics.describe("eventual_sync_duration_seconds", Metrics::Type::kHistogram,
@@ -237,8 +253,8 @@ void EventualEngine::stop() {
 // ---------------------------------------------------------------------------------------
 // Views (any thread)
 
-EventualEngine::Shard& EventualEngine::shardOf(const std::string& key) {
-  return shards_[std::hash<std::string>{}(key) % kShards];
+EventualEngine::Shard& EventualEngine::shardOf(std::string_view key) {
+  return shards_[KeyHash{}(key) % kShards];
 }
 
 void EventualEngine::addPending(std::int64_t delta) {
@@ -277,11 +293,12 @@ void EventualEngine::makeRoom(Shard& shard) {
 EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitRef& ref,
                                               Micros now) {
   const LimitParams& params = ref.limit->params;
-  auto it = shard.slots.find(ref.key);
+  auto it = shard.slots.find(ref.key());
   if (it == shard.slots.end()) {
     makeRoom(shard);
-    it = shard.slots.emplace(ref.key, Slot{}).first;
+    it = shard.slots.emplace(std::string(ref.key()), Slot{}).first;
     it->second.params = params;
+    it->second.redis_key = BucketKey::redisKey(redis_prefix_, ref.key());
     size_.fetch_add(1, std::memory_order_relaxed);
   }
   Slot& slot = it->second;
@@ -304,11 +321,11 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitR
   return slot;
 }
 
-void EventualEngine::touch(Shard& shard, Slot& slot, const std::string& key, Micros now) {
+void EventualEngine::touch(Shard& shard, Slot& slot, std::string_view key, Micros now) {
   slot.last_used = now;
   if (!slot.queued) {
     slot.queued = true;
-    shard.queue.push_back(key);
+    shard.queue.emplace_back(key);
   }
 }
 
@@ -331,24 +348,53 @@ Counter& EventualEngine::roundTrips(Route reason) {
 
 namespace {
 
-/// Locks the shards of a request in ascending order (no deadlock between requests).
-template <typename ShardOf>
-std::vector<std::unique_lock<std::mutex>> lockAll(const std::vector<EventualLimitRef>& limits,
-                                                  ShardOf shard_of) {
-  std::vector<std::mutex*> mutexes;
-  mutexes.reserve(limits.size());
-  for (const auto& ref : limits) {
-    mutexes.push_back(&shard_of(ref.key).mutex);
+/// Locks the shards of a request in ascending order (no deadlock between requests), without
+/// allocating for requests of up to kInline distinct shards.
+class ShardLocks {
+ public:
+  template <typename ShardOf>
+  ShardLocks(const std::vector<EventualLimitRef>& limits, ShardOf shard_of) {
+    for (const auto& ref : limits) {
+      add(&shard_of(ref.key()).mutex);
+    }
+    std::sort(begin(), end());
+    std::mutex** last = std::unique(begin(), end());
+    count_ = static_cast<std::size_t>(last - begin());
+    if (!more_.empty()) {
+      more_.resize(count_);
+    }
+    for (std::mutex** m = begin(); m != end(); ++m) {
+      (*m)->lock();
+    }
   }
-  std::sort(mutexes.begin(), mutexes.end());
-  mutexes.erase(std::unique(mutexes.begin(), mutexes.end()), mutexes.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(mutexes.size());
-  for (std::mutex* m : mutexes) {
-    locks.emplace_back(*m);
+  ~ShardLocks() {
+    for (std::mutex** m = begin(); m != end(); ++m) {
+      (*m)->unlock();
+    }
   }
-  return locks;
-}
+  ShardLocks(const ShardLocks&) = delete;
+  ShardLocks& operator=(const ShardLocks&) = delete;
+
+ private:
+  static constexpr std::size_t kInline = 8;
+  void add(std::mutex* m) {
+    if (count_ < kInline && more_.empty()) {
+      inline_[count_++] = m;
+      return;
+    }
+    if (more_.empty()) {
+      more_.assign(inline_.begin(), inline_.begin() + static_cast<std::ptrdiff_t>(count_));
+    }
+    more_.push_back(m);
+    ++count_;
+  }
+  std::mutex** begin() { return more_.empty() ? inline_.data() : more_.data(); }
+  std::mutex** end() { return begin() + count_; }
+
+  std::array<std::mutex*, kInline> inline_{};
+  std::vector<std::mutex*> more_;
+  std::size_t count_ = 0;
+};
 
 }  // namespace
 
@@ -357,19 +403,17 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   Local local;
   const Micros now = clock_.nowMicros();
   const bool reachable = reachable_.load(std::memory_order_acquire);
-  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
-  std::vector<Slot*> slots;
-  std::vector<BucketState> states;
-  std::vector<Evaluation> evaluations;
-  slots.reserve(limits.size());
-  states.reserve(limits.size());
-  evaluations.reserve(limits.size());
+  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
+  // Inline storage for the usual request of a few limits: no allocation per decision.
+  boost::container::small_vector<Slot*, 4> slots;
+  boost::container::small_vector<BucketState, 4> states;
+  boost::container::small_vector<Evaluation, 4> evaluations;
   bool denied = false;
   std::optional<Route> trip;
   for (const EventualLimitRef& ref : limits) {
-    Shard& shard = shardOf(ref.key);
+    Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    touch(shard, slot, ref.key, now);
+    touch(shard, slot, ref.key(), now);
     states.push_back(eventual::merged(slot.view, slot.params, now));
     evaluations.push_back(sluice::evaluate(slot.params, states.back(), now, cost));
     slots.push_back(&slot);
@@ -415,11 +459,11 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
 
 void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost) {
   const Micros now = clock_.nowMicros();
-  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
   for (const EventualLimitRef& ref : limits) {
-    Shard& shard = shardOf(ref.key);
+    Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    touch(shard, slot, ref.key, now);
+    touch(shard, slot, ref.key(), now);
     const BucketState state = eventual::merged(slot.view, slot.params, now);
     Evaluation e = sluice::evaluate(slot.params, state, now, cost);
     if (e.outcome.allowed) {
@@ -455,14 +499,14 @@ std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
   return hash;
 }
 
-void EventualEngine::appendEntry(const Slot& slot, const std::string& key, ScriptOp op,
-                                 std::int64_t cost, bool shadow, std::vector<std::string>& keys,
+void EventualEngine::appendEntry(const Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,
+                                 std::vector<std::string>& keys,
                                  std::vector<std::string>& args) const {
   const eventual::View& view = slot.view;
   const LimitParams& p = slot.params;
   const std::int64_t window = view.cur.index;
-  keys.push_back(hashKey(key, window, p));
-  keys.push_back(isWindowed(p) ? hashKey(key, window - 1, p) : keys.back());
+  keys.push_back(hashKey(slot.redis_key, window, p));
+  keys.push_back(isWindowed(p) ? hashKey(slot.redis_key, window - 1, p) : keys.back());
   const bool prev_pending = view.prev.index == window - 1 && view.prev.unsent() > 0;
   args.push_back(std::to_string(static_cast<int>(op)));
   args.push_back(std::to_string(static_cast<int>(p.algorithm)));
@@ -485,11 +529,11 @@ void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, Scri
   args.reserve(2 + limits.size() * eventual::kScriptStride);
   args.push_back(std::to_string(now));
   args.push_back(entry_);
-  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
   for (const EventualLimitRef& ref : limits) {
-    Shard& shard = shardOf(ref.key);
+    Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    appendEntry(slot, ref.key, op, cost, ref.limit->shadow, keys, args);
+    appendEntry(slot, op, cost, ref.limit->shadow, keys, args);
   }
 }
 
@@ -509,7 +553,8 @@ void EventualEngine::mergeReading(Slot& slot, const eventual::KeyReading& readin
 
 Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, ScriptOp op,
                               const redis::Reply& reply, Micros sent_at, StoreResponse* response) {
-  if (auto status = checkReply(reply, limits.size()); !status) {
+  std::vector<std::int64_t> values;
+  if (auto status = parseReply(reply, limits.size(), values); !status) {
     return status;
   }
   const Micros now = clock_.nowMicros();
@@ -517,18 +562,18 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
     response->outcomes.assign(limits.size(), Outcome{});
     response->allowed = true;
   }
-  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
   for (std::size_t i = 0; i < limits.size(); ++i) {
     const EventualLimitRef& ref = limits[i];
-    const redis::Reply* v = &reply.elements[i * eventual::kScriptReplyStride];
-    Shard& shard = shardOf(ref.key);
+    const std::int64_t* v = &values[i * eventual::kScriptReplyStride];
+    Shard& shard = shardOf(ref.key());
     // The window the call was built for is the one of its send time.
     const std::int64_t window = isWindowed(ref.limit->params)
                                     ? limiter_detail::floorDiv(sent_at, ref.limit->params.window_us)
                                     : 0;
     Slot& slot = slotFor(shard, ref, now);
     eventual::KeyReading reading = readingOf(v, window);
-    const std::int64_t charged = op == ScriptOp::kDecide ? v[kCharged].integer : 0;
+    const std::int64_t charged = op == ScriptOp::kDecide ? v[kCharged] : 0;
     if (charged > 0) {
       // Redis holds the charge already: count it as own and confirmed.
       eventual::WindowView* target = nullptr;
@@ -544,14 +589,14 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
       reading.own += charged;
     }
     mergeReading(slot, reading, now, now - sent_at);
-    touch(shard, slot, ref.key, now);
+    touch(shard, slot, ref.key(), now);
     if (response != nullptr) {
       Outcome& o = response->outcomes[i];
-      o.allowed = v[kAllowed].integer != 0;
-      o.remaining = v[kRemaining].integer;
-      o.reset_after_us = v[kResetAfter].integer;
-      o.retry_after_us = v[kRetryAfter].integer;
-      o.never = v[kNever].integer != 0;
+      o.allowed = v[kAllowed] != 0;
+      o.remaining = v[kRemaining];
+      o.reset_after_us = v[kResetAfter];
+      o.retry_after_us = v[kRetryAfter];
+      o.never = v[kNever] != 0;
       if (!o.allowed && !ref.limit->shadow) {
         response->allowed = false;
       }
@@ -644,11 +689,15 @@ void EventualEngine::sync() {
         addPending(-dropped);
       }
       if (args.empty()) {
+        // Reserved once per call: growing these vectors entry by entry moved every string.
+        keys.reserve(2 * kEntriesPerCall);
+        args.reserve(2 + kEntriesPerCall * eventual::kScriptStride);
+        entries->reserve(kEntriesPerCall);
         args.push_back(std::to_string(now));
         args.push_back(entry_);
       }
-      appendEntry(slot, key, ScriptOp::kSync, 0, false, keys, args);
-      entries->push_back(SyncEntry{key, slot.params, slot.view.cur.index});
+      appendEntry(slot, ScriptOp::kSync, 0, false, keys, args);
+      entries->push_back(SyncEntry{key, slot.redis_key, slot.params, slot.view.cur.index});
       if (entries->size() >= kEntriesPerCall) {
         flush();
       }
@@ -699,7 +748,8 @@ void EventualEngine::sync() {
 void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
                               Result<redis::Reply> reply,
                               std::chrono::steady_clock::time_point /*started*/, Micros sent_at) {
-  Status shape = reply ? checkReply(*reply, entries->size()) : Status(reply.error());
+  std::vector<std::int64_t> values;
+  Status shape = reply ? parseReply(*reply, entries->size(), values) : Status(reply.error());
   const Micros now = clock_.nowMicros();
   if (!shape) {
     setReachable(false, shape.error().message);
@@ -716,7 +766,7 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
   }
   for (std::size_t i = 0; i < entries->size(); ++i) {
     const SyncEntry& e = (*entries)[i];
-    const redis::Reply* v = &reply->elements[i * eventual::kScriptReplyStride];
+    const std::int64_t* v = &values[i * eventual::kScriptReplyStride];
     eventual::KeyReading reading = readingOf(v, e.window);
     {
       Shard& shard = shardOf(e.key);
@@ -731,9 +781,9 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
       }
     }
     if (!regions_.empty()) {
-      enqueueReplica(hashKey(e.key, e.window, e.params), e.params, v[kRegion].integer);
-      if (isWindowed(e.params) && v[kPrevRegion].integer > 0) {
-        enqueueReplica(hashKey(e.key, e.window - 1, e.params), e.params, v[kPrevRegion].integer);
+      enqueueReplica(hashKey(e.redis_key, e.window, e.params), e.params, v[kRegion]);
+      if (isWindowed(e.params) && v[kPrevRegion] > 0) {
+        enqueueReplica(hashKey(e.redis_key, e.window - 1, e.params), e.params, v[kPrevRegion]);
       }
     }
   }
@@ -819,7 +869,8 @@ void EventualEngine::replicate(Region& region) {
         std::max(std::chrono::milliseconds(200), options_.sync_interval * 4),
         [this, &region, sent, range = ranges[c], outstanding,
          sent_steady](Result<redis::Reply> reply) {
-          const bool ok = reply && checkReply(*reply, range.second - range.first).ok();
+          std::vector<std::int64_t> values;
+          const bool ok = reply && parseReply(*reply, range.second - range.first, values).ok();
           if (ok) {
             // The slowest region counts; an old peak fades by a quarter per reply.
             const Micros rtt = steadyMicros() - sent_steady;

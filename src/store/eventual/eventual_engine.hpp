@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -28,8 +29,9 @@ namespace sluice {
 /// One eventual limit of a request, as the engine sees it.
 struct EventualLimitRef {
   std::size_t index = 0;  ///< in StoreRequest::limits
-  std::string key;        ///< the Redis key base (BucketKey::redisKey) and the view's name
   const StoreLimit* limit = nullptr;
+  /// The view's name: the bucket's store key (StoreLimit::key).
+  std::string_view key() const { return limit->key; }
 };
 
 /// See eventual_store.hpp. Internal to src/store/eventual/.
@@ -83,18 +85,27 @@ class EventualEngine {
   struct Slot {
     eventual::View view;
     LimitParams params;
-    bool queued = false;  ///< in its shard's sync queue
+    std::string redis_key;  ///< the Redis key base (BucketKey::redisKey)
+    bool queued = false;    ///< in its shard's sync queue
     Micros last_used = 0;
   };
   static constexpr std::size_t kShards = 64;
+  /// Hashes std::string and std::string_view alike (lookups without a copy of the key).
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
   struct Shard {
     std::mutex mutex;
-    std::unordered_map<std::string, Slot> slots;
+    std::unordered_map<std::string, Slot, KeyHash, std::equal_to<>> slots;
     std::vector<std::string> queue;  ///< keys to sync (touched since the last sync)
   };
   /// One key of a sync call.
   struct SyncEntry {
-    std::string key;
+    std::string key;  ///< the slot's store key
+    std::string redis_key;
     LimitParams params;
     std::int64_t window = eventual::kNoWindow;
   };
@@ -117,15 +128,14 @@ class EventualEngine {
     std::atomic<bool> reachable{false};
   };
 
-  Shard& shardOf(const std::string& key);
+  Shard& shardOf(std::string_view key);
   /// The slot of `ref` (created when new; `shard` locked), rolled to `now`.
   Slot& slotFor(Shard& shard, const EventualLimitRef& ref, Micros now);
   void makeRoom(Shard& shard);
-  void touch(Shard& shard, Slot& slot, const std::string& key, Micros now);
+  void touch(Shard& shard, Slot& slot, std::string_view key, Micros now);
   std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
-  void appendEntry(const Slot& slot, const std::string& key, eventual::ScriptOp op,
-                   std::int64_t cost, bool shadow, std::vector<std::string>& keys,
-                   std::vector<std::string>& args) const;
+  void appendEntry(const Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
+                   std::vector<std::string>& keys, std::vector<std::string>& args) const;
   /// Merges one entry's reading; returns the slot's unsent hits change. `shard` locked.
   void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);
   void noteTight(bool was, bool is);
@@ -150,7 +160,8 @@ class EventualEngine {
   Metrics& metrics_;
   eventual::Tuning tuning_;
   std::string prefix_;
-  std::string entry_;  ///< "s<sidecar id>"
+  std::string redis_prefix_;  ///< BucketKey::redisPrefix(prefix_)
+  std::string entry_;         ///< "s<sidecar id>"
   std::string script_;
 
   std::array<Shard, kShards> shards_;

@@ -38,7 +38,8 @@ local sluice_ttl_slack_ms = 0
 // window (read only when needed: sliding_window_counter, or a previous value sent), this
 // region's total ("s" fields, own included) in the window and in the previous one (what is
 // replicated to other regions), the number of other fields with hits, and {tat_us, tat_rem}
-// (after the charge). Flat integers: cheap to build here and to parse in the sidecar.
+// (after the charge). All of them in one string of whole numbers separated by spaces: one
+// reply object per call, cheap to build here and to parse in the sidecar.
 constexpr std::string_view kMain = R"lua(
 local kStride = 12
 local entry = ARGV[2]
@@ -245,7 +246,12 @@ for i = 1, n do
     out[(i - 1) * 15 + 6] = p[3]
   end
 end
-return out
+-- One bulk string of whole numbers separated by spaces: one reply object for the sidecar to
+-- parse instead of one per number.
+for j = 1, #out do
+  out[j] = int(out[j])
+end
+return table.concat(out, ' ')
 )lua";
 
 }  // namespace
