@@ -310,6 +310,7 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitR
       addPending(-lost);
     }
     slot.view = eventual::View{};
+    slot.hash_cur.clear();
   }
   slot.params = params;
   const std::int64_t dropped = eventual::roll(slot.view, params, now);
@@ -499,14 +500,19 @@ std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
   return hash;
 }
 
-void EventualEngine::appendEntry(const Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,
+void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,
                                  std::vector<std::string>& keys,
                                  std::vector<std::string>& args) const {
   const eventual::View& view = slot.view;
   const LimitParams& p = slot.params;
   const std::int64_t window = view.cur.index;
-  keys.push_back(hashKey(slot.redis_key, window, p));
-  keys.push_back(isWindowed(p) ? hashKey(slot.redis_key, window - 1, p) : keys.back());
+  if (slot.hashes_window != window || slot.hash_cur.empty()) {
+    slot.hashes_window = window;
+    slot.hash_cur = hashKey(slot.redis_key, window, p);
+    slot.hash_prev = isWindowed(p) ? hashKey(slot.redis_key, window - 1, p) : slot.hash_cur;
+  }
+  keys.push_back(slot.hash_cur);
+  keys.push_back(slot.hash_prev);
   const bool prev_pending = view.prev.index == window - 1 && view.prev.unsent() > 0;
   args.push_back(std::to_string(static_cast<int>(op)));
   args.push_back(std::to_string(static_cast<int>(p.algorithm)));

@@ -86,6 +86,10 @@ class EventualEngine {
     eventual::View view;
     LimitParams params;
     std::string redis_key;  ///< the Redis key base (BucketKey::redisKey)
+    /// The hashes of window `hashes_window` and the one before (built once per window).
+    std::int64_t hashes_window = eventual::kNoWindow;
+    std::string hash_cur;
+    std::string hash_prev;
     bool queued = false;    ///< in its shard's sync queue
     Micros last_used = 0;
   };
@@ -134,7 +138,7 @@ class EventualEngine {
   void makeRoom(Shard& shard);
   void touch(Shard& shard, Slot& slot, std::string_view key, Micros now);
   std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
-  void appendEntry(const Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
+  void appendEntry(Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
                    std::vector<std::string>& keys, std::vector<std::string>& args) const;
   /// Merges one entry's reading; returns the slot's unsent hits change. `shard` locked.
   void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);
