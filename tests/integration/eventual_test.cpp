@@ -285,6 +285,25 @@ TEST(EventualTest, RedisRestartMidLoadKeepsDecidingAndLosesNoHits) {
       << redisTotal(redis) << " in Redis, " << load.allowed.load() << " admitted";
 }
 
+TEST(EventualTest, AnIdleKeysHitsSurviveARedisRestart) {
+  awayFromMidnight();
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, eventualRules(1'000'000)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", request("idle")).status, 200);
+  }
+  ASSERT_TRUE(waitFor([&] { return redisTotal(redis) == 50; }, seconds(5))) << redisTotal(redis);
+  // Redis restarts empty; the key is not used again, yet its count comes back with the first
+  // sync on the new connection.
+  redis.stop();
+  redis.restart();
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == 50; }, seconds(10)))
+      << redisTotal(redis) << "\n"
+      << a.log();
+}
+
 TEST(EventualTest, EventualRulesAreRefusedOnRedisCluster) {
   SluiceOptions o;
   o.rule_files = {{"ev.yaml", eventualRules(10)}};

@@ -665,6 +665,12 @@ void EventualEngine::sync() {
     setReachable(false, "not connected");
     return;
   }
+  if (const std::uint64_t connects = connection_->connectCount(); connects != connects_seen_) {
+    if (connects_seen_ != 0) {
+      resendAll();
+    }
+    connects_seen_ = connects;
+  }
   auto entries = std::make_shared<std::vector<SyncEntry>>();
   std::vector<std::string> keys;
   std::vector<std::string> args;
@@ -748,6 +754,31 @@ void EventualEngine::sync() {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
           }
         });
+  }
+}
+
+void EventualEngine::resendAll() {
+  // A new connection may be to a Redis that restarted empty: every own count it had
+  // confirmed is sent again (the counts are cumulative, so a Redis that kept them changes
+  // nothing), so a restart loses no more than the sidecars' last interval.
+  std::size_t keys = 0;
+  for (Shard& shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    for (auto& [key, slot] : shard.slots) {
+      if (slot.view.cur.own <= 0 && slot.view.prev.own <= 0) {
+        continue;
+      }
+      const std::int64_t before = unsentOf(slot.view);
+      slot.view.cur.own_acked = 0;
+      slot.view.prev.own_acked = 0;
+      addPending(unsentOf(slot.view) - before);
+      touch(shard, slot, key, slot.last_used);
+      ++keys;
+    }
+  }
+  if (keys > 0) {
+    spdlog::info("eventual limits: Redis connection renewed; sending the own counts of {} keys",
+                 keys);
   }
 }
 

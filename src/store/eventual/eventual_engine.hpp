@@ -90,7 +90,7 @@ class EventualEngine {
     std::int64_t hashes_window = eventual::kNoWindow;
     std::string hash_cur;
     std::string hash_prev;
-    bool queued = false;    ///< in its shard's sync queue
+    bool queued = false;  ///< in its shard's sync queue
     Micros last_used = 0;
   };
   static constexpr std::size_t kShards = 64;
@@ -150,6 +150,8 @@ class EventualEngine {
 
   void tick();
   void sync();
+  /// Queues every key with own hits for the next sync, as unconfirmed (after a reconnect).
+  void resendAll();
   void onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
                 std::chrono::steady_clock::time_point started, Micros sent_at);
   void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
@@ -182,6 +184,7 @@ class EventualEngine {
   std::shared_ptr<redis::RedisConnection> connection_;
   std::vector<std::unique_ptr<Region>> regions_;
   bool sync_in_flight_ = false;
+  std::uint64_t connects_seen_ = 0;  ///< connection_->connectCount() at the last sync
   std::thread thread_;
   std::atomic<bool> stopped_{false};
   bool started_ = false;
