@@ -39,6 +39,12 @@ bool supportsEventual(Algorithm algorithm) {
 }
 
 std::string eventualRefusal(const LimitParams& params) {
+  if (params.algorithm == Algorithm::kSketch) {
+    return "'consistency: eventual' is not available for algorithm 'sketch' yet (its "
+           "count-min counters would merge cell by cell, but this version syncs only "
+           "fixed_window, sliding_window_counter and token_bucket; use 'consistency: strict', "
+           "see docs/eventual.md)";
+  }
   if (!supportsEventual(params.algorithm)) {
     return "'consistency: eventual' does not apply to algorithm '" +
            std::string(algorithmName(params.algorithm)) +

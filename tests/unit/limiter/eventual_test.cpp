@@ -92,6 +92,11 @@ TEST(EventualRulesTest, OnlyMergeableAlgorithmsCanBeEventual) {
   EXPECT_TRUE(supportsEventual(Algorithm::kTokenBucket));
   EXPECT_FALSE(supportsEventual(Algorithm::kSlidingWindowLog));
   EXPECT_FALSE(supportsEventual(Algorithm::kLeakyBucket));
+  EXPECT_FALSE(supportsEventual(Algorithm::kSketch));
+  LimitParams sketch;
+  sketch.algorithm = Algorithm::kSketch;
+  EXPECT_NE(eventualRefusal(sketch).find("not available for algorithm 'sketch' yet"),
+            std::string::npos);
   LimitParams warm;
   warm.algorithm = Algorithm::kTokenBucket;
   warm.warmup_us = kMicrosPerSecond;
