@@ -687,15 +687,22 @@ void EventualEngine::sync() {
     keys.clear();
     args.clear();
   };
+  std::vector<std::string> waiting;
   for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
-    for (const std::string& key : shard.queue) {
+    waiting.clear();
+    for (std::string& key : shard.queue) {
       auto it = shard.slots.find(key);
       if (it == shard.slots.end()) {
         continue;
       }
       Slot& slot = it->second;
+      if (mayWait(slot, now)) {
+        waiting.push_back(std::move(key));
+        continue;
+      }
       slot.queued = false;
+      slot.synced_at = now;
       if (const std::int64_t dropped = eventual::roll(slot.view, slot.params, now); dropped > 0) {
         dropped_hits_.inc(static_cast<std::uint64_t>(dropped));
         addPending(-dropped);
@@ -714,7 +721,7 @@ void EventualEngine::sync() {
         flush();
       }
     }
-    shard.queue.clear();
+    shard.queue.swap(waiting);
   }
   flush();
   keys_synced_.set(0);
@@ -755,6 +762,26 @@ void EventualEngine::sync() {
           }
         });
   }
+}
+
+bool EventualEngine::mayWait(const Slot& slot, Micros now) const {
+  // A cold key far from its limit goes out with a later sync, while this sidecar's unsent hits
+  // on it stay within its blind allowance: other sidecars then miss at most that many of its
+  // hits (the bound of docs/eventual.md), and many keys decided a few times a second cost Redis
+  // and this thread about one script step per key per max_wait instead of one per decision.
+  const eventual::View& view = slot.view;
+  if (stopped_.load(std::memory_order_acquire)) {
+    return false;  // the last sync before a shutdown sends everything
+  }
+  if (slot.synced_at < 0 || view.tight || view.refreshed_at < 0 || view.prev.unsent() > 0) {
+    return false;
+  }
+  const Micros max_wait =
+      std::min<Micros>(tuning_.stale_after_us / 2, std::max<Micros>(slot.params.window_us / 4, 0));
+  if (now - slot.synced_at >= max_wait) {
+    return false;
+  }
+  return view.cur.unsent() <= eventual::blindAllowance(slot.params, tuning_);
 }
 
 void EventualEngine::resendAll() {

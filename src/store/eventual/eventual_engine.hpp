@@ -90,7 +90,8 @@ class EventualEngine {
     std::int64_t hashes_window = eventual::kNoWindow;
     std::string hash_cur;
     std::string hash_prev;
-    bool queued = false;  ///< in its shard's sync queue
+    bool queued = false;    ///< in its shard's sync queue
+    Micros synced_at = -1;  ///< when a sync last sent this key (-1: never)
     Micros last_used = 0;
   };
   static constexpr std::size_t kShards = 64;
@@ -150,6 +151,8 @@ class EventualEngine {
 
   void tick();
   void sync();
+  /// True when a queued key may skip this sync (docs/eventual.md, "Cold keys"). `shard` locked.
+  bool mayWait(const Slot& slot, Micros now) const;
   /// Queues every key with own hits for the next sync, as unconfirmed (after a reconnect).
   void resendAll();
   void onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
