@@ -202,6 +202,19 @@ std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning) {
                              : static_cast<std::int64_t>(allowance);
 }
 
+bool mayDefer(const View& view, const LimitParams& params, Micros synced_at, Micros now,
+              const Tuning& tuning) {
+  if (synced_at < 0 || view.tight || view.refreshed_at < 0 || view.prev.unsent() > 0) {
+    return false;
+  }
+  const Micros max_wait =
+      std::min<Micros>(tuning.stale_after_us / 2, std::max<Micros>(params.window_us / 4, 0));
+  if (now - synced_at >= max_wait) {
+    return false;
+  }
+  return view.cur.unsent() <= blindAllowance(params, tuning);
+}
+
 Route route(const View& view, const LimitParams& params, Micros now, std::int64_t cost,
             const Tuning& tuning, bool reachable) {
   if (!reachable) {

@@ -157,6 +157,12 @@ Route route(const View& view, const LimitParams& params, Micros now, std::int64_
 bool blindView(const View& view, Micros now, const Tuning& tuning);
 /// floor(capacity x Tuning::blind_share), capacity = L (token_bucket: its burst).
 std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
+/// True when a key queued for the sync may wait for a later one ("cold keys",
+/// docs/eventual.md): it was sent at `synced_at` (>= 0) less than min(stale_after / 2, W / 4)
+/// ago, it is not tight, has been read, has nothing unsent from the previous window, and its
+/// unsent hits are within its blind allowance.
+bool mayDefer(const View& view, const LimitParams& params, Micros synced_at, Micros now,
+              const Tuning& tuning);
 
 /// Evaluates a request of `cost` from the view (no change to it).
 Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost);

@@ -769,19 +769,10 @@ bool EventualEngine::mayWait(const Slot& slot, Micros now) const {
   // on it stay within its blind allowance: other sidecars then miss at most that many of its
   // hits (the bound of docs/eventual.md), and many keys decided a few times a second cost Redis
   // and this thread about one script step per key per max_wait instead of one per decision.
-  const eventual::View& view = slot.view;
   if (stopped_.load(std::memory_order_acquire)) {
     return false;  // the last sync before a shutdown sends everything
   }
-  if (slot.synced_at < 0 || view.tight || view.refreshed_at < 0 || view.prev.unsent() > 0) {
-    return false;
-  }
-  const Micros max_wait =
-      std::min<Micros>(tuning_.stale_after_us / 2, std::max<Micros>(slot.params.window_us / 4, 0));
-  if (now - slot.synced_at >= max_wait) {
-    return false;
-  }
-  return view.cur.unsent() <= eventual::blindAllowance(slot.params, tuning_);
+  return eventual::mayDefer(slot.view, slot.params, slot.synced_at, now, tuning_);
 }
 
 void EventualEngine::resendAll() {

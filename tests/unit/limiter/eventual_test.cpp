@@ -229,6 +229,33 @@ TEST_F(EventualViewTest, AnUnknownKeyIsDecidedLocallyWithinItsBlindAllowance) {
   EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1000, tuning_, true), Route::kStale);
 }
 
+TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
+  params_ = fixedWindow(1'000'000, 60 * kMicrosPerSecond);  // blind allowance: 1000
+  View view;
+  roll(view, params_, clock_.nowMicros());
+  merge(view, params_, reading(window(), counter({{"s2", 5}})), "s1", clock_.nowMicros(), 1000,
+        tuning_);
+  const Micros sent = clock_.nowMicros();
+  view.cur.own = 1000;
+  EXPECT_FALSE(mayDefer(view, params_, -1, sent, tuning_));  // never sent: goes out now
+  EXPECT_TRUE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
+  // At most min(stale_after / 2, W / 4) = 500 ms after the last send.
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 500'000, tuning_));
+  view.cur.own = 1001;  // more unsent than the allowance
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
+  view.cur.own = 10;
+  view.tight = true;
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
+  view.tight = false;
+  view.prev.own = 1;  // the previous window's hits go out at once
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
+  // A short window waits at most a quarter of it.
+  view.prev.own = 0;
+  params_.window_us = 200'000;
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 50'000, tuning_));
+  EXPECT_TRUE(mayDefer(view, params_, sent, sent + 49'999, tuning_));
+}
+
 TEST(EventualBlindTest, TheBlindAllowanceOfABucketIsAShareOfItsBurst) {
   Tuning tuning;
   LimitParams p;
