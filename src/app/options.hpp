@@ -39,6 +39,9 @@ struct AppOptions {
   std::vector<http::ListenAddress> listen{http::ListenAddress{}};
   unsigned listen_mode = 0660;  ///< --listen-mode: permissions of the unix socket files
   std::string rules = "config/rules";
+  /// --merge-domain-config: rules files that share a domain are merged (envoyproxy/ratelimit's
+  /// MERGE_DOMAIN_CONFIG); off, a domain in two files is an error.
+  bool merge_domain_config = false;
   StoreKind store = StoreKind::kMemory;
   std::string redis_url = "redis://127.0.0.1:6379/0";  ///< --redis as given
   /// --redis parsed once every source is applied (with redis_prefix and redis_timeout):
@@ -63,7 +66,7 @@ struct AppOptions {
   unsigned grpc_unix_mode = 0660;
   std::chrono::milliseconds grpc_max_connection_age{std::chrono::hours(24)};
   std::chrono::milliseconds grpc_max_connection_age_grace{std::chrono::hours(1)};
-  bool grpc_response_headers = true;     ///< rate-limit headers in response_headers_to_add
+  bool grpc_response_headers = true;  ///< rate-limit headers in response_headers_to_add
   /// `consistency: eventual` (docs/eventual.md): sync interval, own region, other regions
   /// (NAME=URL,...; parsed at start-up against the Redis options), bound on eventual keys.
   std::chrono::milliseconds sync_interval{50};
