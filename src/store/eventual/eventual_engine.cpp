@@ -410,22 +410,32 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   boost::container::small_vector<BucketState, 4> states;
   boost::container::small_vector<Evaluation, 4> evaluations;
   bool denied = false;
+  // Quota mode (store.hpp): quota-group limits deny only when every group has a denial.
+  boost::container::small_vector<int, 4> groups;
+  boost::container::small_vector<int, 4> failed;
   std::optional<Route> trip;
   for (const EventualLimitRef& ref : limits) {
+    const std::int64_t limit_cost = ref.limit->costOr(cost);
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
     touch(shard, slot, ref.key(), now);
     states.push_back(eventual::merged(slot.view, slot.params, now));
-    evaluations.push_back(sluice::evaluate(slot.params, states.back(), now, cost));
+    evaluations.push_back(sluice::evaluate(slot.params, states.back(), now, limit_cost));
     slots.push_back(&slot);
     const Evaluation& e = evaluations.back();
-    if (!e.outcome.allowed && !ref.limit->shadow) {
-      // The view only ever under-counts (every entry is a lower bound of the real one), so
-      // its denial is final whatever its age.
+    // The view only ever under-counts (every entry is a lower bound of the real one), so
+    // its denial is final whatever its age.
+    if (ref.limit->quota_group >= 0) {
+      groups.push_back(ref.limit->quota_group);
+      if (!e.outcome.allowed && !ref.limit->shadow) {
+        failed.push_back(ref.limit->quota_group);
+      }
+    } else if (!e.outcome.allowed && !ref.limit->shadow) {
       denied = true;
     }
     if (!force && e.outcome.allowed && !trip) {
-      const Route route = eventual::route(slot.view, slot.params, now, cost, tuning_, reachable);
+      const Route route =
+          eventual::route(slot.view, slot.params, now, limit_cost, tuning_, reachable);
       if (route != Route::kLocal) {
         trip = route;
       } else if (eventual::tooClose(slot.view, e, now, tuning_)) {
@@ -434,6 +444,11 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
         trip = Route::kTight;
       }
     }
+  }
+  if (!groups.empty() && std::all_of(groups.begin(), groups.end(), [&](int g) {
+        return std::find(failed.begin(), failed.end(), g) != failed.end();
+      })) {
+    denied = true;
   }
   if (trip && !denied) {
     local.decided = false;
@@ -444,14 +459,20 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   local.allowed = !denied;
   local.outcomes.reserve(limits.size());
   for (std::size_t i = 0; i < limits.size(); ++i) {
-    local.outcomes.push_back(evaluations[i].outcome);
+    const bool limit_allowed = evaluations[i].outcome.allowed;
+    if (denied && limit_allowed && !slots[i]->params.count_rejected) {
+      // Not charged by a denied request: it answers with its bucket as it is (a check).
+      local.outcomes.push_back(sluice::evaluate(slots[i]->params, states[i], now, 0).outcome);
+    } else {
+      local.outcomes.push_back(evaluations[i].outcome);
+    }
     if (!charge) {
       continue;
     }
-    const bool charged =
-        (local.allowed && evaluations[i].outcome.allowed) || slots[i]->params.count_rejected;
+    const bool charged = (local.allowed && limit_allowed) || slots[i]->params.count_rejected;
     if (charged) {
-      chargeOne(*slots[i], states[i], evaluations[i], cost, now, reachable);
+      chargeOne(*slots[i], states[i], evaluations[i], limits[i].limit->costOr(cost), now,
+                reachable);
     }
   }
   localDecisions(!reachable).inc();
@@ -465,18 +486,19 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
     touch(shard, slot, ref.key(), now);
+    const std::int64_t limit_cost = ref.limit->costOr(cost);
     const BucketState state = eventual::merged(slot.view, slot.params, now);
-    Evaluation e = sluice::evaluate(slot.params, state, now, cost);
+    Evaluation e = sluice::evaluate(slot.params, state, now, limit_cost);
     if (e.outcome.allowed) {
-      chargeOne(slot, state, e, cost, now, reachable_.load(std::memory_order_acquire));
-    } else if (cost > 0) {
+      chargeOne(slot, state, e, limit_cost, now, reachable_.load(std::memory_order_acquire));
+    } else if (limit_cost > 0) {
       // Another request took the last units while the strict limits were being asked: this
       // one was allowed on what the view said then, so it is charged all the same.
       if (slot.params.algorithm == Algorithm::kTokenBucket) {
-        slot.view.local_tat = eventual::advanceTat(state, slot.params, now, cost);
+        slot.view.local_tat = eventual::advanceTat(state, slot.params, now, limit_cost);
       }
-      slot.view.cur.own += cost;
-      addPending(cost);
+      slot.view.cur.own += limit_cost;
+      addPending(limit_cost);
     }
   }
 }
@@ -539,7 +561,8 @@ void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, Scri
   for (const EventualLimitRef& ref : limits) {
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    appendEntry(slot, op, cost, ref.limit->shadow, keys, args);
+    appendEntry(slot, op, ref.limit->costOr(cost), ref.limit->shadow || ref.limit->quota_group >= 0,
+                keys, args);
   }
 }
 
