@@ -11,7 +11,10 @@
 # With --admin, Sluice also runs its admin listener, which turns on the per-denial counting
 # behind GET /limits/top (use it with --op fixed_window_deny to measure that).
 #
-# Usage: bench/profile.sh [memory|redis] [--sluice PATH] [--seconds N] [--clients N]
+# `eventual` is --store redis with bench/eventual/rules (fixed_window_allow made
+# `consistency: eventual`, docs/eventual.md).
+#
+# Usage: bench/profile.sh [memory|redis|eventual] [--sluice PATH] [--seconds N] [--clients N]
 #                         [--op fixed_window_allow] [--desc 1|3] [--callgraph] [--callgrind]
 #                         [--admin]
 set -euo pipefail
@@ -64,7 +67,11 @@ wait_port() {
 }
 
 extra=()
-if [[ $store == redis ]]; then
+rules=$here/rules
+if [[ $store == eventual ]]; then
+  rules=$here/eventual/rules
+fi
+if [[ $store == redis || $store == eventual ]]; then
   rport=$(port)
   taskset -c 1 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$work" >"$work/redis.log" 2>&1 &
@@ -72,14 +79,18 @@ if [[ $store == redis ]]; then
   wait_port "$rport"
   extra=(--redis "redis://127.0.0.1:$rport/0")
 fi
+store_flag=$store
+if [[ $store == eventual ]]; then
+  store_flag=redis
+fi
 sport=$(port)
 if ((admin)); then
   extra+=(--admin-listen "127.0.0.1:$(port)")
 fi
 if ((callgrind)); then
   valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$sluice" \
-    --listen "127.0.0.1:$sport" --rules "$here/rules" --threads 1 --log-level warn \
-    --store "$store" "${extra[@]}" >"$work/sluice.log" 2>&1 &
+    --listen "127.0.0.1:$sport" --rules "$rules" --threads 1 --log-level warn \
+    --store "$store_flag" "${extra[@]}" >"$work/sluice.log" 2>&1 &
   spid=$!
   pids+=($spid)
   for _ in $(seq 300); do
@@ -134,8 +145,8 @@ if ((callgrind)); then
   } | tee "$out"
   exit 0
 fi
-taskset -c 0 "$sluice" --listen "127.0.0.1:$sport" --rules "$here/rules" --threads 1 \
-  --log-level warn --store "$store" "${extra[@]}" >"$work/sluice.log" 2>&1 &
+taskset -c 0 "$sluice" --listen "127.0.0.1:$sport" --rules "$rules" --threads 1 \
+  --log-level warn --store "$store_flag" "${extra[@]}" >"$work/sluice.log" 2>&1 &
 spid=$!
 pids+=($spid)
 wait_port "$sport"

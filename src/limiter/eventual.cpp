@@ -39,6 +39,12 @@ bool supportsEventual(Algorithm algorithm) {
 }
 
 std::string eventualRefusal(const LimitParams& params) {
+  if (params.algorithm == Algorithm::kSketch) {
+    return "'consistency: eventual' is not available for algorithm 'sketch' yet (its "
+           "count-min counters would merge cell by cell, but this version syncs only "
+           "fixed_window, sliding_window_counter and token_bucket; use 'consistency: strict', "
+           "see docs/eventual.md)";
+  }
   if (!supportsEventual(params.algorithm)) {
     return "'consistency: eventual' does not apply to algorithm '" +
            std::string(algorithmName(params.algorithm)) +
@@ -183,20 +189,47 @@ BucketState merged(const View& view, const LimitParams& params, Micros now) {
   return state;
 }
 
-Route route(const View& view, Micros now, const Tuning& tuning, bool reachable) {
+bool blindView(const View& view, Micros now, const Tuning& tuning) {
+  return view.refreshed_at < 0 || now - view.refreshed_at > tuning.stale_after_us;
+}
+
+std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning) {
+  const std::int64_t capacity =
+      params.algorithm == Algorithm::kTokenBucket && params.burst > 0 ? params.burst : params.limit;
+  const double allowance = std::floor(static_cast<double>(std::max<std::int64_t>(capacity, 0)) *
+                                      std::max(tuning.blind_share, 0.0));
+  return allowance >= 9.0e18 ? std::numeric_limits<std::int64_t>::max()
+                             : static_cast<std::int64_t>(allowance);
+}
+
+bool mayDefer(const View& view, const LimitParams& params, Micros synced_at, Micros now,
+              const Tuning& tuning) {
+  if (synced_at < 0 || view.tight || view.refreshed_at < 0 || view.prev.unsent() > 0) {
+    return false;
+  }
+  const Micros max_wait =
+      std::min<Micros>(tuning.stale_after_us / 2, std::max<Micros>(params.window_us / 4, 0));
+  if (now - synced_at >= max_wait) {
+    return false;
+  }
+  return view.cur.unsent() <= blindAllowance(params, tuning);
+}
+
+Route route(const View& view, const LimitParams& params, Micros now, std::int64_t cost,
+            const Tuning& tuning, bool reachable) {
   if (!reachable) {
     return Route::kLocal;
-  }
-  if (view.refreshed_at < 0) {
-    return Route::kUnknown;
   }
   if (view.tight) {
     return Route::kTight;
   }
-  if (now - view.refreshed_at > tuning.stale_after_us) {
-    return Route::kStale;
+  if (!blindView(view, now, tuning)) {
+    return Route::kLocal;
   }
-  return Route::kLocal;
+  if (view.blind + std::max<std::int64_t>(cost, 0) <= blindAllowance(params, tuning)) {
+    return Route::kLocal;
+  }
+  return view.refreshed_at < 0 ? Route::kUnknown : Route::kStale;
 }
 
 Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost) {
@@ -232,29 +265,25 @@ std::int64_t charge(View& view, const LimitParams& params, const BucketState& st
   return std::max<std::int64_t>(added, 0);
 }
 
-void merge(View& view, const LimitParams& params, const KeyReading& reading,
-           std::string_view own_entry, Micros now, Micros latency_us, const Tuning& tuning) {
-  auto absorb = [own_entry](WindowView& window, const GCounter& read) {
-    for (const auto& [name, value] : read.entries()) {
-      if (name == own_entry) {
-        // `own` stays this sidecar's own truth. Redis can hold more only for a round trip
-        // whose reply was lost after Redis applied it; taking that value would count twice the
-        // charges of round trips whose replies are still on their way (they arrive in any
-        // order on the I/O threads' connections), so it is left to Redis's maximum.
-        window.own_acked = std::max(window.own_acked, std::min(value, window.own));
-      } else {
-        window.others.raise(name, value);
-      }
-    }
+void merge(View& view, const LimitParams& params, const KeyReading& reading, Micros now,
+           Micros latency_us, const Tuning& tuning) {
+  // `own` stays this sidecar's own truth. Redis can hold more only for a round trip whose
+  // reply was lost after Redis applied it; taking that value would count twice the charges of
+  // round trips whose replies are still on their way (they arrive in any order on the I/O
+  // threads' connections), so it is left to Redis's maximum.
+  auto absorb = [](WindowView& window, std::int64_t others, std::int64_t own, std::size_t writers) {
+    window.others = std::max(window.others, others);
+    window.writers = std::max(window.writers, writers);
+    window.own_acked = std::max(window.own_acked, std::min(own, window.own));
   };
   if (params.algorithm == Algorithm::kTokenBucket) {
     roll(view, params, now);
-    absorb(view.cur, reading.cur);
+    absorb(view.cur, reading.others, reading.own, reading.writers);
     BucketState tat = normalTat(reading.tat, params.limit);
     tat.c = 0;
     view.redis_tat = laterTat(view.redis_tat, tat, params.limit);
     // Own hits Redis has not seen yet are applied again, now (later is conservative).
-    const std::int64_t unseen = view.cur.own - reading.cur.value(own_entry);
+    const std::int64_t unseen = view.cur.own - reading.own;
     view.local_tat =
         laterTat(view.local_tat, advanceTat(view.redis_tat, params, now, unseen), params.limit);
   } else {
@@ -262,23 +291,24 @@ void merge(View& view, const LimitParams& params, const KeyReading& reading,
       roll(view, params, reading.window * params.window_us);
     }
     if (reading.window == view.cur.index) {
-      absorb(view.cur, reading.cur);
+      absorb(view.cur, reading.others, reading.own, reading.writers);
       if (view.prev.index == kNoWindow) {
         view.prev.index = view.cur.index - 1;
       }
       if (view.prev.index == reading.window - 1) {
-        absorb(view.prev, reading.prev);
+        absorb(view.prev, reading.prev_others, reading.prev_own, 0);
       }
     } else if (reading.window == view.cur.index - 1 && view.prev.index == reading.window) {
-      absorb(view.prev, reading.cur);
+      absorb(view.prev, reading.others, reading.own, reading.writers);
     }
   }
   view.refreshed_at = std::max(view.refreshed_at, now);
+  view.blind = 0;
   view.latency_us = latency_us;
   view.rate.observe(now, view.cur.index, view.cur.total(), view.cur.own,
                     tuning.sync_interval_us / 2);
   view.tight_below = tightenAt(view.rate.globalPerSecond(), view.rate.ownPerSecond(),
-                               view.cur.others.writers() + 1, latency_us, tuning);
+                               view.cur.writers + 1, latency_us, tuning);
   // The key stays tight while its allowance is below the margin: one look at cost 0.
   const Evaluation look = decide(view, params, now, 0);
   view.tight = look.outcome.remaining < view.tight_below;

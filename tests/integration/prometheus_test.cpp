@@ -441,7 +441,7 @@ TEST_F(PrometheusToolsTest, PrometheusScrapesSluiceAndAnswersEveryDashboardQuery
       },
       std::chrono::seconds(20)))
       << rules.dump(2);
-  EXPECT_EQ(rules["data"]["groups"][0]["rules"].size(), 9u) << rules.dump(2);
+  EXPECT_EQ(rules["data"]["groups"][0]["rules"].size(), 12u) << rules.dump(2);
 }
 
 }  // namespace

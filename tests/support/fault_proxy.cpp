@@ -141,6 +141,12 @@ void FaultProxy::resetMidReply(std::string needle) {
   wake();
 }
 
+void FaultProxy::setRefuse(bool on) {
+  std::lock_guard lock(mutex_);
+  faults_.refuse = on;
+  wake();
+}
+
 void FaultProxy::halfOpenExisting() {
   std::lock_guard lock(mutex_);
   faults_.half_open_now = true;
@@ -206,7 +212,7 @@ void FaultProxy::run() {
         c.to_client.clear();
         c.to_server.clear();
       }
-      if (faults.reset_all_now && !c.dead && !c.half_open) {
+      if ((faults.reset_all_now || faults.refuse) && !c.dead && !c.half_open) {
         closeWithReset(c.client);
         c.client = -1;
         c.dead = true;
@@ -231,6 +237,11 @@ void FaultProxy::run() {
           break;
         }
         ++accepted_;
+        if (faults.refuse) {
+          closeWithReset(client);
+          ++resets_;
+          continue;
+        }
         int one = 1;
         ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         setNonBlocking(client);

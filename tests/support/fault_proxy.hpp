@@ -41,6 +41,10 @@ class FaultProxy {
   /// RST: TCP never drops bytes from the middle of a stream, so a connection that lost some
   /// never resumes). Off: new connections are forwarded again.
   void setBlackhole(bool on);
+  /// A closed link: while on, every connection open now is reset (RST to the client,
+  /// upstream closed) and every new one is reset as soon as it is accepted, so the client
+  /// sees its connection attempts fail at once. Off: new connections are forwarded again.
+  void setRefuse(bool on);
   /// Replies are forwarded `bytes` at a time, one chunk every `interval`.
   void setDrip(std::size_t bytes, std::chrono::milliseconds interval);
   /// Arms a one-shot fault: on the first connection whose client sends bytes containing
@@ -68,6 +72,7 @@ class FaultProxy {
   struct Faults {
     std::chrono::milliseconds latency{0};
     bool blackhole = false;
+    bool refuse = false;
     std::size_t drip_bytes = 0;
     std::chrono::milliseconds drip_interval{0};
     std::string reset_needle;

@@ -53,15 +53,18 @@ class GCounter {
 inline constexpr std::int64_t kNoWindow = INT64_MIN;
 
 /// One window of a key as this sidecar knows it. `own` is the truth for this sidecar's
-/// own hits (they are decided here); `others` is the last merged read of every other entry.
+/// own hits (they are decided here); `others` is the largest total of every other entry
+/// (other sidecars, other regions) Redis has answered. Each entry only grows, so their total
+/// only grows too: merging readings by maximum is the grow-only counter's per-entry maximum,
+/// and a replayed, duplicated or reordered reading changes nothing.
 struct WindowView {
   std::int64_t index = kNoWindow;  ///< window start / W (0 for token_bucket: one "window")
-  GCounter others;                 ///< all entries but this sidecar's own (other sidecars,
-                                   ///< other regions), merged by maximum
+  std::int64_t others = 0;         ///< every entry but this sidecar's own, summed
+  std::size_t writers = 0;         ///< other entries with hits (for the tightening)
   std::int64_t own = 0;            ///< this sidecar's cumulative hits in the window
   std::int64_t own_acked = 0;      ///< the part of `own` that Redis has confirmed
 
-  std::int64_t total() const { return others.sum() + own; }
+  std::int64_t total() const { return others + own; }
   std::int64_t unsent() const { return own - own_acked; }
 };
 
@@ -79,6 +82,11 @@ struct Tuning {
   /// With other regions: how late their hits reach this region's Redis (their sync interval,
   /// a replication step and the link's round trip); added to the tightening horizon.
   Micros region_delay_us = 0;
+  /// The blind allowance, as a share of a key's capacity (L; a bucket's burst): how many hits
+  /// a sidecar may admit locally on a key it has not read yet (or not for stale_after_us),
+  /// until the sync that follows reads it. N sidecars arriving blind at a key within 1 % of
+  /// its limit over-admit at most N x this share of L (docs/eventual.md).
+  double blind_share = 0.001;
 };
 
 /// Estimates a key's global rate (hits per second, all sidecars and regions) from successive
@@ -120,6 +128,9 @@ struct View {
   /// The allowance left below which the key is decided by round trips (see tightenAt()).
   std::int64_t tight_below = 0;
   bool tight = false;  ///< the last look found the key within tight_below of its limit
+  /// Hits admitted locally since the last reading while the view was unknown or stale (the
+  /// blind allowance used; a reading resets it).
+  std::int64_t blind = 0;
 };
 
 /// Moves the view to the window of `now` (windowed algorithms). Returns the unsent own hits
@@ -137,8 +148,21 @@ enum class Route : std::uint8_t {
   kStale,    ///< not refreshed for Tuning::stale_after_us: one round trip
   kTight,    ///< too close to the limit: one round trip (strict) per request
 };
-/// `reachable`: Redis answers; without it every key is decided locally (degraded).
-Route route(const View& view, Micros now, const Tuning& tuning, bool reachable);
+/// `reachable`: Redis answers; without it every key is decided locally (degraded). An unknown
+/// or stale key is still decided locally while its blind allowance covers `cost`
+/// (View::blind + cost <= blindAllowance()).
+Route route(const View& view, const LimitParams& params, Micros now, std::int64_t cost,
+            const Tuning& tuning, bool reachable);
+/// True when the view is unknown or stale (a local decision on it uses the blind allowance).
+bool blindView(const View& view, Micros now, const Tuning& tuning);
+/// floor(capacity x Tuning::blind_share), capacity = L (token_bucket: its burst).
+std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
+/// True when a key queued for the sync may wait for a later one ("cold keys",
+/// docs/eventual.md): it was sent at `synced_at` (>= 0) less than min(stale_after / 2, W / 4)
+/// ago, it is not tight, has been read, has nothing unsent from the previous window, and its
+/// unsent hits are within its blind allowance.
+bool mayDefer(const View& view, const LimitParams& params, Micros synced_at, Micros now,
+              const Tuning& tuning);
 
 /// Evaluates a request of `cost` from the view (no change to it).
 Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost);
@@ -154,21 +178,25 @@ bool tooClose(const View& view, const Evaluation& evaluation, Micros now, const 
 std::int64_t charge(View& view, const LimitParams& params, const BucketState& state,
                     const Evaluation& evaluation, std::int64_t cost);
 
-/// What Redis returned for one key: every entry of the current and previous window (this
-/// sidecar's own included), and for token_bucket the arrival time it holds.
+/// What Redis returned for one key: for the current and the previous window, the total of
+/// every entry but this sidecar's own, this sidecar's own entry, and the number of other
+/// entries with hits; for token_bucket the arrival time it holds.
 struct KeyReading {
   std::int64_t window = kNoWindow;  ///< index of `cur` (0 for token_bucket)
-  GCounter cur;
-  GCounter prev;
+  std::int64_t others = 0;
+  std::int64_t own = 0;
+  std::int64_t prev_others = 0;
+  std::int64_t prev_own = 0;
+  std::size_t writers = 0;
   BucketState tat;
 };
 
 /// Merges a reading taken `latency_us` after it was asked for, at `now`, into the view:
-/// other entries by per-entry maximum, the own counter's acknowledgement, the arrival time by
+/// the other entries' total by maximum, the own counter's acknowledgement, the arrival time by
 /// maximum, the rate estimate and the tightening margin. A reading of an older window than
 /// the view's only adds to `prev`; of a newer one rolls the view first.
-void merge(View& view, const LimitParams& params, const KeyReading& reading,
-           std::string_view own_entry, Micros now, Micros latency_us, const Tuning& tuning);
+void merge(View& view, const LimitParams& params, const KeyReading& reading, Micros now,
+           Micros latency_us, const Tuning& tuning);
 
 /// The tightening margin (docs/eventual.md): the hits all sidecars may admit before this
 /// sidecar sees them, estimated as rate x horizon, where rate = max(global rate, own rate x

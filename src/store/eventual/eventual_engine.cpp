@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
+#include <charconv>
 #include <cstdio>
 #include <random>
 #include <utility>
 
 #include "limiter/algorithms.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "store/redis/redis_errors.hpp"
 
@@ -47,69 +50,65 @@ std::int64_t unsentOf(const eventual::View& view) { return view.cur.unsent() + v
 
 bool isWindowed(const LimitParams& params) { return params.algorithm != Algorithm::kTokenBucket; }
 
-eventual::GCounter counterOf(const redis::Reply& flat) {
-  eventual::GCounter counter;
-  for (std::size_t j = 0; j + 1 < flat.elements.size(); j += 2) {
-    const std::string& name = flat.elements[j].str;
-    if (name.empty() || name.front() == '_') {
-      continue;
-    }
-    const redis::Reply& v = flat.elements[j + 1];
-    std::int64_t value = v.type == redis::Reply::Type::kInteger ? v.integer : 0;
-    if (v.type == redis::Reply::Type::kString) {
-      value = std::strtoll(v.str.c_str(), nullptr, 10);
-    }
-    counter.raise(name, value);
-  }
-  return counter;
-}
-
-/// The sum of one region's sidecar entries ("s...") of a reading: the region's counter.
-std::int64_t regionSum(const eventual::GCounter& counter) {
-  std::int64_t sum = 0;
-  for (const auto& [name, value] : counter.entries()) {
-    if (!name.empty() && name.front() == 's') {
-      sum += value;
-    }
-  }
-  return sum;
-}
-
 Status replyShape(const std::string& what) {
   return redis::redisError(redis::FailureSource::kProtocol, 0, "eventual script: " + what);
 }
 
-/// Checks one reply of the eventual script for `n` entries.
-Status checkReply(const redis::Reply& reply, std::size_t n) {
-  if (reply.type != redis::Reply::Type::kArray ||
-      reply.elements.size() != n * static_cast<std::size_t>(eventual::kScriptReplyStride)) {
-    return replyShape("unexpected reply size");
+/// Parses one reply of the eventual script for `n` entries: a string of
+/// n x kScriptReplyStride whole numbers separated by spaces.
+Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int64_t>& out) {
+  out.clear();
+  if (reply.type != redis::Reply::Type::kString) {
+    return replyShape("not a string of numbers");
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    const redis::Reply* v = &reply.elements[i * eventual::kScriptReplyStride];
-    for (int k = 0; k < 6; ++k) {
-      if (v[k].type != redis::Reply::Type::kInteger) {
-        return replyShape("a non-integer outcome");
-      }
+  const std::size_t expected = n * static_cast<std::size_t>(eventual::kScriptReplyStride);
+  out.reserve(expected);
+  const char* p = reply.str.data();
+  const char* end = p + reply.str.size();
+  while (p < end) {
+    std::int64_t value = 0;
+    auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || (next < end && *next != ' ')) {
+      return replyShape("a value that is not a whole number");
     }
-    for (int k = 6; k < 9; ++k) {
-      if (v[k].type != redis::Reply::Type::kArray && v[k].type != redis::Reply::Type::kNil) {
-        return replyShape("a non-array reading");
-      }
-    }
+    out.push_back(value);
+    p = next < end ? next + 1 : next;
+  }
+  if (out.size() != expected) {
+    return replyShape("unexpected reply size");
   }
   return {};
 }
 
-eventual::KeyReading readingOf(const redis::Reply* v, std::int64_t window) {
+/// Offsets in one entry's reply (eventual_script.cpp).
+enum ReplyField : std::size_t {
+  kAllowed = 0,
+  kRemaining,
+  kResetAfter,
+  kRetryAfter,
+  kNever,
+  kCharged,
+  kOthers,
+  kOwn,
+  kPrevOthers,
+  kPrevOwn,
+  kRegion,
+  kPrevRegion,
+  kWriters,
+  kTatUs,
+  kTatRem,
+};
+
+eventual::KeyReading readingOf(const std::int64_t* v, std::int64_t window) {
   eventual::KeyReading reading;
   reading.window = window;
-  reading.cur = counterOf(v[6]);
-  reading.prev = counterOf(v[7]);
-  if (v[8].elements.size() == 2) {
-    reading.tat.a = v[8].elements[0].integer;
-    reading.tat.b = v[8].elements[1].integer;
-  }
+  reading.others = v[kOthers];
+  reading.own = v[kOwn];
+  reading.prev_others = v[kPrevOthers];
+  reading.prev_own = v[kPrevOwn];
+  reading.writers = static_cast<std::size_t>(std::max<std::int64_t>(v[kWriters], 0));
+  reading.tat.a = v[kTatUs];
+  reading.tat.b = v[kTatRem];
   return reading;
 }
 
@@ -122,6 +121,7 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
       clock_(clock),
       metrics_(metrics),
       prefix_(local.key_prefix),
+      redis_prefix_(BucketKey::redisPrefix(local.key_prefix)),
       entry_("s" + randomId()),
       script_(eventual::composeEventualScript()),
       sync_duration_((metrics.describe("eventual_sync_duration_seconds", Metrics::Type::kHistogram,
@@ -143,6 +143,11 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
       pending_gauge_((metrics.describe("eventual_pending_hits", Metrics::Type::kGauge,
                                        "Hits admitted locally and not yet confirmed by Redis."),
                       metrics.gauge("eventual_pending_hits"))),
+      sync_lag_((metrics.describe("eventual_sync_lag_seconds", Metrics::Type::kGauge,
+                                  "Time since Redis last confirmed a sync while hits are pending "
+                                  "(0 when none are): a bound on the age of the oldest hit other "
+                                  "sidecars have not seen."),
+                 metrics.gauge("eventual_sync_lag_seconds"))),
       keys_gauge_((metrics.describe("eventual_keys", Metrics::Type::kGauge,
                                     "Eventual keys this sidecar holds a view of."),
                    metrics.gauge("eventual_keys"))),
@@ -248,8 +253,8 @@ void EventualEngine::stop() {
 // ---------------------------------------------------------------------------------------
 // Views (any thread)
 
-EventualEngine::Shard& EventualEngine::shardOf(const std::string& key) {
-  return shards_[std::hash<std::string>{}(key) % kShards];
+EventualEngine::Shard& EventualEngine::shardOf(std::string_view key) {
+  return shards_[KeyHash{}(key) % kShards];
 }
 
 void EventualEngine::addPending(std::int64_t delta) {
@@ -288,11 +293,12 @@ void EventualEngine::makeRoom(Shard& shard) {
 EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitRef& ref,
                                               Micros now) {
   const LimitParams& params = ref.limit->params;
-  auto it = shard.slots.find(ref.key);
+  auto it = shard.slots.find(ref.key());
   if (it == shard.slots.end()) {
     makeRoom(shard);
-    it = shard.slots.emplace(ref.key, Slot{}).first;
+    it = shard.slots.emplace(std::string(ref.key()), Slot{}).first;
     it->second.params = params;
+    it->second.redis_key = BucketKey::redisKey(redis_prefix_, ref.key());
     size_.fetch_add(1, std::memory_order_relaxed);
   }
   Slot& slot = it->second;
@@ -304,6 +310,7 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitR
       addPending(-lost);
     }
     slot.view = eventual::View{};
+    slot.hash_cur.clear();
   }
   slot.params = params;
   const std::int64_t dropped = eventual::roll(slot.view, params, now);
@@ -315,11 +322,11 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitR
   return slot;
 }
 
-void EventualEngine::touch(Shard& shard, Slot& slot, const std::string& key, Micros now) {
+void EventualEngine::touch(Shard& shard, Slot& slot, std::string_view key, Micros now) {
   slot.last_used = now;
   if (!slot.queued) {
     slot.queued = true;
-    shard.queue.push_back(key);
+    shard.queue.emplace_back(key);
   }
 }
 
@@ -342,24 +349,53 @@ Counter& EventualEngine::roundTrips(Route reason) {
 
 namespace {
 
-/// Locks the shards of a request in ascending order (no deadlock between requests).
-template <typename ShardOf>
-std::vector<std::unique_lock<std::mutex>> lockAll(const std::vector<EventualLimitRef>& limits,
-                                                  ShardOf shard_of) {
-  std::vector<std::mutex*> mutexes;
-  mutexes.reserve(limits.size());
-  for (const auto& ref : limits) {
-    mutexes.push_back(&shard_of(ref.key).mutex);
+/// Locks the shards of a request in ascending order (no deadlock between requests), without
+/// allocating for requests of up to kInline distinct shards.
+class ShardLocks {
+ public:
+  template <typename ShardOf>
+  ShardLocks(const std::vector<EventualLimitRef>& limits, ShardOf shard_of) {
+    for (const auto& ref : limits) {
+      add(&shard_of(ref.key()).mutex);
+    }
+    std::sort(begin(), end());
+    std::mutex** last = std::unique(begin(), end());
+    count_ = static_cast<std::size_t>(last - begin());
+    if (!more_.empty()) {
+      more_.resize(count_);
+    }
+    for (std::mutex** m = begin(); m != end(); ++m) {
+      (*m)->lock();
+    }
   }
-  std::sort(mutexes.begin(), mutexes.end());
-  mutexes.erase(std::unique(mutexes.begin(), mutexes.end()), mutexes.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(mutexes.size());
-  for (std::mutex* m : mutexes) {
-    locks.emplace_back(*m);
+  ~ShardLocks() {
+    for (std::mutex** m = begin(); m != end(); ++m) {
+      (*m)->unlock();
+    }
   }
-  return locks;
-}
+  ShardLocks(const ShardLocks&) = delete;
+  ShardLocks& operator=(const ShardLocks&) = delete;
+
+ private:
+  static constexpr std::size_t kInline = 8;
+  void add(std::mutex* m) {
+    if (count_ < kInline && more_.empty()) {
+      inline_[count_++] = m;
+      return;
+    }
+    if (more_.empty()) {
+      more_.assign(inline_.begin(), inline_.begin() + static_cast<std::ptrdiff_t>(count_));
+    }
+    more_.push_back(m);
+    ++count_;
+  }
+  std::mutex** begin() { return more_.empty() ? inline_.data() : more_.data(); }
+  std::mutex** end() { return begin() + count_; }
+
+  std::array<std::mutex*, kInline> inline_{};
+  std::vector<std::mutex*> more_;
+  std::size_t count_ = 0;
+};
 
 }  // namespace
 
@@ -368,30 +404,38 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   Local local;
   const Micros now = clock_.nowMicros();
   const bool reachable = reachable_.load(std::memory_order_acquire);
-  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
-  std::vector<Slot*> slots;
-  std::vector<BucketState> states;
-  std::vector<Evaluation> evaluations;
-  slots.reserve(limits.size());
-  states.reserve(limits.size());
-  evaluations.reserve(limits.size());
+  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
+  // Inline storage for the usual request of a few limits: no allocation per decision.
+  boost::container::small_vector<Slot*, 4> slots;
+  boost::container::small_vector<BucketState, 4> states;
+  boost::container::small_vector<Evaluation, 4> evaluations;
   bool denied = false;
+  // Quota mode (store.hpp): quota-group limits deny only when every group has a denial.
+  boost::container::small_vector<int, 4> groups;
+  boost::container::small_vector<int, 4> failed;
   std::optional<Route> trip;
   for (const EventualLimitRef& ref : limits) {
-    Shard& shard = shardOf(ref.key);
+    const std::int64_t limit_cost = ref.limit->costOr(cost);
+    Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    touch(shard, slot, ref.key, now);
+    touch(shard, slot, ref.key(), now);
     states.push_back(eventual::merged(slot.view, slot.params, now));
-    evaluations.push_back(sluice::evaluate(slot.params, states.back(), now, cost));
+    evaluations.push_back(sluice::evaluate(slot.params, states.back(), now, limit_cost));
     slots.push_back(&slot);
     const Evaluation& e = evaluations.back();
-    if (!e.outcome.allowed && !ref.limit->shadow) {
-      // The view only ever under-counts (every entry is a lower bound of the real one), so
-      // its denial is final whatever its age.
+    // The view only ever under-counts (every entry is a lower bound of the real one), so
+    // its denial is final whatever its age.
+    if (ref.limit->quota_group >= 0) {
+      groups.push_back(ref.limit->quota_group);
+      if (!e.outcome.allowed && !ref.limit->shadow) {
+        failed.push_back(ref.limit->quota_group);
+      }
+    } else if (!e.outcome.allowed && !ref.limit->shadow) {
       denied = true;
     }
     if (!force && e.outcome.allowed && !trip) {
-      const Route route = eventual::route(slot.view, now, tuning_, reachable);
+      const Route route =
+          eventual::route(slot.view, slot.params, now, limit_cost, tuning_, reachable);
       if (route != Route::kLocal) {
         trip = route;
       } else if (eventual::tooClose(slot.view, e, now, tuning_)) {
@@ -400,6 +444,11 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
         trip = Route::kTight;
       }
     }
+  }
+  if (!groups.empty() && std::all_of(groups.begin(), groups.end(), [&](int g) {
+        return std::find(failed.begin(), failed.end(), g) != failed.end();
+      })) {
+    denied = true;
   }
   if (trip && !denied) {
     local.decided = false;
@@ -410,15 +459,20 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   local.allowed = !denied;
   local.outcomes.reserve(limits.size());
   for (std::size_t i = 0; i < limits.size(); ++i) {
-    local.outcomes.push_back(evaluations[i].outcome);
+    const bool limit_allowed = evaluations[i].outcome.allowed;
+    if (denied && limit_allowed && !slots[i]->params.count_rejected) {
+      // Not charged by a denied request: it answers with its bucket as it is (a check).
+      local.outcomes.push_back(sluice::evaluate(slots[i]->params, states[i], now, 0).outcome);
+    } else {
+      local.outcomes.push_back(evaluations[i].outcome);
+    }
     if (!charge) {
       continue;
     }
-    const bool charged =
-        (local.allowed && evaluations[i].outcome.allowed) || slots[i]->params.count_rejected;
+    const bool charged = (local.allowed && limit_allowed) || slots[i]->params.count_rejected;
     if (charged) {
-      addPending(
-          eventual::charge(slots[i]->view, slots[i]->params, states[i], evaluations[i], cost));
+      chargeOne(*slots[i], states[i], evaluations[i], limits[i].limit->costOr(cost), now,
+                reachable);
     }
   }
   localDecisions(!reachable).inc();
@@ -427,25 +481,35 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
 
 void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost) {
   const Micros now = clock_.nowMicros();
-  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
   for (const EventualLimitRef& ref : limits) {
-    Shard& shard = shardOf(ref.key);
+    Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    touch(shard, slot, ref.key, now);
+    touch(shard, slot, ref.key(), now);
+    const std::int64_t limit_cost = ref.limit->costOr(cost);
     const BucketState state = eventual::merged(slot.view, slot.params, now);
-    Evaluation e = sluice::evaluate(slot.params, state, now, cost);
+    Evaluation e = sluice::evaluate(slot.params, state, now, limit_cost);
     if (e.outcome.allowed) {
-      addPending(eventual::charge(slot.view, slot.params, state, e, cost));
-    } else if (cost > 0) {
+      chargeOne(slot, state, e, limit_cost, now, reachable_.load(std::memory_order_acquire));
+    } else if (limit_cost > 0) {
       // Another request took the last units while the strict limits were being asked: this
       // one was allowed on what the view said then, so it is charged all the same.
       if (slot.params.algorithm == Algorithm::kTokenBucket) {
-        slot.view.local_tat = eventual::advanceTat(state, slot.params, now, cost);
+        slot.view.local_tat = eventual::advanceTat(state, slot.params, now, limit_cost);
       }
-      slot.view.cur.own += cost;
-      addPending(cost);
+      slot.view.cur.own += limit_cost;
+      addPending(limit_cost);
     }
   }
+}
+
+void EventualEngine::chargeOne(Slot& slot, const BucketState& state, const Evaluation& evaluation,
+                               std::int64_t cost, Micros now, bool reachable) {
+  const std::int64_t added = eventual::charge(slot.view, slot.params, state, evaluation, cost);
+  if (reachable && eventual::blindView(slot.view, now, tuning_)) {
+    slot.view.blind += added;
+  }
+  addPending(added);
 }
 
 std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
@@ -458,14 +522,19 @@ std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
   return hash;
 }
 
-void EventualEngine::appendEntry(const Slot& slot, const std::string& key, ScriptOp op,
-                                 std::int64_t cost, bool shadow, std::vector<std::string>& keys,
+void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,
+                                 std::vector<std::string>& keys,
                                  std::vector<std::string>& args) const {
   const eventual::View& view = slot.view;
   const LimitParams& p = slot.params;
   const std::int64_t window = view.cur.index;
-  keys.push_back(hashKey(key, window, p));
-  keys.push_back(isWindowed(p) ? hashKey(key, window - 1, p) : keys.back());
+  if (slot.hashes_window != window || slot.hash_cur.empty()) {
+    slot.hashes_window = window;
+    slot.hash_cur = hashKey(slot.redis_key, window, p);
+    slot.hash_prev = isWindowed(p) ? hashKey(slot.redis_key, window - 1, p) : slot.hash_cur;
+  }
+  keys.push_back(slot.hash_cur);
+  keys.push_back(slot.hash_prev);
   const bool prev_pending = view.prev.index == window - 1 && view.prev.unsent() > 0;
   args.push_back(std::to_string(static_cast<int>(op)));
   args.push_back(std::to_string(static_cast<int>(p.algorithm)));
@@ -488,11 +557,12 @@ void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, Scri
   args.reserve(2 + limits.size() * eventual::kScriptStride);
   args.push_back(std::to_string(now));
   args.push_back(entry_);
-  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
   for (const EventualLimitRef& ref : limits) {
-    Shard& shard = shardOf(ref.key);
+    Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    appendEntry(slot, ref.key, op, cost, ref.limit->shadow, keys, args);
+    appendEntry(slot, op, ref.limit->costOr(cost), ref.limit->shadow || ref.limit->quota_group >= 0,
+                keys, args);
   }
 }
 
@@ -505,14 +575,15 @@ void EventualEngine::mergeReading(Slot& slot, const eventual::KeyReading& readin
     tuning.region_delay_us =
         2 * tuning_.sync_interval_us + replication_rtt_us_.load(std::memory_order_relaxed);
   }
-  eventual::merge(slot.view, slot.params, reading, entry_, now, latency, tuning);
+  eventual::merge(slot.view, slot.params, reading, now, latency, tuning);
   noteTight(was, slot.view.tight);
   addPending(unsentOf(slot.view) - before);
 }
 
 Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, ScriptOp op,
                               const redis::Reply& reply, Micros sent_at, StoreResponse* response) {
-  if (auto status = checkReply(reply, limits.size()); !status) {
+  std::vector<std::int64_t> values;
+  if (auto status = parseReply(reply, limits.size(), values); !status) {
     return status;
   }
   const Micros now = clock_.nowMicros();
@@ -520,18 +591,18 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
     response->outcomes.assign(limits.size(), Outcome{});
     response->allowed = true;
   }
-  auto locks = lockAll(limits, [this](const std::string& key) -> Shard& { return shardOf(key); });
+  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
   for (std::size_t i = 0; i < limits.size(); ++i) {
     const EventualLimitRef& ref = limits[i];
-    const redis::Reply* v = &reply.elements[i * eventual::kScriptReplyStride];
-    Shard& shard = shardOf(ref.key);
+    const std::int64_t* v = &values[i * eventual::kScriptReplyStride];
+    Shard& shard = shardOf(ref.key());
     // The window the call was built for is the one of its send time.
     const std::int64_t window = isWindowed(ref.limit->params)
                                     ? limiter_detail::floorDiv(sent_at, ref.limit->params.window_us)
                                     : 0;
     Slot& slot = slotFor(shard, ref, now);
     eventual::KeyReading reading = readingOf(v, window);
-    const std::int64_t charged = op == ScriptOp::kDecide ? v[5].integer : 0;
+    const std::int64_t charged = op == ScriptOp::kDecide ? v[kCharged] : 0;
     if (charged > 0) {
       // Redis holds the charge already: count it as own and confirmed.
       eventual::WindowView* target = nullptr;
@@ -544,17 +615,17 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
         target->own += charged;
         target->own_acked += charged;
       }
-      reading.cur.raise(entry_, reading.cur.value(entry_) + charged);
+      reading.own += charged;
     }
     mergeReading(slot, reading, now, now - sent_at);
-    touch(shard, slot, ref.key, now);
+    touch(shard, slot, ref.key(), now);
     if (response != nullptr) {
       Outcome& o = response->outcomes[i];
-      o.allowed = v[0].integer != 0;
-      o.remaining = v[1].integer;
-      o.reset_after_us = v[2].integer;
-      o.retry_after_us = v[3].integer;
-      o.never = v[4].integer != 0;
+      o.allowed = v[kAllowed] != 0;
+      o.remaining = v[kRemaining];
+      o.reset_after_us = v[kResetAfter];
+      o.retry_after_us = v[kRetryAfter];
+      o.never = v[kNever] != 0;
       if (!o.allowed && !ref.limit->shadow) {
         response->allowed = false;
       }
@@ -575,7 +646,16 @@ void EventualEngine::tick() {
     replicate(*region);
   }
   sweep();
-  pending_gauge_.set(static_cast<double>(pending_.load(std::memory_order_relaxed)));
+  const std::int64_t pending = pending_.load(std::memory_order_relaxed);
+  pending_gauge_.set(static_cast<double>(pending));
+  const Micros steady = steadyMicros();
+  if (pending <= 0 || last_confirmed_ == 0) {
+    // Nothing waits for Redis: the lag starts when hits are next left unconfirmed.
+    last_confirmed_ = steady;
+  }
+  sync_lag_.set(pending <= 0 ? 0.0
+                             : static_cast<double>(steady - last_confirmed_) /
+                                   static_cast<double>(kMicrosPerSecond));
   keys_gauge_.set(static_cast<double>(size_.load(std::memory_order_relaxed)));
   timer_->expires_after(options_.sync_interval);
   timer_->async_wait([this](const boost::system::error_code& ec) {
@@ -608,6 +688,12 @@ void EventualEngine::sync() {
     setReachable(false, "not connected");
     return;
   }
+  if (const std::uint64_t connects = connection_->connectCount(); connects != connects_seen_) {
+    if (connects_seen_ != 0) {
+      resendAll();
+    }
+    connects_seen_ = connects;
+  }
   auto entries = std::make_shared<std::vector<SyncEntry>>();
   std::vector<std::string> keys;
   std::vector<std::string> args;
@@ -624,30 +710,41 @@ void EventualEngine::sync() {
     keys.clear();
     args.clear();
   };
+  std::vector<std::string> waiting;
   for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
-    for (const std::string& key : shard.queue) {
+    waiting.clear();
+    for (std::string& key : shard.queue) {
       auto it = shard.slots.find(key);
       if (it == shard.slots.end()) {
         continue;
       }
       Slot& slot = it->second;
+      if (mayWait(slot, now)) {
+        waiting.push_back(std::move(key));
+        continue;
+      }
       slot.queued = false;
+      slot.synced_at = now;
       if (const std::int64_t dropped = eventual::roll(slot.view, slot.params, now); dropped > 0) {
         dropped_hits_.inc(static_cast<std::uint64_t>(dropped));
         addPending(-dropped);
       }
       if (args.empty()) {
+        // Reserved once per call: growing these vectors entry by entry moved every string.
+        keys.reserve(2 * kEntriesPerCall);
+        args.reserve(2 + kEntriesPerCall * eventual::kScriptStride);
+        entries->reserve(kEntriesPerCall);
         args.push_back(std::to_string(now));
         args.push_back(entry_);
       }
-      appendEntry(slot, key, ScriptOp::kSync, 0, false, keys, args);
-      entries->push_back(SyncEntry{key, slot.params, slot.view.cur.index});
+      appendEntry(slot, ScriptOp::kSync, 0, false, keys, args);
+      entries->push_back(SyncEntry{key, slot.redis_key, slot.params, slot.view.cur.index});
       if (entries->size() >= kEntriesPerCall) {
         flush();
       }
     }
-    shard.queue.clear();
+    shard.queue.swap(waiting);
   }
   flush();
   keys_synced_.set(0);
@@ -680,6 +777,7 @@ void EventualEngine::sync() {
               syncs_failed_.inc();
             } else {
               syncs_ok_.inc();
+              last_confirmed_ = steadyMicros();
               setReachable(true, "");
             }
             sync_duration_.observe(
@@ -689,10 +787,47 @@ void EventualEngine::sync() {
   }
 }
 
+bool EventualEngine::mayWait(const Slot& slot, Micros now) const {
+  // A cold key far from its limit goes out with a later sync, while this sidecar's unsent hits
+  // on it stay within its blind allowance: other sidecars then miss at most that many of its
+  // hits (the bound of docs/eventual.md), and many keys decided a few times a second cost Redis
+  // and this thread about one script step per key per max_wait instead of one per decision.
+  if (stopped_.load(std::memory_order_acquire)) {
+    return false;  // the last sync before a shutdown sends everything
+  }
+  return eventual::mayDefer(slot.view, slot.params, slot.synced_at, now, tuning_);
+}
+
+void EventualEngine::resendAll() {
+  // A new connection may be to a Redis that restarted empty: every own count it had
+  // confirmed is sent again (the counts are cumulative, so a Redis that kept them changes
+  // nothing), so a restart loses no more than the sidecars' last interval.
+  std::size_t keys = 0;
+  for (Shard& shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    for (auto& [key, slot] : shard.slots) {
+      if (slot.view.cur.own <= 0 && slot.view.prev.own <= 0) {
+        continue;
+      }
+      const std::int64_t before = unsentOf(slot.view);
+      slot.view.cur.own_acked = 0;
+      slot.view.prev.own_acked = 0;
+      addPending(unsentOf(slot.view) - before);
+      touch(shard, slot, key, slot.last_used);
+      ++keys;
+    }
+  }
+  if (keys > 0) {
+    spdlog::info("eventual limits: Redis connection renewed; sending the own counts of {} keys",
+                 keys);
+  }
+}
+
 void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
                               Result<redis::Reply> reply,
                               std::chrono::steady_clock::time_point /*started*/, Micros sent_at) {
-  Status shape = reply ? checkReply(*reply, entries->size()) : Status(reply.error());
+  std::vector<std::int64_t> values;
+  Status shape = reply ? parseReply(*reply, entries->size(), values) : Status(reply.error());
   const Micros now = clock_.nowMicros();
   if (!shape) {
     setReachable(false, shape.error().message);
@@ -709,7 +844,7 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
   }
   for (std::size_t i = 0; i < entries->size(); ++i) {
     const SyncEntry& e = (*entries)[i];
-    const redis::Reply* v = &reply->elements[i * eventual::kScriptReplyStride];
+    const std::int64_t* v = &values[i * eventual::kScriptReplyStride];
     eventual::KeyReading reading = readingOf(v, e.window);
     {
       Shard& shard = shardOf(e.key);
@@ -724,9 +859,9 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
       }
     }
     if (!regions_.empty()) {
-      enqueueReplica(hashKey(e.key, e.window, e.params), e.params, regionSum(reading.cur));
-      if (isWindowed(e.params) && regionSum(reading.prev) > 0) {
-        enqueueReplica(hashKey(e.key, e.window - 1, e.params), e.params, regionSum(reading.prev));
+      enqueueReplica(hashKey(e.redis_key, e.window, e.params), e.params, v[kRegion]);
+      if (isWindowed(e.params) && v[kPrevRegion] > 0) {
+        enqueueReplica(hashKey(e.redis_key, e.window - 1, e.params), e.params, v[kPrevRegion]);
       }
     }
   }
@@ -812,7 +947,8 @@ void EventualEngine::replicate(Region& region) {
         std::max(std::chrono::milliseconds(200), options_.sync_interval * 4),
         [this, &region, sent, range = ranges[c], outstanding,
          sent_steady](Result<redis::Reply> reply) {
-          const bool ok = reply && checkReply(*reply, range.second - range.first).ok();
+          std::vector<std::int64_t> values;
+          const bool ok = reply && parseReply(*reply, range.second - range.first, values).ok();
           if (ok) {
             // The slowest region counts; an old peak fades by a quarter per reply.
             const Micros rtt = steadyMicros() - sent_steady;

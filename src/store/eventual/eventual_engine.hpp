@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -28,8 +29,9 @@ namespace sluice {
 /// One eventual limit of a request, as the engine sees it.
 struct EventualLimitRef {
   std::size_t index = 0;  ///< in StoreRequest::limits
-  std::string key;        ///< the Redis key base (BucketKey::redisKey) and the view's name
   const StoreLimit* limit = nullptr;
+  /// The view's name: the bucket's store key (StoreLimit::key).
+  std::string_view key() const { return limit->key; }
 };
 
 /// See eventual_store.hpp. Internal to src/store/eventual/.
@@ -83,18 +85,32 @@ class EventualEngine {
   struct Slot {
     eventual::View view;
     LimitParams params;
-    bool queued = false;  ///< in its shard's sync queue
+    std::string redis_key;  ///< the Redis key base (BucketKey::redisKey)
+    /// The hashes of window `hashes_window` and the one before (built once per window).
+    std::int64_t hashes_window = eventual::kNoWindow;
+    std::string hash_cur;
+    std::string hash_prev;
+    bool queued = false;    ///< in its shard's sync queue
+    Micros synced_at = -1;  ///< when a sync last sent this key (-1: never)
     Micros last_used = 0;
   };
   static constexpr std::size_t kShards = 64;
+  /// Hashes std::string and std::string_view alike (lookups without a copy of the key).
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
   struct Shard {
     std::mutex mutex;
-    std::unordered_map<std::string, Slot> slots;
+    std::unordered_map<std::string, Slot, KeyHash, std::equal_to<>> slots;
     std::vector<std::string> queue;  ///< keys to sync (touched since the last sync)
   };
   /// One key of a sync call.
   struct SyncEntry {
-    std::string key;
+    std::string key;  ///< the slot's store key
+    std::string redis_key;
     LimitParams params;
     std::int64_t window = eventual::kNoWindow;
   };
@@ -117,21 +133,28 @@ class EventualEngine {
     std::atomic<bool> reachable{false};
   };
 
-  Shard& shardOf(const std::string& key);
+  Shard& shardOf(std::string_view key);
   /// The slot of `ref` (created when new; `shard` locked), rolled to `now`.
   Slot& slotFor(Shard& shard, const EventualLimitRef& ref, Micros now);
   void makeRoom(Shard& shard);
-  void touch(Shard& shard, Slot& slot, const std::string& key, Micros now);
+  void touch(Shard& shard, Slot& slot, std::string_view key, Micros now);
   std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
-  void appendEntry(const Slot& slot, const std::string& key, eventual::ScriptOp op,
-                   std::int64_t cost, bool shadow, std::vector<std::string>& keys,
-                   std::vector<std::string>& args) const;
+  void appendEntry(Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
+                   std::vector<std::string>& keys, std::vector<std::string>& args) const;
   /// Merges one entry's reading; returns the slot's unsent hits change. `shard` locked.
   void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);
   void noteTight(bool was, bool is);
+  /// Charges an allowed decision to the slot's own count (and its blind allowance when the
+  /// view is unknown or stale). `shard` locked.
+  void chargeOne(Slot& slot, const BucketState& state, const Evaluation& evaluation,
+                 std::int64_t cost, Micros now, bool reachable);
 
   void tick();
   void sync();
+  /// True when a queued key may skip this sync (docs/eventual.md, "Cold keys"). `shard` locked.
+  bool mayWait(const Slot& slot, Micros now) const;
+  /// Queues every key with own hits for the next sync, as unconfirmed (after a reconnect).
+  void resendAll();
   void onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
                 std::chrono::steady_clock::time_point started, Micros sent_at);
   void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
@@ -146,7 +169,8 @@ class EventualEngine {
   Metrics& metrics_;
   eventual::Tuning tuning_;
   std::string prefix_;
-  std::string entry_;  ///< "s<sidecar id>"
+  std::string redis_prefix_;  ///< BucketKey::redisPrefix(prefix_)
+  std::string entry_;         ///< "s<sidecar id>"
   std::string script_;
 
   std::array<Shard, kShards> shards_;
@@ -163,6 +187,7 @@ class EventualEngine {
   std::shared_ptr<redis::RedisConnection> connection_;
   std::vector<std::unique_ptr<Region>> regions_;
   bool sync_in_flight_ = false;
+  std::uint64_t connects_seen_ = 0;  ///< connection_->connectCount() at the last sync
   std::thread thread_;
   std::atomic<bool> stopped_{false};
   bool started_ = false;
@@ -173,6 +198,9 @@ class EventualEngine {
   Counter& syncs_failed_;
   Counter& switched_;
   Gauge& pending_gauge_;
+  Gauge& sync_lag_;
+  /// Steady time (us) of the last sync Redis confirmed (engine thread).
+  Micros last_confirmed_ = 0;
   Gauge& keys_gauge_;
   Counter& dropped_hits_;
   Counter& local_synced_;

@@ -31,11 +31,15 @@ local sluice_ttl_slack_ms = 0
 // merge is the maximum, so replays and reordering are harmless), and for token_bucket the
 // fields _tat and _rem: the arrival time after every hit this Redis has seen, each applied
 // when it arrived here (later than it happened: conservative).
-// Returns per entry 9 values: allowed, remaining, reset_after, retry_after, never (op 1;
-// op 0 returns 1, 0, 0, 0, 0), charged (hits added to the entry by op 1: the op-1 entries
-// are charged only if every non-shadow one allowed), the window's
-// fields {f1, v1, ...} (before the charge), the previous window's fields, {tat_us, tat_rem}
-// (after the charge).
+// Returns per entry 15 integers: allowed, remaining, reset_after, retry_after, never (op 1;
+// op 0 returns 1, 0, 0, 0, 0), charged (hits added to the entry by op 1: the op-1 entries are
+// charged only if every non-shadow one allowed), then, read before the charge: the total of
+// every other field of the window, the caller's own field, the same two for the previous
+// window (read only when needed: sliding_window_counter, or a previous value sent), this
+// region's total ("s" fields, own included) in the window and in the previous one (what is
+// replicated to other regions), the number of other fields with hits, and {tat_us, tat_rem}
+// (after the charge). All of them in one string of whole numbers separated by spaces: one
+// reply object per call, cheap to build here and to parse in the sidecar.
 constexpr std::string_view kMain = R"lua(
 local kStride = 12
 local entry = ARGV[2]
@@ -65,19 +69,29 @@ local function raise(key, field, value)
   return old
 end
 
-local function fields_of(key)
-  return redis.call('HGETALL', key)
-end
-
-local function sum_of(flat)
-  local s = 0
+-- The window's fields: the total of the others', the caller's own, this region's total
+-- ("s" fields), the number of other fields with hits.
+local function read_window(key)
+  local flat = redis.call('HGETALL', key)
+  local others, own, region, writers = 0, 0, 0, 0
   for j = 1, #flat, 2 do
     local f = flat[j]
     if f ~= '_tat' and f ~= '_rem' then
-      s = s + (tonumber(flat[j + 1]) or 0)
+      local v = tonumber(flat[j + 1]) or 0
+      if f == entry then
+        own = v
+      else
+        others = others + v
+        if v > 0 then
+          writers = writers + 1
+        end
+      end
+      if string.byte(f, 1) == 115 then -- 's'
+        region = region + v
+      end
     end
   end
-  return s
+  return others, own, region, writers
 end
 
 -- token_bucket arrival time helpers: (us, rem) with 0 <= rem < L; n hits take n * W / L.
@@ -141,7 +155,9 @@ for i = 1, n do
   local cur, prev = KEYS[2 * i - 1], KEYS[2 * i]
   local ok, remaining, reset_after, retry_after, never = true, 0, 0, 0, false
   local charge, next_tat = 0, nil
-  local cur_fields, prev_fields, tat = {}, {}, { 0, 0 }
+  local others, own, region, writers = 0, 0, 0, 0
+  local prev_others, prev_own, prev_region = 0, 0, 0
+  local tat_us, tat_rem = 0, 0
   if algorithm == 3 then
     if burst <= 0 then
       burst = limit
@@ -167,8 +183,8 @@ for i = 1, n do
     redis.call('HSET', cur, '_tat', int(tu), '_rem', int(tr))
     local ttl_ms = floor((max(tu - now, 0) + window * burst / limit + window) / 1000) + 1000
     redis.call('PEXPIRE', cur, int(ttl_ms))
-    cur_fields = fields_of(cur)
-    tat = { tu, tr }
+    others, own, region, writers = read_window(cur)
+    tat_us, tat_rem = tu, tr
   else
     local ttl_ms = floor(2 * window / 1000) + 1000
     raise(cur, entry, value)
@@ -177,11 +193,13 @@ for i = 1, n do
       raise(prev, entry, prev_value)
       redis.call('PEXPIRE', prev, int(ttl_ms))
     end
-    cur_fields = fields_of(cur)
-    prev_fields = fields_of(prev)
+    others, own, region, writers = read_window(cur)
+    if algorithm == 2 or prev_value > 0 then
+      prev_others, prev_own, prev_region = read_window(prev)
+    end
     if op == 1 then
       local start = floor_div(now, window) * window
-      local count, before = sum_of(cur_fields), sum_of(prev_fields)
+      local count, before = others + own, prev_others + prev_own
       local delay, ttl, st
       if algorithm == 2 then
         sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
@@ -205,9 +223,15 @@ for i = 1, n do
   out[o + 4] = retry_after
   out[o + 5] = never and 1 or 0
   out[o + 6] = 0
-  out[o + 7] = cur_fields
-  out[o + 8] = prev_fields
-  out[o + 9] = tat
+  out[o + 7] = others
+  out[o + 8] = own
+  out[o + 9] = prev_others
+  out[o + 10] = prev_own
+  out[o + 11] = region
+  out[o + 12] = prev_region
+  out[o + 13] = writers
+  out[o + 14] = tat_us
+  out[o + 15] = tat_rem
 end
 
 for i = 1, n do
@@ -216,12 +240,18 @@ for i = 1, n do
     redis.call('HINCRBY', p[6], entry, int(p[3]))
     if p[4] then
       redis.call('HSET', p[6], '_tat', int(p[4][1]), '_rem', int(p[4][2]))
-      out[(i - 1) * 9 + 9] = { p[4][1], p[4][2] }
+      out[(i - 1) * 15 + 14] = p[4][1]
+      out[(i - 1) * 15 + 15] = p[4][2]
     end
-    out[(i - 1) * 9 + 6] = p[3]
+    out[(i - 1) * 15 + 6] = p[3]
   end
 end
-return out
+-- One bulk string of whole numbers separated by spaces: one reply object for the sidecar to
+-- parse instead of one per number.
+for j = 1, #out do
+  out[j] = int(out[j])
+end
+return table.concat(out, ' ')
 )lua";
 
 }  // namespace

@@ -9,7 +9,7 @@ namespace sluice::eventual {
 /// Number of ARGV values per entry (after ARGV[1] = now and ARGV[2] = the entry name).
 inline constexpr int kScriptStride = 12;
 /// Number of reply values per entry.
-inline constexpr int kScriptReplyStride = 9;
+inline constexpr int kScriptReplyStride = 15;
 
 /// Operations of one entry.
 enum class ScriptOp : int { kSync = 0, kDecide = 1 };

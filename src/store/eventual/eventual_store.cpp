@@ -29,9 +29,7 @@ struct Pending {
 class EventualStore final : public Store {
  public:
   EventualStore(StorePtr inner, EventualEnginePtr engine, net::io_context& io)
-      : inner_(std::move(inner)),
-        engine_(std::move(engine)),
-        redis_prefix_(BucketKey::redisPrefix(engine_->redisOptions().key_prefix)) {
+      : inner_(std::move(inner)), engine_(std::move(engine)) {
     redis::ConnectionOptions copts;
     copts.redis = engine_->redisOptions();
     copts.stall_timeout = copts.redis.stall_timeout;
@@ -47,13 +45,16 @@ class EventualStore final : public Store {
   ~EventualStore() override { connection_->stop(); }
 
   void evaluate(const StoreRequest& request, Callback done) override {
-    std::vector<EventualLimitRef> eventual;
-    std::vector<std::size_t> strict;
+    // Scratch vectors reused from request to request (this store serves one I/O thread; they
+    // are not used once `done` is called, so a nested evaluate() may reuse them).
+    std::vector<EventualLimitRef>& eventual = scratch_eventual_;
+    std::vector<std::size_t>& strict = scratch_strict_;
+    eventual.clear();
+    strict.clear();
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
       if (isEventual(limit)) {
-        eventual.push_back(
-            EventualLimitRef{i, BucketKey::redisKey(redis_prefix_, limit.key), &limit});
+        eventual.push_back(EventualLimitRef{i, &limit});
       } else {
         strict.push_back(i);
       }
@@ -67,7 +68,15 @@ class EventualStore final : public Store {
     EventualEngine::Local local = engine_->decideLocally(eventual, request.cost, pure, !reachable);
     if (local.decided && (pure || !local.allowed)) {
       // The common case: answered from the views, nothing to keep for later.
-      done(responseOf(request.limits.size(), eventual, local.allowed, local.outcomes));
+      StoreResponse response;
+      response.allowed = local.allowed;
+      if (pure) {
+        // Every limit is eventual, in request order: the outcomes are the answer as they are.
+        response.outcomes = std::move(local.outcomes);
+      } else {
+        response = responseOf(request.limits.size(), eventual, local.allowed, local.outcomes);
+      }
+      done(std::move(response));
       return;
     }
     auto p = std::make_shared<Pending>();
@@ -189,7 +198,8 @@ class EventualStore final : public Store {
 
   StorePtr inner_;
   EventualEnginePtr engine_;
-  std::string redis_prefix_;
+  std::vector<EventualLimitRef> scratch_eventual_;
+  std::vector<std::size_t> scratch_strict_;
   std::shared_ptr<redis::RedisConnection> connection_;
 };
 

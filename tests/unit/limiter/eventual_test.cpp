@@ -33,6 +33,28 @@ GCounter counter(std::initializer_list<std::pair<std::string, std::int64_t>> ent
   return c;
 }
 
+/// A model of what the eventual script reads: the window's hash (and the previous one's), one
+/// field per writer.
+struct HashReading {
+  std::int64_t window = kNoWindow;
+  GCounter cur;
+  GCounter prev;
+};
+
+/// Flattens a hash reading as the script does for the sidecar whose field is `own`, then
+/// merges it.
+void merge(View& view, const LimitParams& params, const HashReading& hashes, std::string_view own,
+           Micros now, Micros latency_us, const Tuning& tuning) {
+  KeyReading r;
+  r.window = hashes.window;
+  r.own = hashes.cur.value(own);
+  r.others = hashes.cur.sum() - r.own;
+  r.writers = hashes.cur.writers() - (r.own > 0 ? 1 : 0);
+  r.prev_own = hashes.prev.value(own);
+  r.prev_others = hashes.prev.sum() - r.prev_own;
+  merge(view, params, r, now, latency_us, tuning);
+}
+
 TEST(GCounterTest, MergeKeepsTheLargerValueOfEachEntry) {
   GCounter a = counter({{"s1", 5}, {"s2", 3}});
   const GCounter b = counter({{"s1", 4}, {"s2", 7}, {"rEU", 2}});
@@ -70,6 +92,11 @@ TEST(EventualRulesTest, OnlyMergeableAlgorithmsCanBeEventual) {
   EXPECT_TRUE(supportsEventual(Algorithm::kTokenBucket));
   EXPECT_FALSE(supportsEventual(Algorithm::kSlidingWindowLog));
   EXPECT_FALSE(supportsEventual(Algorithm::kLeakyBucket));
+  EXPECT_FALSE(supportsEventual(Algorithm::kSketch));
+  LimitParams sketch;
+  sketch.algorithm = Algorithm::kSketch;
+  EXPECT_NE(eventualRefusal(sketch).find("not available for algorithm 'sketch' yet"),
+            std::string::npos);
   LimitParams warm;
   warm.algorithm = Algorithm::kTokenBucket;
   warm.warmup_us = kMicrosPerSecond;
@@ -82,8 +109,8 @@ class EventualViewTest : public ::testing::Test {
   Tuning tuning_;
   LimitParams params_ = fixedWindow(100, 60 * kMicrosPerSecond);
 
-  KeyReading reading(std::int64_t window, GCounter cur, GCounter prev = {}) {
-    KeyReading r;
+  HashReading reading(std::int64_t window, GCounter cur, GCounter prev = {}) {
+    HashReading r;
     r.window = window;
     r.cur = std::move(cur);
     r.prev = std::move(prev);
@@ -119,7 +146,7 @@ TEST_F(EventualViewTest, AReadingAcknowledgesTheOwnHitsItHolds) {
   EXPECT_EQ(view.cur.own, 7);
   EXPECT_EQ(view.cur.own_acked, 5);
   EXPECT_EQ(view.cur.unsent(), 2);
-  EXPECT_EQ(view.cur.others.sum(), 1);
+  EXPECT_EQ(view.cur.others, 1);
   // A reading older than one already merged changes nothing.
   merge(view, params_, reading(window(), counter({{"s1", 3}})), "s1", clock_.nowMicros(), 1000,
         tuning_);
@@ -167,17 +194,78 @@ TEST_F(EventualViewTest, RollingPastTwoWindowsDropsTheirUnsentHits) {
 }
 
 TEST_F(EventualViewTest, UnknownStaleAndTightKeysNeedARoundTrip) {
+  // L = 100: a blind allowance of 0.1 % is 0 hits, so unknown and stale keys go remote.
+  const Micros t = clock_.nowMicros();
   View view;
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, true), Route::kUnknown);
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, false), Route::kLocal);
-  roll(view, params_, clock_.nowMicros());
-  merge(view, params_, reading(window(), counter({{"s2", 1}})), "s1", clock_.nowMicros(), 1000,
-        tuning_);
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, true), Route::kLocal);
+  EXPECT_EQ(route(view, params_, t, 1, tuning_, true), Route::kUnknown);
+  EXPECT_EQ(route(view, params_, t, 1, tuning_, false), Route::kLocal);
+  roll(view, params_, t);
+  merge(view, params_, reading(window(), counter({{"s2", 1}})), "s1", t, 1000, tuning_);
+  EXPECT_EQ(route(view, params_, t, 1, tuning_, true), Route::kLocal);
   clock_.advance(microseconds(tuning_.stale_after_us + 1));
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, true), Route::kStale);
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1, tuning_, true), Route::kStale);
   view.tight = true;
-  EXPECT_EQ(route(view, clock_.nowMicros(), tuning_, true), Route::kTight);
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1, tuning_, true), Route::kTight);
+}
+
+TEST_F(EventualViewTest, AnUnknownKeyIsDecidedLocallyWithinItsBlindAllowance) {
+  params_ = fixedWindow(1'000'000, kMicrosPerSecond);
+  EXPECT_EQ(blindAllowance(params_, tuning_), 1000);
+  View view;
+  roll(view, params_, clock_.nowMicros());
+  EXPECT_TRUE(blindView(view, clock_.nowMicros(), tuning_));
+  view.blind = 999;
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1, tuning_, true), Route::kLocal);
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 2, tuning_, true), Route::kUnknown);
+  // A reading ends the blind period and resets the allowance used.
+  merge(view, params_, reading(window(), counter({{"s2", 5}})), "s1", clock_.nowMicros(), 1000,
+        tuning_);
+  EXPECT_EQ(view.blind, 0);
+  EXPECT_FALSE(blindView(view, clock_.nowMicros(), tuning_));
+  // Stale again after a quiet second: blind again, with a fresh allowance.
+  clock_.advance(microseconds(tuning_.stale_after_us + 1));
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1000, tuning_, true), Route::kLocal);
+  view.blind = 1;
+  EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1000, tuning_, true), Route::kStale);
+}
+
+TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
+  params_ = fixedWindow(1'000'000, 60 * kMicrosPerSecond);  // blind allowance: 1000
+  View view;
+  roll(view, params_, clock_.nowMicros());
+  merge(view, params_, reading(window(), counter({{"s2", 5}})), "s1", clock_.nowMicros(), 1000,
+        tuning_);
+  const Micros sent = clock_.nowMicros();
+  view.cur.own = 1000;
+  EXPECT_FALSE(mayDefer(view, params_, -1, sent, tuning_));  // never sent: goes out now
+  EXPECT_TRUE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
+  // At most min(stale_after / 2, W / 4) = 500 ms after the last send.
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 500'000, tuning_));
+  view.cur.own = 1001;  // more unsent than the allowance
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
+  view.cur.own = 10;
+  view.tight = true;
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
+  view.tight = false;
+  view.prev.own = 1;  // the previous window's hits go out at once
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
+  // A short window waits at most a quarter of it.
+  view.prev.own = 0;
+  params_.window_us = 200'000;
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 50'000, tuning_));
+  EXPECT_TRUE(mayDefer(view, params_, sent, sent + 49'999, tuning_));
+}
+
+TEST(EventualBlindTest, TheBlindAllowanceOfABucketIsAShareOfItsBurst) {
+  Tuning tuning;
+  LimitParams p;
+  p.algorithm = Algorithm::kTokenBucket;
+  p.limit = 10;
+  p.window_us = kMicrosPerSecond;
+  p.burst = 50'000;
+  EXPECT_EQ(blindAllowance(p, tuning), 50);
+  p.burst = 0;
+  EXPECT_EQ(blindAllowance(p, tuning), 0);
 }
 
 TEST_F(EventualViewTest, TheMarginIsRateTimesHorizon) {
@@ -288,7 +376,7 @@ std::int64_t simulate(const Sim& sim) {
   }
   const std::int64_t window = clock.nowMicros() / params.window_us;
   auto read = [&] {
-    KeyReading r;
+    HashReading r;
     r.window = window;
     for (const auto& [name, value] : redis) {
       r.cur.raise(name, value);
