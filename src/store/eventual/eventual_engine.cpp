@@ -874,7 +874,7 @@ void EventualEngine::enqueueReplica(const std::string& hash, const LimitParams& 
   }
   for (auto& region : regions_) {
     auto confirmed = region->confirmed.find(hash);
-    if (confirmed != region->confirmed.end() && confirmed->second >= value) {
+    if (confirmed != region->confirmed.end() && confirmed->second.value >= value) {
       continue;
     }
     auto it = region->queue.find(hash);
@@ -902,6 +902,15 @@ void EventualEngine::replicate(Region& region) {
   region.lag->set(region.queue.empty() ? 0.0
                                        : static_cast<double>(steady - oldest) /
                                              static_cast<double>(kMicrosPerSecond));
+  if (region.connection->ready()) {
+    if (const std::uint64_t connects = region.connection->connectCount();
+        connects != region.connects_seen) {
+      if (region.connects_seen != 0) {
+        resendConfirmed(region);
+      }
+      region.connects_seen = connects;
+    }
+  }
   if (region.in_flight || region.queue.empty()) {
     return;
   }
@@ -924,7 +933,7 @@ void EventualEngine::replicate(Region& region) {
     Replica r = std::move(it->second);
     it = region.queue.erase(it);
     auto confirmed = region.confirmed.find(r.hash);
-    r.acked = confirmed != region.confirmed.end() ? confirmed->second : 0;
+    r.acked = confirmed != region.confirmed.end() ? confirmed->second.value : 0;
     auto& [keys, args] = calls.back();
     keys.push_back(r.hash);
     keys.push_back(r.hash);
@@ -958,8 +967,9 @@ void EventualEngine::replicate(Region& region) {
           for (std::size_t i = range.first; i < range.second; ++i) {
             Replica& r = (*sent)[i];
             if (ok) {
-              std::int64_t& confirmed = region.confirmed[r.hash];
-              confirmed = std::max(confirmed, r.value);
+              auto [c, fresh] = region.confirmed.try_emplace(r.hash, r);
+              c->second.value = std::max(c->second.value, r.value);
+              c->second.params = r.params;
               continue;
             }
             // Back into the queue unless a newer value of the same key is already there.
@@ -977,6 +987,31 @@ void EventualEngine::replicate(Region& region) {
             region.in_flight = false;
           }
         });
+  }
+}
+
+void EventualEngine::resendConfirmed(Region& region) {
+  // A renewed connection may lead to a Redis that lost what it confirmed (a restart, a failover
+  // to a replica that lagged, a reply that came back for a write that did not stay): the values
+  // are cumulative, so each is sent again (a Redis that kept them changes nothing). Without this
+  // a key that gets no new hits after the link returns would never be replicated again.
+  const Micros steady = steadyMicros();
+  std::size_t keys = 0;
+  for (const auto& [hash, confirmed] : region.confirmed) {
+    auto it = region.queue.find(hash);
+    if (it == region.queue.end()) {
+      if (region.queue.size() >= options_.replication_queue) {
+        region.dropped->inc();
+        continue;
+      }
+      it = region.queue.emplace(hash, Replica{hash, confirmed.params, 0, 0, steady}).first;
+    }
+    it->second.value = std::max(it->second.value, confirmed.value);
+    ++keys;
+  }
+  if (keys > 0) {
+    spdlog::info("eventual limits: connection to region {} renewed; sending the values of {} keys",
+                 region.config.name, keys);
   }
 }
 

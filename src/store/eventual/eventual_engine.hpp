@@ -126,7 +126,10 @@ class EventualEngine {
     EventualRegion config;
     std::shared_ptr<redis::RedisConnection> connection;
     std::unordered_map<std::string, Replica> queue;
-    std::unordered_map<std::string, std::int64_t> confirmed;  ///< hash -> last confirmed value
+    /// hash -> the last value that region confirmed (value) and its limit (params).
+    std::unordered_map<std::string, Replica> confirmed;
+    /// connection->connectCount() when the confirmed values were last (re)sent.
+    std::uint64_t connects_seen = 0;
     bool in_flight = false;
     Gauge* lag = nullptr;
     Counter* dropped = nullptr;
@@ -159,6 +162,8 @@ class EventualEngine {
                 std::chrono::steady_clock::time_point started, Micros sent_at);
   void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
   void replicate(Region& region);
+  /// Queues every value `region` confirmed again (after its connection was renewed).
+  void resendConfirmed(Region& region);
   void sweep();
   void setReachable(bool reachable, const std::string& why);
   void addPending(std::int64_t delta);
