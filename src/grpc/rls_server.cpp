@@ -1,7 +1,9 @@
 #include "grpc/rls_server.hpp"
 
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +40,19 @@ constexpr const char* kHealthServiceName = "ratelimit";
       // server is not ready: UNAVAILABLE, so that Envoy's failure_mode_deny applies.
       return ::grpc::StatusCode::UNAVAILABLE;
   }
+}
+
+/// Process-wide settings that grpc++ 1.51 on Debian needs to serve calls at a decent cost
+/// (docs/benchmarks.md, "gRPC"); both were measured with bench/grpc.sh and perf.
+void tuneForGrpc() {
+  // Debian builds abseil without NDEBUG, which leaves absl::Mutex's deadlock detection on:
+  // every lock grpc core takes updates a global lock graph (GraphCycles in the profile).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Every call allocates its arena (a few KiB) on a grpc++ thread and frees it when done;
+  // with dozens of calls in flight glibc's default 128 KiB trim threshold hands the freed
+  // memory back (madvise) only to fault it in again on the next calls: 10 % of the CPU.
+  // 32 MiB of free heap may stay mapped instead.
+  ::mallopt(M_TRIM_THRESHOLD, 32 << 20);
 }
 
 int clampMillis(std::chrono::milliseconds duration) {
@@ -158,6 +173,7 @@ Status RlsServer::start() {
   if (impl.workers.empty()) {
     return makeError(ErrorKind::kInternal, "gRPC: no I/O thread to decide on");
   }
+  tuneForGrpc();
   ::grpc::EnableDefaultHealthCheckService(true);
   ::grpc::ServerBuilder builder;
   // Without this a second server on the same port starts too, and the kernel splits the
