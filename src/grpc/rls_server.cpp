@@ -1,6 +1,7 @@
 #include "grpc/rls_server.hpp"
 
 #include <absl/synchronization/mutex.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <malloc.h>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "grpc/rls_mapping.hpp"
@@ -54,6 +56,24 @@ void tuneForGrpc() {
   // 32 MiB of free heap may stay mapped instead.
   ::mallopt(M_TRIM_THRESHOLD, 32 << 20);
 }
+
+/// grpc++_reflection registers its plugin with every ServerBuilder as soon as it is linked
+/// in (a static initializer): this option takes it out again unless reflection is wanted.
+class ReflectionSwitch final : public ::grpc::ServerBuilderOption {
+ public:
+  explicit ReflectionSwitch(bool on) : on_(on) {}
+  void UpdateArguments(::grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<::grpc::ServerBuilderPlugin>>* plugins) override {
+    if (!on_) {
+      std::erase_if(*plugins,
+                    [](const auto& plugin) { return plugin->name() == kReflectionPluginName; });
+    }
+  }
+
+ private:
+  static constexpr const char* kReflectionPluginName = "proto_server_reflection";
+  bool on_;
+};
 
 int clampMillis(std::chrono::milliseconds duration) {
   return static_cast<int>(std::min<std::int64_t>(duration.count(), INT32_MAX));
@@ -175,7 +195,10 @@ Status RlsServer::start() {
   }
   tuneForGrpc();
   ::grpc::EnableDefaultHealthCheckService(true);
+  // Before the builder: it instantiates the registered plugins when constructed.
+  ::grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   ::grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<ReflectionSwitch>(impl.options.reflection));
   // Without this a second server on the same port starts too, and the kernel splits the
   // calls between them.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -1,6 +1,6 @@
 """The gRPC server's life: health, exact counting under concurrent calls, drain on SIGTERM,
-unix socket files (live ones never stolen, stale ones replaced, mode, removal), and a port
-held by another instance."""
+unix socket files (live ones never stolen, stale ones replaced, mode, removal), a port
+held by another instance, calls past their deadline, connection age, reflection."""
 
 import concurrent.futures
 import os
@@ -13,8 +13,8 @@ import unittest
 
 import grpc
 
-from rls_support import (Code, Redis, Sluice, free_port, health_pb2, request, run_sluice,
-                         wait_for)
+from rls_support import (SHOULD_RATE_LIMIT_PATH, Code, RawHttp2, Redis, Sluice, free_port,
+                         health_pb2, request, run_sluice, wait_for)
 
 RULES = {
     "api.yaml": """domain: api
@@ -230,6 +230,85 @@ class SamePort(unittest.TestCase):
             self.assertEqual(response.overall_code, Code.OK)
         finally:
             first.close()
+
+
+class Deadline(unittest.TestCase):
+    def test_a_call_past_its_deadline_is_not_charged(self):
+        # grpc-timeout: 1n (one nanosecond) has passed by the time an I/O thread could take
+        # the call up: it must end without an answer and without charging its bucket.
+        sluice = Sluice(RULES)
+        raw = RawHttp2(sluice.grpc_port)
+        try:
+            raw.send_call(1, sluice.grpc_port, request("api", [[("client", "late")]]),
+                          timeout_header="1n")
+            ended = False
+            while not ended:
+                frame = raw.read_frame()
+                self.assertIsNotNone(frame, "connection closed before the call ended")
+                kind, flags, stream, _ = frame
+                # Trailers (HEADERS with END_STREAM) or RST_STREAM end the call.
+                ended = stream == 1 and ((kind == 1 and flags & 0x1) or kind == 3)
+            self.assertNotIn('grpc_calls_total{code="OK"} 1', sluice.metrics())
+            response = sluice.stub().ShouldRateLimit(request("api", [[("client", "late")]]),
+                                                     timeout=5)
+            self.assertEqual(response.overall_code, Code.OK)
+            self.assertEqual(response.statuses[0].limit_remaining, 99)
+        finally:
+            raw.close()
+            sluice.close()
+
+
+class ConnectionAge(unittest.TestCase):
+    def test_goaway_after_the_max_age_then_closed_after_the_grace(self):
+        sluice = Sluice(RULES, args=["--grpc-max-connection-age-ms", "300",
+                                     "--grpc-max-connection-age-grace-ms", "300"])
+        raw = RawHttp2(sluice.grpc_port)
+        try:
+            kinds = []
+            while True:
+                frame = raw.read_frame()  # each read waits at most 10 s
+                if frame is None:
+                    break
+                kinds.append(frame[0])
+            self.assertIn(7, kinds, "no GOAWAY frame before the connection was closed")
+            # A new connection is served as usual.
+            response = sluice.stub().ShouldRateLimit(request("api", [[("client", "age")]]),
+                                                     timeout=5)
+            self.assertEqual(response.overall_code, Code.OK)
+        finally:
+            raw.close()
+            sluice.close()
+
+
+REFLECTION_PATH = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+# ServerReflectionRequest{list_services = 7: ""}, serialized by hand: tag 7/LEN, length 0.
+LIST_SERVICES = b"\x3a\x00"
+
+
+def list_services(sluice):
+    call = sluice.channel().stream_stream(REFLECTION_PATH, request_serializer=None,
+                                          response_deserializer=None)
+    return b"".join(call(iter([LIST_SERVICES]), timeout=5))
+
+
+class Reflection(unittest.TestCase):
+    def test_off_by_default(self):
+        sluice = Sluice(RULES)
+        try:
+            with self.assertRaises(grpc.RpcError) as caught:
+                list_services(sluice)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        finally:
+            sluice.close()
+
+    def test_lists_the_services_when_on(self):
+        sluice = Sluice(RULES, args=["--grpc-reflection", "true"])
+        try:
+            answer = list_services(sluice)
+            self.assertIn(b"envoy.service.ratelimit.v3.RateLimitService", answer)
+            self.assertIn(b"grpc.health.v1.Health", answer)
+        finally:
+            sluice.close()
 
 
 if __name__ == "__main__":
