@@ -69,30 +69,46 @@ class Health(unittest.TestCase):
 
 
 class Counting(unittest.TestCase):
+    # 8 client threads x 25 calls on one key with a limit of 100: exactly 100 allowed,
+    # over two I/O threads, and the counter ends at the limit.
+    def check_exact_counting(self, sluice):
+        stubs = [sluice.stub() for _ in range(4)]
+
+        def worker(index):
+            stub = stubs[index % len(stubs)]
+            codes = []
+            for _ in range(25):
+                codes.append(stub.ShouldRateLimit(
+                    request("api", [[("client", "shared")]]), timeout=10).overall_code)
+            return codes
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            codes = [c for result in pool.map(worker, range(8)) for c in result]
+        self.assertEqual(codes.count(Code.OK), 100)
+        self.assertEqual(codes.count(Code.OVER_LIMIT), 100)
+        last = stubs[0].ShouldRateLimit(request("api", [[("client", "shared")]]), timeout=5)
+        self.assertEqual(last.overall_code, Code.OVER_LIMIT)
+        self.assertEqual(last.statuses[0].limit_remaining, 0)
+
     def test_concurrent_calls_are_counted_exactly(self):
-        # 8 client threads x 25 calls on one key with a limit of 100: exactly 100 allowed,
-        # over two I/O threads, and the counter ends at the limit.
         sluice = Sluice(RULES)
         try:
-            stubs = [sluice.stub() for _ in range(4)]
-
-            def worker(index):
-                stub = stubs[index % len(stubs)]
-                codes = []
-                for _ in range(25):
-                    codes.append(stub.ShouldRateLimit(
-                        request("api", [[("client", "shared")]]), timeout=10).overall_code)
-                return codes
-
-            with concurrent.futures.ThreadPoolExecutor(8) as pool:
-                codes = [c for result in pool.map(worker, range(8)) for c in result]
-            self.assertEqual(codes.count(Code.OK), 100)
-            self.assertEqual(codes.count(Code.OVER_LIMIT), 100)
-            last = stubs[0].ShouldRateLimit(request("api", [[("client", "shared")]]), timeout=5)
-            self.assertEqual(last.overall_code, Code.OVER_LIMIT)
-            self.assertEqual(last.statuses[0].limit_remaining, 0)
+            self.check_exact_counting(sluice)
         finally:
             sluice.close()
+
+    def test_concurrent_calls_are_counted_exactly_in_redis(self):
+        # Each I/O thread has its own Redis connection: the script keeps the count exact.
+        redis = Redis()
+        sluice = Sluice(RULES, args=["--store", "redis", "--redis", redis.url(),
+                                     "--redis-timeout-ms", "5000", "--failure-mode", "closed"])
+        try:
+            wait_for(lambda: health_status(sluice, "ratelimit") == Serving.SERVING, 15,
+                     "SERVING once connected to Redis")
+            self.check_exact_counting(sluice)
+        finally:
+            sluice.close()
+            redis.close()
 
 
 class Drain(unittest.TestCase):
