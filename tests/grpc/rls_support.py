@@ -316,15 +316,24 @@ class RawHttp2:
 
     def send_call(self, stream, port, message, timeout_header=None):
         """A unary ShouldRateLimit call on `stream` (odd), ended by its DATA frame."""
+        self.send_headers(stream, port, timeout_header)
+        self.send_message(stream, message)
+
+    def send_headers(self, stream, port, timeout_header=None):
+        """The HEADERS frame of a ShouldRateLimit call on `stream` (odd), without its body."""
         headers = [(":method", "POST"), (":scheme", "http"), (":path", SHOULD_RATE_LIMIT_PATH),
                    (":authority", "127.0.0.1:%d" % port), ("content-type", "application/grpc"),
                    ("te", "trailers")]
         if timeout_header is not None:
             headers.append(("grpc-timeout", timeout_header))
         block = b"".join(self.literal(n, v) for n, v in headers)
+        self.sock.sendall(self.frame(1, 0x4, stream, block))
+
+    def send_message(self, stream, message):
+        """The request message in a DATA frame that ends the stream."""
         body = message.SerializeToString()
         data = b"\x00" + len(body).to_bytes(4, "big") + body
-        self.sock.sendall(self.frame(1, 0x4, stream, block) + self.frame(0, 0x1, stream, data))
+        self.sock.sendall(self.frame(0, 0x1, stream, data))
 
     def read_frame(self):
         """(type, flags, stream, payload), or None once the server closed the connection.

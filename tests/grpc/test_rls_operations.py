@@ -249,26 +249,37 @@ class SamePort(unittest.TestCase):
 
 
 class Deadline(unittest.TestCase):
-    def test_a_call_past_its_deadline_is_not_charged(self):
-        # grpc-timeout: 1n (one nanosecond) has passed by the time an I/O thread could take
-        # the call up: it must end without an answer and without charging its bucket.
+    def test_a_call_whose_deadline_passed_before_its_request_came_is_not_charged(self):
+        # The call's headers (grpc-timeout 50 ms) arrive, its request message only once the
+        # server has ended the call at its deadline: nothing may be charged for it. (A call
+        # that waits for an I/O thread past its deadline: tests/unit/grpc/rls_server_test.cpp.)
         sluice = Sluice(RULES)
         raw = RawHttp2(sluice.grpc_port)
         try:
-            raw.send_call(1, sluice.grpc_port, request("api", [[("client", "late")]]),
-                          timeout_header="1n")
+            raw.send_headers(1, sluice.grpc_port, timeout_header="50m")
             ended = False
             while not ended:
-                frame = raw.read_frame()
+                frame = raw.read_frame()  # each read waits at most 10 s
                 self.assertIsNotNone(frame, "connection closed before the call ended")
                 kind, flags, stream, _ = frame
                 # Trailers (HEADERS with END_STREAM) or RST_STREAM end the call.
                 ended = stream == 1 and ((kind == 1 and flags & 0x1) or kind == 3)
-            self.assertNotIn('grpc_calls_total{code="OK"} 1', sluice.metrics())
+            raw.send_message(1, request("api", [[("client", "late")]]))
+            # Frames of one connection are read in order: once the PING is acknowledged the
+            # late message has been seen, and whatever it started is in flight.
+            raw.sock.sendall(raw.frame(6, 0, 0, b"12345678"))
+            while True:
+                frame = raw.read_frame()
+                self.assertIsNotNone(frame, "connection closed before the PING was answered")
+                if frame[0] == 6 and frame[1] & 0x1:
+                    break
+            wait_for(lambda: "grpc_calls_in_flight 0\n" in sluice.metrics(), 10,
+                     "no call in flight")
             response = sluice.stub().ShouldRateLimit(request("api", [[("client", "late")]]),
                                                      timeout=5)
             self.assertEqual(response.overall_code, Code.OK)
             self.assertEqual(response.statuses[0].limit_remaining, 99)
+            self.assertIn('grpc_calls_total{code="OK"} 1\n', sluice.metrics())
         finally:
             raw.close()
             sluice.close()
