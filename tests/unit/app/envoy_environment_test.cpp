@@ -211,5 +211,18 @@ TEST(GrpcOptionsTest, ListenIsRepeatableAndValidated) {
   EXPECT_FALSE(parse({}, {"--grpc-unix-mode", "0999"}).ok());
 }
 
+TEST(GrpcOptionsTest, ReflectionIsOffUnlessAskedFor) {
+  auto o = parse({});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_FALSE(o->grpc_reflection);
+  o = parse({}, {"--grpc-reflection", "true"});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_TRUE(o->grpc_reflection);
+  o = parse({{"SLUICE_GRPC_REFLECTION", "true"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_TRUE(o->grpc_reflection);
+  EXPECT_FALSE(parse({}, {"--grpc-reflection", "maybe"}).ok());
+}
+
 }  // namespace
 }  // namespace sluice::app
