@@ -470,10 +470,11 @@ def redis_benchmark(ctx, wl, pipeline, requests, rb_redis):
            if wl["clients"] > 1 else
            "sluice:{r00000000}:r00000000|bench:op=fixed_window_allow;i0;fw")
     code = ALGORITHM_CODES["fixed_window"]
-    # KEYS[1]; ARGV: test time (ignored), cost, then algorithm, L, W us, burst, min_interval,
-    # flags, warmup: the same arguments Sluice sends for bench.yaml's fixed_window_allow rule.
-    args = ["EVALSHA", sha, "1", key, "0", "1", str(code), "1000000", "1000000", "1000000",
-            "0", "0", "0"]
+    # KEYS[1]; ARGV: test time (ignored), then algorithm, L, W us, burst, min_interval,
+    # flags, warmup, cost, quota group, and last the number of limits: the same arguments
+    # Sluice sends for bench.yaml's fixed_window_allow rule.
+    args = ["EVALSHA", sha, "1", key, "0", str(code), "1000000", "1000000", "1000000",
+            "0", "0", "0", "1", "-1", "1"]
     cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(rb_redis.port), "--dbnum", "3",
            "-c", "50", "-n", str(requests), "-P", str(pipeline), "--csv"]
     if wl["clients"] > 1:

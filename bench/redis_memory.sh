@@ -56,7 +56,9 @@ SHA="$(cli -x SCRIPT LOAD < "$SCRIPT")"
 
 used_memory() { cli INFO memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }
 
-# RESP for: EVALSHA sha 1 key "" 1 alg L W 0 0 0 0
+# RESP for: EVALSHA sha 1 key "" alg L W 0 0 0 0 1 -1 1 (test time, then per limit: algorithm,
+# L, W, burst, min_interval, flags, warmup, cost, quota group; last the number of limits;
+# see docs/redis.md)
 resp_commands() {  # alg_code alg_name count
   python3 - "$SHA" "$1" "$2" "$3" <<'EOF'
 import sys
@@ -71,7 +73,7 @@ def cmd(*args):
 for i in range(count):
     client = "user-%09d" % i
     key = "sluice:{%s|bench}:k=v;i0;%s" % (client, name)
-    cmd("EVALSHA", sha, "1", key, "", "1", code, "100", "3600000000", "0", "0", "0", "0")
+    cmd("EVALSHA", sha, "1", key, "", code, "100", "3600000000", "0", "0", "0", "0", "1", "-1", "1")
 EOF
 }
 
@@ -95,7 +97,7 @@ for entries in 10 100; do
   cli FLUSHALL >/dev/null
   key="sluice:{user-1|bench}:k=v;i0;swl"
   for _ in $(seq 1 "$entries"); do
-    cli EVALSHA "$SHA" 1 "$key" "" 1 1 1000 3600000000 0 0 0 0 >/dev/null
+    cli EVALSHA "$SHA" 1 "$key" "" 1 1000 3600000000 0 0 0 0 1 -1 1 >/dev/null
   done
   usage="$(cli MEMORY USAGE "$key" SAMPLES 0)"
   printf '%-24s %12s B %16s\n' "sliding_window_log x$entries" "$usage" "-" | tee -a "$DIR/result.txt"

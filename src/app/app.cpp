@@ -123,6 +123,7 @@ class SluiceServer {
     // Polls and SIGHUP reloads run on the control context, never on an I/O thread.
     RulesWatcher::Options watch;
     watch.path = options.rules;
+    watch.load = {options.merge_domain_config};
     if (options.store == StoreKind::kRedisCluster) {
       watch.check = [](const RuleSet& rules) {
         return rules_detail::refuseEventualLimits(
@@ -420,7 +421,8 @@ int runMain(int argc, char** argv) {
     return kExitOk;
   }
   if (options->validate) {
-    return validateRulesCommand(options->rules, std::cout);
+    return validateRulesCommand(options->rules, std::cout,
+                                LoadOptions{options->merge_domain_config});
   }
   setUpLogging(options->log_level, options->operations.log_format);
   logEnvoyEnvironment(options->envoy_environment);

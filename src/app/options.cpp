@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <utility>
@@ -65,16 +66,30 @@ Status oneOf(std::string_view text, std::initializer_list<std::string_view> allo
   return invalid("must be one of " + list + ", got \"" + std::string(text) + "\"");
 }
 
-Status boolean(std::string_view text, bool& out) {
-  if (text == "true" || text == "1" || text == "yes" || text == "on") {
+/// A switch: given without a value on the command line (""), or true/false (also 1/0,
+/// yes/no, on/off) from the environment or the config file.
+Status parseSwitch(std::string_view text, bool& out) {
+  std::string lower;
+  for (char ch : text) {
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  if (lower.empty() || lower == "true" || lower == "1" || lower == "yes" || lower == "on") {
     out = true;
     return {};
   }
-  if (text == "false" || text == "0" || text == "no" || text == "off") {
+  if (lower == "false" || lower == "0" || lower == "no" || lower == "off") {
     out = false;
     return {};
   }
   return invalid("must be true or false, got \"" + std::string(text) + "\"");
+}
+
+/// A boolean that must be spelled out (a flag with a BOOL value).
+Status boolean(std::string_view text, bool& out) {
+  if (text.empty()) {
+    return invalid("must be true or false, got \"\"");
+  }
+  return parseSwitch(text, out);
 }
 
 Status nonEmpty(std::string_view text, std::string& out) {
@@ -138,6 +153,12 @@ const std::vector<Flag>& flags() {
        }},
       {"rules", "PATH", "a rules file or a directory of *.yaml (default config/rules)",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.rules); }},
+      {"merge-domain-config", "",
+       "merge rules files that share a domain (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG; "
+       "default off: a domain in two files is an error); SLUICE_MERGE_DOMAIN_CONFIG=true|false",
+       [](AppOptions& o, std::string_view v) -> Status {
+         return parseSwitch(v, o.merge_domain_config);
+       }},
       {"store", "KIND", "memory | redis | redis_cluster (default memory)",
        [](AppOptions& o, std::string_view v) {
          for (const auto& [value, name] : kStoreKinds) {

@@ -39,6 +39,9 @@ struct AppOptions {
   std::vector<http::ListenAddress> listen{http::ListenAddress{}};
   unsigned listen_mode = 0660;  ///< --listen-mode: permissions of the unix socket files
   std::string rules = "config/rules";
+  /// --merge-domain-config: rules files that share a domain are merged (envoyproxy/ratelimit's
+  /// MERGE_DOMAIN_CONFIG); off, a domain in two files is an error.
+  bool merge_domain_config = false;
   StoreKind store = StoreKind::kMemory;
   std::string redis_url = "redis://127.0.0.1:6379/0";  ///< --redis as given
   /// --redis parsed once every source is applied (with redis_prefix and redis_timeout):

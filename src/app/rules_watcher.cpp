@@ -116,7 +116,7 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
   std::unique_lock lock(reload_mutex_);
   // Taken before reading, so an edit racing with this load is seen by the next poll.
   loaded_fingerprint_ = rulesFingerprint(options_.path);
-  LoadResult loaded = loadRules(options_.path, clock_.nowMicros() / kMicrosPerMilli);
+  LoadResult loaded = loadRules(options_.path, clock_.nowMicros() / kMicrosPerMilli, options_.load);
   if (loaded.rules && options_.check) {
     if (auto refused = options_.check(*loaded.rules); !refused.empty()) {
       loaded.errors = std::move(refused);

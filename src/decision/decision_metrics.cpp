@@ -12,6 +12,9 @@ constexpr std::string_view kDecisionsMetric = "decisions_total";
 constexpr std::string_view kNearLimitMetric = "near_limit_total";
 constexpr std::string_view kDescriptorMetric = "descriptor_decisions_total";
 constexpr std::string_view kUnknownDomainLabel = "_unknown";
+/// The rule label of request-side limits (envoy's descriptor `limit`): their generated
+/// names carry request values and must not grow the label set.
+constexpr std::string_view kRequestLimitLabel = "_request";
 /// An allowed limit is near its limit when at most 1/kNearLimitDivisor of it remains.
 constexpr std::int64_t kNearLimitDivisor = 5;
 
@@ -55,6 +58,7 @@ class DecisionMetrics final : public DecisionObserver {
     if (decision.rules != counted_rules_) {
       counted_rules_ = decision.rules;  // also keeps the addresses below from being reused
       rule_counters_.clear();
+      request_counters_.clear();
       no_rule_counters_.clear();
     }
     for (const auto& d : decision.descriptors) {
@@ -67,12 +71,24 @@ class DecisionMetrics final : public DecisionObserver {
         continue;
       }
       for (const auto& l : d.limits) {
-        auto [it, inserted] = rule_counters_.try_emplace(l.rule);
-        RuleCounters& c = it->second;
+        // Request-side limits are new objects every time: one series per domain.
+        RuleCounters* slot = nullptr;
+        bool inserted = false;
+        if (l.from_request) {
+          auto [it, added] = request_counters_.try_emplace(&domain);
+          slot = &it->second;
+          inserted = added;
+        } else {
+          auto [it, added] = rule_counters_.try_emplace(l.rule);
+          slot = &it->second;
+          inserted = added;
+        }
+        RuleCounters& c = *slot;
         if (inserted) {
-          c.allowed = &counter(domain.domain, l.name, "allowed");
-          c.denied = &counter(domain.domain, l.name, "denied");
-          c.shadow_denied = &counter(domain.domain, l.name, "shadow_denied");
+          const std::string_view rule = l.from_request ? kRequestLimitLabel : l.name;
+          c.allowed = &counter(domain.domain, rule, "allowed");
+          c.denied = &counter(domain.domain, rule, "denied");
+          c.shadow_denied = &counter(domain.domain, rule, "shadow_denied");
         }
         if (l.unlimited || l.outcome.allowed) {
           c.allowed->inc();
@@ -90,7 +106,9 @@ class DecisionMetrics final : public DecisionObserver {
           continue;
         }
         if (limit.outcome.remaining * kNearLimitDivisor <= limit.limit) {
-          nearLimitCounter(domain, limit.name).inc();
+          nearLimitCounter(domain,
+                           limit.from_request ? std::string(kRequestLimitLabel) : limit.name)
+              .inc();
         }
       }
     }
@@ -140,6 +158,7 @@ class DecisionMetrics final : public DecisionObserver {
   Counter& unknown_domain_;
   RuleSetPtr counted_rules_;  // the snapshot the two maps below point into
   std::unordered_map<const RateLimit*, RuleCounters> rule_counters_;
+  std::unordered_map<const DomainConfig*, RuleCounters> request_counters_;  // by domain
   std::unordered_map<const DomainConfig*, Counter*> no_rule_counters_;
   std::unordered_map<std::string, Counter*> near_limit_;
 };

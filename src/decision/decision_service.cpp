@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "decision/envoy_semantics.hpp"
+
 namespace sluice {
 namespace {
 
@@ -21,8 +23,30 @@ LimitStatus statusOf(const MatchedLimit& matched) {
   status.unlimited = rule.unlimited;
   status.shape = rule.params.shape;
   status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
+  status.explicit_name = rule.explicit_name;
+  status.quota = rule.quota_mode;
   status.rule = matched.limit;
   return status;
+}
+
+/// The descriptors matched against the rules: those with a request-side limit are left
+/// out (empty: they match nothing and replace nothing, as in envoyproxy/ratelimit).
+const std::vector<Descriptor>& descriptorsToMatch(const DecisionRequest& request,
+                                                  std::vector<Descriptor>& storage) {
+  bool any = false;
+  for (const auto& limit : request.descriptor_limits) {
+    any = any || limit.has_value();
+  }
+  if (!any) {
+    return request.descriptors;
+  }
+  storage = request.descriptors;
+  for (std::size_t d = 0; d < storage.size() && d < request.descriptor_limits.size(); ++d) {
+    if (request.descriptor_limits[d]) {
+      storage[d].clear();
+    }
+  }
+  return storage;
 }
 
 /// Where one store limit's outcome goes back: (descriptor index, limit index).
@@ -53,10 +77,12 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
 
-    RequestMatch match = matchRequest(*decision.domain, request.descriptors);
+    std::vector<Descriptor> without_overrides;
+    RequestMatch match =
+        matchRequest(*decision.domain, descriptorsToMatch(request, without_overrides));
     StoreRequest store_request;
+    store_request.cost = request.hits;
     std::vector<LimitPosition> positions;
-    std::optional<std::int64_t> cost;
     decision.descriptors.resize(match.descriptors.size());
     for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
       const DescriptorMatch& dm = match.descriptors[d];
@@ -70,26 +96,39 @@ class DecisionServiceImpl final : public DecisionService {
       if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
         descriptor_cost = *request.descriptor_hits[d];
       }
+      if (d < request.descriptor_limits.size() && request.descriptor_limits[d]) {
+        const LimitOverride& override = *request.descriptor_limits[d];
+        auto rule = makeRequestLimit(override, decision.domain->domain, request.descriptors[d]);
+        MatchedLimit ml{
+            rule.get(), nullptr,
+            requestLimitBucketKey(*decision.domain, request.descriptors[d], override.unit)};
+        ds.matched = true;
+        ds.limits.push_back(statusOf(ml));
+        ds.limits.back().from_request = true;
+        decision.request_limits.push_back(std::move(rule));
+        StoreLimit limit;
+        limit.key = BucketKey::storeKey(request.client_id, ml.bucket_key);
+        limit.params = ml.limit->params;
+        limit.cost = descriptor_cost;
+        store_request.limits.push_back(std::move(limit));
+        positions.push_back(LimitPosition{d, 0});
+        continue;
+      }
       for (const MatchedLimit& ml : dm.limits) {
         ds.limits.push_back(statusOf(ml));
         if (ml.limit->unlimited) {
           continue;
         }
-        if (cost && *cost != descriptor_cost) {
-          // One store call charges one cost atomically; mixing costs would need several
-          // calls and lose all-or-nothing.
-          finish(std::move(request),
-                 makeError(ErrorKind::kInvalidArgument,
-                           "descriptors[" + std::to_string(d) +
-                               "].hits_addend: all limited descriptors of one request must "
-                               "use the same hits"),
-                 started, done);
-          return;
+        // Each limit is charged its own descriptor's hits, all in one atomic store call.
+        StoreLimit limit;
+        limit.key = BucketKey::storeKey(request.client_id, ml.bucket_key);
+        limit.params = ml.limit->params;
+        limit.shadow = ml.limit->shadow_mode;
+        limit.cost = descriptor_cost;
+        if (ml.limit->quota_mode) {
+          limit.quota_group = static_cast<int>(d);
         }
-        cost = descriptor_cost;
-        store_request.limits.push_back(
-            StoreLimit{BucketKey::storeKey(request.client_id, ml.bucket_key), ml.limit->params,
-                       ml.limit->shadow_mode});
+        store_request.limits.push_back(std::move(limit));
         positions.push_back(LimitPosition{d, ds.limits.size() - 1});
       }
     }
@@ -97,7 +136,6 @@ class DecisionServiceImpl final : public DecisionService {
       finish(std::move(request), std::move(decision), started, done);
       return;
     }
-    store_request.cost = cost.value_or(request.hits);
     parts_.store->evaluate(
         store_request, [this, started, request = std::move(request), decision = std::move(decision),
                         positions = std::move(positions),
@@ -113,6 +151,7 @@ class DecisionServiceImpl final : public DecisionService {
           }
           decision.allowed = r.allowed;
           decision.degraded = r.degraded;
+          decision.metadata_json = mergePassedMetadata(decision.descriptors);
           finish(std::move(request), std::move(decision), started, done);
         });
   }

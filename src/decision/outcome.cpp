@@ -46,6 +46,15 @@ const LimitStatus* descriptorBindingLimit(const DescriptorStatus& descriptor) {
 
 const LimitStatus* Decision::binding() const { return bindingLimit(*this); }
 
+bool DescriptorStatus::passed() const {
+  for (const auto& limit : limits) {
+    if (!limit.unlimited && !limit.shadow && !limit.outcome.allowed) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string_view decisionWord(const Decision& decision) {
   if (!decision.domain_known) {
     return "unknown_domain";
@@ -58,7 +67,9 @@ std::string_view decisionWord(const Decision& decision) {
   for (const DescriptorStatus& descriptor : decision.descriptors) {
     matched = matched || descriptor.matched;
     for (const LimitStatus& limit : descriptor.limits) {
-      shadow_denied = shadow_denied || (!limit.unlimited && !limit.outcome.allowed);
+      // An allowed request's denying limits are shadow limits, or quota-mode limits while
+      // another quota descriptor had room (not a would-be denial).
+      shadow_denied = shadow_denied || (limit.shadow && !limit.unlimited && !limit.outcome.allowed);
     }
   }
   if (shadow_denied) {

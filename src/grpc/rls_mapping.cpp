@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <utility>
 
+#include "http/decision_codec.hpp"
 #include "http/rate_limit_headers.hpp"
 
 namespace sluice::grpc {
@@ -65,14 +67,25 @@ void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
   }
 }
 
-/// Merges the rules `metadata` JSON objects into `out` (first wins per top-level key).
-void mergeMetadata(const std::string& json, ::google::protobuf::Struct& out) {
-  ::google::protobuf::Struct parsed;
-  if (!::google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) {
-    return;  // the loader stores valid JSON objects only
-  }
-  for (auto& [key, value] : *parsed.mutable_fields()) {
-    out.mutable_fields()->try_emplace(key, std::move(value));
+/// A RateLimitOverride's unit (envoy.type.v3.RateLimitUnit); nullopt for UNKNOWN.
+std::optional<TimeUnit> timeUnitOf(::envoy::type::v3::RateLimitUnit unit) {
+  switch (unit) {
+    case ::envoy::type::v3::SECOND:
+      return TimeUnit::kSecond;
+    case ::envoy::type::v3::MINUTE:
+      return TimeUnit::kMinute;
+    case ::envoy::type::v3::HOUR:
+      return TimeUnit::kHour;
+    case ::envoy::type::v3::DAY:
+      return TimeUnit::kDay;
+    case ::envoy::type::v3::WEEK:
+      return TimeUnit::kWeek;
+    case ::envoy::type::v3::MONTH:
+      return TimeUnit::kMonth;
+    case ::envoy::type::v3::YEAR:
+      return TimeUnit::kYear;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -102,6 +115,7 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
   }
   out.descriptors.reserve(request.descriptors_size());
   bool any_descriptor_hits = false;
+  bool any_descriptor_limits = false;
   for (int d = 0; d < request.descriptors_size(); ++d) {
     const auto& descriptor = request.descriptors(d);
     std::string where = "descriptors[" + std::to_string(d) + "]";
@@ -134,9 +148,24 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
       out.descriptor_hits[d] = static_cast<std::int64_t>(hits);
       any_descriptor_hits = true;
     }
+    if (descriptor.has_limit()) {
+      // envoy's RateLimitOverride: this descriptor is limited by the request, not the rules.
+      auto unit = timeUnitOf(descriptor.limit().unit());
+      if (!unit) {
+        return invalid(where + ".limit.unit",
+                       "must be SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR");
+      }
+      out.descriptor_limits.resize(d + 1);
+      out.descriptor_limits[d] =
+          LimitOverride{static_cast<std::int64_t>(descriptor.limit().requests_per_unit()), *unit};
+      any_descriptor_limits = true;
+    }
   }
   if (any_descriptor_hits) {
     out.descriptor_hits.resize(out.descriptors.size());
+  }
+  if (any_descriptor_limits) {
+    out.descriptor_limits.resize(out.descriptors.size());
   }
   return out;
 }
@@ -158,10 +187,8 @@ Unit envoyUnit(const LimitStatus& limit) {
 void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& response) {
   response.set_overall_code(decision.allowed ? rls::RateLimitResponse::OK
                                              : rls::RateLimitResponse::OVER_LIMIT);
-  bool any_metadata = false;
   for (const DescriptorStatus& d : decision.descriptors) {
     auto* status = response.add_statuses();
-    any_metadata = any_metadata || !d.metadata_json.empty();
     const LimitStatus* binding = descriptorBindingLimit(d);
     if (binding == nullptr) {
       status->set_code(rls::RateLimitResponse::OK);
@@ -175,7 +202,7 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
     bool over = !binding->shadow && !binding->outcome.allowed;
     status->set_code(over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
     auto* limit = status->mutable_current_limit();
-    if (binding->rule == nullptr || binding->rule->explicit_name) {
+    if (binding->explicit_name) {
       limit->set_name(binding->name);
     }
     limit->set_requests_per_unit(clampUint32(binding->limit));
@@ -184,14 +211,11 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
     status->mutable_duration_until_reset()->set_seconds(
         http::ceilSeconds(binding->outcome.reset_after_us));
   }
-  if (any_metadata) {
-    auto* metadata = response.mutable_dynamic_metadata();
-    for (std::size_t i = 0; i < decision.descriptors.size(); ++i) {
-      const DescriptorStatus& d = decision.descriptors[i];
-      if (!d.metadata_json.empty() && i < static_cast<std::size_t>(response.statuses_size()) &&
-          response.statuses(static_cast<int>(i)).code() == rls::RateLimitResponse::OK) {
-        mergeMetadata(d.metadata_json, *metadata);
-      }
+  if (std::string json = http::envoyDynamicMetadataJson(decision); !json.empty()) {
+    // Built by the same code as /json's dynamicMetadata, so both APIs answer alike.
+    if (!::google::protobuf::util::JsonStringToMessage(json, response.mutable_dynamic_metadata())
+             .ok()) {
+      response.clear_dynamic_metadata();
     }
   }
   if (headers) {

@@ -22,7 +22,8 @@ struct RequestBounds {
 };
 
 /// A RateLimitRequest as a DecisionRequest: `hits_addend` 0 means 1 (as envoy does); a
-/// descriptor's own `hits_addend` (even 0) overrides it for that descriptor. Errors
+/// descriptor's own `hits_addend` (even 0) overrides it for that descriptor; its `limit`
+/// (RateLimitOverride) replaces the rules for it (DecisionRequest::descriptor_limits). Errors
 /// (kInvalidArgument, answered INVALID_ARGUMENT) name the field: an empty domain, no
 /// descriptors, an empty key, more descriptors/entries or longer strings than the bounds.
 Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
@@ -38,8 +39,9 @@ rls::RateLimitResponse::RateLimit::Unit envoyUnit(const LimitStatus& limit);
 /// Fills `response` from a decision: overall_code OK or OVER_LIMIT (never UNKNOWN); one
 /// status per request descriptor in order (its own binding limit: code, current_limit,
 /// limit_remaining, duration_until_reset; an unlimited-only descriptor answers OK with
-/// limit_remaining 4294967295; no rule: OK alone); dynamic_metadata from the rules'
-/// `metadata`; when `headers` is true, response_headers_to_add carries the same rate-limit
+/// limit_remaining 4294967295; no rule: OK alone); dynamic_metadata the same object as
+/// /json's dynamicMetadata (http::envoyDynamicMetadataJson: the request, and the rules
+/// `metadata` of the descriptors that passed under `metadata`); when `headers` is true, response_headers_to_add carries the same rate-limit
 /// headers as /shouldAllowRequest (those of Decision::binding()).
 void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& response);
 

@@ -17,6 +17,9 @@ namespace {
 
 using Json = nlohmann::json;
 
+/// envoyproxy/ratelimit's limitRemaining for an unlimited descriptor (math.MaxUint32).
+constexpr std::int64_t kEnvoyUnlimitedRemaining = 4294967295;
+
 Error fieldError(const std::string& path, std::string_view what) {
   return makeError(ErrorKind::kInvalidArgument, path + ": " + std::string(what));
 }
@@ -102,8 +105,9 @@ Result<Entry> parseEntry(const Json& json, const std::string& path) {
     return key.error();
   }
   auto value_it = json.find("value");
-  if (value_it == json.end()) {
-    return fieldError(path + ".value", "is required");
+  if (value_it == json.end() || value_it->is_null()) {
+    // As envoyproxy/ratelimit: proto3 JSON leaves an empty value out, so none means "".
+    return Entry{std::move(*key), std::string()};
   }
   auto value = stringField(*value_it, path + ".value", true);
   if (!value) {
@@ -115,9 +119,6 @@ Result<Entry> parseEntry(const Json& json, const std::string& path) {
 Result<Descriptor> parseEntries(const Json& json, const std::string& path) {
   if (!json.is_array()) {
     return fieldError(path, "must be an array of {\"key\", \"value\"} objects");
-  }
-  if (json.empty()) {
-    return fieldError(path, "must not be empty");
   }
   if (json.size() > kMaxEntries) {
     return fieldError(path, "must have at most " + std::to_string(kMaxEntries) + " entries");
@@ -137,7 +138,84 @@ Result<Descriptor> parseEntries(const Json& json, const std::string& path) {
 struct ParsedDescriptor {
   Descriptor entries;
   std::optional<std::int64_t> hits;
+  std::optional<LimitOverride> limit;
 };
+
+/// envoy's RateLimitResponse.RateLimit.Unit in proto3 JSON: the enum's name or number.
+std::optional<TimeUnit> envoyUnitOf(const Json& value) {
+  static constexpr std::array<std::pair<std::string_view, TimeUnit>, 7> kUnits{{
+      {"SECOND", TimeUnit::kSecond},
+      {"MINUTE", TimeUnit::kMinute},
+      {"HOUR", TimeUnit::kHour},
+      {"DAY", TimeUnit::kDay},
+      {"MONTH", TimeUnit::kMonth},
+      {"YEAR", TimeUnit::kYear},
+      {"WEEK", TimeUnit::kWeek},
+  }};
+  if (value.is_number_unsigned()) {
+    const auto number = value.get<std::uint64_t>();
+    if (number >= 1 && number <= kUnits.size()) {
+      return kUnits[number - 1].second;  // SECOND = 1 ... YEAR = 6, WEEK = 7
+    }
+    return std::nullopt;
+  }
+  if (value.is_string()) {
+    for (const auto& [name, unit] : kUnits) {
+      if (value.get_ref<const std::string&>() == name) {
+        return unit;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+/// envoy's descriptor-level `limit` override: {"requestsPerUnit": n, "unit": "DAY"}.
+Result<LimitOverride> parseLimitOverride(const Json& json, const std::string& path) {
+  if (!json.is_object()) {
+    return fieldError(path, "must be an object {\"requestsPerUnit\": n, \"unit\": \"SECOND\"}");
+  }
+  LimitOverride limit;
+  bool has_unit = false;
+  for (const auto& [name, value] : json.items()) {
+    const std::string field = path + "." + name;
+    if (value.is_null()) {
+      continue;
+    }
+    if (name == "requestsPerUnit" || name == "requests_per_unit") {
+      constexpr std::int64_t kMaxRequestsPerUnit = 4294967295;  // uint32, as in envoy's proto
+      std::int64_t v = -1;
+      if (value.is_number_unsigned()) {
+        v = value.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxRequestsPerUnit)
+                ? -1
+                : static_cast<std::int64_t>(value.get<std::uint64_t>());
+      } else if (value.is_string()) {
+        const auto& text = value.get_ref<const std::string&>();
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size()) {
+          v = -1;
+        }
+      }
+      if (v < 0 || v > kMaxRequestsPerUnit) {
+        return fieldError(field, "must be an integer from 0 to 4294967295");
+      }
+      limit.requests_per_unit = v;
+    } else if (name == "unit") {
+      auto unit = envoyUnitOf(value);
+      if (!unit) {
+        return fieldError(field, "must be SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR");
+      }
+      limit.unit = *unit;
+      has_unit = true;
+    } else {
+      return fieldError(path, "unknown field \"" + name + "\" (expected requestsPerUnit, unit)");
+    }
+  }
+  if (!has_unit) {
+    return fieldError(path + ".unit",
+                      "is required (SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)");
+  }
+  return limit;
+}
 
 /// Both shapes: {"entries": [...], "hits_addend"?} or a bare list of entries.
 Result<ParsedDescriptor> parseDescriptor(const Json& json, const std::string& path, bool envoy) {
@@ -149,22 +227,23 @@ Result<ParsedDescriptor> parseDescriptor(const Json& json, const std::string& pa
     if (!entries) {
       return entries.error();
     }
-    return ParsedDescriptor{std::move(*entries), std::nullopt};
+    return ParsedDescriptor{std::move(*entries), std::nullopt, std::nullopt};
   }
   if (!json.is_object()) {
     return fieldError(path, "must be an object {\"entries\": [...]} or an array of entries");
   }
   ParsedDescriptor parsed;
-  bool has_entries = false;
   for (const auto& [name, value] : json.items()) {
     std::string field = path + "." + name;
     if (name == "entries") {
+      if (value.is_null()) {
+        continue;
+      }
       auto entries = parseEntries(value, field);
       if (!entries) {
         return entries.error();
       }
       parsed.entries = std::move(*entries);
-      has_entries = true;
     } else if (name == "hits_addend" || name == "hitsAddend") {
       if (value.is_null()) {
         continue;
@@ -175,14 +254,22 @@ Result<ParsedDescriptor> parseDescriptor(const Json& json, const std::string& pa
       }
       parsed.hits = *hits;
     } else if (name == "limit") {
-      return fieldError(field, "per-request limit overrides are not supported");
+      if (!envoy) {
+        return fieldError(field, "request-side limits are an envoy API feature (POST /json, gRPC)");
+      }
+      if (value.is_null()) {
+        continue;
+      }
+      auto limit = parseLimitOverride(value, field);
+      if (!limit) {
+        return limit.error();
+      }
+      parsed.limit = *limit;
     } else {
       return fieldError(path, "unknown field \"" + name + "\"");
     }
   }
-  if (!has_entries) {
-    return fieldError(path + ".entries", "is required");
-  }
+  // No entries (`{}` or `"entries": []`) is an empty descriptor: it matches no rule.
   return parsed;
 }
 
@@ -195,6 +282,7 @@ Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) 
                       "must have at most " + std::to_string(kMaxDescriptors) + " descriptors");
   }
   bool any_hits = false;
+  bool any_limit = false;
   for (std::size_t i = 0; i < json.size(); ++i) {
     auto parsed = parseDescriptor(json[i], indexed("descriptors", i), envoy);
     if (!parsed) {
@@ -202,10 +290,15 @@ Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) 
     }
     request.descriptors.push_back(std::move(parsed->entries));
     request.descriptor_hits.push_back(parsed->hits);
+    request.descriptor_limits.push_back(parsed->limit);
     any_hits = any_hits || parsed->hits.has_value();
+    any_limit = any_limit || parsed->limit.has_value();
   }
   if (!any_hits) {
     request.descriptor_hits.clear();
+  }
+  if (!any_limit) {
+    request.descriptor_limits.clear();
   }
   return {};
 }
@@ -271,6 +364,49 @@ void writeMetadata(JsonWriter& w, const std::string& text) {
   } else {
     w.value(text);
   }
+}
+
+bool isUnlimited(const DescriptorStatus& d) {
+  return !d.limits.empty() &&
+         std::all_of(d.limits.begin(), d.limits.end(), [](const auto& l) { return l.unlimited; });
+}
+
+/// envoyproxy/ratelimit's response dynamic metadata: the domain, the request's descriptors
+/// (entries as "key=value", the request-side limit, the descriptor's hits), the request's
+/// hits when not 1, and `metadata`, the rules metadata of the descriptors that passed.
+void writeEnvoyDynamicMetadata(JsonWriter& w, const DecisionRequest& request,
+                               const Decision& decision) {
+  w.beginObject();
+  w.field("domain", request.domain);
+  w.key("descriptors");
+  w.beginArray();
+  for (std::size_t i = 0; i < request.descriptors.size(); ++i) {
+    w.beginObject();
+    w.key("entries");
+    w.beginArray();
+    for (const Entry& e : request.descriptors[i]) {
+      w.value(e.key + "=" + e.value);
+    }
+    w.endArray();
+    if (i < request.descriptor_limits.size() && request.descriptor_limits[i]) {
+      const LimitOverride& limit = *request.descriptor_limits[i];
+      w.field("limit", "requests_per_unit:" + std::to_string(limit.requests_per_unit) +
+                           " unit:" + std::string(envoyUnit(limit.unit)));
+    }
+    if (i < request.descriptor_hits.size() && request.descriptor_hits[i]) {
+      w.field("hitsAddend", *request.descriptor_hits[i]);
+    }
+    w.endObject();
+  }
+  w.endArray();
+  if (request.hits != 1) {
+    w.field("hitsAddend", request.hits);
+  }
+  if (!decision.metadata_json.empty()) {
+    w.key("metadata");
+    writeMetadata(w, decision.metadata_json);
+  }
+  w.endObject();
 }
 
 bool digits(std::string_view text, std::size_t pos, std::size_t count, int& out) {
@@ -533,6 +669,10 @@ Response envoyResponse(const Decision& decision) {
     w.beginObject();
     if (binding == nullptr) {
       w.field("code", "OK");
+      if (isUnlimited(d)) {
+        // As envoyproxy/ratelimit: an unlimited descriptor has no limit and all of uint32.
+        w.field("limitRemaining", kEnvoyUnlimitedRemaining);
+      }
       w.endObject();
       continue;
     }
@@ -540,9 +680,11 @@ Response envoyResponse(const Decision& decision) {
     w.field("code", over ? "OVER_LIMIT" : "OK");
     w.key("currentLimit");
     w.beginObject();
+    if (binding->explicit_name) {
+      w.field("name", binding->name);
+    }
     w.field("requestsPerUnit", binding->limit);
     w.field("unit", envoyUnit(binding->unit));
-    w.field("name", binding->name);
     w.endObject();
     w.field("limitRemaining", std::max<std::int64_t>(0, binding->outcome.remaining));
     w.field("durationUntilReset",
@@ -551,21 +693,8 @@ Response envoyResponse(const Decision& decision) {
   }
   w.endArray();
   if (any_metadata) {
-    // The rules' `metadata` of each descriptor's node, in envoy's dynamicMetadata Struct.
     w.key("dynamicMetadata");
-    w.beginObject();
-    w.key("descriptors");
-    w.beginArray();
-    for (const auto& d : decision.descriptors) {
-      if (d.metadata_json.empty()) {
-        w.beginObject();
-        w.endObject();
-      } else {
-        writeMetadata(w, d.metadata_json);
-      }
-    }
-    w.endArray();
-    w.endObject();
+    writeEnvoyDynamicMetadata(w, decision.request, decision);
   }
   w.endObject();
   w.text("\n");
@@ -574,6 +703,20 @@ Response envoyResponse(const Decision& decision) {
     response.headers.push_back({"X-Sluice-Degraded", "true"});
   }
   return response;
+}
+
+std::string envoyDynamicMetadataJson(const Decision& decision) {
+  bool any_metadata =
+      std::any_of(decision.descriptors.begin(), decision.descriptors.end(),
+                  [](const DescriptorStatus& d) { return !d.metadata_json.empty(); });
+  if (!any_metadata) {
+    return {};
+  }
+  std::string json;
+  JsonWriter w(json);
+  writeEnvoyDynamicMetadata(w, decision.request, decision);
+  w.finish();
+  return json;
 }
 
 }  // namespace sluice::http

@@ -36,11 +36,21 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
 Response decisionResponse(const DecisionRequest& request, const Decision& decision);
 
 /// Parses envoyproxy/ratelimit's RateLimitRequest in proto3 JSON (`hits_addend` and
-/// `hitsAddend` both accepted; a request-level 0 means 1, as envoy does).
+/// `hitsAddend` both accepted; a request-level 0 means 1, as envoy does). As envoy: an
+/// entry without `value` has the value "", a descriptor without entries matches nothing,
+/// and a descriptor's `limit` ({"requestsPerUnit", "unit"}) replaces the rules for it.
 Result<DecisionRequest> parseEnvoyRequest(std::string_view body);
 
-/// envoyproxy/ratelimit's RateLimitResponse: `overallCode`, `statuses[]`; 200 or 429.
+/// envoyproxy/ratelimit's RateLimitResponse: `overallCode`, `statuses[]`; 200 or 429. The
+/// dynamic metadata (written when a matched rule node has `metadata`) reads the request
+/// from Decision::request.
 Response envoyResponse(const Decision& decision);
+
+/// envoyproxy/ratelimit's dynamic metadata as a JSON object: `domain`, `descriptors` (the
+/// request's), `hitsAddend` when not 1, and `metadata` (Decision::metadata_json: the rules
+/// `metadata` of the descriptors that passed, first wins). "" when no matched rule node has
+/// `metadata`. The same object is /json's `dynamicMetadata` and gRPC's dynamic_metadata.
+std::string envoyDynamicMetadataJson(const Decision& decision);
 
 /// True for an ISO-8601 / RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.frac][Z|±HH:MM]`
 /// with calendar ranges checked (leap years included).

@@ -5,8 +5,8 @@
 #include <limits>
 #include <utility>
 
-#include "rules/sketch_rules.hpp"
 #include "rules/consistency.hpp"
+#include "rules/sketch_rules.hpp"
 #include "rules/suggest.hpp"
 
 namespace sluice::rules_detail {

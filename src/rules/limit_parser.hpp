@@ -7,8 +7,8 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rules/yaml_reader.hpp"

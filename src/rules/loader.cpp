@@ -14,6 +14,7 @@
 #include <utility>
 #include <variant>
 
+#include "rules/domain_merge.hpp"
 #include "rules/limit_parser.hpp"
 #include "rules/yaml_reader.hpp"
 #include "rules/yaml_syntax.hpp"
@@ -164,6 +165,7 @@ class FileParser {
       }
     };
     flag("shadow_mode", node.shadow_mode);
+    flag("quota_mode", node.quota_mode);
     flag("detailed_metric", node.detailed_metric);
     flag("value_to_metric", node.value_to_metric);
     flag("share_threshold", node.share_threshold);
@@ -175,6 +177,9 @@ class FileParser {
     const std::string name =
         parent_name + "." + node.key + (node.value ? "_" + *node.value : std::string());
     node.limits = parseNodeLimits(fields, name, node.shadow_mode);
+    for (RateLimit& limit : node.limits) {
+      limit.quota_mode = node.quota_mode;
+    }
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
       if (depth_ >= kMaxDepth) {
         reader_.error(reader_.at(it->second.key), "descriptors are nested deeper than " +
@@ -396,7 +401,7 @@ std::variant<YAML::Node, RuleError> firstDocument(const std::string& file,
 /// Parses one file into `rules`; reports into `errors`. yaml-cpp's exceptions stop here.
 void loadFile(const std::string& name, const std::string& content, RuleSet& rules,
               std::map<std::string, SourceLocation, std::less<>>& domain_origin,
-              std::vector<RuleError>& errors) {
+              std::vector<RuleError>& errors, const LoadOptions& options) {
   // What YAML forbids but yaml-cpp 0.7 accepts (src/rules/yaml_syntax.hpp).
   if (auto error = checkYamlSyntax(name, content)) {
     errors.push_back(std::move(*error));
@@ -424,6 +429,11 @@ void loadFile(const std::string& name, const std::string& content, RuleSet& rule
     return;
   }
   if (const auto it = domain_origin.find(domain->domain); it != domain_origin.end()) {
+    if (options.merge_domain_config) {
+      rules_detail::mergeDomain(rules.domains.find(domain->domain)->second, std::move(*domain),
+                                errors);
+      return;
+    }
     errors.push_back(RuleError{domain->location, "duplicate domain " + inQuotes(domain->domain) +
                                                      " (already defined at " + it->second.file +
                                                      ":" + std::to_string(it->second.line) + ":" +
@@ -437,14 +447,14 @@ void loadFile(const std::string& name, const std::string& content, RuleSet& rule
 
 /// Parses and validates every file as one set; stamps the result with `loaded_at_ms`.
 LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& files,
-                       std::int64_t loaded_at_ms) {
+                       std::int64_t loaded_at_ms, const LoadOptions& options) {
   LoadResult result;
   auto rules = std::make_shared<RuleSet>();
   std::map<std::string, SourceLocation, std::less<>> domain_origin;
   for (const auto& [name, content] : files) {
     rules->files.push_back(name);
     const std::size_t first_error = result.errors.size();
-    loadFile(name, content, *rules, domain_origin, result.errors);
+    loadFile(name, content, *rules, domain_origin, result.errors, options);
     // Checks run per section, not per line: present one file's errors in file order.
     std::stable_sort(result.errors.begin() + static_cast<std::ptrdiff_t>(first_error),
                      result.errors.end(), [](const RuleError& a, const RuleError& b) {
@@ -468,10 +478,20 @@ LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& f
 }  // namespace
 
 LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files) {
-  return loadStrings(files, 0);
+  return loadStrings(files, 0, LoadOptions{});
+}
+
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files,
+                                const LoadOptions& options) {
+  return loadStrings(files, 0, options);
 }
 
 LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms) {
+  return loadRules(path, loaded_at_ms, LoadOptions{});
+}
+
+LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms,
+                     const LoadOptions& options) {
   LoadResult result;
   std::error_code ec;
   const fs::path root(path);
@@ -504,7 +524,7 @@ LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms) {
       files.emplace_back(file.string(), std::move(*content));
     }
   }
-  LoadResult loaded = loadStrings(files, loaded_at_ms);
+  LoadResult loaded = loadStrings(files, loaded_at_ms, options);
   if (!result.errors.empty()) {
     result.errors.insert(result.errors.end(), loaded.errors.begin(), loaded.errors.end());
     return result;

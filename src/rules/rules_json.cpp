@@ -1,8 +1,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "sluice/limiter/sketch.hpp"
 #include "rules/consistency.hpp"
+#include "sluice/limiter/sketch.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
@@ -19,7 +19,7 @@ json limitToJson(const RateLimit& limit) {
   json out = {
       {"name", limit.name},           {"explicit_name", limit.explicit_name},
       {"unlimited", limit.unlimited}, {"shadow_mode", limit.shadow_mode},
-      {"slot", limit.limit_id},           {"location", locationText(limit.location)},
+      {"slot", limit.limit_id},       {"location", locationText(limit.location)},
   };
   if (!limit.unlimited) {
     const LimitParams& params = limit.params;
@@ -84,6 +84,9 @@ json nodesToJson(const std::vector<DescriptorNode>& nodes) {
     item["wildcard"] = node.wildcard;
     item["share_threshold"] = node.share_threshold;
     item["shadow_mode"] = node.shadow_mode;
+    if (node.quota_mode) {
+      item["quota_mode"] = true;
+    }
     item["detailed_metric"] = node.detailed_metric;
     item["value_to_metric"] = node.value_to_metric;
     if (!node.metadata_json.empty()) {
@@ -121,7 +124,11 @@ std::string rulesToJson(const RuleSet& rules) {
 }
 
 int validateRulesCommand(const std::string& path, std::ostream& out) {
-  const LoadResult result = loadRules(path);
+  return validateRulesCommand(path, out, LoadOptions{});
+}
+
+int validateRulesCommand(const std::string& path, std::ostream& out, const LoadOptions& options) {
+  const LoadResult result = loadRules(path, 0, options);
   if (!result.errors.empty()) {
     for (const RuleError& error : result.errors) {
       out << error.toString() << '\n';

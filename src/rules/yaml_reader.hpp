@@ -21,9 +21,10 @@ namespace sluice::rules_detail {
 
 inline constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "rate_limit",
                                                            "rate_limits"};
-inline constexpr std::array<std::string_view, 10> kDescriptorKeys{
+inline constexpr std::array<std::string_view, 11> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
-    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
+    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
+    "quota_mode"};
 inline constexpr std::array<std::string_view, 16> kLimitKeys{"unit",
                                                              "requests_per_unit",
                                                              "unlimited",

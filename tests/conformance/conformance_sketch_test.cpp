@@ -123,11 +123,11 @@ TEST_F(SketchConformanceTest, RandomTracesDecideIdentically) {
       if (shape.limit > 1000) {
         request.cost = static_cast<std::int64_t>(rng() % 9000);
       }
-      request.limits.push_back(StoreLimit{client + "|d:k", p, false});
+      request.limits.push_back(StoreLimit{client + "|d:k", p, false, std::nullopt, -1});
       if (rng() % 4 == 0) {
         // Another client's limit of the same rule in the same request, and an exact one.
-        request.limits.push_back(StoreLimit{"other|d:k", p, rng() % 2 == 0});
-        request.limits.push_back(StoreLimit{client + "|d:f", fixed, false});
+        request.limits.push_back(StoreLimit{"other|d:k", p, rng() % 2 == 0, std::nullopt, -1});
+        request.limits.push_back(StoreLimit{client + "|d:f", fixed, false, std::nullopt, -1});
       }
       same(request, "shape " + std::to_string(s) + " request " + std::to_string(i));
     }
@@ -139,7 +139,7 @@ TEST_F(SketchConformanceTest, RandomTracesDecideIdentically) {
 TEST_F(SketchConformanceTest, StringsExpirePastTheNextWindow) {
   const LimitParams p = sketchParams(3, kMicrosPerSecond, 64, 4, "ttl");
   StoreRequest request;
-  request.limits.push_back(StoreLimit{"a|d:k", p, false});
+  request.limits.push_back(StoreLimit{"a|d:k", p, false, std::nullopt, -1});
   same(request, "first");
   // The even or odd string of the current window exists, with a TTL.
   const auto keys = sharedRedis().command({"KEYS", testPrefix() + ":{}:sk:*"});

@@ -166,8 +166,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, ConformanceTableTest, ::testing::ValuesIn(cases(
 
 TEST(ConformanceMultiLimitTest, ADeniedRequestLeavesTheOtherLimitsUntouched) {
   StorePair pair(testPrefix());
-  StoreLimit loose{"multi:loose", params(Algorithm::kTokenBucket, 5, kSec), false};
-  StoreLimit tight{"multi:tight", params(Algorithm::kSlidingWindowLog, 1, kSec), false};
+  StoreLimit loose{"multi:loose", params(Algorithm::kTokenBucket, 5, kSec), false, std::nullopt,
+                   -1};
+  StoreLimit tight{"multi:tight", params(Algorithm::kSlidingWindowLog, 1, kSec), false,
+                   std::nullopt, -1};
   for (Store* store : {&pair.memory(), &pair.redis()}) {
     SCOPED_TRACE(std::string(store->kind()));
     StoreRequest both = clientRequest({loose, tight}, 1, "c");
@@ -187,8 +189,9 @@ TEST(ConformanceMultiLimitTest, ADeniedRequestLeavesTheOtherLimitsUntouched) {
 
 TEST(ConformanceMultiLimitTest, ShadowLimitsAreChargedButNeverDeny) {
   StorePair pair(testPrefix());
-  StoreLimit shadow{"multi:shadow", params(Algorithm::kFixedWindow, 1, kSec), true};
-  StoreLimit real{"multi:real", params(Algorithm::kFixedWindow, 5, kSec), false};
+  StoreLimit shadow{"multi:shadow", params(Algorithm::kFixedWindow, 1, kSec), true, std::nullopt,
+                    -1};
+  StoreLimit real{"multi:real", params(Algorithm::kFixedWindow, 5, kSec), false, std::nullopt, -1};
   for (Store* store : {&pair.memory(), &pair.redis()}) {
     SCOPED_TRACE(std::string(store->kind()));
     StoreRequest both = clientRequest({shadow, real}, 1, "c");

@@ -142,7 +142,8 @@ descriptors:
       ASSERT_EQ(match.descriptors.size(), 1u);
       ASSERT_EQ(match.descriptors[0].limits.size(), 1u);
       const MatchedLimit& ml = match.descriptors[0].limits[0];
-      StoreLimit l{BucketKey::storeKey(client, ml.bucket_key), ml.limit->params, false};
+      StoreLimit l{BucketKey::storeKey(client, ml.bucket_key), ml.limit->params, false,
+                   std::nullopt, -1};
       const std::string key = BucketKey::redisKey(prefix_, l.key);
       // The client id appears once (its escaped form, in the hash tag).
       if (!client.empty()) {

@@ -58,11 +58,13 @@ _generate_stubs()
 rls_pb2 = importlib.import_module("envoy.service.ratelimit.v3.rls_pb2")
 rls_pb2_grpc = importlib.import_module("envoy.service.ratelimit.v3.rls_pb2_grpc")
 ratelimit_pb2 = importlib.import_module("envoy.extensions.common.ratelimit.v3.ratelimit_pb2")
+ratelimit_unit_pb2 = importlib.import_module("envoy.type.v3.ratelimit_unit_pb2")
 health_pb2 = importlib.import_module("grpc_health.v1.health_pb2")
 health_pb2_grpc = importlib.import_module("grpc_health.v1.health_pb2_grpc")
 
 Code = rls_pb2.RateLimitResponse
 Unit = rls_pb2.RateLimitResponse.RateLimit
+UnitEnum = ratelimit_unit_pb2  # envoy.type.v3.RateLimitUnit (a RateLimitOverride's unit)
 
 
 def free_port():

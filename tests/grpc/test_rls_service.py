@@ -8,7 +8,7 @@ import unittest
 
 import grpc
 
-from rls_support import (Code, Sluice, Unit, headers_of, request)
+from rls_support import (Code, Sluice, Unit, UnitEnum, headers_of, request)
 
 RULES = {
     "auth.yaml": """domain: auth
@@ -232,8 +232,38 @@ class ServiceCases:
         self.assertEqual(response.statuses[0].limit_remaining, 1)
 
     def test_rules_metadata_comes_back_as_dynamic_metadata(self):
+        # envoyproxy/ratelimit's shape, the same object as /json's dynamicMetadata: the
+        # request, and the metadata of the descriptors that passed under "metadata".
         response = self.call("auth", [[("tagged", "x")]])
-        self.assertEqual(response.dynamic_metadata.fields["team"].string_value, "payments")
+        fields = response.dynamic_metadata.fields
+        self.assertEqual(fields["domain"].string_value, "auth")
+        self.assertEqual(fields["metadata"].struct_value.fields["team"].string_value, "payments")
+        entries = fields["descriptors"].list_value.values[0].struct_value.fields["entries"]
+        self.assertEqual(entries.list_value.values[0].string_value, "tagged=x")
+
+    def test_a_request_limit_override_replaces_the_rules_for_its_descriptor(self):
+        # envoy's RateLimitOverride: 2 per minute for this descriptor, whatever the rules say
+        # ("tagged" allows 100); the bucket is keyed by the entries and the unit.
+        descriptor = {"entries": [("tagged", "override")], "limit": (2, UnitEnum.MINUTE)}
+        for remaining in (1, 0):
+            response = self.call("auth", [descriptor])
+            self.assertEqual(response.overall_code, Code.OK)
+            self.assertEqual(response.statuses[0].current_limit.requests_per_unit, 2)
+            self.assertEqual(response.statuses[0].current_limit.unit, Unit.MINUTE)
+            self.assertEqual(response.statuses[0].current_limit.name, "")
+            self.assertEqual(response.statuses[0].limit_remaining, remaining)
+        response = self.call("auth", [descriptor])
+        self.assertEqual(response.overall_code, Code.OVER_LIMIT)
+        # The rules still apply to the same descriptor without the override.
+        response = self.call("auth", [[("tagged", "override")]])
+        self.assertEqual(response.overall_code, Code.OK)
+        self.assertEqual(response.statuses[0].current_limit.requests_per_unit, 100)
+
+    def test_an_override_with_an_unknown_unit_is_invalid_argument(self):
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.call("auth", [{"entries": [("tagged", "y")], "limit": (2, UnitEnum.UNKNOWN)}])
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("descriptors[0].limit.unit", caught.exception.details())
 
     def test_grpc_and_json_share_one_pipeline_and_its_counters(self):
         descriptor = [("auth_type", "shared-with-json")]

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,7 +20,17 @@ namespace sluice {
 /// service between them and the observers it calls once per decision. The path of one
 /// request through these types is in docs/architecture.md.
 
-/// A parsed decision request (from /shouldAllowRequest, /json, /check, or any other
+/// A limit given by the request itself (envoy's `RateLimitDescriptor.limit`): it applies to
+/// its descriptor instead of the rules (a fixed window of requests_per_unit per unit; the
+/// domain must still be known). Its bucket is keyed like envoyproxy/ratelimit's: domain,
+/// every entry (key and value) and the unit, not requests_per_unit, so requests that change
+/// the number keep counting in the same window.
+struct LimitOverride {
+  std::int64_t requests_per_unit = 0;  ///< >= 0 (0 blocks everything)
+  TimeUnit unit = TimeUnit::kSecond;
+};
+
+/// A parsed decision request (from /shouldAllowRequest, /json, /check, gRPC or any other
 /// transport).
 struct DecisionRequest {
   std::string domain;                   ///< already defaulted by the caller
@@ -27,7 +38,12 @@ struct DecisionRequest {
   std::vector<Descriptor> descriptors;  ///< empty: the domain-level rate_limit applies
   std::int64_t hits = 1;                ///< >= 0
   /// Per-descriptor hits (envoy's descriptor-level hits_addend); empty or one per descriptor.
+  /// Each limit is charged the hits of its own descriptor, all limits in one atomic store
+  /// call (all or nothing); a descriptor without its own hits uses `hits`.
   std::vector<std::optional<std::int64_t>> descriptor_hits;
+  /// Per-descriptor limit overrides (envoy's descriptor-level `limit`); empty or one per
+  /// descriptor. A descriptor with an override is not matched against the rules.
+  std::vector<std::optional<LimitOverride>> descriptor_limits;
 };
 
 /// The status of one limit of one descriptor.
@@ -42,7 +58,18 @@ struct LimitStatus {
   bool unlimited = false;
   bool shape = false;
   bool detailed_metric = false;
-  const RateLimit* rule = nullptr;  ///< the rule it comes from; points into Decision::rules
+  /// The rule named itself (`name:`); false for generated names and request overrides.
+  /// Envoy's answers leave `currentLimit.name` out when false, as envoyproxy/ratelimit does.
+  bool explicit_name = false;
+  /// The node has `quota_mode: true` (envoyproxy/ratelimit's quota mode): an over-limit
+  /// quota descriptor denies the request only when every quota descriptor of the request
+  /// is over its limit.
+  bool quota = false;
+  /// A request-side limit (DecisionRequest::descriptor_limits), not a rule.
+  bool from_request = false;
+  /// The rule it comes from; points into Decision::rules, or into Decision::request_limits
+  /// for a request-side limit.
+  const RateLimit* rule = nullptr;
   Outcome outcome;
 };
 
@@ -60,6 +87,10 @@ struct DescriptorStatus {
   /// The matched node (points into Decision::rules); null when none or for the
   /// domain-level limit.
   const DescriptorNode* node = nullptr;
+
+  /// True when no non-shadow limit of this descriptor denied (envoy's "passed" descriptor:
+  /// its status code is OK).
+  bool passed() const;
 };
 
 struct Decision {
@@ -73,6 +104,12 @@ struct Decision {
   /// The request itself, moved in by the service once decided: the answer's encoders and
   /// the observers read it from here, so the path never copies it.
   DecisionRequest request;
+  /// The rules `metadata` of every descriptor that passed, merged in request order (first
+  /// wins; objects merged recursively), as compact JSON: envoyproxy/ratelimit's
+  /// `dynamicMetadata.metadata`. "" when none.
+  std::string metadata_json;
+  /// The rate limits built from request-side overrides (LimitStatus::rule points here).
+  std::vector<std::shared_ptr<const RateLimit>> request_limits;
 
   /// The limit whose headers the answer carries: bindingLimit(*this).
   const LimitStatus* binding() const;
@@ -108,9 +145,8 @@ class DecisionService {
   using Callback = std::function<void(Result<Decision>)>;
   virtual ~DecisionService() = default;
   /// Called on an I/O thread; the callback runs on the same thread (possibly before
-  /// decide() returns). Errors: kInvalidArgument (mixed per-descriptor hits),
-  /// kUnavailable (rules not loaded), the store's (kTimeout, kConnection, ...) when the
-  /// failure mode is `closed`.
+  /// decide() returns). Errors: kUnavailable (rules not loaded), the store's (kTimeout,
+  /// kConnection, ...) when the failure mode is `closed`.
   virtual void decide(DecisionRequest request, Callback done) = 0;
 };
 

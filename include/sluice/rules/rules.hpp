@@ -42,6 +42,7 @@ struct RateLimit {
   std::int64_t requests_per_unit = 0;
   bool unlimited = false;
   bool shadow_mode = false;  ///< from the owning node
+  bool quota_mode = false;   ///< from the owning node (envoyproxy/ratelimit's `quota_mode`)
   LimitParams params;        ///< ready for the limiter (limit, window, algorithm, ...)
   std::vector<std::string> replaces;
   /// Identity of this limit within its node, part of the bucket key (BucketKey::limitId):
@@ -69,6 +70,9 @@ struct DescriptorNode {
   bool wildcard = false;             ///< value contains '*'
   bool share_threshold = false;      ///< all values matching the wildcard share one counter
   bool shadow_mode = false;
+  /// envoyproxy/ratelimit's `quota_mode`: this node's limits deny a request only when every
+  /// quota-mode descriptor of the request is over its limit.
+  bool quota_mode = false;
   bool detailed_metric = false;
   bool value_to_metric = false;
   std::string metadata_json;      ///< `metadata` as compact JSON text ("" if none)
@@ -114,16 +118,29 @@ struct LoadResult {
   std::vector<RuleError> errors;  ///< every error found, in file order
 };
 
+/// How a set of files becomes one RuleSet.
+struct LoadOptions {
+  /// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG (`--merge-domain-config`): files that name
+  /// the same domain are merged into one, their top-level descriptors added in file order
+  /// (a composite key defined twice is still an error, and so is a domain-level limit given
+  /// by two files). Off: a domain defined by two files is an error.
+  bool merge_domain_config = false;
+};
+
 /// Loads a rules file or a directory of *.yaml / *.yml (hidden files and editor temporaries
 /// ignored), validates all of it as one, and reports every error.
 LoadResult loadRules(const std::string& path);
 /// As above, stamping the new RuleSet's loaded_at_ms (the loader itself reads no clock).
 LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms);
+LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms,
+                     const LoadOptions& options);
 /// True for the names a rules directory loads: `*.yaml` / `*.yml` (any case), not hidden.
 /// Editor temporaries (`a.yaml~`, `.a.yaml.swp`, `#a.yaml#`, `a.yaml.tmp`) are all excluded.
 bool isRulesFileName(std::string_view name);
 /// Loads already-read documents: (file name, YAML text) pairs. For tests and fuzzing.
 LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files);
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files,
+                                const LoadOptions& options);
 
 /// One key/value pair of a request descriptor.
 struct Entry {
@@ -180,5 +197,6 @@ std::string rulesToJson(const RuleSet& rules);
 /// as `file:line:column: message` (one per line) or a one-line summary when valid.
 /// Returns the process exit code: 0 when valid, 1 otherwise.
 int validateRulesCommand(const std::string& path, std::ostream& out);
+int validateRulesCommand(const std::string& path, std::ostream& out, const LoadOptions& options);
 
 }  // namespace sluice

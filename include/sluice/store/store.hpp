@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,15 @@ struct StoreLimit {
   std::string key;
   LimitParams params;
   bool shadow = false;  ///< evaluated and charged as usual, but never denies the request
+  /// This limit's own cost; nullopt: StoreRequest::cost. Each limit of one request may be
+  /// charged a different cost, still all or nothing.
+  std::optional<std::int64_t> cost;
+  /// Quota mode (envoyproxy/ratelimit's `quota_mode`): limits with a group >= 0 deny the
+  /// request only when every group of the request has a denying non-shadow limit (a group
+  /// is one request descriptor). -1: an ordinary limit.
+  int quota_group = -1;
+
+  std::int64_t costOr(std::int64_t request_cost) const { return cost.value_or(request_cost); }
 };
 
 /// All limits of one decision; evaluated atomically.
@@ -46,8 +56,12 @@ enum class StoreHealth { kConnecting, kHealthy, kFailing };
 std::string_view storeHealthName(StoreHealth health);
 
 /// Where counters live. Semantics (README.md, "Rules", item 4): the request is allowed iff every
-/// non-shadow limit allows; then every limit that allowed is charged. Otherwise nothing
-/// is charged, except that limits with count_rejected record the attempt either way.
+/// non-shadow, non-quota limit allows and, when the request has quota groups, at least one
+/// group has no denying non-shadow limit; then every limit that allowed is charged its cost.
+/// Otherwise nothing is charged, except that limits with count_rejected record the attempt
+/// either way. A limit that allowed but was not charged (the request was denied) reports
+/// its bucket as it is (the outcome of a check, cost 0, at the same instant), so a denied
+/// answer never reports a charge that did not happen.
 class Store {
  public:
   using Callback = std::function<void(Result<StoreResponse>)>;

@@ -103,10 +103,7 @@ class MemoryStore final : public Store {
       const StoreLimit& limit = request.limits[i];
       Work& w = work[i];
       if (w.sketch) {
-        evaluateSketchLimit(limit, w, now, request.cost);
-        if (!limit.shadow && !w.eval.outcome.allowed) {
-          response.allowed = false;
-        }
+        evaluateSketchLimit(limit, w, now, limit.costOr(request.cost));
         response.outcomes.push_back(w.eval.outcome);
         continue;
       }
@@ -127,12 +124,29 @@ class MemoryStore final : public Store {
           w.expired = table.expiresAt(w.index) <= now;
         }
       }
-      w.eval =
-          sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now, request.cost);
-      if (!limit.shadow && !w.eval.outcome.allowed) {
-        response.allowed = false;
-      }
+      w.eval = sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now,
+                                limit.costOr(request.cost));
       response.outcomes.push_back(w.eval.outcome);
+    }
+    response.allowed = requestAllowed(request, response.outcomes);
+    if (!response.allowed) {
+      // A limit that allowed is not charged by a denied request: it answers with its bucket
+      // as it is, what a check (cost 0) says at this instant.
+      for (std::size_t i = 0; i < n; ++i) {
+        if (response.outcomes[i].allowed && !request.limits[i].params.count_rejected) {
+          const Work& w = work[i];
+          if (w.sketch) {
+            response.outcomes[i] =
+                evaluateSketch(request.limits[i].params,
+                               w.sketch->table.read(w.cells, w.window_index), now, 0)
+                    .outcome;
+            continue;
+          }
+          response.outcomes[i] = sluice::evaluate(request.limits[i].params,
+                                                  w.expired ? BucketState{} : w.loaded, now, 0)
+                                     .outcome;
+        }
+      }
     }
 
     // Existing entries first (save, drop or give back), then new keys: an insert may evict,
@@ -141,7 +155,7 @@ class MemoryStore final : public Store {
     for (std::size_t i = 0; i < n; ++i) {
       if (work[i].sketch) {
         if (work[i].sketch_eval.record && charged(request.limits[i], work[i], response.allowed)) {
-          chargeSketch(work[i], request.cost);
+          chargeSketch(work[i], request.limits[i].costOr(request.cost));
         }
         continue;
       }
@@ -265,6 +279,30 @@ class MemoryStore final : public Store {
     MemorySketch& sketch = *w.sketch;
     sketch.table.record(w.cells, w.window_index, w.sketch_eval.raise_to, cost);
     sketch.publish(w.window_index);
+  }
+
+  /// Store semantics (store.hpp): every non-shadow, non-quota limit allows, and when the
+  /// request has quota groups, one of them has no denying non-shadow limit.
+  static bool requestAllowed(const StoreRequest& request, const std::vector<Outcome>& outcomes) {
+    boost::container::small_vector<int, 4> groups;
+    boost::container::small_vector<int, 4> failed;
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
+      if (limit.quota_group >= 0) {
+        groups.push_back(limit.quota_group);
+        if (!limit.shadow && !outcomes[i].allowed) {
+          failed.push_back(limit.quota_group);
+        }
+      } else if (!limit.shadow && !outcomes[i].allowed) {
+        return false;
+      }
+    }
+    if (groups.empty()) {
+      return true;
+    }
+    return std::any_of(groups.begin(), groups.end(), [&](int g) {
+      return std::find(failed.begin(), failed.end(), g) == failed.end();
+    });
   }
 
   /// Store semantics: an allowed request charges every limit that allowed; count_rejected

@@ -32,7 +32,7 @@ namespace {
 constexpr std::string_view kProductionPrelude = "00_time_redis";
 constexpr std::string_view kTestPrelude = "00_time_test";
 constexpr std::string_view kMainScript = "99_evaluate";
-constexpr int kValuesPerLimit = 7;
+constexpr int kValuesPerLimit = 9;
 constexpr int kRepliesPerLimit = 6;
 constexpr int kFlagCountRejected = 1;
 constexpr int kFlagShadow = 2;
@@ -150,10 +150,9 @@ class RedisStore final : public Store {
     std::vector<std::string> keys;
     keys.reserve(request.limits.size());
     std::vector<std::string> args;
-    args.reserve(3 + request.limits.size() * kValuesPerLimit);
+    args.reserve(2 + request.limits.size() * kValuesPerLimit);
     const Micros sent_at = clock_.nowMicros();
     args.push_back(script_clock_ ? std::to_string(sent_at) : std::string());
-    args.push_back(std::to_string(std::max<std::int64_t>(request.cost, 0)));
     // A sketch's odd window string and cells go after every limit's own key and values.
     std::vector<std::string> sketch_keys;
     std::vector<std::string> sketch_args;
@@ -184,6 +183,8 @@ class RedisStore final : public Store {
       args.push_back(std::to_string((p.count_rejected ? kFlagCountRejected : 0) |
                                     (limit.shadow ? kFlagShadow : 0)));
       args.push_back(std::move(warmup));
+      args.push_back(std::to_string(std::max<std::int64_t>(limit.costOr(request.cost), 0)));
+      args.push_back(std::to_string(std::max(limit.quota_group, -1)));
     }
     if (!sketch_keys.empty()) {
       // Lua indices are 1-based: the sections start at #KEYS + 1 and #ARGV + 1.
@@ -191,8 +192,8 @@ class RedisStore final : public Store {
       const std::size_t first_arg = args.size() + 1;
       for (std::size_t i = 0; i < request.limits.size(); ++i) {
         if (isSketch(request.limits[i])) {
-          std::string& burst = args[2 + i * kValuesPerLimit + 3];
-          std::string& warmup = args[2 + i * kValuesPerLimit + 6];
+          std::string& burst = args[1 + i * kValuesPerLimit + 3];
+          std::string& warmup = args[1 + i * kValuesPerLimit + 6];
           burst = std::to_string(first_arg + std::stoull(burst));
           warmup = std::to_string(first_key + std::stoull(warmup));
         }
@@ -212,9 +213,9 @@ class RedisStore final : public Store {
       }
       cache_context->limits.reserve(request.limits.size());
       for (const StoreLimit& limit : request.limits) {
-        cache_context->limits.push_back({limit.params, limit.shadow});
+        cache_context->limits.push_back(
+            {limit.params, limit.costOr(request.cost), limit.shadow || limit.quota_group >= 0});
       }
-      cache_context->cost = request.cost;
     }
     // The sketches' gauges, fed from the script's reply (the window's totals in Redis).
     std::shared_ptr<std::vector<SketchGauges*>> sketch_gauges;
@@ -280,13 +281,13 @@ class RedisStore final : public Store {
  private:
   struct CacheLimit {
     LimitParams params;
-    bool shadow = false;
+    std::int64_t cost = 0;
+    bool never_denies = false;  ///< shadow or quota mode: its denial alone decides nothing
   };
   /// What the reply handler needs of a request to update the local cache.
   struct CacheContext {
     std::vector<std::string> keys;
     std::vector<CacheLimit> limits;
-    std::int64_t cost = 0;
   };
 
   struct ResetState {
@@ -413,19 +414,19 @@ class RedisStore final : public Store {
     return response;
   }
 
-  /// Denies from the cache when a non-shadow limit of the request is known to deny this
-  /// cost until later. Exact for the decision and retry_after: a denied request consumes
-  /// nothing (requests with count_rejected limits never come here), and the bucket can only
-  /// fill up further until then. Only the cached limit is evaluated: the others report
-  /// allowed with remaining 0 (not evaluated).
+  /// Denies from the cache when the request's only limit is known to deny this cost until
+  /// later. Exact for the decision and retry_after: a denied request consumes nothing
+  /// (count_rejected limits never come here), and the bucket can only fill up further until
+  /// then. A request with several limits always asks Redis: a denied answer reports the true
+  /// state of every limit it did not charge, which only Redis knows.
   bool answerFromCache(const StoreRequest& request, Callback& done) {
-    if (cache_.empty() || request.cost <= 0 || hasCountRejected(request)) {
+    if (cache_.empty() || request.limits.size() != 1 || hasCountRejected(request)) {
       return false;
     }
     const Micros now = clock_.nowMicros();
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
-      if (limit.shadow) {
+      if (limit.shadow || limit.quota_group >= 0 || limit.costOr(request.cost) <= 0) {
         continue;
       }
       auto it = cache_.find(BucketKey::redisKey(prefix_, limit.key));
@@ -437,7 +438,7 @@ class RedisStore final : public Store {
         cache_.erase(it);
         continue;
       }
-      if (request.cost != entry.cost) {
+      if (limit.costOr(request.cost) != entry.cost) {
         // A larger cost is denied too, but until later (or never): only the same request
         // has an exactly known answer.
         continue;
@@ -463,9 +464,6 @@ class RedisStore final : public Store {
   /// right, but the retry_after they report may be shorter than Redis would say; the first
   /// request after it asks Redis again.)
   void remember(const CacheContext& request, const StoreResponse& response, Micros sent_at) {
-    if (request.cost <= 0) {
-      return;
-    }
     const std::vector<std::string>& keys = request.keys;
     const bool cacheable =
         std::none_of(request.limits.begin(), request.limits.end(),
@@ -473,13 +471,16 @@ class RedisStore final : public Store {
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const Outcome& o = response.outcomes[i];
       const CacheLimit& limit = request.limits[i];
+      if (limit.cost <= 0) {
+        continue;
+      }
       if (response.allowed && o.allowed) {
         if (!cache_.empty()) {
           cache_.erase(keys[i]);
         }
         continue;
       }
-      if (!cacheable || o.allowed || o.never || limit.shadow || o.retry_after_us <= 0) {
+      if (!cacheable || o.allowed || o.never || limit.never_denies || o.retry_after_us <= 0) {
         continue;
       }
       if (cache_.size() >= options_.local_cache_max_keys) {
@@ -493,7 +494,7 @@ class RedisStore final : public Store {
       CacheEntry& entry = cache_[keys[i]];
       entry.denied_until = sent_at + o.retry_after_us;
       entry.reset_until = sent_at + o.reset_after_us;
-      entry.cost = request.cost;
+      entry.cost = limit.cost;
       entry.remaining = o.remaining;
       entry.params = limit.params;
     }

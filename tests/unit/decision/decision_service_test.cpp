@@ -187,16 +187,35 @@ TEST_F(DecisionServiceTest, HitsBecomeTheCost) {
   EXPECT_EQ(store->requests[1].cost, 7);
 }
 
-TEST_F(DecisionServiceTest, MixedDescriptorHitsAreRefused) {
+TEST_F(DecisionServiceTest, MixedDescriptorHitsChargeEachLimitItsOwnCostInOneStoreCall) {
   auto store = std::make_shared<RecordingStore>();
   auto s = service(store);
-  DecisionRequest r = request("a", "login");
+  DecisionRequest r = request("a", "login", 4);
   r.descriptors.push_back({Entry{"auth_type", "trial"}});
-  r.descriptor_hits = {2, 3};
+  r.descriptors.push_back({Entry{"auth_type", "login"}});
+  r.descriptor_hits = {2, 3, std::nullopt};
   auto d = decide(*s, r);
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.error().kind, ErrorKind::kInvalidArgument);
-  EXPECT_TRUE(store->requests.empty());
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(store->requests.size(), 1u);
+  const StoreRequest& sent = store->requests[0];
+  ASSERT_EQ(sent.limits.size(), 3u);
+  EXPECT_EQ(sent.limits[0].costOr(sent.cost), 2);
+  EXPECT_EQ(sent.limits[1].costOr(sent.cost), 3);
+  EXPECT_EQ(sent.limits[2].costOr(sent.cost), 4);  // no hits of its own: the request's
+}
+
+TEST_F(DecisionServiceTest, MixedHitsAreAllOrNothing) {
+  auto s = service(makeMemoryStore({}, clock_, metrics_));
+  DecisionRequest r = request("a", "login");
+  r.descriptors.push_back({Entry{"auth_type", "other"}});
+  r.descriptor_hits = {3, 1};  // login allows 2 per minute: 3 never fits
+  auto d = decide(*s, r);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_TRUE(d->descriptors[0].limits[0].outcome.never);
+  r.descriptor_hits = {2, 1};
+  EXPECT_TRUE(decide(*s, r)->allowed);
+  EXPECT_EQ(decide(*s, request("a", "login", 0))->descriptors[0].limits[0].outcome.remaining, 0);
 }
 
 TEST_F(DecisionServiceTest, StoreErrorsReachTheCaller) {
@@ -238,10 +257,8 @@ TEST_F(DecisionServiceTest, EveryObserverSeesEachDecisionOnceErrorsIncluded) {
   parts.observers = {&first, &second};
   auto s = makeDecisionService(std::move(parts));
   EXPECT_TRUE(decide(*s, request("a", "login")).ok());
-  DecisionRequest mixed = request("b", "login");
-  mixed.descriptors.push_back({Entry{"auth_type", "trial"}});
-  mixed.descriptor_hits = {2, 3};
-  EXPECT_FALSE(decide(*s, mixed).ok());
+  rules_.reset();  // an error: no rules loaded
+  EXPECT_FALSE(decide(*s, request("b", "login")).ok());
   for (const CountingObserver* o : {&first, &second}) {
     EXPECT_EQ(o->clients, (std::vector<std::string>{"a", "b"}));
     EXPECT_EQ(o->outcomes, (std::vector<std::string>{"allowed", "error"}));

@@ -24,6 +24,7 @@ rls::RateLimitRequest makeRequest(std::string domain, int descriptors) {
 LimitStatus limit(std::string name, std::int64_t requests, bool allowed, std::int64_t remaining) {
   LimitStatus status;
   status.name = std::move(name);
+  status.explicit_name = true;
   status.limit = requests;
   status.unit = TimeUnit::kMinute;
   status.window_us = unitMicros(TimeUnit::kMinute);

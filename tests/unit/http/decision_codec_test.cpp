@@ -96,24 +96,18 @@ TEST(DecisionCodecTest, EveryMalformedShapeNamesTheField) {
   EXPECT_EQ(parseError(R"({"descriptors":{}})"), "descriptors: must be an array");
   EXPECT_EQ(parseError(R"({"descriptors":[5]})"),
             "descriptors[0]: must be an object {\"entries\": [...]} or an array of entries");
-  EXPECT_EQ(parseError(R"({"descriptors":[{}]})"), "descriptors[0].entries: is required");
-  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[]}]})"),
-            "descriptors[0].entries: must not be empty");
-  EXPECT_EQ(parseError(R"({"descriptors":[[]]})"), "descriptors[0]: must not be empty");
   EXPECT_EQ(parseError(R"({"descriptors":[{"entries":{}}]})"),
             "descriptors[0].entries: must be an array of {\"key\", \"value\"} objects");
   EXPECT_EQ(parseError(R"({"descriptors":[{"entries":["a"]}]})"),
             "descriptors[0].entries[0]: must be an object {\"key\": ..., \"value\": ...}");
   EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"value":"x"}]}]})"),
             "descriptors[0].entries[0].key: is required");
-  EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"k"}]}]})"),
-            "descriptors[0].entries[0].value: is required");
+  EXPECT_EQ(parseError(R"({"descriptors":[[{"key":"a","value":"1"}],[{"key":"b","value":7}]]})"),
+            "descriptors[1][0].value: must be a string");
   EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"","value":"x"}]}]})"),
             "descriptors[0].entries[0].key: must be a non-empty string");
   EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":1,"value":"x"}]}]})"),
             "descriptors[0].entries[0].key: must be a non-empty string");
-  EXPECT_EQ(parseError(R"({"descriptors":[[{"key":"a","value":"1"}],[{"key":"b","value":null}]]})"),
-            "descriptors[1][0].value: must be a string");
   EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"a","value":"1","x":2}]}]})"),
             "descriptors[0].entries[0]: unknown field \"x\" (expected \"key\" and \"value\")");
   EXPECT_EQ(parseError(R"({"descriptors":[{"entries":[{"key":"a","value":"1"}],"extra":1}]})"),
@@ -180,7 +174,19 @@ TEST(DecisionCodecTest, EnvoyRequestErrors) {
   EXPECT_EQ(
       envoyError(
           R"({"domain":"d","descriptors":[{"entries":[{"key":"a","value":"b"}],"limit":{}}]})"),
-      "descriptors[0].limit: per-request limit overrides are not supported");
+      "descriptors[0].limit.unit: is required (SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR)");
+  EXPECT_EQ(
+      envoyError(
+          R"({"domain":"d","descriptors":[{"entries":[],"limit":{"requestsPerUnit":1,"unit":"FORTNIGHT"}}]})"),
+      "descriptors[0].limit.unit: must be SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR");
+  EXPECT_EQ(
+      envoyError(
+          R"({"domain":"d","descriptors":[{"entries":[],"limit":{"requestsPerUnit":-1,"unit":"DAY"}}]})"),
+      "descriptors[0].limit.requestsPerUnit: must be an integer from 0 to 4294967295");
+  EXPECT_EQ(
+      envoyError(
+          R"({"domain":"d","descriptors":[{"entries":[],"limit":{"unit":"DAY","burst":3}}]})"),
+      "descriptors[0].limit: unknown field \"burst\" (expected requestsPerUnit, unit)");
   EXPECT_EQ(
       envoyError(
           R"({"domain":"d","hits_addend":"x","descriptors":[{"entries":[{"key":"a","value":"b"}]}]})"),
@@ -218,10 +224,46 @@ TEST(DecisionCodecTest, DeniedResponseCarriesBodyAndHeaders) {
   EXPECT_EQ(r.header("x-ratelimit-limit"), "5");
 }
 
+TEST(DecisionCodecTest, EnvoyRequestsAsEnvoyAcceptsThem) {
+  // An entry without value is "" (proto3 JSON leaves empty strings out); a descriptor
+  // without entries is empty; a descriptor may carry its own limit.
+  auto r = parseEnvoyRequest(
+      R"({"domain":"d","descriptors":[{"entries":[{"key":"a"},{"key":"b","value":null}]},{},
+          {"entries":[]},{"entries":[{"key":"k","value":"v"}],
+          "limit":{"requestsPerUnit":10,"unit":"DAY"}},{"entries":[{"key":"k","value":"v"}],
+          "limit":{"requests_per_unit":"7","unit":7}}]})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->descriptors.size(), 5u);
+  EXPECT_EQ(r->descriptors[0][0].value, "");
+  EXPECT_EQ(r->descriptors[0][1].value, "");
+  EXPECT_TRUE(r->descriptors[1].empty());
+  EXPECT_TRUE(r->descriptors[2].empty());
+  ASSERT_EQ(r->descriptor_limits.size(), 5u);
+  EXPECT_FALSE(r->descriptor_limits[0].has_value());
+  ASSERT_TRUE(r->descriptor_limits[3].has_value());
+  EXPECT_EQ(r->descriptor_limits[3]->requests_per_unit, 10);
+  EXPECT_EQ(r->descriptor_limits[3]->unit, TimeUnit::kDay);
+  EXPECT_EQ(r->descriptor_limits[4]->requests_per_unit, 7);
+  EXPECT_EQ(r->descriptor_limits[4]->unit, TimeUnit::kWeek);  // envoy's WEEK = 7
+}
+
+TEST(DecisionCodecTest, SluiceRequestsAcceptMissingValuesAndEmptyDescriptorsButNoLimits) {
+  auto r = parseDecisionRequest(R"({"descriptors":[[{"key":"a"}],{},{"entries":[]},[]]})", "d");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->descriptors.size(), 4u);
+  EXPECT_EQ(r->descriptors[0][0].value, "");
+  EXPECT_TRUE(r->descriptors[1].empty());
+  EXPECT_TRUE(r->descriptor_limits.empty());
+  EXPECT_EQ(
+      parseError(R"({"descriptors":[{"entries":[],"limit":{"requestsPerUnit":1,"unit":"DAY"}}]})"),
+      "descriptors[0].limit: request-side limits are an envoy API feature (POST /json, gRPC)");
+}
+
 TEST(DecisionCodecTest, EnvoyResponseShape) {
   Decision decision;
   decision.allowed = false;
   decision.descriptors.push_back(DescriptorStatus{true, {loginLimit(false, 0)}});
+  decision.descriptors.back().limits[0].explicit_name = true;
   decision.descriptors.push_back(DescriptorStatus{false, {}});
   Response r = envoyResponse(decision);
   EXPECT_EQ(r.status, 429);
@@ -237,13 +279,36 @@ TEST(DecisionCodecTest, EnvoyResponseShape) {
   EXPECT_EQ(body["statuses"][1], json({{"code", "OK"}}));
 }
 
+TEST(DecisionCodecTest, EnvoyLeavesOutGeneratedNamesAndAnswersUnlimitedWithAllOfUint32) {
+  Decision decision;
+  decision.descriptors.push_back(DescriptorStatus{true, {loginLimit(true, 4)}});
+  LimitStatus unlimited;
+  unlimited.name = "free";
+  unlimited.unlimited = true;
+  decision.descriptors.push_back(DescriptorStatus{true, {unlimited}});
+  json body = json::parse(envoyResponse(decision).body);
+  EXPECT_FALSE(body["statuses"][0]["currentLimit"].contains("name"));
+  EXPECT_EQ(body["statuses"][1], json({{"code", "OK"}, {"limitRemaining", 4294967295LL}}));
+}
+
 TEST(DecisionCodecTest, RuleMetadataIsReturned) {
+  DecisionRequest request;
+  request.domain = "auth";
+  request.hits = 2;
+  request.descriptor_hits = {std::nullopt, 3};
+  request.descriptor_limits = {std::nullopt, LimitOverride{10, TimeUnit::kDay}};
   Decision decision;
   decision.descriptors.push_back(DescriptorStatus{true, {loginLimit(true, 4)}, R"({"owner":"a"})"});
   decision.descriptors.push_back(DescriptorStatus{false, {}, ""});
+  request.descriptors = {{{"auth_type", "login"}}, {{"k", ""}, {"x", "y"}}};
+  decision.request = request;
+  decision.metadata_json = R"({"owner":"a"})";
   json envoy = json::parse(envoyResponse(decision).body);
-  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][0]["owner"], "a");
-  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][1], json::object());
+  // envoyproxy/ratelimit's response dynamic metadata.
+  EXPECT_EQ(envoy["dynamicMetadata"],
+            json::parse(R"({"domain":"auth","descriptors":[{"entries":["auth_type=login"]},
+                {"entries":["k=","x=y"],"limit":"requests_per_unit:10 unit:DAY","hitsAddend":3}],
+                "hitsAddend":2,"metadata":{"owner":"a"}})"));
   json own = json::parse(decisionResponse(DecisionRequest{}, decision).body);
   EXPECT_EQ(own["descriptors"][0]["metadata"]["owner"], "a");
   EXPECT_FALSE(own["descriptors"][1].contains("metadata"));
@@ -294,6 +359,9 @@ TEST(DecisionCodecTest, AnswersAreCanonicalCompactJson) {
   decision.descriptors.push_back(DescriptorStatus{true, {never}, "not json"});
   DecisionRequest long_request = request;  // strings longer than the writer's buffer
   long_request.client_id = std::string(700, 'x') + "\"" + std::string(300, 'y');
+  decision.request = request;
+  decision.request.descriptors = {{{"a", "b\"c"}}, {}, {{"x", ""}}};
+  decision.metadata_json = R"({"a":[1,"x"]})";
   for (const Response& r : {decisionResponse(request, decision), envoyResponse(decision),
                             decisionResponse(long_request, decision)}) {
     ASSERT_FALSE(r.body.empty());
@@ -307,8 +375,8 @@ TEST(DecisionCodecTest, AnswersAreCanonicalCompactJson) {
   EXPECT_EQ(body["descriptors"][0]["limits"][1]["delay_ms"], 2);
   EXPECT_EQ(body["descriptors"][0]["limits"][2]["unlimited"], true);
   json envoy = json::parse(envoyResponse(decision).body);
-  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][1], json::object());
-  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][2], "not json");
+  EXPECT_EQ(envoy["dynamicMetadata"]["descriptors"][0]["entries"][0], "a=b\"c");
+  EXPECT_EQ(envoy["dynamicMetadata"]["metadata"]["a"][1], "x");
 
   request.domain = "unknown";
   Decision unknown;

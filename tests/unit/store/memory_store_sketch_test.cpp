@@ -52,9 +52,9 @@ TEST_F(MemoryStoreSketchTest, LimitsEachClientWithoutStoringBuckets) {
   for (int c = 0; c < 1000; ++c) {
     const std::string key = "client" + std::to_string(c) + "|d:ip";
     for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(call({StoreLimit{key, p, false}}).allowed) << c;
+      ASSERT_TRUE(call({StoreLimit{key, p, false, std::nullopt, -1}}).allowed) << c;
     }
-    ASSERT_FALSE(call({StoreLimit{key, p, false}}).allowed) << c;
+    ASSERT_FALSE(call({StoreLimit{key, p, false, std::nullopt, -1}}).allowed) << c;
   }
   // One sketch per rule, no bucket per client.
   EXPECT_EQ(metrics_.gauge("memory_store_keys").value(), 0.0);
@@ -69,32 +69,34 @@ TEST_F(MemoryStoreSketchTest, ChargesAllOrNothingWithOtherLimits) {
   fixed.algorithm = Algorithm::kFixedWindow;
   fixed.limit = 1;
   fixed.window_us = kMicrosPerSecond;
-  ASSERT_TRUE(call({StoreLimit{"a|s", sketch, false}, StoreLimit{"a|f", fixed, false}}).allowed);
+  ASSERT_TRUE(call({StoreLimit{"a|s", sketch, false, std::nullopt, -1},
+                    StoreLimit{"a|f", fixed, false, std::nullopt, -1}})
+                  .allowed);
   // The fixed window denies: the sketch limit allowed but must not be charged.
   for (int i = 0; i < 10; ++i) {
-    const StoreResponse r =
-        call({StoreLimit{"a|s", sketch, false}, StoreLimit{"a|f", fixed, false}});
+    const StoreResponse r = call({StoreLimit{"a|s", sketch, false, std::nullopt, -1},
+                                  StoreLimit{"a|f", fixed, false, std::nullopt, -1}});
     ASSERT_FALSE(r.allowed);
     ASSERT_TRUE(r.outcomes[0].allowed);
   }
   // Only one request was charged: four are left.
-  const StoreResponse check = call({StoreLimit{"a|s", sketch, false}}, 0);
+  const StoreResponse check = call({StoreLimit{"a|s", sketch, false, std::nullopt, -1}}, 0);
   EXPECT_EQ(check.outcomes[0].remaining, 4);
 }
 
 TEST_F(MemoryStoreSketchTest, SlidesAcrossWindowsOnTheStoreClock) {
   const LimitParams p = sketchParams(4, 1 << 12);
   for (int i = 0; i < 4; ++i) {
-    ASSERT_TRUE(call({StoreLimit{"x|k", p, false}}).allowed);
+    ASSERT_TRUE(call({StoreLimit{"x|k", p, false, std::nullopt, -1}}).allowed);
   }
-  const StoreResponse denied = call({StoreLimit{"x|k", p, false}});
+  const StoreResponse denied = call({StoreLimit{"x|k", p, false, std::nullopt, -1}});
   ASSERT_FALSE(denied.allowed);
   EXPECT_GT(denied.outcomes[0].retry_after_us, 0);
   clock_.advance(std::chrono::microseconds(kMicrosPerSecond + kMicrosPerSecond / 2));
   // Half-way through the next window: 4 x 0.5 = 2 left.
-  EXPECT_TRUE(call({StoreLimit{"x|k", p, false}}).allowed);
-  EXPECT_TRUE(call({StoreLimit{"x|k", p, false}}).allowed);
-  EXPECT_FALSE(call({StoreLimit{"x|k", p, false}}).allowed);
+  EXPECT_TRUE(call({StoreLimit{"x|k", p, false, std::nullopt, -1}}).allowed);
+  EXPECT_TRUE(call({StoreLimit{"x|k", p, false, std::nullopt, -1}}).allowed);
+  EXPECT_FALSE(call({StoreLimit{"x|k", p, false, std::nullopt, -1}}).allowed);
 }
 
 TEST_F(MemoryStoreSketchTest, AFixedSeedGivesTheSameCellsInEveryProcess) {
@@ -108,9 +110,10 @@ TEST_F(MemoryStoreSketchTest, AFixedSeedGivesTheSameCellsInEveryProcess) {
   const LimitParams p = sketchParams(2, 1);
   for (StorePtr* s : {&s1, &s2}) {
     store_ = *s;
-    EXPECT_TRUE(call({StoreLimit{"a|k", p, false}}).allowed);
-    EXPECT_TRUE(call({StoreLimit{"b|k", p, false}}).allowed);
-    EXPECT_FALSE(call({StoreLimit{"c|k", p, false}}).allowed);  // a false denial, by design
+    EXPECT_TRUE(call({StoreLimit{"a|k", p, false, std::nullopt, -1}}).allowed);
+    EXPECT_TRUE(call({StoreLimit{"b|k", p, false, std::nullopt, -1}}).allowed);
+    EXPECT_FALSE(call({StoreLimit{"c|k", p, false, std::nullopt, -1}})
+                     .allowed);  // a false denial, by design
   }
 }
 

@@ -27,7 +27,11 @@ LimitParams params(Algorithm algorithm, std::int64_t limit, Micros window = kMic
 }
 
 StoreLimit limit(std::string key, LimitParams p, bool shadow = false) {
-  return StoreLimit{std::move(key), p, shadow};
+  StoreLimit limit;
+  limit.key = std::move(key);
+  limit.params = p;
+  limit.shadow = shadow;
+  return limit;
 }
 
 class MemoryStoreTest : public ::testing::Test {

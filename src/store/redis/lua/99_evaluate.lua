@@ -9,11 +9,11 @@
 --
 -- KEYS[i]  the Redis key of limit i
 -- ARGV[1]  test time in us: read only by the test-only prelude, ignored in production
--- ARGV[2]  cost (hits; 0 = check without consuming)
--- ARGV[3 + 7*(i-1) ...] per limit i, 7 values: algorithm (0 fixed_window,
+-- ARGV[2 + 9*(i-1) ...] per limit i, 9 values: algorithm (0 fixed_window,
 --          1 sliding_window_log, 2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket,
 --          5 sketch), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
---          2 = shadow), warmup (us)
+--          2 = shadow), warmup (us), cost (hits of this limit; 0 = check without
+--          consuming), quota group (-1: none; >= 0: the quota-mode descriptor it belongs to)
 --          For a sketch (60_sketch.lua), KEYS[i] is its even window's string, the burst slot
 --          holds the ARGV index of its cells and the warmup slot the KEYS index of its odd
 --          window's string (both after the n limits' own).
@@ -22,15 +22,18 @@
 --           delay_us, never, then per sketch limit in order: its window's charged total and
 --           saturated counters }, integers (booleans as 0/1).
 --
--- Semantics (include/sluice/store/store.hpp): the request is allowed iff every non-shadow limit
--- allows; then every limit that allowed is charged; otherwise nothing is charged, except
--- that count_rejected limits record the attempt either way. A charged state is written with
--- a TTL equal to the limiter's ttl (ceil to ms) and deleted when that ttl is 0.
+-- Semantics (include/sluice/store/store.hpp): the request is allowed iff every non-shadow,
+-- non-quota limit allows and, when there are quota groups, one group has no denying
+-- non-shadow limit; then every limit that allowed is charged its own cost; otherwise nothing
+-- is charged, except that count_rejected limits record the attempt either way. A limit that
+-- allowed but is not charged (denied request) answers what a check (cost 0) says. A charged
+-- state is written with a TTL equal to the limiter's ttl (ceil to ms) and deleted when that
+-- ttl is 0.
 --
 -- Redis work per call: TIME, one MGET for all states, then one SET ... PX (or DEL) per
 -- charged limit; a sketch limit adds two BITFIELD reads, and three BITFIELD calls and a
 -- PEXPIREAT when charged.
-local kStride = 7
+local kStride = 9
 local kReplyStride = 6
 local kReadBatch = 1000  -- keys per MGET: unpack() must stay within Lua's C stack limit
 -- The sketch hash seed, shared by every sidecar of this Redis: KEYS[1] the seed key,
@@ -41,7 +44,6 @@ if ARGV[1] == 'sketch-seed' then
 end
 
 local now = sluice_now
-local cost = max(number(ARGV[2]), 0)
 local n = number(ARGV[#ARGV])
 if n == 0 then
   return { 1 }
@@ -50,7 +52,7 @@ end
 -- A sketch's strings are read with BITFIELD (60_sketch.lua), not with the buckets' MGET.
 local has_sketch = false
 for i = 1, n do
-  if ARGV[3 + (i - 1) * kStride] == '5' then
+  if ARGV[2 + (i - 1) * kStride] == '5' then
     has_sketch = true
     break
   end
@@ -62,7 +64,7 @@ if has_sketch then
   raw = {}
   local plain = {}
   for i = 1, n do
-    if ARGV[3 + (i - 1) * kStride] ~= '5' then
+    if ARGV[2 + (i - 1) * kStride] ~= '5' then
       plain[#plain + 1] = i
     end
   end
@@ -93,54 +95,56 @@ end
 local reply = { 1, 0, 0, 0, 0, 0, 0 }
 local pending = { false, 0, false }
 local allowed = true
+local groups, failed  -- quota groups seen / with a denying limit (only built when used)
 local sliding_window_log, sliding_window_counter, gcra, sketch
 local sketch_stats = {}
-for i = 1, n do
-  local base = 3 + (i - 1) * kStride
+
+-- Limit i (its ARGV from `base`) on the state read from raw[i], for `cost`. A sketch also
+-- returns its window's charged total and saturated counters.
+local function evaluate_limit(i, base, cost, count_rejected)
   local algorithm = number(ARGV[base])
   local limit = tonumber(ARGV[base + 1])
   local window = tonumber(ARGV[base + 2])
-  local flags = number(ARGV[base + 5])
-  local count_rejected = (flags % 2) == 1
-  local shadow = (floor(flags / 2) % 2) == 1
   local a, b, c, t = read_state(raw[i])
-  local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state
   if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
       or algorithm % 1 ~= 0 then
     -- Not a limit this script knows: a request that consumes nothing passes; anything
     -- else can never pass. The key is deleted if charged (ttl 0).
-    ok, remaining, reset_after, retry_after, delay, never, ttl = cost <= 0, 0, 0, 0, 0,
-                                                                   cost > 0, 0
-    if never then
-      retry_after = kRetryNever
-    end
+    local never = cost > 0
+    return cost <= 0, 0, 0, never and kRetryNever or 0, 0, never, 0, nil
   elseif algorithm == 0 then
-    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
-        fixed_window(limit, window, count_rejected, a, b, now, cost)
+    return fixed_window(limit, window, count_rejected, a, b, now, cost)
   elseif algorithm == 1 then
     sliding_window_log = sliding_window_log or make_sliding_window_log()
-    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
-        sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
-                           now, cost)
+    return sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
+                              now, cost)
   elseif algorithm == 2 then
     sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
-    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
-        sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
+    return sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
   elseif algorithm == 5 then
     sketch = sketch or make_sketch()
-    local charged, saturated
-    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged, saturated =
-        sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
-               number(ARGV[base + 3]), now, cost)
+    return sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
+                  number(ARGV[base + 3]), now, cost)
+  end
+  gcra = gcra or make_gcra()
+  return gcra(algorithm == 4, limit, window, number(ARGV[base + 3]), number(ARGV[base + 6]),
+              count_rejected, a, b, c, now, cost)
+end
+
+for i = 1, n do
+  local base = 2 + (i - 1) * kStride
+  local flags = number(ARGV[base + 5])
+  local count_rejected = (flags % 2) == 1
+  local shadow = (floor(flags / 2) % 2) == 1
+  local cost = max(number(ARGV[base + 7]), 0)
+  local group = number(ARGV[base + 8])
+  local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
+      saturated = evaluate_limit(i, base, cost, count_rejected)
+  if ARGV[base] == '5' then
     sketch_stats[#sketch_stats + 1] = charged
     sketch_stats[#sketch_stats + 1] = saturated
     -- A sketch writes through its own function (or nothing): never SET/DEL KEYS[i].
     next_state = next_state or 'none'
-  else
-    gcra = gcra or make_gcra()
-    ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
-        gcra(algorithm == 4, limit, window, number(ARGV[base + 3]),
-             number(ARGV[base + 6]), count_rejected, a, b, c, now, cost)
   end
   local r = 2 + (i - 1) * kReplyStride
   reply[r] = ok and 1 or 0
@@ -153,8 +157,43 @@ for i = 1, n do
   pending[p] = next_state or false
   pending[p + 1] = ttl
   pending[p + 2] = count_rejected
-  if not shadow and not ok then
+  if group >= 0 then
+    groups = groups or {}
+    failed = failed or {}
+    groups[group] = true
+    if not shadow and not ok then
+      failed[group] = true
+    end
+  elseif not shadow and not ok then
     allowed = false
+  end
+end
+if allowed and groups then
+  -- Quota mode: the request passes while one quota descriptor still has room.
+  allowed = false
+  for g in pairs(groups) do
+    if not failed[g] then
+      allowed = true
+      break
+    end
+  end
+end
+
+if not allowed then
+  -- A denied request charges no limit that allowed (count_rejected ones aside): such a limit
+  -- answers with its bucket as it is, a check's answer at the same instant.
+  for i = 1, n do
+    local r = 2 + (i - 1) * kReplyStride
+    if reply[r] == 1 and not pending[1 + (i - 1) * 3 + 2] then
+      local ok, remaining, reset_after, retry_after, delay, never =
+          evaluate_limit(i, 2 + (i - 1) * kStride, 0, false)
+      reply[r] = ok and 1 or 0
+      reply[r + 1] = remaining
+      reply[r + 2] = reset_after
+      reply[r + 3] = retry_after
+      reply[r + 4] = delay
+      reply[r + 5] = never and 1 or 0
+    end
   end
 end
 
