@@ -6,8 +6,9 @@ level=${1:-build}
 
 packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhiredis-dev
           libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev
-          # gRPC (src/grpc, proto/): grpc++'s CMake package needs all four.
-          libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev)
+          # gRPC (src/grpc, proto/): grpc++'s CMake package needs all four; libgrpc++-dev
+          # also brings grpc++_reflection. src/grpc includes abseil's mutex.h itself.
+          libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev)
 if [[ $level == test || $level == bench ]]; then
   packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose
              # tests/grpc: a real gRPC client, run by /usr/bin/python3.

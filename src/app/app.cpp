@@ -263,6 +263,7 @@ class SluiceServer {
     rls_options.max_connection_age = options_.grpc_max_connection_age;
     rls_options.max_connection_age_grace = options_.grpc_max_connection_age_grace;
     rls_options.response_headers = options_.grpc_response_headers;
+    rls_options.reflection = options_.grpc_reflection;
     rls_options.max_message_bytes = options_.max_body_bytes;
     rls_options.drain_timeout = options_.drain_timeout;
     std::vector<grpc::RlsWorker> workers;

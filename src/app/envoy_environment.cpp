@@ -68,6 +68,18 @@ constexpr Unhonoured kUnhonoured[] = {
     {"CONFIG_TYPE", "FILE", "rules come from files only (no xDS)"},
     {"CONFIG_GRPC_XDS_SERVER_URL", "", "rules come from files only (no xDS)"},
     {"CONFIG_GRPC_XDS_NODE_ID", "", "rules come from files only (no xDS)"},
+    {"CONFIG_GRPC_XDS_NODE_METADATA", "", "rules come from files only (no xDS)"},
+    {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s", "rules come from files only (no xDS)"},
+    {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "", "rules come from files only (no xDS)"},
+    {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "false", "rules come from files only (no xDS)"},
+    {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "", "rules come from files only (no xDS)"},
+    {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "", "rules come from files only (no xDS)"},
+    {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "", "rules come from files only (no xDS)"},
+    {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "", "rules come from files only (no xDS)"},
+    {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "10s", "rules come from files only (no xDS)"},
+    {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "60s", "rules come from files only (no xDS)"},
+    {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.5", "rules come from files only (no xDS)"},
+    {"XDS_CLIENT_BACKOFF_JITTER", "true", "rules come from files only (no xDS)"},
     {"FORCE_START_WITHOUT_INITIAL_CONFIG", "false",
      "Sluice starts only with valid rules (an empty rules directory is valid)"},
     {"USE_STATSD", "false", "no statsd: metrics are Prometheus text on GET /metrics of --listen"},
@@ -103,16 +115,36 @@ constexpr Unhonoured kUnhonoured[] = {
     {"RESPONSE_DYNAMIC_METADATA", "true",
      "dynamic_metadata is always sent when the matched rules have metadata"},
     {"TRACING_ENABLED", "false", "tracing is not supported"},
+    {"TRACING_SERVICE_NAME", "", "tracing is not supported"},
+    {"TRACING_SERVICE_NAMESPACE", "", "tracing is not supported"},
+    {"TRACING_SERVICE_INSTANCE_ID", "", "tracing is not supported"},
+    {"TRACING_EXPORTER_PROTOCOL", "", "tracing is not supported"},
+    {"TRACING_SAMPLING_RATE", "", "tracing is not supported"},
     {"BACKEND_TYPE", "redis", "only Redis (and Sluice's memory store) are supported, no memcache"},
     {"MEMCACHE_HOST_PORT", "", "memcache is not supported"},
     {"MEMCACHE_SRV", "", "memcache is not supported"},
+    {"MEMCACHE_SRV_REFRESH", "", "memcache is not supported"},
+    {"MEMCACHE_MAX_IDLE_CONNS", "", "memcache is not supported"},
+    {"MEMCACHE_TLS", "false", "memcache is not supported"},
+    {"MEMCACHE_TLS_CLIENT_CERT", "", "memcache is not supported"},
+    {"MEMCACHE_TLS_CLIENT_KEY", "", "memcache is not supported"},
+    {"MEMCACHE_TLS_CACERT", "", "memcache is not supported"},
+    {"MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", "false", "memcache is not supported"},
     {"REDIS_TLS", "false", "TLS to Redis is not supported"},
     {"REDIS_TLS_CLIENT_CERT", "", "TLS to Redis is not supported"},
     {"REDIS_TLS_CLIENT_KEY", "", "TLS to Redis is not supported"},
     {"REDIS_TLS_CACERT", "", "TLS to Redis is not supported"},
+    {"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "false", "TLS to Redis is not supported"},
     {"REDIS_SENTINEL_AUTH", "", "Redis Sentinel is not supported"},
     {"REDIS_PERSECOND", "false", "one Redis serves every limit (no separate per-second Redis)"},
     {"REDIS_PERSECOND_URL", "", "one Redis serves every limit (no separate per-second Redis)"},
+    {"REDIS_PERSECOND_SOCKET_TYPE", "", "one Redis serves every limit (no per-second Redis)"},
+    {"REDIS_PERSECOND_TYPE", "", "one Redis serves every limit (no per-second Redis)"},
+    {"REDIS_PERSECOND_POOL_SIZE", "", "one Redis serves every limit (no per-second Redis)"},
+    {"REDIS_PERSECOND_AUTH", "", "one Redis serves every limit (no per-second Redis)"},
+    {"REDIS_PERSECOND_TLS", "false", "one Redis serves every limit (no per-second Redis)"},
+    {"REDIS_PERSECOND_PIPELINE_WINDOW", "", "one Redis serves every limit (no per-second Redis)"},
+    {"REDIS_PERSECOND_PIPELINE_LIMIT", "", "one Redis serves every limit (no per-second Redis)"},
     {"REDIS_POOL_SIZE", "",
      "Sluice pipelines one connection per I/O thread (--threads), there is no pool"},
     {"REDIS_POOL_ON_EMPTY_BEHAVIOR", "", "Sluice pipelines one connection per I/O thread"},
@@ -166,9 +198,11 @@ class Mapper {
     out_.flags.emplace_back(std::string(flag), std::move(value));
   }
 
+  /// Names `name=value` with the reason; a password (a name ending in _AUTH) is masked.
   void unhonoured(std::string_view name, std::string_view value, std::string_view reason) {
-    out_.unhonoured.push_back(std::string(name) + "=" + std::string(value) + ": " +
-                              std::string(reason));
+    const bool secret = name.ends_with("_AUTH");
+    out_.unhonoured.push_back(std::string(name) + "=" + (secret ? "***" : std::string(value)) +
+                              ": " + std::string(reason));
   }
 
   EnvoyEnvironment take() { return std::move(out_); }

@@ -278,6 +278,10 @@ const std::vector<Flag>& flags() {
       {"grpc-response-headers", "BOOL",
        "gRPC answers carry the rate-limit headers in response_headers_to_add (default true)",
        [](AppOptions& o, std::string_view v) { return boolean(v, o.grpc_response_headers); }},
+      {"grpc-reflection", "BOOL",
+       "gRPC server reflection (grpc.reflection.v1alpha, for grpcurl) on the gRPC listener "
+       "(default false)",
+       [](AppOptions& o, std::string_view v) { return boolean(v, o.grpc_reflection); }},
       {"memory-max-keys", "N", "bound on the memory store's buckets (default 1000000)",
        countField<std::size_t>(&AppOptions::memory_max_keys, 1, std::size_t{1} << 32)},
       {"sync-interval", "DURATION",

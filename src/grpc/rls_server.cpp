@@ -1,7 +1,10 @@
 #include "grpc/rls_server.hpp"
 
+#include <absl/synchronization/mutex.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "grpc/rls_mapping.hpp"
@@ -39,6 +43,37 @@ constexpr const char* kHealthServiceName = "ratelimit";
       return ::grpc::StatusCode::UNAVAILABLE;
   }
 }
+
+/// Process-wide settings that grpc++ 1.51 on Debian needs to serve calls at a decent cost
+/// (docs/benchmarks.md, "gRPC"); both were measured with bench/grpc.sh and perf.
+void tuneForGrpc() {
+  // Debian builds abseil without NDEBUG, which leaves absl::Mutex's deadlock detection on:
+  // every lock grpc core takes updates a global lock graph (GraphCycles in the profile).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Every call allocates its arena (a few KiB) on a grpc++ thread and frees it when done;
+  // with dozens of calls in flight glibc's default 128 KiB trim threshold hands the freed
+  // memory back (madvise) only to fault it in again on the next calls: 10 % of the CPU.
+  // 32 MiB of free heap may stay mapped instead.
+  ::mallopt(M_TRIM_THRESHOLD, 32 << 20);
+}
+
+/// grpc++_reflection registers its plugin with every ServerBuilder as soon as it is linked
+/// in (a static initializer): this option takes it out again unless reflection is wanted.
+class ReflectionSwitch final : public ::grpc::ServerBuilderOption {
+ public:
+  explicit ReflectionSwitch(bool on) : on_(on) {}
+  void UpdateArguments(::grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<::grpc::ServerBuilderPlugin>>* plugins) override {
+    if (!on_) {
+      std::erase_if(*plugins,
+                    [](const auto& plugin) { return plugin->name() == kReflectionPluginName; });
+    }
+  }
+
+ private:
+  static constexpr const char* kReflectionPluginName = "proto_server_reflection";
+  bool on_;
+};
 
 int clampMillis(std::chrono::milliseconds duration) {
   return static_cast<int>(std::min<std::int64_t>(duration.count(), INT32_MAX));
@@ -158,8 +193,12 @@ Status RlsServer::start() {
   if (impl.workers.empty()) {
     return makeError(ErrorKind::kInternal, "gRPC: no I/O thread to decide on");
   }
+  tuneForGrpc();
   ::grpc::EnableDefaultHealthCheckService(true);
+  // Before the builder: it instantiates the registered plugins when constructed.
+  ::grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   ::grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<ReflectionSwitch>(impl.options.reflection));
   // Without this a second server on the same port starts too, and the kernel splits the
   // calls between them.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -32,6 +32,9 @@ struct RlsServerOptions {
   /// response_headers_to_add with the rate-limit headers (envoy's
   /// LIMIT_RESPONSE_HEADERS_ENABLED).
   bool response_headers = true;
+  /// grpc.reflection.v1alpha.ServerReflection (what grpcurl uses to list and describe the
+  /// services without their .proto files).
+  bool reflection = false;
   /// Largest request message accepted (RESOURCE_EXHAUSTED beyond).
   std::size_t max_message_bytes = 1 << 20;
   /// On shutdown, how long running calls may finish before they are cancelled.

@@ -290,3 +290,74 @@ def headers_of(response):
 def terminate_gracefully(sluice, timeout=20):
     sluice.signal(signal.SIGTERM)
     return sluice.wait(timeout)
+
+
+SHOULD_RATE_LIMIT_PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+
+
+class RawHttp2:
+    """A bare HTTP/2 connection, for what grpcio hides: sending a call with any grpc-timeout
+    and seeing the server's GOAWAY. Frames are read with a timeout; headers are sent as HPACK
+    literals without Huffman coding (RFC 7541, 6.2.2), which every server must accept."""
+
+    def __init__(self, port, timeout=10.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + self.frame(4, 0, 0, b""))
+        self.buffer = b""
+
+    @staticmethod
+    def frame(kind, flags, stream, payload):
+        return (len(payload).to_bytes(3, "big") + bytes([kind, flags]) +
+                stream.to_bytes(4, "big") + payload)
+
+    @staticmethod
+    def literal(name, value):
+        name, value = name.encode(), value.encode()
+        assert len(name) < 127 and len(value) < 127
+        return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+    def send_call(self, stream, port, message, timeout_header=None):
+        """A unary ShouldRateLimit call on `stream` (odd), ended by its DATA frame."""
+        self.send_headers(stream, port, timeout_header)
+        self.send_message(stream, message)
+
+    def send_headers(self, stream, port, timeout_header=None):
+        """The HEADERS frame of a ShouldRateLimit call on `stream` (odd), without its body."""
+        headers = [(":method", "POST"), (":scheme", "http"), (":path", SHOULD_RATE_LIMIT_PATH),
+                   (":authority", "127.0.0.1:%d" % port), ("content-type", "application/grpc"),
+                   ("te", "trailers")]
+        if timeout_header is not None:
+            headers.append(("grpc-timeout", timeout_header))
+        block = b"".join(self.literal(n, v) for n, v in headers)
+        self.sock.sendall(self.frame(1, 0x4, stream, block))
+
+    def send_message(self, stream, message):
+        """The request message in a DATA frame that ends the stream."""
+        body = message.SerializeToString()
+        data = b"\x00" + len(body).to_bytes(4, "big") + body
+        self.sock.sendall(self.frame(0, 0x1, stream, data))
+
+    def read_frame(self):
+        """(type, flags, stream, payload), or None once the server closed the connection.
+        A SETTINGS frame from the server is acknowledged."""
+        while True:
+            if len(self.buffer) >= 9:
+                length = int.from_bytes(self.buffer[:3], "big")
+                if len(self.buffer) >= 9 + length:
+                    head, payload = self.buffer[:9], self.buffer[9:9 + length]
+                    self.buffer = self.buffer[9 + length:]
+                    kind, flags = head[3], head[4]
+                    stream = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+                    if kind == 4 and not flags & 0x1:
+                        self.sock.sendall(self.frame(4, 0x1, 0, b""))
+                    return kind, flags, stream, payload
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+    def close(self):
+        self.sock.close()

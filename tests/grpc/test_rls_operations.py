@@ -1,6 +1,6 @@
 """The gRPC server's life: health, exact counting under concurrent calls, drain on SIGTERM,
-unix socket files (live ones never stolen, stale ones replaced, mode, removal), and a port
-held by another instance."""
+unix socket files (live ones never stolen, stale ones replaced, mode, removal), a port
+held by another instance, calls past their deadline, connection age, reflection."""
 
 import concurrent.futures
 import os
@@ -13,8 +13,8 @@ import unittest
 
 import grpc
 
-from rls_support import (Code, Redis, Sluice, free_port, health_pb2, request, run_sluice,
-                         wait_for)
+from rls_support import (SHOULD_RATE_LIMIT_PATH, Code, RawHttp2, Redis, Sluice, free_port,
+                         health_pb2, request, run_sluice, wait_for)
 
 RULES = {
     "api.yaml": """domain: api
@@ -69,30 +69,46 @@ class Health(unittest.TestCase):
 
 
 class Counting(unittest.TestCase):
+    # 8 client threads x 25 calls on one key with a limit of 100: exactly 100 allowed,
+    # over two I/O threads, and the counter ends at the limit.
+    def check_exact_counting(self, sluice):
+        stubs = [sluice.stub() for _ in range(4)]
+
+        def worker(index):
+            stub = stubs[index % len(stubs)]
+            codes = []
+            for _ in range(25):
+                codes.append(stub.ShouldRateLimit(
+                    request("api", [[("client", "shared")]]), timeout=10).overall_code)
+            return codes
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            codes = [c for result in pool.map(worker, range(8)) for c in result]
+        self.assertEqual(codes.count(Code.OK), 100)
+        self.assertEqual(codes.count(Code.OVER_LIMIT), 100)
+        last = stubs[0].ShouldRateLimit(request("api", [[("client", "shared")]]), timeout=5)
+        self.assertEqual(last.overall_code, Code.OVER_LIMIT)
+        self.assertEqual(last.statuses[0].limit_remaining, 0)
+
     def test_concurrent_calls_are_counted_exactly(self):
-        # 8 client threads x 25 calls on one key with a limit of 100: exactly 100 allowed,
-        # over two I/O threads, and the counter ends at the limit.
         sluice = Sluice(RULES)
         try:
-            stubs = [sluice.stub() for _ in range(4)]
-
-            def worker(index):
-                stub = stubs[index % len(stubs)]
-                codes = []
-                for _ in range(25):
-                    codes.append(stub.ShouldRateLimit(
-                        request("api", [[("client", "shared")]]), timeout=10).overall_code)
-                return codes
-
-            with concurrent.futures.ThreadPoolExecutor(8) as pool:
-                codes = [c for result in pool.map(worker, range(8)) for c in result]
-            self.assertEqual(codes.count(Code.OK), 100)
-            self.assertEqual(codes.count(Code.OVER_LIMIT), 100)
-            last = stubs[0].ShouldRateLimit(request("api", [[("client", "shared")]]), timeout=5)
-            self.assertEqual(last.overall_code, Code.OVER_LIMIT)
-            self.assertEqual(last.statuses[0].limit_remaining, 0)
+            self.check_exact_counting(sluice)
         finally:
             sluice.close()
+
+    def test_concurrent_calls_are_counted_exactly_in_redis(self):
+        # Each I/O thread has its own Redis connection: the script keeps the count exact.
+        redis = Redis()
+        sluice = Sluice(RULES, args=["--store", "redis", "--redis", redis.url(),
+                                     "--redis-timeout-ms", "5000", "--failure-mode", "closed"])
+        try:
+            wait_for(lambda: health_status(sluice, "ratelimit") == Serving.SERVING, 15,
+                     "SERVING once connected to Redis")
+            self.check_exact_counting(sluice)
+        finally:
+            sluice.close()
+            redis.close()
 
 
 class Drain(unittest.TestCase):
@@ -230,6 +246,96 @@ class SamePort(unittest.TestCase):
             self.assertEqual(response.overall_code, Code.OK)
         finally:
             first.close()
+
+
+class Deadline(unittest.TestCase):
+    def test_a_call_whose_deadline_passed_before_its_request_came_is_not_charged(self):
+        # The call's headers (grpc-timeout 50 ms) arrive, its request message only once the
+        # server has ended the call at its deadline: nothing may be charged for it. (A call
+        # that waits for an I/O thread past its deadline: tests/unit/grpc/rls_server_test.cpp.)
+        sluice = Sluice(RULES)
+        raw = RawHttp2(sluice.grpc_port)
+        try:
+            raw.send_headers(1, sluice.grpc_port, timeout_header="50m")
+            ended = False
+            while not ended:
+                frame = raw.read_frame()  # each read waits at most 10 s
+                self.assertIsNotNone(frame, "connection closed before the call ended")
+                kind, flags, stream, _ = frame
+                # Trailers (HEADERS with END_STREAM) or RST_STREAM end the call.
+                ended = stream == 1 and ((kind == 1 and flags & 0x1) or kind == 3)
+            raw.send_message(1, request("api", [[("client", "late")]]))
+            # Frames of one connection are read in order: once the PING is acknowledged the
+            # late message has been seen, and whatever it started is in flight.
+            raw.sock.sendall(raw.frame(6, 0, 0, b"12345678"))
+            while True:
+                frame = raw.read_frame()
+                self.assertIsNotNone(frame, "connection closed before the PING was answered")
+                if frame[0] == 6 and frame[1] & 0x1:
+                    break
+            wait_for(lambda: "grpc_calls_in_flight 0\n" in sluice.metrics(), 10,
+                     "no call in flight")
+            response = sluice.stub().ShouldRateLimit(request("api", [[("client", "late")]]),
+                                                     timeout=5)
+            self.assertEqual(response.overall_code, Code.OK)
+            self.assertEqual(response.statuses[0].limit_remaining, 99)
+            self.assertIn('grpc_calls_total{code="OK"} 1\n', sluice.metrics())
+        finally:
+            raw.close()
+            sluice.close()
+
+
+class ConnectionAge(unittest.TestCase):
+    def test_goaway_after_the_max_age_then_closed_after_the_grace(self):
+        sluice = Sluice(RULES, args=["--grpc-max-connection-age-ms", "300",
+                                     "--grpc-max-connection-age-grace-ms", "300"])
+        raw = RawHttp2(sluice.grpc_port)
+        try:
+            kinds = []
+            while True:
+                frame = raw.read_frame()  # each read waits at most 10 s
+                if frame is None:
+                    break
+                kinds.append(frame[0])
+            self.assertIn(7, kinds, "no GOAWAY frame before the connection was closed")
+            # A new connection is served as usual.
+            response = sluice.stub().ShouldRateLimit(request("api", [[("client", "age")]]),
+                                                     timeout=5)
+            self.assertEqual(response.overall_code, Code.OK)
+        finally:
+            raw.close()
+            sluice.close()
+
+
+REFLECTION_PATH = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+# ServerReflectionRequest{list_services = 7: ""}, serialized by hand: tag 7/LEN, length 0.
+LIST_SERVICES = b"\x3a\x00"
+
+
+def list_services(sluice):
+    call = sluice.channel().stream_stream(REFLECTION_PATH, request_serializer=None,
+                                          response_deserializer=None)
+    return b"".join(call(iter([LIST_SERVICES]), timeout=5))
+
+
+class Reflection(unittest.TestCase):
+    def test_off_by_default(self):
+        sluice = Sluice(RULES)
+        try:
+            with self.assertRaises(grpc.RpcError) as caught:
+                list_services(sluice)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        finally:
+            sluice.close()
+
+    def test_lists_the_services_when_on(self):
+        sluice = Sluice(RULES, args=["--grpc-reflection", "true"])
+        try:
+            answer = list_services(sluice)
+            self.assertIn(b"envoy.service.ratelimit.v3.RateLimitService", answer)
+            self.assertIn(b"grpc.health.v1.Health", answer)
+        finally:
+            sluice.close()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -69,6 +71,24 @@ TEST(ComposeConfigTest, EnvoyAndTraefikProfilesAreValid) {
 // Envoy itself cannot run here: what can be checked offline is that its config parses, uses
 // the rate-limit filter over gRPC (not ext_authz), and points at the port the sidecar's
 // gRPC listener is given in the compose file, over HTTP/2.
+// The image serves Envoy's gRPC Rate Limit Service on envoyproxy/ratelimit's port.
+TEST(ComposeConfigTest, ImageExposesAndListensOnTheGrpcPort) {
+  std::ifstream file(std::string(SLUICE_SOURCE_DIR) + "/Dockerfile");
+  ASSERT_TRUE(file) << "no Dockerfile";
+  std::stringstream text;
+  text << file.rdbuf();
+  std::istringstream lines(text.str());
+  std::string line;
+  bool exposed = false;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("EXPOSE ")) {
+      exposed = exposed || (" " + line + " ").find(" 8081 ") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(exposed) << "no EXPOSE ... 8081 in the Dockerfile";
+  EXPECT_NE(text.str().find("SLUICE_GRPC_LISTEN=0.0.0.0:8081"), std::string::npos);
+}
+
 TEST(ComposeConfigTest, EnvoyProfileUsesTheRateLimitFilterOverGrpc) {
   YAML::Node envoy = YAML::LoadFile(std::string(SLUICE_SOURCE_DIR) + "/docker/envoy/envoy.yaml");
   const YAML::Node manager =

@@ -96,6 +96,69 @@ TEST(EnvoyEnvironmentTest, UnhonouredVariablesAreNamed) {
   EXPECT_EQ(all.find("USE_STATSD"), std::string::npos) << all;  // false is what Sluice does
 }
 
+// Every other setting of envoyproxy/ratelimit's src/settings/settings.go, set to something
+// Sluice cannot do, is named (none is dropped silently).
+TEST(EnvoyEnvironmentTest, EverySettingSluiceCannotHonourIsNamed) {
+  const std::map<std::string, std::string> env = {
+      {"DEBUG_PORT", "6070"},
+      {"GRPC_SERVER_USE_TLS", "true"},
+      {"GRPC_CLIENT_TLS_SAN", "a"},
+      {"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+      {"CONFIG_GRPC_XDS_NODE_METADATA", "k:v"},
+      {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "5s"},
+      {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "a:b"},
+      {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+      {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/c"},
+      {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/k"},
+      {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/ca"},
+      {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "san"},
+      {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "1s"},
+      {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "2s"},
+      {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.1"},
+      {"XDS_CLIENT_BACKOFF_JITTER", "false"},
+      {"TRACING_SERVICE_NAME", "rl"},
+      {"TRACING_SERVICE_NAMESPACE", "ns"},
+      {"TRACING_SERVICE_INSTANCE_ID", "i"},
+      {"TRACING_EXPORTER_PROTOCOL", "grpc"},
+      {"TRACING_SAMPLING_RATE", "0.5"},
+      {"MEMCACHE_SRV_REFRESH", "1m"},
+      {"MEMCACHE_MAX_IDLE_CONNS", "4"},
+      {"MEMCACHE_TLS", "true"},
+      {"MEMCACHE_TLS_CLIENT_CERT", "/c"},
+      {"MEMCACHE_TLS_CLIENT_KEY", "/k"},
+      {"MEMCACHE_TLS_CACERT", "/ca"},
+      {"MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", "true"},
+      {"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true"},
+      {"REDIS_PERSECOND_SOCKET_TYPE", "tcp"},
+      {"REDIS_PERSECOND_TYPE", "SINGLE"},
+      {"REDIS_PERSECOND_POOL_SIZE", "5"},
+      {"REDIS_PERSECOND_AUTH", "***"},  // a password is named, masked
+      {"REDIS_PERSECOND_TLS", "true"},
+      {"REDIS_PERSECOND_PIPELINE_WINDOW", "150us"},
+      {"REDIS_PERSECOND_PIPELINE_LIMIT", "8"},
+  };
+  auto o = parse(env);
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  std::string all;
+  for (const auto& line : o->envoy_environment.unhonoured) {
+    all += line + "\n";
+  }
+  for (const auto& [name, value] : env) {
+    EXPECT_NE(all.find(name + "=" + value), std::string::npos) << name << " in:\n" << all;
+  }
+  o = parse({{"REDIS_SENTINEL_AUTH", "hunter2"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  ASSERT_EQ(o->envoy_environment.unhonoured.size(), 1u);
+  EXPECT_EQ(o->envoy_environment.unhonoured[0].find("hunter2"), std::string::npos);
+  // Envoy's own defaults ask for nothing Sluice does not do: not named.
+  o = parse({{"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s"},
+             {"XDS_CLIENT_BACKOFF_JITTER", "true"},
+             {"MEMCACHE_TLS", "false"},
+             {"REDIS_PERSECOND_TLS", "false"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_TRUE(o->envoy_environment.unhonoured.empty());
+}
+
 TEST(EnvoyEnvironmentTest, HeadersSwitchAndLogLevel) {
   auto o = parse({{"LIMIT_RESPONSE_HEADERS_ENABLED", "false"}, {"LOG_LEVEL", "WARN"}});
   ASSERT_TRUE(o.ok()) << o.error().message;
@@ -146,6 +209,19 @@ TEST(GrpcOptionsTest, ListenIsRepeatableAndValidated) {
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->grpc_unix_mode, 0600u);
   EXPECT_FALSE(parse({}, {"--grpc-unix-mode", "0999"}).ok());
+}
+
+TEST(GrpcOptionsTest, ReflectionIsOffUnlessAskedFor) {
+  auto o = parse({});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_FALSE(o->grpc_reflection);
+  o = parse({}, {"--grpc-reflection", "true"});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_TRUE(o->grpc_reflection);
+  o = parse({{"SLUICE_GRPC_REFLECTION", "true"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_TRUE(o->grpc_reflection);
+  EXPECT_FALSE(parse({}, {"--grpc-reflection", "maybe"}).ok());
 }
 
 }  // namespace
