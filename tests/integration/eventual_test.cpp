@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "support/fault_proxy.hpp"
@@ -245,6 +246,84 @@ TEST(EventualTest, AMixedRequestIsAllOrNothing) {
   HttpResponse r = client.post("/shouldAllowRequest", request("mixed"));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "98") << r.body;
+}
+
+/// Quota-mode rules: eventual and strict quota descriptors with small daily limits.
+std::string quotaRules() {
+  std::string rules = "domain: ev\ndescriptors:\n";
+  for (const auto& [key, limit, consistency] :
+       std::vector<std::tuple<std::string, int, std::string>>{{"e2", 2, "eventual"},
+                                                              {"s5", 5, "strict"},
+                                                              {"e5", 5, "eventual"},
+                                                              {"s2", 2, "strict"},
+                                                              {"e1", 1, "eventual"},
+                                                              {"e3", 3, "eventual"}}) {
+    rules += "  - key: " + key +
+             "\n    quota_mode: true\n    rate_limit:\n      unit: day\n"
+             "      requests_per_unit: " +
+             std::to_string(limit) + "\n      consistency: " + consistency + "\n";
+  }
+  return rules;
+}
+
+std::string quotaRequest(const std::string& client, const std::vector<std::string>& keys) {
+  json descriptors = json::array();
+  for (const std::string& key : keys) {
+    descriptors.push_back(json::array({{{"key", key}, {"value", "v"}}}));
+  }
+  return json{{"domain", "ev"}, {"clientId", client}, {"descriptors", descriptors}}.dump();
+}
+
+// Quota mode across a request's strict and eventual limits decides as if all were strict:
+// the request passes while one quota descriptor has room, and only what allowed is charged.
+TEST(EventualTest, QuotaModeSpansStrictAndEventualLimits) {
+  awayFromMidnight();
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, quotaRules()));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  // e2 (eventual, 2) with s5 (strict, 5), then e5 (eventual, 5) with s2 (strict, 2): either
+  // way 5 requests pass (the larger quota), the 6th is denied.
+  for (const auto& keys : {std::vector<std::string>{"e2", "s5"}, {"e5", "s2"}}) {
+    std::vector<int> statuses;
+    for (int i = 0; i < 7; ++i) {
+      statuses.push_back(client.post("/shouldAllowRequest", quotaRequest("q", keys)).status);
+    }
+    EXPECT_EQ(statuses, (std::vector<int>{200, 200, 200, 200, 200, 429, 429}))
+        << keys[0] << "+" << keys[1] << "\n"
+        << a.log();
+  }
+  // The limits that denied were not charged past their limit, those that allowed were: a
+  // request on each alone sees what is left.
+  auto remaining = [&](const std::string& key) {
+    HttpResponse r = client.post("/shouldAllowRequest", quotaRequest("q", {key}));
+    return r.header("X-Ratelimit-Remaining");
+  };
+  EXPECT_EQ(remaining("s2"), "0");
+  EXPECT_EQ(remaining("s5"), "0");
+}
+
+// A pure eventual quota request decided by a round trip (a key not read yet) follows quota
+// semantics in the script: e1 is used up, e3 still has room, so the request passes and only
+// e3 is charged.
+TEST(EventualTest, QuotaModeInARoundTripDecision) {
+  awayFromMidnight();
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, quotaRules()));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  ASSERT_EQ(client.post("/shouldAllowRequest", quotaRequest("r", {"e1"})).status, 200);
+  // e1 is known (and full), e3 never read: the request goes to Redis, op decide.
+  HttpResponse r = client.post("/shouldAllowRequest", quotaRequest("r", {"e1", "e3"}));
+  EXPECT_EQ(r.status, 200) << r.body << "\n" << a.log();
+  const std::string metrics = client.get("/metrics").body;
+  EXPECT_EQ(metrics.find("sluice_eventual_round_trips_total{reason=\"unknown\"} 0\n"),
+            std::string::npos)
+      << "no round trip was made:\n"
+      << metrics;
+  HttpResponse e3 = client.post("/shouldAllowRequest", quotaRequest("r", {"e3"}));
+  EXPECT_EQ(e3.status, 200);
+  EXPECT_EQ(e3.header("X-Ratelimit-Remaining"), "1") << e3.body;
 }
 
 TEST(EventualTest, RedisRestartMidLoadKeepsDecidingAndLosesNoHits) {

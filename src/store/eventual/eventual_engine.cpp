@@ -399,8 +399,30 @@ class ShardLocks {
 
 }  // namespace
 
+bool EventualEngine::requestAllowed(const std::vector<EventualLimitRef>& limits,
+                                    const std::vector<Outcome>& outcomes,
+                                    const std::vector<int>& open_groups) {
+  boost::container::small_vector<int, 4> groups(open_groups.begin(), open_groups.end());
+  boost::container::small_vector<int, 4> failed;
+  for (std::size_t i = 0; i < limits.size() && i < outcomes.size(); ++i) {
+    const StoreLimit& limit = *limits[i].limit;
+    if (limit.quota_group >= 0) {
+      groups.push_back(limit.quota_group);
+      if (!limit.shadow && !outcomes[i].allowed) {
+        failed.push_back(limit.quota_group);
+      }
+    } else if (!limit.shadow && !outcomes[i].allowed) {
+      return false;
+    }
+  }
+  return groups.empty() || std::any_of(groups.begin(), groups.end(), [&](int g) {
+           return std::find(failed.begin(), failed.end(), g) == failed.end();
+         });
+}
+
 EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLimitRef>& limits,
-                                                    std::int64_t cost, bool charge, bool force) {
+                                                    std::int64_t cost, bool charge, bool force,
+                                                    const std::vector<int>& open_groups) {
   Local local;
   const Micros now = clock_.nowMicros();
   const bool reachable = reachable_.load(std::memory_order_acquire);
@@ -410,8 +432,9 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   boost::container::small_vector<BucketState, 4> states;
   boost::container::small_vector<Evaluation, 4> evaluations;
   bool denied = false;
-  // Quota mode (store.hpp): quota-group limits deny only when every group has a denial.
-  boost::container::small_vector<int, 4> groups;
+  // Quota mode (store.hpp): quota-group limits deny only when every group has a denial. The
+  // groups of the request's strict limits (`open_groups`) may still pass.
+  boost::container::small_vector<int, 4> groups(open_groups.begin(), open_groups.end());
   boost::container::small_vector<int, 4> failed;
   std::optional<Route> trip;
   for (const EventualLimitRef& ref : limits) {
@@ -479,10 +502,16 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   return local;
 }
 
-void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost) {
+void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost,
+                                 const std::vector<Outcome>& outcomes) {
   const Micros now = clock_.nowMicros();
   ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
-  for (const EventualLimitRef& ref : limits) {
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const EventualLimitRef& ref = limits[i];
+    if (i < outcomes.size() && !outcomes[i].allowed && !ref.limit->params.count_rejected) {
+      // A quota-mode limit that denied in a request allowed by another group: not charged.
+      continue;
+    }
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
     touch(shard, slot, ref.key(), now);
@@ -523,7 +552,7 @@ std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
 }
 
 void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,
-                                 std::vector<std::string>& keys,
+                                 int quota_group, std::vector<std::string>& keys,
                                  std::vector<std::string>& args) const {
   const eventual::View& view = slot.view;
   const LimitParams& p = slot.params;
@@ -545,7 +574,8 @@ void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, boo
   args.push_back(std::to_string(prev_pending ? view.prev.own : 0));
   args.push_back(std::to_string(view.cur.own_acked));
   args.push_back(std::to_string(std::max<std::int64_t>(cost, 0)));
-  args.push_back(std::to_string((p.count_rejected ? 1 : 0) | (shadow ? 2 : 0)));
+  args.push_back(std::to_string((p.count_rejected ? 1 : 0) | (shadow ? 2 : 0) |
+                                (std::max(quota_group, -1) + 1) * 4));
   args.push_back(std::to_string(view.redis_tat.a));
   args.push_back(std::to_string(view.redis_tat.b));
 }
@@ -561,8 +591,8 @@ void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, Scri
   for (const EventualLimitRef& ref : limits) {
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    appendEntry(slot, op, ref.limit->costOr(cost), ref.limit->shadow || ref.limit->quota_group >= 0,
-                keys, args);
+    appendEntry(slot, op, ref.limit->costOr(cost), ref.limit->shadow, ref.limit->quota_group, keys,
+                args);
   }
 }
 
@@ -626,10 +656,12 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
       o.reset_after_us = v[kResetAfter];
       o.retry_after_us = v[kRetryAfter];
       o.never = v[kNever] != 0;
-      if (!o.allowed && !ref.limit->shadow) {
-        response->allowed = false;
-      }
     }
+  }
+  if (response != nullptr) {
+    // The script charged with the store's semantics (quota groups included); the answer
+    // follows the same rule on the same outcomes.
+    response->allowed = requestAllowed(limits, response->outcomes, {});
   }
   return {};
 }
@@ -738,7 +770,7 @@ void EventualEngine::sync() {
         args.push_back(std::to_string(now));
         args.push_back(entry_);
       }
-      appendEntry(slot, ScriptOp::kSync, 0, false, keys, args);
+      appendEntry(slot, ScriptOp::kSync, 0, false, -1, keys, args);
       entries->push_back(SyncEntry{key, slot.redis_key, slot.params, slot.view.cur.index});
       if (entries->size() >= kEntriesPerCall) {
         flush();

@@ -56,11 +56,22 @@ class EventualEngine {
   /// Decides `limits` from the views (all locks held together, all or nothing). With
   /// `charge` the allowed request is charged at once; otherwise chargeLater() does it.
   /// `force`: decide locally whatever the routes say (Redis unreachable, or just refreshed).
+  /// `open_groups`: the quota groups of the request's strict limits (they may still pass, so
+  /// eventual quota limits alone deny only when no such group exists).
   Local decideLocally(const std::vector<EventualLimitRef>& limits, std::int64_t cost, bool charge,
-                      bool force);
+                      bool force, const std::vector<int>& open_groups = {});
   /// Charges an allowed request decided by decideLocally(charge = false) once the strict
-  /// limits allowed too.
-  void chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost);
+  /// limits allowed too. `outcomes`: decideLocally's, in the same order; a limit that denied
+  /// there (a quota-mode limit of a request another group allowed) is not charged unless it
+  /// counts rejected requests.
+  void chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost,
+                   const std::vector<Outcome>& outcomes);
+  /// Store semantics (store.hpp) on the outcomes of `limits`, with `open_groups` as extra
+  /// quota groups that have no denial: every non-shadow, non-quota limit allowed and, when
+  /// there are quota groups, one of them has no denying non-shadow limit.
+  static bool requestAllowed(const std::vector<EventualLimitRef>& limits,
+                             const std::vector<Outcome>& outcomes,
+                             const std::vector<int>& open_groups);
 
   /// The script call for a round trip on `limits`: op kDecide (decide and charge in Redis) or
   /// kSync (refresh the views).
@@ -143,7 +154,8 @@ class EventualEngine {
   void touch(Shard& shard, Slot& slot, std::string_view key, Micros now);
   std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
   void appendEntry(Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
-                   std::vector<std::string>& keys, std::vector<std::string>& args) const;
+                   int quota_group, std::vector<std::string>& keys,
+                   std::vector<std::string>& args) const;
   /// Merges one entry's reading; returns the slot's unsent hits change. `shard` locked.
   void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);
   void noteTight(bool was, bool is);

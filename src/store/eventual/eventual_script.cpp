@@ -23,7 +23,8 @@ local sluice_ttl_slack_ms = 0
 //     algorithm (0 fixed_window, 2 sliding_window_counter, 3 token_bucket), L, W (us),
 //     burst, value (the entry's cumulative hits in the window of KEYS[2i-1]), prev_value
 //     (in the window before, 0 = nothing to send), acked (token_bucket: the entry's value
-//     the caller last saw stored), cost (op 1), flags (1 = count_rejected),
+//     the caller last saw stored), cost (op 1), flags (1 = count_rejected, 2 = shadow,
+//     4 x (quota group + 1): the quota-mode group of the limit, 0 for none),
 //     tat_us, tat_rem (token_bucket: the arrival time the caller last read; max-merged)
 //   KEYS[2i-1] the hash of the entry's window (token_bucket: the bucket's only hash),
 //   KEYS[2i]   the hash of the window before (token_bucket: the same key, unused)
@@ -33,7 +34,9 @@ local sluice_ttl_slack_ms = 0
 // when it arrived here (later than it happened: conservative).
 // Returns per entry 15 integers: allowed, remaining, reset_after, retry_after, never (op 1;
 // op 0 returns 1, 0, 0, 0, 0), charged (hits added to the entry by op 1: the op-1 entries are
-// charged only if every non-shadow one allowed), then, read before the charge: the total of
+// charged only if the request is allowed with the store's semantics, include/sluice/store/
+// store.hpp: every non-shadow, non-quota one allowed and, when there are quota groups, one
+// group has no denying non-shadow entry), then, read before the charge: the total of
 // every other field of the window, the caller's own field, the same two for the previous
 // window (read only when needed: sliding_window_counter, or a previous value sent), this
 // region's total ("s" fields, own included) in the window and in the previous one (what is
@@ -136,6 +139,7 @@ end
 local out = {}
 local plan = {}
 local all_allowed = true
+local groups, failed -- quota groups seen / with a denying entry (built only when used)
 local n = floor((#ARGV - 2) / kStride)
 for i = 1, n do
   local b = 3 + (i - 1) * kStride
@@ -151,6 +155,7 @@ for i = 1, n do
   local flags = number(ARGV[b + 9])
   local count_rejected = (flags % 2) == 1
   local shadow = (floor(flags / 2) % 2) == 1
+  local quota = floor(flags / 4) - 1
   local hint_us, hint_rem = tonumber(ARGV[b + 10]), tonumber(ARGV[b + 11])
   local cur, prev = KEYS[2 * i - 1], KEYS[2 * i]
   local ok, remaining, reset_after, retry_after, never = true, 0, 0, 0, false
@@ -212,7 +217,14 @@ for i = 1, n do
       charge = max(st[2] - count, 0)
     end
   end
-  if op == 1 and not ok and not shadow then
+  if op == 1 and quota >= 0 then
+    groups = groups or {}
+    groups[quota] = true
+    if not ok and not shadow then
+      failed = failed or {}
+      failed[quota] = true
+    end
+  elseif op == 1 and not ok and not shadow then
     all_allowed = false
   end
   plan[i] = { op, ok, charge, next_tat, count_rejected, cur }
@@ -232,6 +244,17 @@ for i = 1, n do
   out[o + 13] = writers
   out[o + 14] = tat_us
   out[o + 15] = tat_rem
+end
+
+if all_allowed and groups then
+  -- Quota mode: the request passes while one quota group still has room.
+  all_allowed = false
+  for g in pairs(groups) do
+    if not (failed and failed[g]) then
+      all_allowed = true
+      break
+    end
+  end
 end
 
 for i = 1, n do

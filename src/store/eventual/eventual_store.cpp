@@ -1,5 +1,6 @@
 #include "sluice/store/eventual_store.hpp"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <memory>
@@ -22,6 +23,7 @@ struct Pending {
   StoreRequest request;
   std::vector<EventualLimitRef> eventual;
   std::vector<std::size_t> strict;  ///< indices of the strict limits
+  std::vector<int> strict_groups;   ///< quota groups of the strict limits
   bool pure = false;                ///< no strict limit
   Store::Callback done;
 };
@@ -49,14 +51,19 @@ class EventualStore final : public Store {
     // are not used once `done` is called, so a nested evaluate() may reuse them).
     std::vector<EventualLimitRef>& eventual = scratch_eventual_;
     std::vector<std::size_t>& strict = scratch_strict_;
+    std::vector<int>& strict_groups = scratch_groups_;
     eventual.clear();
     strict.clear();
+    strict_groups.clear();
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
       if (isEventual(limit)) {
         eventual.push_back(EventualLimitRef{i, &limit});
       } else {
         strict.push_back(i);
+        if (limit.quota_group >= 0) {
+          strict_groups.push_back(limit.quota_group);
+        }
       }
     }
     if (eventual.empty()) {
@@ -65,7 +72,8 @@ class EventualStore final : public Store {
     }
     const bool pure = strict.empty();
     const bool reachable = engine_->reachable() && connection_->ready();
-    EventualEngine::Local local = engine_->decideLocally(eventual, request.cost, pure, !reachable);
+    EventualEngine::Local local =
+        engine_->decideLocally(eventual, request.cost, pure, !reachable, strict_groups);
     if (local.decided && (pure || !local.allowed)) {
       // The common case: answered from the views, nothing to keep for later.
       StoreResponse response;
@@ -86,6 +94,7 @@ class EventualStore final : public Store {
       ref.limit = &p->request.limits[ref.index];
     }
     p->strict = std::move(strict);
+    p->strict_groups = strict_groups;
     p->pure = pure;
     p->done = std::move(done);
     if (local.decided) {
@@ -133,7 +142,7 @@ class EventualStore final : public Store {
           }
           // Redis failed the round trip (or it only refreshed): decide from the view.
           EventualEngine::Local local =
-              engine_->decideLocally(p->eventual, p->request.cost, p->pure, true);
+              engine_->decideLocally(p->eventual, p->request.cost, p->pure, true, p->strict_groups);
           afterEventual(std::move(p), std::move(local));
         });
   }
@@ -151,6 +160,7 @@ class EventualStore final : public Store {
     for (std::size_t i : p->strict) {
       strict.limits.push_back(p->request.limits[i]);
     }
+    quotaAcross(*p, local.outcomes, strict);
     auto outcomes = std::make_shared<std::vector<Outcome>>(std::move(local.outcomes));
     inner_->evaluate(strict, [this, p = std::move(p),
                               outcomes = std::move(outcomes)](Result<StoreResponse> r) mutable {
@@ -160,7 +170,7 @@ class EventualStore final : public Store {
         return;
       }
       if (r->allowed) {
-        engine_->chargeLater(p->eventual, p->request.cost);
+        engine_->chargeLater(p->eventual, p->request.cost, *outcomes);
       }
       StoreResponse response;
       response.allowed = r->allowed;
@@ -175,6 +185,46 @@ class EventualStore final : public Store {
       auto done = std::move(p->done);
       done(std::move(response));
     });
+  }
+
+  /// Quota mode across the two halves of a mixed request (store.hpp: allowed iff every
+  /// non-shadow, non-quota limit allows and one quota group has no denying limit). The
+  /// eventual limits allowed (or decideLocally() would have denied); what their quota groups
+  /// say is folded into the strict request, whose store then applies the same rule:
+  /// - a group with eventual limits only, none denying, passes: every strict quota limit
+  ///   can no longer deny, so it is sent as shadow (evaluated and charged if it allows);
+  /// - a group with a denying eventual limit has failed: its strict limits are sent as shadow
+  ///   (they cannot make it pass);
+  /// - the other groups keep their quota group: the strict store decides whether one passes.
+  static void quotaAcross(const Pending& p, const std::vector<Outcome>& outcomes,
+                          StoreRequest& strict) {
+    if (p.strict_groups.empty()) {
+      return;
+    }
+    std::vector<int> failed;
+    bool passes = false;
+    for (std::size_t i = 0; i < p.eventual.size() && i < outcomes.size(); ++i) {
+      const StoreLimit& limit = *p.eventual[i].limit;
+      if (limit.quota_group >= 0 && !limit.shadow && !outcomes[i].allowed) {
+        failed.push_back(limit.quota_group);
+      }
+    }
+    for (const EventualLimitRef& ref : p.eventual) {
+      const int g = ref.limit->quota_group;
+      if (g >= 0 && std::find(failed.begin(), failed.end(), g) == failed.end() &&
+          std::find(p.strict_groups.begin(), p.strict_groups.end(), g) == p.strict_groups.end()) {
+        passes = true;
+      }
+    }
+    for (StoreLimit& limit : strict.limits) {
+      if (limit.quota_group < 0) {
+        continue;
+      }
+      if (passes || std::find(failed.begin(), failed.end(), limit.quota_group) != failed.end()) {
+        limit.shadow = true;
+        limit.quota_group = -1;
+      }
+    }
   }
 
   /// Answers with the eventual outcomes; strict limits (not evaluated: an eventual one denied)
@@ -200,6 +250,7 @@ class EventualStore final : public Store {
   EventualEnginePtr engine_;
   std::vector<EventualLimitRef> scratch_eventual_;
   std::vector<std::size_t> scratch_strict_;
+  std::vector<int> scratch_groups_;
   std::shared_ptr<redis::RedisConnection> connection_;
 };
 
