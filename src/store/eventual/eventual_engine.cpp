@@ -132,6 +132,9 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
       keys_synced_((metrics.describe("eventual_keys_synced", Metrics::Type::kGauge,
                                      "Keys sent and read by the last eventual sync."),
                     metrics.gauge("eventual_keys_synced"))),
+      keys_synced_total_((metrics.describe("eventual_keys_synced_total", Metrics::Type::kCounter,
+                                           "Keys sent and read by eventual syncs, summed."),
+                          metrics.counter("eventual_keys_synced_total"))),
       syncs_ok_((metrics.describe("eventual_syncs_total", Metrics::Type::kCounter,
                                   "Eventual syncs by result (ok, failed)."),
                  metrics.counter("eventual_syncs_total", {{"result", "ok"}}))),
@@ -789,6 +792,7 @@ void EventualEngine::sync() {
     total += e->size();
   }
   keys_synced_.set(static_cast<double>(total));
+  keys_synced_total_.inc(total);
   const auto started = std::chrono::steady_clock::now();
   const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4);
   sync_in_flight_ = true;

@@ -211,6 +211,7 @@ class EventualEngine {
 
   Histogram& sync_duration_;
   Gauge& keys_synced_;
+  Counter& keys_synced_total_;
   Counter& syncs_ok_;
   Counter& syncs_failed_;
   Counter& switched_;
