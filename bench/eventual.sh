@@ -41,6 +41,10 @@ wait_port "$redis_port"
 tick=$(getconf CLK_TCK)
 # redis-server's CPU (user + system) in microseconds.
 redis_cpu_us() { awk -v t="$tick" '{ print ($14 + $15) * 1000000 / t }' "/proc/$redis_pid/stat"; }
+# redis-server's own background CPU (serverCron, expiry) per second, measured alone for 3 s
+# and subtracted from each run's figure.
+idle0=$(redis_cpu_us); sleep 3; idle1=$(redis_cpu_us)
+idle_per_s=$(python3 -c "print(($idle1 - $idle0) / 3)")
 # The sum of a metric's samples (all label sets) on the sidecar at port $1.
 metric() {
   python3 - "$1" "$2" <<'PY'
@@ -80,7 +84,7 @@ run_one() {  # system run
     "http://127.0.0.1:$port" >/dev/null
   cpu1=$(redis_cpu_us); keys1=$(metric "$port" sluice_eventual_keys_synced_total)
   syncs1=$(metric "$port" sluice_eventual_syncs_total)
-  echo "{\"redis_cpu_us\": $(python3 -c "print($cpu1 - $cpu0)"), \"keys_synced\": $(python3 -c "print($keys1 - $keys0)"), \"syncs\": $(python3 -c "print($syncs1 - $syncs0)")}" >"$out.redis"
+  echo "{\"redis_cpu_us\": $(python3 -c "print(max(0, $cpu1 - $cpu0 - $idle_per_s * $duration))"), \"keys_synced\": $(python3 -c "print($keys1 - $keys0)"), \"syncs\": $(python3 -c "print($syncs1 - $syncs0)")}" >"$out.redis"
   kill "$pid"; wait "$pid" 2>/dev/null || true
   results[$system]+="$out "
 }
@@ -90,9 +94,10 @@ for run in $(seq "$runs"); do
   done
   order=("${order[@]:1}" "${order[0]}")
 done
-python3 - "$clients" "${results[memory]}" "${results[redis-strict]}" "${results[redis-eventual]}" <<'PY'
+python3 - "$clients" "${results[memory]}" "${results[redis-strict]}" "${results[redis-eventual]}" "$idle_per_s" <<'PY'
 import json, statistics, sys
 clients = sys.argv[1]
+idle = sys.argv[5]
 def load(files):
     rows = [json.load(open(f)) for f in files.split()]
     rps = [r["requests"] / (r["duration_us"] / 1e6) for r in rows]
@@ -109,7 +114,7 @@ def load(files):
 names = ["sluice-memory", "sluice-redis strict", "sluice-redis eventual"]
 stats = [load(f) for f in sys.argv[2:5]]
 mem = stats[0][0]
-print(f"clients: {clients}")
+print(f"clients: {clients}; redis-server idle CPU: {idle} µs/s (subtracted)")
 print("| system | decisions/s (median) | min–max | p99 (ms) | non-2xx | vs memory |")
 print("|---|---|---|---|---|---|")
 for name, (med, lo, hi, p99, bad, *_) in zip(names, stats):
