@@ -326,6 +326,39 @@ TEST(EventualTest, QuotaModeInARoundTripDecision) {
   EXPECT_EQ(e3.header("X-Ratelimit-Remaining"), "1") << e3.body;
 }
 
+// count_rejected eventual limits record the attempt when a mixed request is denied, by the
+// strict half or by the eventual half, as on a store of strict limits only.
+TEST(EventualTest, CountRejectedEventualLimitsRecordDeniedMixedRequests) {
+  awayFromMidnight();
+  const std::string rules =
+      "domain: ev\n"
+      "descriptors:\n"
+      "  - key: c\n"
+      "    rate_limit: {unit: day, requests_per_unit: 5, consistency: eventual, "
+      "count_rejected: true}\n"
+      "  - key: s\n"
+      "    rate_limit: {unit: day, requests_per_unit: 1}\n";
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, rules));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  const std::string both = quotaRequest("cr", {"c", "s"});
+  EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 200);
+  // Denied by the strict limit: c records each attempt (2, 3).
+  EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 429);
+  EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 429);
+  HttpResponse r = client.post("/shouldAllowRequest", quotaRequest("cr", {"c"}));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "1") << r.body;
+  // c allows once more (5), then denies by itself (6, 7 recorded too).
+  EXPECT_EQ(client.post("/shouldAllowRequest", quotaRequest("cr", {"c"})).status, 200);
+  EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 429);
+  EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 429);
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == 7; }, seconds(5)))
+      << redisTotal(redis) << " hits of c in Redis\n"
+      << a.log();
+}
+
 TEST(EventualTest, RedisRestartMidLoadKeepsDecidingAndLosesNoHits) {
   awayFromMidnight();
   RedisServer redis;

@@ -492,7 +492,9 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
     } else {
       local.outcomes.push_back(evaluations[i].outcome);
     }
-    if (!charge) {
+    // A request denied here is final: its count_rejected limits record the attempt even when
+    // the caller would otherwise charge later (a mixed request).
+    if (!charge && !(denied && slots[i]->params.count_rejected)) {
       continue;
     }
     const bool charged = (local.allowed && limit_allowed) || slots[i]->params.count_rejected;
@@ -506,13 +508,15 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
 }
 
 void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost,
-                                 const std::vector<Outcome>& outcomes) {
+                                 const std::vector<Outcome>& outcomes, bool request_allowed) {
   const Micros now = clock_.nowMicros();
   ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
   for (std::size_t i = 0; i < limits.size(); ++i) {
     const EventualLimitRef& ref = limits[i];
-    if (i < outcomes.size() && !outcomes[i].allowed && !ref.limit->params.count_rejected) {
-      // A quota-mode limit that denied in a request allowed by another group: not charged.
+    if (!ref.limit->params.count_rejected &&
+        (!request_allowed || (i < outcomes.size() && !outcomes[i].allowed))) {
+      // A denied request charges only count_rejected limits; a quota-mode limit that denied
+      // in a request another group allowed is not charged either.
       continue;
     }
     Shard& shard = shardOf(ref.key());

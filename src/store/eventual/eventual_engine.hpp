@@ -63,9 +63,10 @@ class EventualEngine {
   /// Charges an allowed request decided by decideLocally(charge = false) once the strict
   /// limits allowed too. `outcomes`: decideLocally's, in the same order; a limit that denied
   /// there (a quota-mode limit of a request another group allowed) is not charged unless it
-  /// counts rejected requests.
+  /// counts rejected requests. `request_allowed` false (the strict limits denied): only the
+  /// count_rejected limits are charged (they record the attempt either way).
   void chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost,
-                   const std::vector<Outcome>& outcomes);
+                   const std::vector<Outcome>& outcomes, bool request_allowed = true);
   /// Store semantics (store.hpp) on the outcomes of `limits`, with `open_groups` as extra
   /// quota groups that have no denial: every non-shadow, non-quota limit allowed and, when
   /// there are quota groups, one of them has no denying non-shadow limit.

@@ -169,9 +169,8 @@ class EventualStore final : public Store {
         done(r.error());
         return;
       }
-      if (r->allowed) {
-        engine_->chargeLater(p->eventual, p->request.cost, *outcomes);
-      }
+      // count_rejected eventual limits record the attempt even when the strict ones denied.
+      engine_->chargeLater(p->eventual, p->request.cost, *outcomes, r->allowed);
       StoreResponse response;
       response.allowed = r->allowed;
       response.degraded = r->degraded;
