@@ -145,6 +145,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
 
   ~RedisStore() override {
     // Requests still waiting for their batch's turn end (at shutdown): each fails once.
+    for (BatchedCall& call : single_) {
+      call.done(redis::redisError(redis::FailureSource::kNotReady, 0, "the store is closing"));
+    }
     for (auto& [slot, batch] : batches_) {
       for (BatchedCall& call : batch) {
         call.done(redis::redisError(redis::FailureSource::kNotReady, 0, "the store is closing"));
@@ -336,12 +339,15 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
                            std::move(done));
       return;
     }
-    Batch& batch = batches_[slot];
+    Batch& batch = clustered_ ? batches_[slot] : single_;
     batch.push_back({std::move(keys), std::move(args), started, std::move(done)});
     if (batch.size() >= options_.max_batch) {
-      Batch full = std::move(batch);
-      batches_.erase(slot);
-      send(std::move(full));
+      Batch full;
+      full.swap(batch);
+      if (clustered_) {
+        batches_.erase(slot);
+      }
+      sendAndKeep(full);
       return;
     }
     if (!flush_posted_) {
@@ -357,10 +363,26 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// The end of the turn: every open batch goes.
   void flush() {
     flush_posted_ = false;
+    if (!clustered_) {
+      Batch batch;
+      batch.swap(single_);
+      sendAndKeep(batch);
+      return;
+    }
     auto batches = std::move(batches_);
     batches_.clear();
     for (auto& [slot, batch] : batches) {
-      send(std::move(batch));
+      send(batch);
+    }
+  }
+
+  /// send(), then the batch's storage serves the next one (on a single node: no allocation
+  /// per turn). A call completed at once may have started the next batch meanwhile.
+  void sendAndKeep(Batch& batch) {
+    send(batch);
+    batch.clear();
+    if (!clustered_ && single_.empty()) {
+      single_.swap(batch);
     }
   }
 
@@ -368,7 +390,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// the earliest of its calls' own; a failed call (lost connection, deadline, an error
   /// reply to the whole call) fails every request of the batch once, and the connection
   /// never resends a call that may have run (its NOSCRIPT retry aside, which ran nothing).
-  void send(Batch batch) {
+  void send(Batch& batch) {
     if (batch.empty()) {
       return;
     }
@@ -728,7 +750,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// The sketch hash seed from Redis; null until the first sketch request reads it.
   std::shared_ptr<const SketchHasher> sketch_hasher_;
   std::unordered_map<std::string, SketchGauges> sketch_gauges_;  ///< by SketchIdentity::key
-  /// The batches of this event-loop turn, by hash slot (0 on a single node).
+  /// The batch of this event-loop turn on a single node; in a cluster, by hash slot.
+  Batch single_;
   std::map<int, Batch> batches_;
   bool flush_posted_ = false;  ///< flush() is posted for the end of this turn
 };
