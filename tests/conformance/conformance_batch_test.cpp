@@ -311,6 +311,8 @@ TEST_F(BatchConformanceTest, ADeadlinePassedFailsEachRequestOnceAndTheBatchRunsA
   o.local_cache = false;
   o.max_batch = kMaxBatch;
   o.request_timeout = std::chrono::milliseconds(150);
+  // The pause must not look like a dead server (which would drop the connection).
+  o.stall_timeout = std::chrono::milliseconds(10'000);
   Metrics metrics;
   StorePtr store = makeRedisStore(io_, o, metrics, clock_);
   ASSERT_TRUE(test::runUntil(io_, [&] { return store->healthy(); }));
