@@ -182,8 +182,9 @@ def markdown(doc):
               "counts denied requests; both get the client in a header and parse no body. Sluice "
               "and the Node peer parse the same JSON request. The Node peer's three limits are "
               "RateLimiterUnion (three Redis calls, not all-or-nothing); Sluice's Redis store "
-              "sends one EVALSHA per request and denies locally while a key is known to be over "
-              "its limit.", "", "![benchmark](latest.png)", ""]
+              "sends the decisions of one event-loop turn in one EVALSHA (up to "
+              "--redis-max-batch, 32) and denies locally while a key is known to be over its "
+              "limit.", "", "![benchmark](latest.png)", ""]
     return "\n".join(lines)
 
 

@@ -229,6 +229,11 @@ const std::vector<Flag>& flags() {
        countField<std::size_t>(&AppOptions::max_body_bytes, 1, kMaxBodyLimit)},
       {"redis-timeout-ms", "MS", "per-request Redis deadline (default 20)",
        millisField(&AppOptions::redis_timeout, 1, 60'000)},
+      {"redis-max-batch", "N",
+       "most decisions sent to Redis in one script call: the decisions an I/O thread "
+       "collects in one event-loop turn go as one EVALSHA per node, up to N each "
+       "(1: one call per decision; default 32)",
+       countField<std::size_t>(&AppOptions::redis_max_batch, 1, 1024)},
       {"store-connect-wait-ms", "MS",
        "start-up: requests wait for the store's first connection, and /readyz is 503, "
        "up to this long (default 2000)",
@@ -448,6 +453,7 @@ Status parseRedisNodes(AppOptions& options) {
   RedisOptions base;
   base.key_prefix = options.redis_prefix;
   base.request_timeout = options.redis_timeout;
+  base.max_batch = options.redis_max_batch;
   base.connect_wait = options.store_connect_wait;
   if (options.store == StoreKind::kRedisCluster) {
     auto seeds = parseRedisClusterUrls(options.redis_url, base);

@@ -53,6 +53,8 @@ struct AppOptions {
   std::string default_domain = "default";
   std::size_t max_body_bytes = 1 << 20;
   std::chrono::milliseconds redis_timeout{20};
+  /// --redis-max-batch: most decisions per script call (RedisOptions::max_batch).
+  std::size_t redis_max_batch = 32;
   /// Start-up: requests wait for the store's first connection, /readyz is 503, this long.
   std::chrono::milliseconds store_connect_wait{2000};
   std::string redis_prefix = "sluice";

@@ -52,6 +52,11 @@ struct RedisOptions {
   /// a round trip (never for requests with a count_rejected limit). Per store instance.
   bool local_cache = true;
   std::size_t local_cache_max_keys = 100'000;
+  /// Most decisions in one script call (`--redis-max-batch`). The decisions that reach the
+  /// store in one turn of its io_context go to Redis as one EVALSHA per node (a cluster: per
+  /// hash slot), decided one after another by the script, each still atomic; a full batch
+  /// goes at once and the next one starts. 1: one EVALSHA per decision.
+  std::size_t max_batch = 32;
   /// No flag sets it: only tests choose kStoreClock.
   ScriptTime script_time = ScriptTime::kRedis;
 };

@@ -163,6 +163,7 @@ class ClusterBackend final : public redis::RedisBackend,
   }
 
   bool clustered() const override { return true; }
+  void post(std::function<void()> fn) override { net::post(io_, std::move(fn)); }
   StoreHealth health() const override { return health_.load(std::memory_order_acquire); }
 
  private:

@@ -6,6 +6,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -69,7 +71,8 @@ bool sameParams(const LimitParams& a, const LimitParams& b) {
 class SingleNodeBackend final : public redis::RedisBackend {
  public:
   SingleNodeBackend(net::io_context& io, const RedisOptions& options, Metrics& metrics,
-                    std::string script) {
+                    std::string script)
+      : io_(io) {
     redis::ConnectionOptions copts;
     copts.redis = options;
     copts.stall_timeout = options.stall_timeout;
@@ -114,13 +117,15 @@ class SingleNodeBackend final : public redis::RedisBackend {
     connection_->command(std::move(argv), timeout, std::move(done));
   }
   bool clustered() const override { return false; }
+  void post(std::function<void()> fn) override { net::post(io_, std::move(fn)); }
   StoreHealth health() const override { return connection_->health(); }
 
  private:
+  net::io_context& io_;
   std::shared_ptr<redis::RedisConnection> connection_;
 };
 
-class RedisStore final : public Store {
+class RedisStore final : public Store, public std::enable_shared_from_this<RedisStore> {
  public:
   RedisStore(std::shared_ptr<redis::RedisBackend> backend, const RedisOptions& options,
              Metrics& metrics, std::string_view kind, const Clock& clock)
@@ -133,11 +138,22 @@ class RedisStore final : public Store {
         duration_(redis::describeRedisMetrics(metrics).histogram("store_call_duration_seconds",
                                                                  {{"store", kind_}})),
         cache_hits_(metrics.counter("local_cache_hits_total")),
+        script_calls_(metrics.counter("redis_script_calls_total", {{"store", kind_}})),
         health_group_(store::StoreHealthGroup::of(metrics, kind_)),
         backend_(std::move(backend)),
         clustered_(backend_->clustered()) {}
 
-  ~RedisStore() override = default;
+  ~RedisStore() override {
+    // Requests still waiting for their batch's turn end (at shutdown): each fails once.
+    for (BatchedCall& call : single_) {
+      call.done(redis::redisError(redis::FailureSource::kNotReady, 0, "the store is closing"));
+    }
+    for (auto& [slot, batch] : batches_) {
+      for (BatchedCall& call : batch) {
+        call.done(redis::redisError(redis::FailureSource::kNotReady, 0, "the store is closing"));
+      }
+    }
+  }
 
   void evaluate(const StoreRequest& request, Callback done) override {
     if (request.limits.empty()) {
@@ -234,33 +250,32 @@ class RedisStore final : public Store {
     }
     const auto started = std::chrono::steady_clock::now();
     const std::size_t n = request.limits.size();
-    backend_->evalScript(
-        std::move(keys), std::move(args), options_.request_timeout,
-        [this, n, started, sent_at, cache_context = std::move(cache_context),
-         sketch_gauges = std::move(sketch_gauges),
-         done = std::move(done)](Result<redis::Reply> reply) {
-          duration_.observe(
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-          if (!reply) {
-            health_group_->fault(redis::faultKind(reply.error()), reply.error().message);
-            done(reply.error());
-            return;
-          }
-          const std::size_t sketches = sketch_gauges ? sketch_gauges->size() : 0;
-          Result<StoreResponse> response = parse(*reply, n, sketches);
-          if (response) {
-            health_group_->success();
-            if (sketches > 0) {
-              publishSketchStats(*reply, n, *sketch_gauges);
-            }
-          } else {
-            health_group_->fault(redis::faultKind(response.error()), response.error().message);
-          }
-          if (response && cache_context) {
-            remember(*cache_context, *response, sent_at);
-          }
-          done(std::move(response));
-        });
+    submit(std::move(keys), std::move(args), started,
+           [this, n, started, sent_at, cache_context = std::move(cache_context),
+            sketch_gauges = std::move(sketch_gauges),
+            done = std::move(done)](Result<redis::Reply> reply) {
+             duration_.observe(
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+             if (!reply) {
+               health_group_->fault(redis::faultKind(reply.error()), reply.error().message);
+               done(reply.error());
+               return;
+             }
+             const std::size_t sketches = sketch_gauges ? sketch_gauges->size() : 0;
+             Result<StoreResponse> response = parse(*reply, n, sketches);
+             if (response) {
+               health_group_->success();
+               if (sketches > 0) {
+                 publishSketchStats(*reply, n, *sketch_gauges);
+               }
+             } else {
+               health_group_->fault(redis::faultKind(response.error()), response.error().message);
+             }
+             if (response && cache_context) {
+               remember(*cache_context, *response, sent_at);
+             }
+             done(std::move(response));
+           });
   }
 
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
@@ -280,6 +295,15 @@ class RedisStore final : public Store {
   }
 
   bool healthy() const override { return backend_->health() == StoreHealth::kHealthy; }
+
+  /// One request's script call, waiting for the end of this event-loop turn.
+  struct BatchedCall {
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    std::chrono::steady_clock::time_point started;  ///< its deadline runs from here
+    redis::ReplyHandler done;
+  };
+  using Batch = std::vector<BatchedCall>;
   StoreHealth health() const override { return backend_->health(); }
   std::string_view kind() const override { return kind_; }
 
@@ -294,6 +318,141 @@ class RedisStore final : public Store {
     std::vector<std::string> keys;
     std::vector<CacheLimit> limits;
   };
+
+  /// Sends one request's script call: alone when batching is off, else in the batch of its
+  /// node (its hash slot in a cluster), which goes at the end of this event-loop turn or
+  /// as soon as it holds max_batch calls.
+  void submit(std::vector<std::string> keys, std::vector<std::string> args,
+              std::chrono::steady_clock::time_point started, redis::ReplyHandler done) {
+    int slot = 0;
+    bool batchable = options_.max_batch > 1;
+    if (batchable && clustered_ && !keys.empty()) {
+      slot = redis::keyHashSlot(keys.front());
+      // Keys over several slots: alone, as before batching (the cluster refuses them).
+      batchable = std::all_of(keys.begin() + 1, keys.end(), [slot](const std::string& key) {
+        return redis::keyHashSlot(key) == slot;
+      });
+    }
+    if (!batchable) {
+      script_calls_.inc();
+      backend_->evalScript(std::move(keys), std::move(args), options_.request_timeout,
+                           std::move(done));
+      return;
+    }
+    Batch& batch = clustered_ ? batches_[slot] : single_;
+    batch.push_back({std::move(keys), std::move(args), started, std::move(done)});
+    if (batch.size() >= options_.max_batch) {
+      Batch full;
+      full.swap(batch);
+      if (clustered_) {
+        batches_.erase(slot);
+      }
+      sendAndKeep(full);
+      return;
+    }
+    if (!flush_posted_) {
+      flush_posted_ = true;
+      backend_->post([weak = weak_from_this()] {
+        if (auto self = weak.lock()) {
+          self->flush();
+        }
+      });
+    }
+  }
+
+  /// The end of the turn: every open batch goes.
+  void flush() {
+    flush_posted_ = false;
+    if (!clustered_) {
+      Batch batch;
+      batch.swap(single_);
+      sendAndKeep(batch);
+      return;
+    }
+    auto batches = std::move(batches_);
+    batches_.clear();
+    for (auto& [slot, batch] : batches) {
+      send(batch);
+    }
+  }
+
+  /// send(), then the batch's storage serves the next one (on a single node: no allocation
+  /// per turn). A call completed at once may have started the next batch meanwhile.
+  void sendAndKeep(Batch& batch) {
+    send(batch);
+    batch.clear();
+    if (!clustered_ && single_.empty()) {
+      single_.swap(batch);
+    }
+  }
+
+  /// One EVALSHA for the whole batch (a lone call goes in today's layout). The deadline is
+  /// the earliest of its calls' own; a failed call (lost connection, deadline, an error
+  /// reply to the whole call) fails every request of the batch once, and the connection
+  /// never resends a call that may have run (its NOSCRIPT retry aside, which ran nothing).
+  void send(Batch& batch) {
+    if (batch.empty()) {
+      return;
+    }
+    script_calls_.inc();
+    const auto now = std::chrono::steady_clock::now();
+    auto timeout = options_.request_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  now - batch.front().started);
+    timeout = std::max(timeout, std::chrono::milliseconds(1));
+    if (batch.size() == 1) {
+      BatchedCall& call = batch.front();
+      backend_->evalScript(std::move(call.keys), std::move(call.args), timeout,
+                           std::move(call.done));
+      return;
+    }
+    std::size_t key_count = 0;
+    std::size_t arg_count = 2 + 2 * batch.size();
+    for (const BatchedCall& call : batch) {
+      key_count += call.keys.size();
+      arg_count += call.args.size();
+    }
+    std::vector<std::string> keys;
+    keys.reserve(key_count);
+    std::vector<std::string> args;
+    args.reserve(arg_count);
+    args.emplace_back("batch");
+    args.push_back(std::to_string(batch.size()));
+    for (const BatchedCall& call : batch) {
+      args.push_back(std::to_string(call.keys.size()));
+      args.push_back(std::to_string(call.args.size()));
+    }
+    auto handlers = std::make_shared<std::vector<redis::ReplyHandler>>();
+    handlers->reserve(batch.size());
+    for (BatchedCall& call : batch) {
+      std::move(call.keys.begin(), call.keys.end(), std::back_inserter(keys));
+      std::move(call.args.begin(), call.args.end(), std::back_inserter(args));
+      handlers->push_back(std::move(call.done));
+    }
+    backend_->evalScript(
+        std::move(keys), std::move(args), timeout, [handlers](Result<redis::Reply> reply) {
+          if (reply && (reply->type != redis::Reply::Type::kArray ||
+                        reply->elements.size() != handlers->size())) {
+            reply = redis::redisError(redis::FailureSource::kProtocol, 0,
+                                      "the batch script returned " +
+                                          std::to_string(reply->elements.size()) + " replies for " +
+                                          std::to_string(handlers->size()) + " requests");
+          }
+          for (std::size_t j = 0; j < handlers->size(); ++j) {
+            redis::ReplyHandler& done = (*handlers)[j];
+            if (!reply) {
+              done(reply.error());
+              continue;
+            }
+            redis::Reply& one = reply->elements[j];
+            if (one.type == redis::Reply::Type::kString) {
+              // This request's own error (what its own EVALSHA would have answered).
+              done(redis::redisError(redis::FailureSource::kReply, 0, one.str));
+            } else {
+              done(std::move(one));
+            }
+          }
+        });
+  }
 
   struct ResetState {
     std::vector<std::string> nodes;  ///< every node is scanned with every pattern
@@ -583,6 +742,7 @@ class RedisStore final : public Store {
   bool script_clock_;
   Histogram& duration_;
   Counter& cache_hits_;
+  Counter& script_calls_;
   std::shared_ptr<store::StoreHealthGroup> health_group_;
   std::shared_ptr<redis::RedisBackend> backend_;
   bool clustered_;
@@ -590,6 +750,10 @@ class RedisStore final : public Store {
   /// The sketch hash seed from Redis; null until the first sketch request reads it.
   std::shared_ptr<const SketchHasher> sketch_hasher_;
   std::unordered_map<std::string, SketchGauges> sketch_gauges_;  ///< by SketchIdentity::key
+  /// The batch of this event-loop turn on a single node; in a cluster, by hash slot.
+  Batch single_;
+  std::map<int, Batch> batches_;
+  bool flush_posted_ = false;  ///< flush() is posted for the end of this turn
 };
 
 }  // namespace
@@ -598,9 +762,15 @@ namespace redis {
 
 Metrics& describeRedisMetrics(Metrics& metrics) {
   metrics.describe("store_call_duration_seconds", Metrics::Type::kHistogram,
-                   "Latency of store calls (one Redis round trip per decision).", latencyBuckets());
+                   "Latency of store calls, per decision: from the decision's arrival at the "
+                   "store to its answer (the wait for the end of its event-loop turn and its "
+                   "batch's Redis round trip).",
+                   latencyBuckets());
   metrics.describe("local_cache_hits_total", Metrics::Type::kCounter,
                    "Requests denied from the local over-limit cache without a Redis call.");
+  metrics.describe("redis_script_calls_total", Metrics::Type::kCounter,
+                   "EVALSHA calls that carried decisions: one per batch of the decisions an I/O "
+                   "thread collected in one event-loop turn (--redis-max-batch).");
   metrics.describe("redis_reconnects_total", Metrics::Type::kCounter,
                    "Redis connections re-established after a loss (per I/O thread).");
   return metrics;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,7 +25,8 @@ namespace sluice::redis {
 std::string composeScript(ScriptTime time);
 
 /// Declares the metrics every Redis-backed store and backend shares
-/// (store_call_duration_seconds, local_cache_hits_total, redis_reconnects_total).
+/// (store_call_duration_seconds, local_cache_hits_total, redis_reconnects_total,
+/// redis_script_calls_total).
 Metrics& describeRedisMetrics(Metrics& metrics);
 
 /// Where a Redis store sends its calls: one connection (`redis`) or a cluster router
@@ -49,6 +51,10 @@ class RedisBackend {
   /// True when keys are spread over hash slots: a multi-key command (UNLINK) must name keys
   /// of one slot only.
   virtual bool clustered() const = 0;
+
+  /// Runs `fn` on the store's io_context thread after the handlers ready now (the end of
+  /// this event-loop turn): the store sends the batch it collected in the turn from there.
+  virtual void post(std::function<void()> fn) = 0;
 
   /// The backend's health (StoreHealth): kConnecting at start-up until every connection
   /// it needs has been made once (or RedisOptions::connect_wait has passed), during which

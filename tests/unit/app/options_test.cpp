@@ -51,6 +51,12 @@ TEST(OptionsTest, RedisUrlsAreParsedOnceWithPrefixAndTimeout) {
   EXPECT_EQ(o->redis_nodes[0].db, 2);
   EXPECT_EQ(o->redis_nodes[0].key_prefix, "rl");
   EXPECT_EQ(o->redis_nodes[0].request_timeout, std::chrono::milliseconds(30));
+  EXPECT_EQ(o->redis_nodes[0].max_batch, 32u);  // the default
+
+  auto batch = parse({"--store", "redis", "--redis-max-batch", "1"});
+  ASSERT_TRUE(batch.ok()) << batch.error().message;
+  EXPECT_EQ(batch->redis_nodes[0].max_batch, 1u);
+  EXPECT_FALSE(parse({"--store", "redis", "--redis-max-batch", "0"}).ok());
 
   auto cluster = parse({"--store", "redis_cluster", "--redis", "redis://a:1,redis://b:2"});
   ASSERT_TRUE(cluster.ok()) << cluster.error().message;
@@ -177,7 +183,7 @@ TEST(OptionsTest, HelpListsEveryFlag) {
   for (const char* flag :
        {"--config", "--listen", "--rules", "--store", "--redis ", "--failure-mode", "--threads",
         "--log-level", "--validate", "--default-domain", "--max-body-bytes", "--redis-timeout-ms",
-        "--redis-prefix"}) {
+        "--redis-prefix", "--redis-max-batch"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
 }

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "sluice/common/metrics.hpp"
 #include "sluice/rules/bucket_key.hpp"
@@ -136,6 +138,64 @@ TEST_F(RedisClusterStoreTest, ARequestWhoseKeysSpanSlotsIsRefusedNotSplit) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
   EXPECT_EQ(r.error().message, "redis cluster: the keys of one request span hash slots");
+}
+
+TEST_F(RedisClusterStoreTest, ABatchOfOneSlotFollowsAskAndMovedAndAnswersEachRequestInOrder) {
+  RedisCluster cluster(3, 0);
+  const std::vector<int> masters = cluster.masterPorts();
+  test::RedisServer& from = cluster.byPort(masters[0]);
+  test::RedisServer& to = cluster.byPort(masters[1]);
+  const std::string bucket = "cl;i0;fixed_window";
+  auto slotOf = [&](const std::string& client) {
+    return redis::keyHashSlot(
+        BucketKey::redisKey(BucketKey::redisPrefix("sluice"), BucketKey::storeKey(client, bucket)));
+  };
+  auto clientOn = [&](int port, const std::string& prefix) {
+    for (int i = 0; i < 10'000; ++i) {
+      std::string id = prefix + std::to_string(i);
+      if (cluster.ownerOf(slotOf(id)) == port) {
+        return id;
+      }
+    }
+    ADD_FAILURE() << "no client on port " << port;
+    return prefix;
+  };
+  const std::string moving = clientOn(from.port(), "m");
+  const std::string staying = clientOn(masters[2], "s");
+  open(cluster.url(2));
+  ASSERT_TRUE(waitHealthy());
+
+  // Three requests of each client in one turn: one batch per slot, answers in order.
+  auto turn = [&](std::int64_t expected_first) {
+    std::vector<std::optional<Result<StoreResponse>>> results(6);
+    for (int i = 0; i < 6; ++i) {
+      const std::string& client = i < 3 ? moving : staying;
+      store_->evaluate(
+          request({fixedWindow(bucket, 20)}, client),
+          [&results, i](Result<StoreResponse> r) { results[i].emplace(std::move(r)); });
+    }
+    ASSERT_TRUE(runUntil(io_, [&] {
+      return std::all_of(results.begin(), results.end(),
+                         [](const auto& r) { return r.has_value(); });
+    }));
+    for (int i = 0; i < 6; ++i) {
+      ASSERT_TRUE(*results[i]) << i << ": " << results[i]->error().message;
+      EXPECT_TRUE((*results[i])->allowed);
+      EXPECT_EQ((*results[i])->outcomes[0].remaining, expected_first - i % 3) << "request " << i;
+    }
+  };
+  Counter& calls = metrics_.counter("redis_script_calls_total", {{"store", "redis_cluster"}});
+  turn(19);
+  EXPECT_EQ(calls.value(), 2u);  // one per slot
+
+  // The moving client's bucket is on `to` while its slot is still `from`'s: ASK.
+  cluster.beginSlotMigration(slotOf(moving), from, to);
+  turn(16);
+  // The slot is `to`'s: `from` answers MOVED and the batch follows, counted once.
+  cluster.finishSlotMigration(slotOf(moving), to);
+  turn(13);
+  EXPECT_EQ(calls.value(), 6u);
+  EXPECT_GE(metrics_.counter("redis_cluster_redirects_total", {{"kind", "moved"}}).value(), 1u);
 }
 
 }  // namespace

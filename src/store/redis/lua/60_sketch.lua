@@ -116,26 +116,26 @@ local function make_sketch()
     end
   end
 
-  -- ARGV[ex ...]: bits, depth, width, bloom_bits, bloom_hashes, then depth columns and
-  -- bloom_hashes bit positions. Returns the usual outcome values, as the state to write a
+  -- args[ex ...] (args: the request's ARGV): bits, depth, width, bloom_bits, bloom_hashes,
+  -- then depth columns and bloom_hashes bit positions. Returns the usual outcome values, as the state to write a
   -- function that records this attempt (or false when there is nothing to record), then the
   -- current window's charged total and saturated counters before this request (metrics).
-  return function(limit, window, count_rejected, key_even, key_odd, ex, now, cost)
-    local bits = tonumber(ARGV[ex])
-    local d = tonumber(ARGV[ex + 1])
-    local w = tonumber(ARGV[ex + 2])
-    local m = tonumber(ARGV[ex + 3])
-    local k = tonumber(ARGV[ex + 4])
+  return function(limit, window, count_rejected, key_even, key_odd, args, ex, now, cost)
+    local bits = tonumber(args[ex])
+    local d = tonumber(args[ex + 1])
+    local w = tonumber(args[ex + 2])
+    local m = tonumber(args[ex + 3])
+    local k = tonumber(args[ex + 4])
     if m == 0 then
       k = 0
     end
     local cols = {}
     for r = 1, d do
-      cols[r] = tonumber(ARGV[ex + 4 + r])
+      cols[r] = tonumber(args[ex + 4 + r])
     end
     local bloom = {}
     for j = 1, k do
-      bloom[j] = tonumber(ARGV[ex + 4 + d + j])
+      bloom[j] = tonumber(args[ex + 4 + d + j])
     end
     local idx = floor_div(now, window)
     local curr_key, prev_key = key_even, key_odd

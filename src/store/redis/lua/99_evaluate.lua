@@ -43,179 +43,226 @@ if ARGV[1] == 'sketch-seed' then
   return redis.call('GET', KEYS[1])
 end
 
-local now = sluice_now
-local n = number(ARGV[#ARGV])
-if n == 0 then
-  return { 1 }
-end
-
--- A sketch's strings are read with BITFIELD (60_sketch.lua), not with the buckets' MGET.
-local has_sketch = false
-for i = 1, n do
-  if ARGV[2 + (i - 1) * kStride] == '5' then
-    has_sketch = true
-    break
-  end
-end
-
--- MGET reads a key of another type as nil, like an absent key: a fresh bucket.
-local raw
-if has_sketch then
-  raw = {}
-  local plain = {}
-  for i = 1, n do
-    if ARGV[2 + (i - 1) * kStride] ~= '5' then
-      plain[#plain + 1] = i
-    end
-  end
-  for first = 1, #plain, kReadBatch do
-    local names = {}
-    for j = first, min(#plain, first + kReadBatch - 1) do
-      names[#names + 1] = KEYS[plain[j]]
-    end
-    local part = redis.call('MGET', unpack(names))
-    for j = 1, #part do
-      raw[plain[first + j - 1]] = part[j]
-    end
-  end
-elseif n <= kReadBatch then
-  raw = redis.call('MGET', unpack(KEYS, 1, n))
-else
-  raw = {}
-  for first = 1, n, kReadBatch do
-    local part = redis.call('MGET', unpack(KEYS, first, min(n, first + kReadBatch - 1)))
-    for j = 1, #part do
-      raw[first + j - 1] = part[j]
-    end
-  end
-end
-
--- reply: the answer, filled in place (sized for one limit, grows for more).
--- pending: per limit, the state array to store, its ttl, and count_rejected.
-local reply = { 1, 0, 0, 0, 0, 0, 0 }
-local pending = { false, 0, false }
-local allowed = true
-local groups, failed  -- quota groups seen / with a denying limit (only built when used)
+-- The algorithms' functions, built on first use in a call and shared by a batch's requests.
 local sliding_window_log, sliding_window_counter, gcra, sketch
-local sketch_stats = {}
 
--- Limit i (its ARGV from `base`) on the state read from raw[i], for `cost`. A sketch also
--- returns its window's charged total and saturated counters.
-local function evaluate_limit(i, base, cost, count_rejected)
-  local algorithm = number(ARGV[base])
-  local limit = tonumber(ARGV[base + 1])
-  local window = tonumber(ARGV[base + 2])
-  local a, b, c, t = read_state(raw[i])
-  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
-      or algorithm % 1 ~= 0 then
-    -- Not a limit this script knows: a request that consumes nothing passes; anything
-    -- else can never pass. The key is deleted if charged (ttl 0).
-    local never = cost > 0
-    return cost <= 0, 0, 0, never and kRetryNever or 0, 0, never, 0, nil
-  elseif algorithm == 0 then
-    return fixed_window(limit, window, count_rejected, a, b, now, cost)
-  elseif algorithm == 1 then
-    sliding_window_log = sliding_window_log or make_sliding_window_log()
-    return sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
-                              now, cost)
-  elseif algorithm == 2 then
-    sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
-    return sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
-  elseif algorithm == 5 then
-    sketch = sketch or make_sketch()
-    return sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
-                  number(ARGV[base + 3]), now, cost)
+-- One request (its own KEYS and ARGV, laid out as above), decided on sluice_now.
+local function decide(KEYS, ARGV)
+  local now = sluice_now
+  local n = number(ARGV[#ARGV])
+  if n == 0 then
+    return { 1 }
   end
-  gcra = gcra or make_gcra()
-  return gcra(algorithm == 4, limit, window, number(ARGV[base + 3]), number(ARGV[base + 6]),
-              count_rejected, a, b, c, now, cost)
-end
 
-for i = 1, n do
-  local base = 2 + (i - 1) * kStride
-  local flags = number(ARGV[base + 5])
-  local count_rejected = (flags % 2) == 1
-  local shadow = (floor(flags / 2) % 2) == 1
-  local cost = max(number(ARGV[base + 7]), 0)
-  local group = number(ARGV[base + 8])
-  local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
-      saturated = evaluate_limit(i, base, cost, count_rejected)
-  if ARGV[base] == '5' then
-    sketch_stats[#sketch_stats + 1] = charged
-    sketch_stats[#sketch_stats + 1] = saturated
-    -- A sketch writes through its own function (or nothing): never SET/DEL KEYS[i].
-    next_state = next_state or 'none'
-  end
-  local r = 2 + (i - 1) * kReplyStride
-  reply[r] = ok and 1 or 0
-  reply[r + 1] = remaining
-  reply[r + 2] = reset_after
-  reply[r + 3] = retry_after
-  reply[r + 4] = delay
-  reply[r + 5] = never and 1 or 0
-  local p = 1 + (i - 1) * 3
-  pending[p] = next_state or false
-  pending[p + 1] = ttl
-  pending[p + 2] = count_rejected
-  if group >= 0 then
-    groups = groups or {}
-    failed = failed or {}
-    groups[group] = true
-    if not shadow and not ok then
-      failed[group] = true
-    end
-  elseif not shadow and not ok then
-    allowed = false
-  end
-end
-if allowed and groups then
-  -- Quota mode: the request passes while one quota descriptor still has room.
-  allowed = false
-  for g in pairs(groups) do
-    if not failed[g] then
-      allowed = true
+  -- A sketch's strings are read with BITFIELD (60_sketch.lua), not with the buckets' MGET.
+  local has_sketch = false
+  for i = 1, n do
+    if ARGV[2 + (i - 1) * kStride] == '5' then
+      has_sketch = true
       break
     end
   end
-end
 
-if not allowed then
-  -- A denied request charges no limit that allowed (count_rejected ones aside): such a limit
-  -- answers with its bucket as it is, a check's answer at the same instant.
+  -- MGET reads a key of another type as nil, like an absent key: a fresh bucket.
+  local raw
+  if has_sketch then
+    raw = {}
+    local plain = {}
+    for i = 1, n do
+      if ARGV[2 + (i - 1) * kStride] ~= '5' then
+        plain[#plain + 1] = i
+      end
+    end
+    for first = 1, #plain, kReadBatch do
+      local names = {}
+      for j = first, min(#plain, first + kReadBatch - 1) do
+        names[#names + 1] = KEYS[plain[j]]
+      end
+      local part = redis.call('MGET', unpack(names))
+      for j = 1, #part do
+        raw[plain[first + j - 1]] = part[j]
+      end
+    end
+  elseif n <= kReadBatch then
+    raw = redis.call('MGET', unpack(KEYS, 1, n))
+  else
+    raw = {}
+    for first = 1, n, kReadBatch do
+      local part = redis.call('MGET', unpack(KEYS, first, min(n, first + kReadBatch - 1)))
+      for j = 1, #part do
+        raw[first + j - 1] = part[j]
+      end
+    end
+  end
+
+  -- reply: the answer, filled in place (sized for one limit, grows for more).
+  -- pending: per limit, the state array to store, its ttl, and count_rejected.
+  local reply = { 1, 0, 0, 0, 0, 0, 0 }
+  local pending = { false, 0, false }
+  local allowed = true
+  local groups, failed  -- quota groups seen / with a denying limit (only built when used)
+  local sketch_stats = {}
+
+  -- Limit i (its ARGV from `base`) on the state read from raw[i], for `cost`. A sketch also
+  -- returns its window's charged total and saturated counters.
+  local function evaluate_limit(i, base, cost, count_rejected)
+    local algorithm = number(ARGV[base])
+    local limit = tonumber(ARGV[base + 1])
+    local window = tonumber(ARGV[base + 2])
+    local a, b, c, t = read_state(raw[i])
+    if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
+        or algorithm % 1 ~= 0 then
+      -- Not a limit this script knows: a request that consumes nothing passes; anything
+      -- else can never pass. The key is deleted if charged (ttl 0).
+      local never = cost > 0
+      return cost <= 0, 0, 0, never and kRetryNever or 0, 0, never, 0, nil
+    elseif algorithm == 0 then
+      return fixed_window(limit, window, count_rejected, a, b, now, cost)
+    elseif algorithm == 1 then
+      sliding_window_log = sliding_window_log or make_sliding_window_log()
+      return sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
+                                now, cost)
+    elseif algorithm == 2 then
+      sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
+      return sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
+    elseif algorithm == 5 then
+      sketch = sketch or make_sketch()
+      return sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
+                    ARGV, number(ARGV[base + 3]), now, cost)
+    end
+    gcra = gcra or make_gcra()
+    return gcra(algorithm == 4, limit, window, number(ARGV[base + 3]), number(ARGV[base + 6]),
+                count_rejected, a, b, c, now, cost)
+  end
+
   for i = 1, n do
+    local base = 2 + (i - 1) * kStride
+    local flags = number(ARGV[base + 5])
+    local count_rejected = (flags % 2) == 1
+    local shadow = (floor(flags / 2) % 2) == 1
+    local cost = max(number(ARGV[base + 7]), 0)
+    local group = number(ARGV[base + 8])
+    local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
+        saturated = evaluate_limit(i, base, cost, count_rejected)
+    if ARGV[base] == '5' then
+      sketch_stats[#sketch_stats + 1] = charged
+      sketch_stats[#sketch_stats + 1] = saturated
+      -- A sketch writes through its own function (or nothing): never SET/DEL KEYS[i].
+      next_state = next_state or 'none'
+    end
     local r = 2 + (i - 1) * kReplyStride
-    if reply[r] == 1 and not pending[1 + (i - 1) * 3 + 2] then
-      local ok, remaining, reset_after, retry_after, delay, never =
-          evaluate_limit(i, 2 + (i - 1) * kStride, 0, false)
-      reply[r] = ok and 1 or 0
-      reply[r + 1] = remaining
-      reply[r + 2] = reset_after
-      reply[r + 3] = retry_after
-      reply[r + 4] = delay
-      reply[r + 5] = never and 1 or 0
+    reply[r] = ok and 1 or 0
+    reply[r + 1] = remaining
+    reply[r + 2] = reset_after
+    reply[r + 3] = retry_after
+    reply[r + 4] = delay
+    reply[r + 5] = never and 1 or 0
+    local p = 1 + (i - 1) * 3
+    pending[p] = next_state or false
+    pending[p + 1] = ttl
+    pending[p + 2] = count_rejected
+    if group >= 0 then
+      groups = groups or {}
+      failed = failed or {}
+      groups[group] = true
+      if not shadow and not ok then
+        failed[group] = true
+      end
+    elseif not shadow and not ok then
+      allowed = false
     end
   end
+  if allowed and groups then
+    -- Quota mode: the request passes while one quota descriptor still has room.
+    allowed = false
+    for g in pairs(groups) do
+      if not failed[g] then
+        allowed = true
+        break
+      end
+    end
+  end
+
+  if not allowed then
+    -- A denied request charges no limit that allowed (count_rejected ones aside): such a limit
+    -- answers with its bucket as it is, a check's answer at the same instant.
+    for i = 1, n do
+      local r = 2 + (i - 1) * kReplyStride
+      if reply[r] == 1 and not pending[1 + (i - 1) * 3 + 2] then
+        local ok, remaining, reset_after, retry_after, delay, never =
+            evaluate_limit(i, 2 + (i - 1) * kStride, 0, false)
+        reply[r] = ok and 1 or 0
+        reply[r + 1] = remaining
+        reply[r + 2] = reset_after
+        reply[r + 3] = retry_after
+        reply[r + 4] = delay
+        reply[r + 5] = never and 1 or 0
+      end
+    end
+  end
+
+  reply[1] = allowed and 1 or 0
+  for j = 1, #sketch_stats do
+    reply[1 + n * kReplyStride + j] = sketch_stats[j]
+  end
+  for i = 1, n do
+    local p = 1 + (i - 1) * 3
+    if (allowed and reply[2 + (i - 1) * kReplyStride] == 1) or pending[p + 2] then
+      local ttl = pending[p + 1]
+      local state = pending[p]
+      if type(state) == 'function' then
+        state()
+      elseif state == 'none' then
+        -- a sketch limit with nothing to record (a check, or a cost that can never pass)
+      elseif ttl > 0 then
+        local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
+        redis.call('SET', KEYS[i], cmsgpack.pack(pending[p]), 'PX', ms)
+      else
+        redis.call('DEL', KEYS[i])
+      end
+    end
+  end
+  return reply
 end
 
-reply[1] = allowed and 1 or 0
-for j = 1, #sketch_stats do
-  reply[1 + n * kReplyStride + j] = sketch_stats[j]
-end
-for i = 1, n do
-  local p = 1 + (i - 1) * 3
-  if (allowed and reply[2 + (i - 1) * kReplyStride] == 1) or pending[p + 2] then
-    local ttl = pending[p + 1]
-    local state = pending[p]
-    if type(state) == 'function' then
-      state()
-    elseif state == 'none' then
-      -- a sketch limit with nothing to record (a check, or a cost that can never pass)
-    elseif ttl > 0 then
-      local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
-      redis.call('SET', KEYS[i], cmsgpack.pack(pending[p]), 'PX', ms)
+-- A batch: several requests in one call, decided one after another (each atomic: nothing
+-- else runs on Redis during the whole call). The first request's writes are read by the
+-- second, exactly as if each had come in its own EVALSHA, one after the other.
+--   ARGV[1]  'batch' (a request's ARGV[1] is a number, or empty in production)
+--   ARGV[2]  m, the number of requests
+--   ARGV[1 + 2j], ARGV[2 + 2j]  the number of keys and of arguments of request j
+--   then every request's arguments, in order; KEYS: every request's keys, in order.
+-- Returns { reply of request 1, ..., reply of request m }: a request's reply is the array
+-- above, or a string, the error that stopped it (a bad argument, a refused write) and that
+-- fails this request alone. In production every request is decided on the one TIME read
+-- at the start of the call: the requests are decided in order at one instant, which is
+-- what separate calls arriving within the same microsecond would see. With the test-only
+-- prelude each request is decided on its own ARGV[1].
+if ARGV[1] == 'batch' then
+  local m = number(ARGV[2])
+  local out = {}
+  local key_at, arg_at = 0, 2 + 2 * m
+  for j = 1, m do
+    local key_count = number(ARGV[1 + 2 * j])
+    local arg_count = number(ARGV[2 + 2 * j])
+    local keys, args = {}, {}
+    for x = 1, key_count do
+      keys[x] = KEYS[key_at + x]
+    end
+    for x = 1, arg_count do
+      args[x] = ARGV[arg_at + x]
+    end
+    key_at, arg_at = key_at + key_count, arg_at + arg_count
+    sluice_request_time(args)
+    local ok, reply = pcall(decide, keys, args)
+    if ok then
+      out[j] = reply
+    elseif type(reply) == 'table' and reply.err then
+      out[j] = tostring(reply.err)
     else
-      redis.call('DEL', KEYS[i])
+      out[j] = 'ERR ' .. tostring(reply)
     end
   end
+  return out
 end
-return reply
+return decide(KEYS, ARGV)

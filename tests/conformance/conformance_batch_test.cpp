@@ -1,0 +1,353 @@
+// One script call per event-loop turn: the requests a Redis store collects before its
+// io_context runs go to Redis as one EVALSHA (RedisOptions::max_batch), decided one after
+// another by the script. The decisions must be exactly those of one call per request and of
+// the memory store (C++ limiter), request by request, every field: interleaved keys, the
+// same key several times in one batch, multi-limit all-or-nothing, quota groups, shadow
+// limits, per-limit costs, count_rejected, sketch limits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "conformance/conformance_harness.hpp"
+#include "sluice/limiter/sketch.hpp"
+#include "store/redis/redis_connection.hpp"
+#include "store/redis/redis_sketch.hpp"
+
+namespace sluice::conformance {
+namespace {
+
+constexpr const char* kSeed = "00112233445566778899aabbccddeeff";
+constexpr std::size_t kMaxBatch = 16;
+
+LimitParams sketchParams(std::int64_t limit, std::uint32_t width, std::uint32_t depth,
+                         const std::string& rule) {
+  LimitParams p;
+  p.algorithm = Algorithm::kSketch;
+  p.limit = limit;
+  p.window_us = kMicrosPerSecond;
+  p.sketch.width = width;
+  p.sketch.depth = depth;
+  p.sketch.counter_bits = sketchCounterBits(limit);
+  auto identity = std::make_shared<SketchIdentity>();
+  identity->key = "d:" + rule + ":i0:w" + std::to_string(width) + "d" + std::to_string(depth);
+  identity->domain = "d";
+  identity->rule = rule;
+  p.sketch.identity = identity;
+  return p;
+}
+
+/// A pool of buckets (one set of parameters per bucket name), shared by the requests so that
+/// the same key recurs across requests, within a batch, and sometimes twice in one request.
+std::vector<StoreLimit> bucketPool(std::mt19937_64& rng, bool with_sketch) {
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  static constexpr Micros kWindows[] = {50 * kMicrosPerMilli, 250 * kMicrosPerMilli,
+                                        kMicrosPerSecond, 3 * kMicrosPerSecond + 7};
+  std::vector<StoreLimit> pool;
+  for (int b = 0; b < 8; ++b) {
+    StoreLimit l;
+    l.key = "bucket" + std::to_string(b);
+    LimitParams& p = l.params;
+    p.algorithm = static_cast<Algorithm>(b % 5);
+    p.limit = pick(1, 12);
+    p.window_us = kWindows[pick(0, 3)];
+    p.count_rejected = pick(0, 4) == 0;
+    if (p.algorithm == Algorithm::kTokenBucket || p.algorithm == Algorithm::kLeakyBucket) {
+      p.burst = pick(0, 1) == 0 ? 0 : pick(1, 15);
+    }
+    if (p.algorithm == Algorithm::kSlidingWindowLog && pick(0, 2) == 0) {
+      p.min_interval_us = pick(1, p.window_us / 8 + 1);
+    }
+    if (p.algorithm == Algorithm::kTokenBucket && pick(0, 2) == 0) {
+      p.warmup_us = pick(1, 4 * p.window_us);
+    }
+    pool.push_back(l);
+  }
+  if (with_sketch) {
+    for (int s = 0; s < 2; ++s) {
+      StoreLimit l;
+      l.key = "sketch" + std::to_string(s);
+      l.params =
+          sketchParams(s == 0 ? 4 : 9, s == 0 ? 8 : 16, s == 0 ? 4 : 2, "r" + std::to_string(s));
+      l.params.count_rejected = s == 1;
+      pool.push_back(l);
+    }
+  }
+  return pool;
+}
+
+/// A random request of one of a few clients over 1 to 3 buckets of the pool.
+StoreRequest randomRequest(std::mt19937_64& rng, const std::vector<StoreLimit>& pool) {
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  std::vector<StoreLimit> limits;
+  const int n = static_cast<int>(pick(1, 3));
+  for (int i = 0; i < n; ++i) {
+    StoreLimit l =
+        pool[static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(pool.size()) - 1))];
+    if (n > 1) {
+      l.shadow = pick(0, 5) == 0;
+      l.quota_group = pick(0, 3) == 0 ? static_cast<int>(pick(0, 1)) : -1;
+      const std::int64_t c = pick(0, 9);
+      l.cost = c < 6 ? std::optional<std::int64_t>() : c < 9 ? pick(0, 3) : pick(5, 20);
+    }
+    limits.push_back(l);
+  }
+  const std::int64_t c = pick(0, 19);
+  const std::int64_t cost = c < 14 ? 1 : c < 16 ? 0 : c < 19 ? pick(2, 4) : pick(10, 30);
+  return clientRequest(std::move(limits), cost, "client" + std::to_string(pick(0, 2)));
+}
+
+class BatchConformanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MemoryStoreOptions memory_options;
+    memory_options.sketch_seed = kSeed;
+    memory_ = makeMemoryStore(memory_options, clock_, memory_metrics_);
+    single_ = redisStore(testPrefix() + "-single", 1, single_metrics_);
+    batched_ = redisStore(testPrefix() + "-batched", kMaxBatch, batched_metrics_);
+    // A store reads the sketch seed from Redis before its first sketch request (which then
+    // goes on the clock of that moment): read it now, with a check that charges nothing.
+    StoreLimit probe;
+    probe.key = "seed-probe";
+    probe.params = sketchParams(4, 8, 4, "probe");
+    const StoreRequest check = clientRequest({probe}, 0, "probe");
+    for (Store* store : {single_.get(), batched_.get()}) {
+      ASSERT_TRUE(runOne(*store, check).ok());
+    }
+  }
+
+  StorePtr redisStore(const std::string& prefix, std::size_t max_batch, Metrics& metrics) {
+    auto options = parseRedisUrl(sharedRedis().url());
+    EXPECT_TRUE(options.ok());
+    RedisOptions o = *options;
+    o.key_prefix = prefix;
+    o.local_cache = false;
+    o.max_batch = max_batch;
+    o.request_timeout = std::chrono::milliseconds(5000);  // correctness, not latency
+    o.script_time = ScriptTime::kStoreClock;              // each request's own time
+    sharedRedis().command({"SET", redis::sketchSeedKey(o.key_prefix), kSeed});
+    StorePtr store = makeRedisStore(io_, o, metrics, clock_);
+    EXPECT_TRUE(test::runUntil(io_, [&] { return store->healthy(); }));
+    return store;
+  }
+
+  /// One request at a time: each answered before the next is made.
+  Result<StoreResponse> runOne(Store& store, const StoreRequest& request) {
+    std::optional<Result<StoreResponse>> result;
+    store.evaluate(request, [&](Result<StoreResponse> r) { result.emplace(std::move(r)); });
+    if (!test::runUntil(io_, [&] { return result.has_value(); })) {
+      return makeError(ErrorKind::kTimeout, "no answer from the store");
+    }
+    return std::move(*result);
+  }
+
+  /// Every request made in one turn (the io_context does not run in between), each at its
+  /// own time; then the answers.
+  std::vector<Result<StoreResponse>> runTurn(
+      Store& store, const std::vector<std::pair<Micros, StoreRequest>>& requests) {
+    std::vector<std::optional<Result<StoreResponse>>> results(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      clock_.set(requests[i].first);
+      store.evaluate(requests[i].second,
+                     [&results, i](Result<StoreResponse> r) { results[i].emplace(std::move(r)); });
+    }
+    const bool done = test::runUntil(io_, [&] {
+      return std::all_of(results.begin(), results.end(),
+                         [](const auto& r) { return r.has_value(); });
+    });
+    std::vector<Result<StoreResponse>> out;
+    for (auto& r : results) {
+      out.push_back(r ? std::move(*r) : makeError(ErrorKind::kTimeout, "no answer"));
+    }
+    EXPECT_TRUE(done);
+    return out;
+  }
+
+  static void expectSame(const Result<StoreResponse>& expected, const Result<StoreResponse>& got,
+                         const std::string& what, const std::string& where) {
+    ASSERT_TRUE(expected.ok()) << where << ": " << expected.error().message;
+    ASSERT_TRUE(got.ok()) << where << " " << what << ": " << got.error().message;
+    ASSERT_EQ(expected->allowed, got->allowed) << where << " " << what;
+    ASSERT_EQ(expected->outcomes.size(), got->outcomes.size()) << where << " " << what;
+    for (std::size_t k = 0; k < expected->outcomes.size(); ++k) {
+      ASSERT_TRUE(sameOutcome(expected->outcomes[k], got->outcomes[k]))
+          << where << " limit " << k << ": memory " << str(expected->outcomes[k]) << " vs " << what
+          << " " << str(got->outcomes[k]);
+    }
+  }
+
+  /// Random turns of 1 to 40 requests (more than kMaxBatch: a full batch goes at once and
+  /// the next starts), times moving within a turn too, compared request by request.
+  void compareTurns(std::mt19937_64& rng, bool with_sketch, int turns) {
+    auto pick = [&](std::int64_t lo, std::int64_t hi) {
+      return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+    };
+    const std::vector<StoreLimit> pool = bucketPool(rng, with_sketch);
+    Micros now = kT0 + pick(0, 10 * kMicrosPerSecond);
+    for (int t = 0; t < turns; ++t) {
+      std::vector<std::pair<Micros, StoreRequest>> requests;
+      const int size = static_cast<int>(pick(0, 3) == 0 ? pick(1, 3) : pick(4, 40));
+      for (int i = 0; i < size; ++i) {
+        now += pick(0, 2) == 0 ? pick(1, 30 * kMicrosPerMilli) : 0;
+        requests.emplace_back(now, randomRequest(rng, pool));
+      }
+      std::vector<Result<StoreResponse>> expected;
+      std::vector<Result<StoreResponse>> one_by_one;
+      for (const auto& [at, request] : requests) {
+        clock_.set(at);
+        expected.push_back(runOne(*memory_, request));
+        one_by_one.push_back(runOne(*single_, request));
+      }
+      const std::vector<Result<StoreResponse>> together = runTurn(*batched_, requests);
+      for (std::size_t i = 0; i < requests.size(); ++i) {
+        const std::string where = "turn " + std::to_string(t) + " request " + std::to_string(i);
+        expectSame(expected[i], one_by_one[i], "one call per request", where);
+        expectSame(expected[i], together[i], "batched", where);
+        if (HasFatalFailure()) {
+          return;
+        }
+        ++compared_;
+        allowed_ += expected[i]->allowed ? 1 : 0;
+      }
+      // Past every window now and then: fresh buckets, and expiry within a trace.
+      if (pick(0, 9) == 0) {
+        now += 4 * kMicrosPerSecond;
+      }
+    }
+  }
+
+  int compared_ = 0;
+  int allowed_ = 0;
+
+  ManualClock clock_{kT0};
+  Metrics memory_metrics_;
+  Metrics single_metrics_;
+  Metrics batched_metrics_;
+  boost::asio::io_context io_;
+  StorePtr memory_;
+  StorePtr single_;
+  StorePtr batched_;
+};
+
+TEST_F(BatchConformanceTest, BatchedCallsDecideExactlyLikeOneCallPerRequest) {
+  std::mt19937_64 rng(0xba7c4);
+  compareTurns(rng, /*with_sketch=*/false, 60);
+  // Admissions and denials both occurred, and batches really formed.
+  EXPECT_GT(allowed_, compared_ / 10);
+  EXPECT_LT(allowed_, compared_ * 9 / 10);
+  Counter& calls = batched_metrics_.counter("redis_script_calls_total", {{"store", "redis"}});
+  EXPECT_LT(calls.value() * 3, static_cast<std::uint64_t>(compared_)) << compared_ << " requests";
+  EXPECT_EQ(single_metrics_.counter("redis_script_calls_total", {{"store", "redis"}}).value(),
+            static_cast<std::uint64_t>(compared_) + 1);  // and the seed probe
+}
+
+TEST_F(BatchConformanceTest, BatchesWithSketchLimitsDecideExactlyLikeOneCallPerRequest) {
+  std::mt19937_64 rng(0x5ce7c4);
+  compareTurns(rng, /*with_sketch=*/true, 40);
+  EXPECT_GT(allowed_, compared_ / 10);
+  EXPECT_LT(allowed_, compared_ * 9 / 10);
+}
+
+TEST_F(BatchConformanceTest, OneRequestsErrorFailsThatRequestAloneInItsBatch) {
+  // The script's batch layout straight on a connection: the middle request's cost is not a
+  // number, which stops that request's decision only.
+  redis::ConnectionOptions copts;
+  auto options = parseRedisUrl(sharedRedis().url());
+  ASSERT_TRUE(options.ok());
+  copts.redis = *options;
+  copts.scripts.push_back(redis::composeScript(ScriptTime::kStoreClock));
+  auto connection = redis::RedisConnection::create(io_, copts);
+  connection->start();
+  ASSERT_TRUE(test::runUntil(io_, [&] { return connection->ready(); }));
+  const std::string prefix = "{" + testPrefix() + "}";
+  const std::string t = std::to_string(kT0);
+  auto request = [&](const std::string& cost) {
+    // One fixed window of 5 per second.
+    return std::vector<std::string>{t, "0", "5", "1000000", "0", "0", "0", "0", cost, "-1", "1"};
+  };
+  std::vector<std::string> args = {"batch", "3", "1", "11", "1", "11", "1", "11"};
+  for (const char* cost : {"1", "not-a-number", "2"}) {
+    const auto one = request(cost);
+    args.insert(args.end(), one.begin(), one.end());
+  }
+  std::optional<Result<redis::Reply>> reply;
+  connection->evalScript(0, {prefix + "a", prefix + "b", prefix + "a"}, args,
+                         std::chrono::milliseconds(5000),
+                         [&](Result<redis::Reply> r) { reply.emplace(std::move(r)); });
+  ASSERT_TRUE(test::runUntil(io_, [&] { return reply.has_value(); }));
+  ASSERT_TRUE(reply->ok()) << reply->error().message;
+  const redis::Reply& all = **reply;
+  ASSERT_EQ(all.type, redis::Reply::Type::kArray);
+  ASSERT_EQ(all.elements.size(), 3u);
+  ASSERT_EQ(all.elements[0].type, redis::Reply::Type::kArray);
+  EXPECT_EQ(all.elements[0].elements[0].integer, 1);  // allowed
+  EXPECT_EQ(all.elements[0].elements[2].integer, 4);  // remaining
+  EXPECT_EQ(all.elements[1].type, redis::Reply::Type::kString);
+  EXPECT_NE(all.elements[1].str.find("ERR"), std::string::npos) << all.elements[1].str;
+  ASSERT_EQ(all.elements[2].type, redis::Reply::Type::kArray);
+  EXPECT_EQ(all.elements[2].elements[0].integer, 1);
+  EXPECT_EQ(all.elements[2].elements[2].integer, 2);  // after the first request's hit: 5 - 1 - 2
+  EXPECT_EQ(sharedRedis().command({"EXISTS", prefix + "b"})->integer, 0);
+  connection->stop();
+}
+
+TEST_F(BatchConformanceTest, ADeadlinePassedFailsEachRequestOnceAndTheBatchRunsAtMostOnce) {
+  // Redis holds every client's commands for 600 ms: the batch (deadline 150 ms) fails each
+  // of its requests once with a timeout; Redis then runs it once, never twice.
+  auto options = parseRedisUrl(sharedRedis().url());
+  ASSERT_TRUE(options.ok());
+  RedisOptions o = *options;
+  o.key_prefix = testPrefix() + "-deadline";
+  o.local_cache = false;
+  o.max_batch = kMaxBatch;
+  o.request_timeout = std::chrono::milliseconds(150);
+  // The pause must not look like a dead server (which would drop the connection).
+  o.stall_timeout = std::chrono::milliseconds(10'000);
+  Metrics metrics;
+  StorePtr store = makeRedisStore(io_, o, metrics, clock_);
+  ASSERT_TRUE(test::runUntil(io_, [&] { return store->healthy(); }));
+  StoreLimit limit;
+  limit.key = "k";
+  limit.params.algorithm = Algorithm::kFixedWindow;
+  limit.params.limit = 100;
+  limit.params.window_us = 10 * 86400 * kMicrosPerSecond;  // no window ends during the test
+  const StoreRequest hit = clientRequest({limit}, 1, "paused");
+  ASSERT_TRUE(sharedRedis().command({"CLIENT", "PAUSE", "600", "ALL"}));
+  std::vector<std::pair<Micros, StoreRequest>> turn(5, {kT0, hit});
+  const auto results = runTurn(*store, turn);
+  for (const auto& r : results) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, ErrorKind::kTimeout) << r.error().message;
+  }
+  EXPECT_EQ(metrics.counter("redis_script_calls_total", {{"store", "redis"}}).value(), 1u);
+  // Once Redis answers again (each check may still time out while it is paused).
+  StoreRequest check = hit;
+  check.cost = 0;
+  std::optional<StoreResponse> seen;
+  ASSERT_TRUE(test::runUntil(
+      io_,
+      [&] {
+        if (!seen) {
+          auto r = runOne(*store, check);
+          if (r.ok()) {
+            seen = *r;
+          }
+        }
+        return seen.has_value();
+      },
+      std::chrono::milliseconds(10'000)));
+  EXPECT_EQ(seen->outcomes[0].remaining, 100 - 5);
+}
+
+}  // namespace
+}  // namespace sluice::conformance
