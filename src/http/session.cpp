@@ -10,6 +10,7 @@
 #include <boost/beast/http/read.hpp>
 #include <cstring>
 #include <exception>
+#include <tuple>
 #include <utility>
 
 #include "http/worker.hpp"
@@ -130,7 +131,11 @@ void Session::onFirstBytes(beast::error_code ec, std::size_t n) {
 
 void Session::readRequest() {
   phase_ = Phase::kRequest;
-  parser_.emplace();
+  // The previous request (parser and message) is gone: its arena memory can be reused.
+  parser_.reset();
+  arena_.release();
+  parser_.emplace(std::piecewise_construct, std::make_tuple(ArenaAllocator(&arena_)),
+                  std::make_tuple(ArenaAllocator(&arena_)));
   parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
   parser_->body_limit(options_.max_body_bytes);
   clearDeadline(idle_deadline_);
@@ -185,14 +190,17 @@ void Session::onRequest(beast::error_code ec) {
     onReadError(ec);
     return;
   }
-  BeastRequest req = parser_->release();
-  parser_.reset();
-  bool keep_alive = req.keep_alive() && !worker_.stopping;
-  if (!keep_alive) {
-    no_more_reads_ = true;
+  {
+    // Destroyed before the next request is read: it lives in the arena that one reuses.
+    BeastRequest req = parser_->release();
+    parser_.reset();
+    bool keep_alive = req.keep_alive() && !worker_.stopping;
+    if (!keep_alive) {
+      no_more_reads_ = true;
+    }
+    QueuedResponse& entry = enqueue(keep_alive, req.version());
+    dispatch(std::move(req), entry.id);
   }
-  QueuedResponse& entry = enqueue(keep_alive, req.version());
-  dispatch(std::move(req), entry.id);
   doRead();
 }
 
@@ -251,7 +259,7 @@ void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
     header.value.assign(field.value());
   }
   request.headers.resize(count);
-  request.body = std::move(req.body());
+  request.body.assign(req.body());  // keeps the capacity of the session's request
   if (request.peer != peer_) {
     request.peer = peer_;
   }
