@@ -62,7 +62,7 @@ Response freshResponse();
 void recycleResponse(Response&& response);
 
 /// Hands a response back to the session. Must be called exactly once, on the I/O thread
-/// that received the request (synchronously or later).
+/// that received the request (synchronously or later); the session lives until then.
 using Respond = std::function<void(Response)>;
 
 /// Serves one request. The request reference is valid only during the call.

@@ -279,15 +279,31 @@ void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
     complete(id, std::move(response));
     return;
   }
-  Respond respond = [self = shared_from_this(), id](Response response) {
-    self->complete(id, std::move(response));
-  };
+  // The session keeps itself alive while a handler holds an answer of it: the Respond is
+  // then a pointer and a number, which std::function stores without allocating.
+  ++unanswered_;
+  if (!pending_self_) {
+    pending_self_ = shared_from_this();
+  }
+  Respond respond = [this, id](Response response) { onHandlerAnswer(id, std::move(response)); };
   try {
     match.route->handler(request_, std::move(respond));
   } catch (const std::exception& e) {
     spdlog::error("handler for {} {} failed: {}", request.method, request.path, e.what());
-    complete(id, jsonError(500, "internal error"));
+    onHandlerAnswer(id, jsonError(500, "internal error"));
   }
+}
+
+void Session::onHandlerAnswer(std::uint64_t id, Response response) {
+  QueuedResponse* entry = queue_.find(id);
+  if (entry == nullptr || entry->answered) {
+    return;
+  }
+  std::shared_ptr<Session> last;  // the last answer a handler owed: release the session after
+  if (--unanswered_ == 0) {
+    last = std::move(pending_self_);
+  }
+  complete(id, std::move(response));
 }
 
 void Session::complete(std::uint64_t id, Response response) {

@@ -83,6 +83,7 @@ class Session : public std::enable_shared_from_this<Session> {
   QueuedResponse& enqueue(bool keep_alive, unsigned version);
   void dispatch(BeastRequest&& req, std::uint64_t id);
   void complete(std::uint64_t id, Response response);
+  void onHandlerAnswer(std::uint64_t id, Response response);
 
   // Writing.
   void maybeWrite();
@@ -121,6 +122,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
   std::size_t lingered_ = 0;
   std::string peer_;
+  // Answers the handlers still owe, and the reference that keeps the session alive for them.
+  std::size_t unanswered_ = 0;
+  std::shared_ptr<Session> pending_self_;
   std::array<char, kReadChunk> discard_{};
 };
 
