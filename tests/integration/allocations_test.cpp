@@ -1,9 +1,11 @@
 // Heap allocations on the request path of the real binary (issue 17, part 4): sluice runs
 // with tests/tools/alloc_counter.cpp preloaded, which counts the allocations of its I/O
 // threads. After a warm-up (the connection's buffers, the bucket, the metric handles, the
-// session's reusable request and answer), deciding again on the same connection and key
-// allocates nothing on the memory store. docs/benchmarks.md ("Allocations per request")
-// explains what /json and /check still allocate; their counts are printed, not asserted.
+// thread's spare request, decision and answer), N decisions on the same connection and key
+// make exactly the allocations listed in kDecisionAllocations: the HTTP side (header fields,
+// body, answer, Respond) allocates nothing any more; what is left is the decision's own
+// storage (docs/benchmarks.md, "Allocations per decision"). A change that adds one fails
+// here; one that removes one updates the budget. /json and /check are printed, not asserted.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -39,6 +41,29 @@ constexpr const char* kForwardAuth = R"(forward_auth:
   client: [{from: header, name: X-User-Id}]
   descriptors: [[{key: op, from: header, name: X-Op}]]
 )";
+
+/// What a warm /shouldAllowRequest decision on the memory store still allocates, per
+/// descriptor with one limit (issue 17 counted 24.5 in all before these were removed):
+///   - matchRequest's RequestMatch: its descriptor vector, the limits vector of a match and
+///     the matched bucket key (rules module, returned by value): 3 for the first descriptor,
+///     2 + the key for each further one;
+///   - the store key of each limit (StoreLimit::key, BucketKey::storeKey);
+///   - the StoreRequest's limits vector and the positions vector of decide();
+///   - the std::function callbacks of the asynchronous interfaces, too large to be stored in
+///     place: DecisionService::Callback (it holds the Respond) and Store::Callback (it holds
+///     the request and the decision while a Redis store answers);
+///   - the memory store's StoreResponse::outcomes vector.
+/// Removing them needs the Store and DecisionService interfaces to take reusable storage
+/// (shared with the Redis stores).
+constexpr std::uint64_t kOneDescriptorAllocations = 9;
+constexpr std::uint64_t kThreeDescriptorsAllocations = 21;
+
+constexpr int kRequests = 1000;
+
+/// Allocations per request, rounded: Asio's handler memory cache can miss once in a while
+/// depending on the order in which a write and a read complete (a stray allocation in a
+/// few thousand); a change to the request path moves the figure by a whole one.
+std::uint64_t perRequest(std::uint64_t total) { return (total + kRequests / 2) / kRequests; }
 
 std::string post(const std::string& target, const std::string& body) {
   return "POST " + target + " HTTP/1.1\r\nHost: sluice\r\nContent-Type: application/json\r\n" +
@@ -84,7 +109,7 @@ class AllocationsTest : public ::testing::Test {
   /// Sends `request` `warm_up` times, then `n` times more on the same connection (one at a
   /// time, each answer read before the next request): the allocations of the last n.
   std::uint64_t allocationsOf(const std::string& request, std::string_view expected_status,
-                              int warm_up = 200, int n = 1000) {
+                              int warm_up = 200, int n = kRequests) {
     RawConnection connection("127.0.0.1", sluice_->port());
     auto exchange = [&](bool check_status = true) {
       EXPECT_TRUE(connection.send(request));
@@ -124,27 +149,27 @@ TEST_F(AllocationsTest, CounterSeesTheIoThread) {
   EXPECT_GT(allocations(), before);
 }
 
-TEST_F(AllocationsTest, AllowedDecisionAllocatesNothing) {
+TEST_F(AllocationsTest, AllowedDecisionAllocatesOnlyTheDecisionsStorage) {
   std::string request =
       post("/shouldAllowRequest", R"({"domain":"bench","clientId":"client-1","descriptors":)"
                                   R"([{"entries":[{"key":"op","value":"allow"}]}]})");
-  EXPECT_EQ(allocationsOf(request, "200"), 0u);
+  EXPECT_EQ(perRequest(allocationsOf(request, "200")), kOneDescriptorAllocations);
 }
 
-TEST_F(AllocationsTest, DeniedDecisionAllocatesNothing) {
+TEST_F(AllocationsTest, DeniedDecisionAllocatesOnlyTheDecisionsStorage) {
   std::string request =
       post("/shouldAllowRequest", R"({"domain":"bench","clientId":"client-2","descriptors":)"
                                   R"([{"entries":[{"key":"op","value":"deny"}]}]})");
-  EXPECT_EQ(allocationsOf(request, "429"), 0u);
+  EXPECT_EQ(perRequest(allocationsOf(request, "429")), kOneDescriptorAllocations);
 }
 
-TEST_F(AllocationsTest, ThreeDescriptorsAllocateNothing) {
+TEST_F(AllocationsTest, ThreeDescriptorsAllocateOnlyTheDecisionsStorage) {
   std::string request = post(
       "/shouldAllowRequest",
       R"({"domain":"bench","clientId":"client-3","descriptors":[)"
       R"({"entries":[{"key":"op","value":"allow"}]},{"entries":[{"key":"route","value":"/a"}]},)"
       R"({"entries":[{"key":"tier","value":"gold"}]}]})");
-  EXPECT_EQ(allocationsOf(request, "200"), 0u);
+  EXPECT_EQ(perRequest(allocationsOf(request, "200")), kThreeDescriptorsAllocations);
 }
 
 TEST_F(AllocationsTest, OtherDecisionEndpointsAreCounted) {
@@ -152,7 +177,7 @@ TEST_F(AllocationsTest, OtherDecisionEndpointsAreCounted) {
   std::string json = post("/json", R"({"domain":"bench","descriptors":)"
                                    R"([{"entries":[{"key":"op","value":"allow"}]}]})");
   std::string check = "GET /check HTTP/1.1\r\nHost: sluice\r\nX-User-Id: u1\r\nX-Op: allow\r\n\r\n";
-  const int n = 1000;
+  const int n = kRequests;
   double per_json = static_cast<double>(allocationsOf(json, "200", 200, n)) / n;
   double per_check = static_cast<double>(allocationsOf(check, "200", 200, n)) / n;
   std::printf("allocations per request: /json %.2f, /check %.2f\n", per_json, per_check);
