@@ -10,10 +10,19 @@
 namespace sluice {
 namespace {
 
-LimitStatus statusOf(const MatchedLimit& matched) {
+/// The next element of `items` to fill, reusing one left by an earlier decision (its
+/// strings keep their capacity); `used` counts those filled.
+template <typename T>
+T& reuseNext(std::vector<T>& items, std::size_t& used) {
+  if (used == items.size()) {
+    items.emplace_back();
+  }
+  return items[used++];
+}
+
+void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
   const RateLimit& rule = *matched.limit;
-  LimitStatus status;
-  status.name = rule.name;
+  status.name.assign(rule.name);
   status.limit = rule.requests_per_unit;
   status.unit = rule.unit;
   status.unit_multiplier = rule.unit_multiplier;
@@ -26,8 +35,18 @@ LimitStatus statusOf(const MatchedLimit& matched) {
   status.explicit_name = rule.explicit_name;
   status.quota = rule.quota_mode;
   status.rule = matched.limit;
-  return status;
+  status.from_request = false;
+  status.outcome = Outcome{};
 }
+
+struct Spares {
+  DecisionRequest request;
+  Decision decision;
+  bool has_request = false;
+  bool has_decision = false;
+};
+
+thread_local Spares t_spares;
 
 /// The descriptors matched against the rules: those with a request-side limit are left
 /// out (empty: they match nothing and replace nothing, as in envoyproxy/ratelimit).
@@ -67,11 +86,12 @@ class DecisionServiceImpl final : public DecisionService {
              started, done);
       return;
     }
-    Decision decision;
+    Decision decision = takeSpareDecision();
     decision.rules = std::move(rules);
     decision.domain = decision.rules->findDomain(request.domain);
     if (decision.domain == nullptr) {
       decision.domain_known = false;
+      decision.descriptors.clear();
       decision.descriptors.resize(request.descriptors.size());
       finish(std::move(request), std::move(decision), started, done);
       return;
@@ -90,8 +110,11 @@ class DecisionServiceImpl final : public DecisionService {
       ds.matched = dm.matched;
       ds.node = dm.node;
       if (dm.node != nullptr) {
-        ds.metadata_json = dm.node->metadata_json;
+        ds.metadata_json.assign(dm.node->metadata_json);
+      } else {
+        ds.metadata_json.clear();
       }
+      std::size_t used = 0;  // ds.limits filled, reusing a spare decision's
       std::int64_t descriptor_cost = request.hits;
       if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
         descriptor_cost = *request.descriptor_hits[d];
@@ -103,8 +126,10 @@ class DecisionServiceImpl final : public DecisionService {
             rule.get(), nullptr,
             requestLimitBucketKey(*decision.domain, request.descriptors[d], override.unit)};
         ds.matched = true;
-        ds.limits.push_back(statusOf(ml));
-        ds.limits.back().from_request = true;
+        LimitStatus& status = reuseNext(ds.limits, used);
+        fillStatus(status, ml);
+        status.from_request = true;
+        ds.limits.resize(used);
         decision.request_limits.push_back(std::move(rule));
         StoreLimit limit;
         limit.key = BucketKey::storeKey(request.client_id, ml.bucket_key);
@@ -115,7 +140,7 @@ class DecisionServiceImpl final : public DecisionService {
         continue;
       }
       for (const MatchedLimit& ml : dm.limits) {
-        ds.limits.push_back(statusOf(ml));
+        fillStatus(reuseNext(ds.limits, used), ml);
         if (ml.limit->unlimited) {
           continue;
         }
@@ -129,8 +154,9 @@ class DecisionServiceImpl final : public DecisionService {
           limit.quota_group = static_cast<int>(d);
         }
         store_request.limits.push_back(std::move(limit));
-        positions.push_back(LimitPosition{d, ds.limits.size() - 1});
+        positions.push_back(LimitPosition{d, used - 1});
       }
+      ds.limits.resize(used);
     }
     if (store_request.limits.empty()) {
       finish(std::move(request), std::move(decision), started, done);
@@ -174,6 +200,50 @@ class DecisionServiceImpl final : public DecisionService {
 };
 
 }  // namespace
+
+DecisionRequest takeSpareRequest() {
+  if (!t_spares.has_request) {
+    return DecisionRequest{};
+  }
+  t_spares.has_request = false;
+  DecisionRequest request = std::move(t_spares.request);
+  request.domain.clear();
+  request.client_id.clear();
+  request.hits = 1;
+  request.descriptor_hits.clear();
+  request.descriptor_limits.clear();
+  // The descriptors stay: a parser reuses them (with their entries) and trims the rest.
+  return request;
+}
+
+Decision takeSpareDecision() {
+  if (!t_spares.has_decision) {
+    return Decision{};
+  }
+  t_spares.has_decision = false;
+  Decision decision = std::move(t_spares.decision);
+  decision.allowed = true;
+  decision.degraded = false;
+  decision.domain_known = true;
+  decision.domain = nullptr;
+  decision.metadata_json.clear();
+  decision.request_limits.clear();
+  // The descriptors stay: decide() resizes and refills them.
+  return decision;
+}
+
+void recycleDecision(Decision&& decision) {
+  decision.rules.reset();
+  decision.request_limits.clear();
+  if (!t_spares.has_request) {
+    t_spares.request = std::move(decision.request);
+    t_spares.has_request = true;
+  }
+  if (!t_spares.has_decision) {
+    t_spares.decision = std::move(decision);
+    t_spares.has_decision = true;
+  }
+}
 
 std::unique_ptr<DecisionService> makeDecisionService(DecisionServiceParts parts) {
   return std::make_unique<DecisionServiceImpl>(std::move(parts));

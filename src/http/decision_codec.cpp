@@ -596,7 +596,7 @@ static bool anyApproximate(const Decision& decision) {
 }
 
 Response decisionResponse(const DecisionRequest& request, const Decision& decision) {
-  Response response;
+  Response response = freshResponse();
   response.status = decision.allowed ? 200 : 429;
   std::string& body = response.body;
   body.reserve(256 + 224 * decision.descriptors.size());
@@ -652,7 +652,7 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
 }
 
 Response envoyResponse(const Decision& decision) {
-  Response response;
+  Response response = freshResponse();
   response.status = decision.allowed ? 200 : 429;
   std::string& body = response.body;
   JsonWriter w(body);

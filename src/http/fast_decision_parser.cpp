@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "http/decision_codec.hpp"
 
@@ -119,19 +120,31 @@ bool entry(Scanner& s, Entry& out) {
   return s.consume('}') && has_key && has_value;
 }
 
+/// The next element of `items` to fill, reusing one a spare request left (its strings keep
+/// their capacity); `used` counts those filled.
+template <typename T>
+T& reuseNext(std::vector<T>& items, std::size_t& used) {
+  if (used == items.size()) {
+    items.emplace_back();
+  }
+  return items[used++];
+}
+
 /// A non-empty array of at most kMaxEntries entries.
 bool entries(Scanner& s, Descriptor& out) {
   if (!s.consume('[')) {
     return false;
   }
+  std::size_t used = 0;
   do {
-    if (out.size() == kMaxEntries) {
+    if (used == kMaxEntries) {
       return false;
     }
-    if (!entry(s, out.emplace_back())) {
+    if (!entry(s, reuseNext(out, used))) {
       return false;
     }
   } while (s.consume(','));
+  out.resize(used);
   return s.consume(']');
 }
 
@@ -172,20 +185,23 @@ bool descriptors(Scanner& s, DecisionRequest& request) {
     return false;
   }
   if (s.consume(']')) {
+    request.descriptors.clear();
     return true;
   }
   bool any_hits = false;
+  std::size_t used = 0;
   do {
-    if (request.descriptors.size() == kMaxDescriptors) {
+    if (used == kMaxDescriptors) {
       return false;
     }
     std::optional<std::int64_t> hits;
-    if (!descriptor(s, request.descriptors.emplace_back(), hits)) {
+    if (!descriptor(s, reuseNext(request.descriptors, used), hits)) {
       return false;
     }
     any_hits = any_hits || hits.has_value();
     request.descriptor_hits.push_back(hits);
   } while (s.consume(','));
+  request.descriptors.resize(used);
   if (!any_hits) {
     request.descriptor_hits.clear();
   }
@@ -200,7 +216,8 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
   if (!s.consume('{')) {
     return std::nullopt;
   }
-  DecisionRequest request;
+  // This thread's spare (decision_service.hpp): its descriptors are reused, then trimmed.
+  DecisionRequest request = takeSpareRequest();
   enum : unsigned { kDomain = 1, kClient = 2, kDescriptors = 4, kHits = 8, kTimestamp = 16 };
   unsigned seen = 0;
   auto once = [&seen](unsigned field) {
@@ -244,6 +261,9 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
   }
   if ((seen & kDomain) == 0) {
     request.domain.assign(default_domain);
+  }
+  if ((seen & kDescriptors) == 0) {
+    request.descriptors.clear();
   }
   return request;
 }

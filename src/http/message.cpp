@@ -6,6 +6,44 @@
 
 namespace sluice::http {
 
+namespace {
+
+constexpr std::string_view kJson = "application/json";
+
+struct SpareResponse {
+  Response response;
+  bool present = false;
+};
+
+thread_local SpareResponse t_spare;
+
+}  // namespace
+
+Response freshResponse() {
+  if (!t_spare.present) {
+    return Response{};
+  }
+  t_spare.present = false;
+  Response response = std::move(t_spare.response);
+  response.status = 200;
+  if (response.content_type != kJson) {
+    response.content_type.assign(kJson);
+  }
+  response.headers.clear();
+  response.header_lines.clear();
+  response.body.clear();
+  response.hold = std::chrono::microseconds(0);
+  return response;
+}
+
+void recycleResponse(Response&& response) {
+  if (t_spare.present) {
+    return;
+  }
+  t_spare.response = std::move(response);
+  t_spare.present = true;
+}
+
 std::string_view Request::header(std::string_view name) const {
   for (const auto& h : headers) {
     if (equalsIgnoreCase(h.name, name)) {

@@ -52,8 +52,17 @@ struct Response {
   std::string_view header(std::string_view name) const;
 };
 
+/// An empty Response (status 200, application/json) to fill: this thread's spare, whose
+/// strings keep the capacity of an answer already written, so that a decision's answer
+/// allocates nothing once the thread is warm; a new Response when there is no spare.
+Response freshResponse();
+
+/// Gives the storage of an answer that is no longer needed to freshResponse() (one spare per
+/// thread; a second one is freed).
+void recycleResponse(Response&& response);
+
 /// Hands a response back to the session. Must be called exactly once, on the I/O thread
-/// that received the request (synchronously or later).
+/// that received the request (synchronously or later); the session lives until then.
 using Respond = std::function<void(Response)>;
 
 /// Serves one request. The request reference is valid only during the call.

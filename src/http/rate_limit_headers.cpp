@@ -1,6 +1,7 @@
 #include "http/rate_limit_headers.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "http/json_writer.hpp"
 
@@ -53,6 +54,50 @@ void appendHeader(Appender& out, std::string_view name, std::int64_t value) {
   out.put("\r\n", 2);
 }
 
+/// The parts of the headers that depend only on the limit (its name, limit and window),
+/// prepared once and reused while the thread answers for the same limit: the
+/// `RateLimit-Policy` line and the start of the `RateLimit` one. One entry per thread:
+/// answers for other limits rebuild it (the cost of building it each time, as before).
+struct PreparedLimit {
+  std::string name;
+  std::int64_t limit = -1;
+  std::int64_t window_s = -1;
+  std::string policy_line;      // RateLimit-Policy: "name";q=L;w=W\r\n
+  std::string ratelimit_start;  // RateLimit: "name";r=
+};
+
+thread_local PreparedLimit t_prepared;
+
+const PreparedLimit& prepared(const LimitStatus& binding) {
+  PreparedLimit& p = t_prepared;
+  std::int64_t window_s = ceilSeconds(binding.window_us);
+  if (p.limit == binding.limit && p.window_s == window_s && p.name == binding.name) {
+    return p;
+  }
+  p.name.assign(binding.name);
+  p.limit = binding.limit;
+  p.window_s = window_s;
+  p.policy_line.clear();
+  p.ratelimit_start.clear();
+  {
+    Appender out(p.policy_line);
+    out.put("RateLimit-Policy: ");
+    appendSfString(out, binding.name);
+    out.put(";q=");
+    out.number(binding.limit);
+    out.put(";w=");
+    out.number(window_s);
+    out.put("\r\n");
+  }
+  {
+    Appender out(p.ratelimit_start);
+    out.put("RateLimit: ");
+    appendSfString(out, binding.name);
+    out.put(";r=");
+  }
+  return p;
+}
+
 }  // namespace
 
 std::string sfString(std::string_view text) {
@@ -71,15 +116,9 @@ void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool
   appendHeader(out, "X-Ratelimit-Limit", binding.limit);
   appendHeader(out, "X-Ratelimit-Remaining", remaining);
   appendHeader(out, "X-Ratelimit-Reset", reset);
-  out.put("RateLimit-Policy: ");
-  appendSfString(out, binding.name);
-  out.put(";q=");
-  out.number(binding.limit);
-  out.put(";w=");
-  out.number(ceilSeconds(binding.window_us));
-  out.put("\r\nRateLimit: ");
-  appendSfString(out, binding.name);
-  out.put(";r=");
+  const PreparedLimit& limit = prepared(binding);
+  out.put(limit.policy_line);
+  out.put(limit.ratelimit_start);
   out.number(remaining);
   out.put(";t=");
   out.number(reset);

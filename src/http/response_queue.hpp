@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "http/message.hpp"
 
@@ -29,47 +29,43 @@ struct QueuedResponse {
   std::unique_ptr<boost::asio::steady_timer> hold_timer;  ///< a shaped answer's delay
 };
 
-/// Not thread-safe: owned by one session on its I/O thread.
+/// Not thread-safe: owned by one session on its I/O thread. The places are a ring that is
+/// reused: a written place's Response keeps its storage (complete() swaps it out for the next
+/// answer to reuse, recycleResponse()), so a connection's steady state allocates nothing.
 class ResponseQueue {
  public:
-  bool empty() const { return entries_.empty(); }
-  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return count_ == 0; }
+  std::size_t size() const { return count_; }
   /// The front answer can be written.
-  bool frontReady() const { return !entries_.empty() && entries_.front().ready; }
-
-  /// A place at the back for a request read at `started`.
+  bool frontReady() const { return count_ > 0 && at(0).ready; }
+  /// A place at the back for a request read at `started`. The reference stays valid until
+  /// the place is popped (places never move).
   QueuedResponse& push(bool keep_alive, unsigned version,
-                       std::chrono::steady_clock::time_point started) {
-    QueuedResponse& entry = entries_.emplace_back();
-    entry.id = next_id_++;
-    entry.keep_alive = keep_alive;
-    entry.version = version;
-    entry.started = started;
-    return entry;
-  }
-
+                       std::chrono::steady_clock::time_point started);
   /// The place of request `id`; null once it has been written (or never existed).
   QueuedResponse* find(std::uint64_t id) {
-    if (entries_.empty() || id < entries_.front().id || id > entries_.back().id) {
+    if (count_ == 0 || id < at(0).id || id > at(count_ - 1).id) {
       return nullptr;
     }
-    return &entries_[static_cast<std::size_t>(id - entries_.front().id)];
+    return &at(static_cast<std::size_t>(id - at(0).id));
   }
-
   /// Appends the ready answers at the front to `out` (wire_writer.hpp), up to and including
   /// the first that closes the connection; returns how many. With `last_closes`, the answer
   /// in the last place is made to close the connection (the server is draining).
   std::size_t writeReady(std::string& out, bool last_closes);
-
   /// Removes the `count` answers writeReady wrote; false when one of them closed the
   /// connection.
   bool popWritten(std::size_t count);
-
   /// Cancels the hold timers of shaped answers (the connection is closing).
   void cancelHolds();
 
  private:
-  std::deque<QueuedResponse> entries_;
+  QueuedResponse& at(std::size_t i) { return *slots_[(head_ + i) % slots_.size()]; }
+  const QueuedResponse& at(std::size_t i) const { return *slots_[(head_ + i) % slots_.size()]; }
+
+  std::vector<std::unique_ptr<QueuedResponse>> slots_;  // a ring: head_, then count_ places
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
   std::uint64_t next_id_ = 0;
 };
 

@@ -29,6 +29,8 @@ Handler decisionHandler(const HandlerContext& context, Parse parse, Encode encod
                                   return;
                                 }
                                 respond(encode(*decision));
+                                // Its storage serves the thread's next decision.
+                                recycleDecision(std::move(*decision));
                               });
   };
 }

@@ -1,5 +1,6 @@
 #include "http/server.hpp"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <exception>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -157,6 +159,10 @@ void Server::run() {
     threads.emplace_back([&impl, w = worker.get()] {
       // A thread without listeners of its own (unix sockets only) waits for the connections
       // thread 0 hands it; it ends when beginStop() stops its io_context.
+      // "sluice-io-N" in top -H, perf and gdb (and for tests/tools/alloc_counter.cpp).
+      std::string name = "sluice-io-" + std::to_string(w->index);
+      name.resize(std::min<std::size_t>(name.size(), 15));
+      pthread_setname_np(pthread_self(), name.c_str());
       auto work = net::make_work_guard(w->ioc);
       for (;;) {
         try {

@@ -10,6 +10,7 @@
 #include <boost/beast/http/read.hpp>
 #include <cstring>
 #include <exception>
+#include <tuple>
 #include <utility>
 
 #include "http/worker.hpp"
@@ -130,7 +131,11 @@ void Session::onFirstBytes(beast::error_code ec, std::size_t n) {
 
 void Session::readRequest() {
   phase_ = Phase::kRequest;
-  parser_.emplace();
+  // The previous request (parser and message) is gone: its arena memory can be reused.
+  parser_.reset();
+  arena_.release();
+  parser_.emplace(std::piecewise_construct, std::make_tuple(ArenaAllocator(&arena_)),
+                  std::make_tuple(ArenaAllocator(&arena_)));
   parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
   parser_->body_limit(options_.max_body_bytes);
   clearDeadline(idle_deadline_);
@@ -185,14 +190,17 @@ void Session::onRequest(beast::error_code ec) {
     onReadError(ec);
     return;
   }
-  BeastRequest req = parser_->release();
-  parser_.reset();
-  bool keep_alive = req.keep_alive() && !worker_.stopping;
-  if (!keep_alive) {
-    no_more_reads_ = true;
+  {
+    // Destroyed before the next request is read: it lives in the arena that one reuses.
+    BeastRequest req = parser_->release();
+    parser_.reset();
+    bool keep_alive = req.keep_alive() && !worker_.stopping;
+    if (!keep_alive) {
+      no_more_reads_ = true;
+    }
+    QueuedResponse& entry = enqueue(keep_alive, req.version());
+    dispatch(std::move(req), entry.id);
   }
-  QueuedResponse& entry = enqueue(keep_alive, req.version());
-  dispatch(std::move(req), entry.id);
   doRead();
 }
 
@@ -251,7 +259,7 @@ void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
     header.value.assign(field.value());
   }
   request.headers.resize(count);
-  request.body = std::move(req.body());
+  request.body.assign(req.body());  // keeps the capacity of the session's request
   if (request.peer != peer_) {
     request.peer = peer_;
   }
@@ -271,15 +279,31 @@ void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
     complete(id, std::move(response));
     return;
   }
-  Respond respond = [self = shared_from_this(), id](Response response) {
-    self->complete(id, std::move(response));
-  };
+  // The session keeps itself alive while a handler holds an answer of it: the Respond is
+  // then a pointer and a number, which std::function stores without allocating.
+  ++unanswered_;
+  if (!pending_self_) {
+    pending_self_ = shared_from_this();
+  }
+  Respond respond = [this, id](Response response) { onHandlerAnswer(id, std::move(response)); };
   try {
     match.route->handler(request_, std::move(respond));
   } catch (const std::exception& e) {
     spdlog::error("handler for {} {} failed: {}", request.method, request.path, e.what());
-    complete(id, jsonError(500, "internal error"));
+    onHandlerAnswer(id, jsonError(500, "internal error"));
   }
+}
+
+void Session::onHandlerAnswer(std::uint64_t id, Response response) {
+  QueuedResponse* entry = queue_.find(id);
+  if (entry == nullptr || entry->answered) {
+    return;
+  }
+  std::shared_ptr<Session> last;  // the last answer a handler owed: release the session after
+  if (--unanswered_ == 0) {
+    last = std::move(pending_self_);
+  }
+  complete(id, std::move(response));
 }
 
 void Session::complete(std::uint64_t id, Response response) {
@@ -296,7 +320,9 @@ void Session::complete(std::uint64_t id, Response response) {
         std::chrono::duration<double>(Clock::now() - entry->started).count());
   }
   auto hold = response.hold;
-  entry->response = std::move(response);
+  // The place's previous answer (written) gives its storage to the next answer.
+  std::swap(entry->response, response);
+  recycleResponse(std::move(response));
   if (hold.count() > 0) {
     entry->hold_timer = std::make_unique<net::steady_timer>(socket_.get_executor());
     entry->hold_timer->expires_after(hold);

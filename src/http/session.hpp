@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <string>
 
@@ -44,8 +45,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   using Clock = std::chrono::steady_clock;
-  using BeastRequest = boost::beast::http::request<boost::beast::http::string_body>;
+  // A request's header fields and body are allocated in the session's arena (below), which
+  // starts over with every request: a request that fits it costs no heap allocation.
+  using ArenaAllocator = std::pmr::polymorphic_allocator<char>;
+  using BeastBody =
+      boost::beast::http::basic_string_body<char, std::char_traits<char>, ArenaAllocator>;
+  using BeastParser = boost::beast::http::request_parser<BeastBody, ArenaAllocator>;
+  using BeastRequest = BeastParser::value_type;
   static constexpr std::size_t kReadChunk = 4096;
+  /// The arena's own storage: the fields, target and body of a usual request fit.
+  static constexpr std::size_t kArenaBytes = 4096;
 
   enum class Phase { kIdleWait, kRequest };
 
@@ -74,6 +83,7 @@ class Session : public std::enable_shared_from_this<Session> {
   QueuedResponse& enqueue(bool keep_alive, unsigned version);
   void dispatch(BeastRequest&& req, std::uint64_t id);
   void complete(std::uint64_t id, Response response);
+  void onHandlerAnswer(std::uint64_t id, Response response);
 
   // Writing.
   void maybeWrite();
@@ -93,7 +103,9 @@ class Session : public std::enable_shared_from_this<Session> {
   const ServerOptions& options_;
   boost::asio::generic::stream_protocol::socket socket_;  // TCP or unix
   boost::beast::flat_buffer buffer_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  alignas(std::max_align_t) std::array<std::byte, kArenaBytes> arena_storage_{};
+  std::pmr::monotonic_buffer_resource arena_{arena_storage_.data(), arena_storage_.size()};
+  std::optional<BeastParser> parser_;  // declared after the arena it allocates from
   Request request_;
   ResponseQueue queue_;
   std::string out_;              // the answers being written
@@ -110,6 +122,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
   std::size_t lingered_ = 0;
   std::string peer_;
+  // Answers the handlers still owe, and the reference that keeps the session alive for them.
+  std::size_t unanswered_ = 0;
+  std::shared_ptr<Session> pending_self_;
   std::array<char, kReadChunk> discard_{};
 };
 

@@ -138,6 +138,16 @@ std::string_view limitOutcomeWord(const LimitStatus& limit);
 /// "key=value,key=value" (descriptor values as sent).
 std::string describeDescriptor(const Descriptor& descriptor);
 
+/// This thread's spare request and decision, whose vectors and strings keep the capacity of
+/// a decision already answered: a transport that parses into takeSpareRequest() and gives
+/// each answered decision back with recycleDecision() decides without allocating for them
+/// once the thread is warm (the HTTP decision endpoints do). Each returns an empty value
+/// (hits 1, no descriptors) whose storage is the spare's; a new one when there is none.
+DecisionRequest takeSpareRequest();
+Decision takeSpareDecision();
+/// Keeps `decision` (and its request) as this thread's spares; drops its rules snapshot.
+void recycleDecision(Decision&& decision);
+
 /// Turns a request into a decision: snapshot the rules, match, ask the store, aggregate.
 /// Transport-neutral: HTTP routes call it today, any other transport calls it the same way.
 class DecisionService {
