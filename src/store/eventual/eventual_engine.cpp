@@ -15,6 +15,7 @@
 #include "limiter/algorithms.hpp"
 #include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/redis_store.hpp"
+#include "sluice/store/request_verdict.hpp"
 #include "store/redis/redis_errors.hpp"
 
 namespace sluice {
@@ -405,22 +406,11 @@ class ShardLocks {
 bool EventualEngine::requestAllowed(const std::vector<EventualLimitRef>& limits,
                                     const std::vector<Outcome>& outcomes,
                                     const std::vector<int>& open_groups) {
-  boost::container::small_vector<int, 4> groups(open_groups.begin(), open_groups.end());
-  boost::container::small_vector<int, 4> failed;
+  RequestVerdict verdict(open_groups);
   for (std::size_t i = 0; i < limits.size() && i < outcomes.size(); ++i) {
-    const StoreLimit& limit = *limits[i].limit;
-    if (limit.quota_group >= 0) {
-      groups.push_back(limit.quota_group);
-      if (!limit.shadow && !outcomes[i].allowed) {
-        failed.push_back(limit.quota_group);
-      }
-    } else if (!limit.shadow && !outcomes[i].allowed) {
-      return false;
-    }
+    verdict.add(*limits[i].limit, outcomes[i].allowed);
   }
-  return groups.empty() || std::any_of(groups.begin(), groups.end(), [&](int g) {
-           return std::find(failed.begin(), failed.end(), g) == failed.end();
-         });
+  return verdict.allowed();
 }
 
 EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLimitRef>& limits,
@@ -434,11 +424,9 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   boost::container::small_vector<Slot*, 4> slots;
   boost::container::small_vector<BucketState, 4> states;
   boost::container::small_vector<Evaluation, 4> evaluations;
-  bool denied = false;
-  // Quota mode (store.hpp): quota-group limits deny only when every group has a denial. The
-  // groups of the request's strict limits (`open_groups`) may still pass.
-  boost::container::small_vector<int, 4> groups(open_groups.begin(), open_groups.end());
-  boost::container::small_vector<int, 4> failed;
+  // Quota mode (request_verdict.hpp): the groups of the request's strict limits
+  // (`open_groups`) may still pass.
+  RequestVerdict verdict(open_groups);
   std::optional<Route> trip;
   for (const EventualLimitRef& ref : limits) {
     const std::int64_t limit_cost = ref.limit->costOr(cost);
@@ -451,14 +439,7 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
     const Evaluation& e = evaluations.back();
     // The view only ever under-counts (every entry is a lower bound of the real one), so
     // its denial is final whatever its age.
-    if (ref.limit->quota_group >= 0) {
-      groups.push_back(ref.limit->quota_group);
-      if (!e.outcome.allowed && !ref.limit->shadow) {
-        failed.push_back(ref.limit->quota_group);
-      }
-    } else if (!e.outcome.allowed && !ref.limit->shadow) {
-      denied = true;
-    }
+    verdict.add(*ref.limit, e.outcome.allowed);
     if (!force && e.outcome.allowed && !trip) {
       const Route route =
           eventual::route(slot.view, slot.params, now, limit_cost, tuning_, reachable);
@@ -471,11 +452,7 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
       }
     }
   }
-  if (!groups.empty() && std::all_of(groups.begin(), groups.end(), [&](int g) {
-        return std::find(failed.begin(), failed.end(), g) != failed.end();
-      })) {
-    denied = true;
-  }
+  const bool denied = !verdict.allowed();
   if (trip && !denied) {
     local.decided = false;
     local.reason = *trip;

@@ -9,6 +9,7 @@
 
 #include "sluice/limiter/eventual.hpp"
 #include "sluice/rules/bucket_key.hpp"
+#include "sluice/store/request_verdict.hpp"
 #include "store/eventual/eventual_engine.hpp"
 
 namespace sluice {
@@ -200,17 +201,14 @@ class EventualStore final : public Store {
     if (p.strict_groups.empty()) {
       return;
     }
-    std::vector<int> failed;
-    bool passes = false;
+    RequestVerdict eventual;
     for (std::size_t i = 0; i < p.eventual.size() && i < outcomes.size(); ++i) {
-      const StoreLimit& limit = *p.eventual[i].limit;
-      if (limit.quota_group >= 0 && !limit.shadow && !outcomes[i].allowed) {
-        failed.push_back(limit.quota_group);
-      }
+      eventual.add(*p.eventual[i].limit, outcomes[i].allowed);
     }
+    bool passes = false;
     for (const EventualLimitRef& ref : p.eventual) {
       const int g = ref.limit->quota_group;
-      if (g >= 0 && std::find(failed.begin(), failed.end(), g) == failed.end() &&
+      if (g >= 0 && !eventual.groupFailed(g) &&
           std::find(p.strict_groups.begin(), p.strict_groups.end(), g) == p.strict_groups.end()) {
         passes = true;
       }
@@ -219,7 +217,7 @@ class EventualStore final : public Store {
       if (limit.quota_group < 0) {
         continue;
       }
-      if (passes || std::find(failed.begin(), failed.end(), limit.quota_group) != failed.end()) {
+      if (passes || eventual.groupFailed(limit.quota_group)) {
         limit.shadow = true;
         limit.quota_group = -1;
       }

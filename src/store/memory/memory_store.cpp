@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/store/request_verdict.hpp"
 #include "store/memory/bucket_table.hpp"
 #include "store/memory/sketch_registry.hpp"
 
@@ -128,7 +129,7 @@ class MemoryStore final : public Store {
                                 limit.costOr(request.cost));
       response.outcomes.push_back(w.eval.outcome);
     }
-    response.allowed = requestAllowed(request, response.outcomes);
+    response.allowed = sluice::requestAllowed(request, response.outcomes);
     if (!response.allowed) {
       // A limit that allowed is not charged by a denied request: it answers with its bucket
       // as it is, what a check (cost 0) says at this instant.
@@ -279,30 +280,6 @@ class MemoryStore final : public Store {
     MemorySketch& sketch = *w.sketch;
     sketch.table.record(w.cells, w.window_index, w.sketch_eval.raise_to, cost);
     sketch.publish(w.window_index);
-  }
-
-  /// Store semantics (store.hpp): every non-shadow, non-quota limit allows, and when the
-  /// request has quota groups, one of them has no denying non-shadow limit.
-  static bool requestAllowed(const StoreRequest& request, const std::vector<Outcome>& outcomes) {
-    boost::container::small_vector<int, 4> groups;
-    boost::container::small_vector<int, 4> failed;
-    for (std::size_t i = 0; i < outcomes.size(); ++i) {
-      const StoreLimit& limit = request.limits[i];
-      if (limit.quota_group >= 0) {
-        groups.push_back(limit.quota_group);
-        if (!limit.shadow && !outcomes[i].allowed) {
-          failed.push_back(limit.quota_group);
-        }
-      } else if (!limit.shadow && !outcomes[i].allowed) {
-        return false;
-      }
-    }
-    if (groups.empty()) {
-      return true;
-    }
-    return std::any_of(groups.begin(), groups.end(), [&](int g) {
-      return std::find(failed.begin(), failed.end(), g) == failed.end();
-    });
   }
 
   /// Store semantics: an allowed request charges every limit that allowed; count_rejected
