@@ -1,5 +1,6 @@
 #include "sluice/decision/decision_service.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -74,6 +75,22 @@ struct LimitPosition {
   std::size_t limit = 0;
 };
 
+/// One decision between decide() and its answer, and the storage that building its store
+/// request needs. A service keeps these for reuse: the vectors and strings keep their
+/// capacity, so a warm thread builds the match, the store keys and the store request
+/// without allocating; and the store's callback captures only the service and the slot
+/// (two pointers: stored in place by std::function).
+struct PendingDecision {
+  DecisionRequest request;
+  Decision decision;
+  DecisionService::Callback done;
+  Micros started = 0;
+  RequestMatch match;
+  std::vector<Descriptor> without_overrides;
+  StoreRequest store_request;
+  std::vector<LimitPosition> positions;
+};
+
 class DecisionServiceImpl final : public DecisionService {
  public:
   explicit DecisionServiceImpl(DecisionServiceParts parts) : parts_(std::move(parts)) {}
@@ -97,12 +114,15 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
 
-    std::vector<Descriptor> without_overrides;
-    RequestMatch match =
-        matchRequest(*decision.domain, descriptorsToMatch(request, without_overrides));
-    StoreRequest store_request;
+    PendingDecision& pending = takePending();
+    RequestMatch& match = pending.match;
+    matchRequestInto(*decision.domain, descriptorsToMatch(request, pending.without_overrides),
+                     match);
+    StoreRequest& store_request = pending.store_request;
     store_request.cost = request.hits;
-    std::vector<LimitPosition> positions;
+    std::size_t limits_used = 0;  // store_request.limits filled, reusing the slot's
+    std::vector<LimitPosition>& positions = pending.positions;
+    positions.clear();
     decision.descriptors.resize(match.descriptors.size());
     for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
       const DescriptorMatch& dm = match.descriptors[d];
@@ -131,11 +151,12 @@ class DecisionServiceImpl final : public DecisionService {
         status.from_request = true;
         ds.limits.resize(used);
         decision.request_limits.push_back(std::move(rule));
-        StoreLimit limit;
-        limit.key = BucketKey::storeKey(request.client_id, ml.bucket_key);
+        StoreLimit& limit = reuseNext(store_request.limits, limits_used);
+        BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
         limit.params = ml.limit->params;
+        limit.shadow = false;
         limit.cost = descriptor_cost;
-        store_request.limits.push_back(std::move(limit));
+        limit.quota_group = -1;
         positions.push_back(LimitPosition{d, 0});
         continue;
       }
@@ -145,44 +166,73 @@ class DecisionServiceImpl final : public DecisionService {
           continue;
         }
         // Each limit is charged its own descriptor's hits, all in one atomic store call.
-        StoreLimit limit;
-        limit.key = BucketKey::storeKey(request.client_id, ml.bucket_key);
+        StoreLimit& limit = reuseNext(store_request.limits, limits_used);
+        BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
         limit.params = ml.limit->params;
         limit.shadow = ml.limit->shadow_mode;
         limit.cost = descriptor_cost;
-        if (ml.limit->quota_mode) {
-          limit.quota_group = static_cast<int>(d);
-        }
-        store_request.limits.push_back(std::move(limit));
+        limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
         positions.push_back(LimitPosition{d, used - 1});
       }
       ds.limits.resize(used);
     }
+    store_request.limits.resize(limits_used);
     if (store_request.limits.empty()) {
+      releasePending(pending);
       finish(std::move(request), std::move(decision), started, done);
       return;
     }
-    parts_.store->evaluate(
-        store_request, [this, started, request = std::move(request), decision = std::move(decision),
-                        positions = std::move(positions),
-                        done = std::move(done)](Result<StoreResponse> response) mutable {
-          if (!response) {
-            finish(std::move(request), response.error(), started, done);
-            return;
-          }
-          const StoreResponse& r = *response;
-          for (std::size_t i = 0; i < positions.size() && i < r.outcomes.size(); ++i) {
-            decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
-                r.outcomes[i];
-          }
-          decision.allowed = r.allowed;
-          decision.degraded = r.degraded;
-          decision.metadata_json = mergePassedMetadata(decision.descriptors);
-          finish(std::move(request), std::move(decision), started, done);
-        });
+    pending.request = std::move(request);
+    pending.decision = std::move(decision);
+    pending.done = std::move(done);
+    pending.started = started;
+    PendingDecision* slot = &pending;
+    // The store may answer before evaluate() returns, or later (Redis); the slot is given
+    // back only once its answer is handed on, so a decision started from inside the answer
+    // takes another one.
+    parts_.store->evaluate(store_request, [this, slot](Result<StoreResponse> response) {
+      answer(*slot, std::move(response));
+    });
   }
 
  private:
+  void answer(PendingDecision& pending, Result<StoreResponse> response) {
+    if (!response) {
+      finish(std::move(pending.request), response.error(), pending.started, pending.done);
+      releasePending(pending);
+      return;
+    }
+    const StoreResponse& r = *response;
+    Decision& decision = pending.decision;
+    const std::vector<LimitPosition>& positions = pending.positions;
+    for (std::size_t i = 0; i < positions.size() && i < r.outcomes.size(); ++i) {
+      decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
+          r.outcomes[i];
+    }
+    decision.allowed = r.allowed;
+    decision.degraded = r.degraded;
+    decision.metadata_json = mergePassedMetadata(decision.descriptors);
+    finish(std::move(pending.request), std::move(decision), pending.started, pending.done);
+    releasePending(pending);
+  }
+
+  PendingDecision& takePending() {
+    if (free_.empty()) {
+      slots_.push_back(std::make_unique<PendingDecision>());
+      free_.reserve(slots_.size());
+      return *slots_.back();
+    }
+    PendingDecision* slot = free_.back();
+    free_.pop_back();
+    return *slot;
+  }
+
+  void releasePending(PendingDecision& pending) {
+    pending.done = nullptr;
+    pending.decision.rules.reset();
+    free_.push_back(&pending);
+  }
+
   /// Every path ends here: the observers see the decision once, then the request moves
   /// into it and the caller gets it.
   void finish(DecisionRequest request, Result<Decision> result, Micros started,
@@ -197,6 +247,8 @@ class DecisionServiceImpl final : public DecisionService {
   }
 
   DecisionServiceParts parts_;
+  std::vector<std::unique_ptr<PendingDecision>> slots_;  ///< every slot, for their lifetime
+  std::vector<PendingDecision*> free_;                   ///< those not deciding now
 };
 
 }  // namespace

@@ -72,10 +72,15 @@ std::string BucketKey::limitId(bool explicit_name, std::string_view name, std::s
 std::string BucketKey::storeKey(std::string_view client, std::string_view bucket) {
   std::string key;
   key.reserve(client.size() + 1 + bucket.size());
+  assignStoreKey(key, client, bucket);
+  return key;
+}
+
+void BucketKey::assignStoreKey(std::string& key, std::string_view client, std::string_view bucket) {
+  key.clear();
   appendEscapedKeyPart(key, client);
   key += '|';
   key += bucket;
-  return key;
 }
 
 std::vector<std::string> BucketKey::domainPrefixes(std::string_view client,

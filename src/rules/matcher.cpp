@@ -73,34 +73,57 @@ const DescriptorNode* findNode(const std::vector<DescriptorNode>& level,
   return nullptr;
 }
 
+/// The next element of `items` to fill, reusing one left by an earlier match (its strings
+/// keep their capacity); `used` counts those filled.
+template <typename T>
+T& reuseNext(std::vector<T>& items, std::size_t& used) {
+  if (used == items.size()) {
+    items.emplace_back();
+  }
+  return items[used++];
+}
+
+void resetMatch(DescriptorMatch& match) {
+  match.matched = false;
+  match.node = nullptr;
+}
+
+/// Fills `match` with the limits of `node` (null: the domain-level ones), each bucket the
+/// prefix plus the limit's identity.
 void appendLimits(const std::vector<RateLimit>& limits, const DescriptorNode* node,
-                  const std::string& prefix, DescriptorMatch& match) {
+                  std::string_view prefix, DescriptorMatch& match) {
   match.matched = true;
   match.node = node;
-  match.limits.reserve(limits.size());
+  std::size_t used = 0;
   for (const RateLimit& limit : limits) {
-    std::string key = prefix;
-    BucketKey::appendLimit(key, limit.limit_id, limit.params.algorithm);
-    match.limits.push_back(MatchedLimit{&limit, node, std::move(key)});
+    MatchedLimit& matched = reuseNext(match.limits, used);
+    matched.limit = &limit;
+    matched.node = node;
+    matched.bucket_key.assign(prefix);
+    BucketKey::appendLimit(matched.bucket_key, limit.limit_id, limit.params.algorithm);
   }
+  match.limits.resize(used);
 }
 
 /// Builds the bucket of BucketKey's grammar while walking the tree: the domain, then one
 /// entry per descriptor entry (the pattern instead of the value under share_threshold).
-DescriptorMatch matchDescriptor(const DomainConfig& domain, const Descriptor& descriptor) {
-  DescriptorMatch match;
+/// `prefix` is scratch storage.
+void matchDescriptor(const DomainConfig& domain, const Descriptor& descriptor,
+                     DescriptorMatch& match, std::string& prefix) {
+  resetMatch(match);
   if (descriptor.empty()) {
-    return match;
+    match.limits.clear();
+    return;
   }
   const std::vector<DescriptorNode>* level = &domain.descriptors;
   const DescriptorLevelIndex* index = &domain.descriptors_index;
-  std::string prefix;
+  prefix.clear();
   BucketKey::appendDomain(prefix, domain.domain);
   for (std::size_t i = 0; i < descriptor.size(); ++i) {
     const Entry& entry = descriptor[i];
     const DescriptorNode* node = findNode(*level, *index, entry);
     if (node == nullptr) {
-      return match;
+      break;
     }
     if (node->share_threshold && node->value) {
       BucketKey::appendSharedEntry(prefix, entry.key, *node->value);
@@ -111,50 +134,66 @@ DescriptorMatch matchDescriptor(const DomainConfig& domain, const Descriptor& de
       // The request's depth equals this node's: its limits (if any) apply.
       if (!node->limits.empty()) {
         appendLimits(node->limits, node, prefix, match);
+        return;
       }
-      return match;
+      break;
     }
     if (node->children.empty()) {
       // The request is deeper than the rule: no limit (as envoyproxy/ratelimit).
-      return match;
+      break;
     }
     level = &node->children;
     index = &node->children_index;
   }
-  return match;
+  match.limits.clear();
 }
 
 }  // namespace
 
 RequestMatch matchRequest(const DomainConfig& domain, const std::vector<Descriptor>& descriptors) {
   RequestMatch result;
+  matchRequestInto(domain, descriptors, result);
+  return result;
+}
+
+void matchRequestInto(const DomainConfig& domain, const std::vector<Descriptor>& descriptors,
+                      RequestMatch& out) {
   if (descriptors.empty()) {
-    DescriptorMatch match;
+    out.descriptors.resize(1);
+    DescriptorMatch& match = out.descriptors.front();
+    resetMatch(match);
     if (!domain.domain_limits.empty()) {
-      std::string bucket;
-      BucketKey::appendDomain(bucket, domain.domain);
-      appendLimits(domain.domain_limits, nullptr, bucket, match);
+      out.scratch.clear();
+      BucketKey::appendDomain(out.scratch, domain.domain);
+      appendLimits(domain.domain_limits, nullptr, out.scratch, match);
+    } else {
+      match.limits.clear();
     }
-    result.descriptors.push_back(std::move(match));
-    return result;
+    return;
   }
-  result.descriptors.reserve(descriptors.size());
+  out.descriptors.resize(descriptors.size());
+  bool any_replaces = false;
+  for (std::size_t d = 0; d < descriptors.size(); ++d) {
+    matchDescriptor(domain, descriptors[d], out.descriptors[d], out.scratch);
+    for (const MatchedLimit& matched : out.descriptors[d].limits) {
+      any_replaces = any_replaces || !matched.limit->replaces.empty();
+    }
+  }
+  if (!any_replaces) {
+    return;
+  }
   std::set<std::string_view> replaced;
-  for (const Descriptor& descriptor : descriptors) {
-    result.descriptors.push_back(matchDescriptor(domain, descriptor));
-    for (const MatchedLimit& matched : result.descriptors.back().limits) {
+  for (const DescriptorMatch& match : out.descriptors) {
+    for (const MatchedLimit& matched : match.limits) {
       replaced.insert(matched.limit->replaces.begin(), matched.limit->replaces.end());
     }
   }
-  if (!replaced.empty()) {
-    // As envoyproxy/ratelimit: a limit named in any matched limit's `replaces` is dropped.
-    for (DescriptorMatch& match : result.descriptors) {
-      std::erase_if(match.limits, [&](const MatchedLimit& matched) {
-        return matched.limit->explicit_name && replaced.count(matched.limit->name) > 0;
-      });
-    }
+  // As envoyproxy/ratelimit: a limit named in any matched limit's `replaces` is dropped.
+  for (DescriptorMatch& match : out.descriptors) {
+    std::erase_if(match.limits, [&](const MatchedLimit& matched) {
+      return matched.limit->explicit_name && replaced.count(matched.limit->name) > 0;
+    });
   }
-  return result;
 }
 
 }  // namespace sluice

@@ -44,10 +44,12 @@ class BucketKey {
 
   /// client "|" bucket, the client escaped ("" when the request has none).
   static std::string storeKey(std::string_view client, std::string_view bucket);
+  /// storeKey(client, bucket) written into `key` (replacing its content, keeping its
+  /// capacity).
+  static void assignStoreKey(std::string& key, std::string_view client, std::string_view bucket);
   /// The store-key prefixes of every bucket of `domain` for `client`: its descriptor
   /// buckets ("client|domain:") and its domain-level bucket ("client|domain;").
-  static std::vector<std::string> domainPrefixes(std::string_view client,
-                                                 std::string_view domain);
+  static std::vector<std::string> domainPrefixes(std::string_view client, std::string_view domain);
 
   // --- The Redis key ----------------------------------------------------------------------
 

@@ -174,9 +174,17 @@ struct DescriptorMatch {
 /// (limit->unlimited) so they can be reported, and must not be evaluated.
 struct RequestMatch {
   std::vector<DescriptorMatch> descriptors;
+  /// The bucket being built while walking the tree: kept only for its capacity, so that a
+  /// reused RequestMatch (matchRequestInto) allocates nothing once warm.
+  std::string scratch;
 };
 
 RequestMatch matchRequest(const DomainConfig& domain, const std::vector<Descriptor>& descriptors);
+/// The same match written into `out`, reusing its vectors and bucket-key strings (a caller
+/// that keeps one RequestMatch per thread matches without allocating once warm). `out`'s
+/// previous content is replaced entirely.
+void matchRequestInto(const DomainConfig& domain, const std::vector<Descriptor>& descriptors,
+                      RequestMatch& out);
 
 /// Parses a duration with a unit: `500us`, `250ms`, `2s`, `5m`, `1h`, `1d` (a non-negative
 /// integer, then the unit). nullopt when malformed or out of range.
