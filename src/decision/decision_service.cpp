@@ -202,7 +202,7 @@ class DecisionServiceImpl final : public DecisionService {
       releasePending(pending);
       return;
     }
-    const StoreResponse& r = *response;
+    StoreResponse& r = *response;
     Decision& decision = pending.decision;
     const std::vector<LimitPosition>& positions = pending.positions;
     for (std::size_t i = 0; i < positions.size() && i < r.outcomes.size(); ++i) {
@@ -212,6 +212,7 @@ class DecisionServiceImpl final : public DecisionService {
     decision.allowed = r.allowed;
     decision.degraded = r.degraded;
     decision.metadata_json = mergePassedMetadata(decision.descriptors);
+    recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
     finish(std::move(pending.request), std::move(decision), pending.started, pending.done);
     releasePending(pending);
   }

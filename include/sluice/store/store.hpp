@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sluice/common/result.hpp"
@@ -42,6 +43,41 @@ struct StoreResponse {
   bool allowed = true;            ///< every non-shadow limit allowed
   bool degraded = false;          ///< answered by a failure mode, not by the store itself
 };
+
+namespace store_detail {
+struct SpareResponse {
+  StoreResponse response;
+  bool has = false;
+};
+inline thread_local SpareResponse t_spare_response;
+}  // namespace store_detail
+
+/// This thread's spare StoreResponse, whose outcomes keep the capacity of an answer already
+/// handed on: a store that answers with takeSpareStoreResponse() and a caller that gives
+/// each answer back with recycleStoreResponse() exchange answers without allocating once
+/// the thread is warm (the memory store and the decision service do). Returns an empty
+/// response (allowed, not degraded, no outcomes); a new one when there is no spare.
+inline StoreResponse takeSpareStoreResponse() {
+  store_detail::SpareResponse& spare = store_detail::t_spare_response;
+  if (!spare.has) {
+    return StoreResponse{};
+  }
+  spare.has = false;
+  StoreResponse response = std::move(spare.response);
+  response.outcomes.clear();
+  response.allowed = true;
+  response.degraded = false;
+  return response;
+}
+
+/// Keeps `response`'s storage as this thread's spare (when it has none yet).
+inline void recycleStoreResponse(StoreResponse&& response) {
+  store_detail::SpareResponse& spare = store_detail::t_spare_response;
+  if (!spare.has) {
+    spare.response = std::move(response);
+    spare.has = true;
+  }
+}
 
 /// The state of a store's connection(s) to its backing service (README.md, "Store health
 /// and readiness"), fed by connection events and periodic pings, never guessed from

@@ -98,7 +98,9 @@ class MemoryStore final : public Store {
       locks.emplace_back(sketch->mutex);
     }
 
-    StoreResponse response;
+    // This thread's spare answer: its outcomes keep their capacity (the decision service
+    // gives each answer back with recycleStoreResponse()).
+    StoreResponse response = takeSpareStoreResponse();
     response.outcomes.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       const StoreLimit& limit = request.limits[i];
