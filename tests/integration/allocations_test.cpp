@@ -55,8 +55,8 @@ constexpr const char* kForwardAuth = R"(forward_auth:
 ///   - the memory store's StoreResponse::outcomes vector.
 /// Removing them needs the Store and DecisionService interfaces to take reusable storage
 /// (shared with the Redis stores).
-constexpr std::uint64_t kOneDescriptorAllocations = 1;
-constexpr std::uint64_t kThreeDescriptorsAllocations = 1;
+constexpr std::uint64_t kOneDescriptorAllocations = 0;
+constexpr std::uint64_t kThreeDescriptorsAllocations = 0;
 
 constexpr int kRequests = 1000;
 

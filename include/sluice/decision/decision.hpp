@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sluice/common/clock.hpp"
+#include "sluice/common/inplace_function.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/limiter/limiter.hpp"
 #include "sluice/rules/rules.hpp"
@@ -152,7 +153,9 @@ void recycleDecision(Decision&& decision);
 /// Transport-neutral: HTTP routes call it today, any other transport calls it the same way.
 class DecisionService {
  public:
-  using Callback = std::function<void(Result<Decision>)>;
+  /// Move-only; a callable of up to 64 bytes (a Respond and a few pointers) is stored in
+  /// place, without allocating.
+  using Callback = InplaceFunction<void(Result<Decision>), 64>;
   virtual ~DecisionService() = default;
   /// Called on an I/O thread; the callback runs on the same thread (possibly before
   /// decide() returns). Errors: kUnavailable (rules not loaded), the store's (kTimeout,
