@@ -447,11 +447,7 @@ std::vector<std::string> EventualEngine::sketchCellKeys(const SketchHasher& hash
   std::string base = "ske:";
   base += hasher.fingerprint();
   base += ':';
-  base += geometry.identity->key;
-  base += ':';
-  base += std::to_string(geometry.width);
-  base += 'x';
-  base += std::to_string(geometry.depth);
+  base += geometry.identity->key;  // names the rule and its geometry (w, d, ...)
   base += ':';
   std::vector<std::string> keys;
   keys.reserve(geometry.depth);

@@ -19,6 +19,7 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/limiter/eventual.hpp"
+#include "sluice/limiter/eventual_sketch.hpp"
 #include "sluice/limiter/sketch.hpp"
 #include "sluice/store/eventual_store.hpp"
 #include "sluice/store/store.hpp"
@@ -92,7 +93,8 @@ class EventualEngine {
   /// True for an eventual limit of algorithm sketch (decided on its cells).
   static bool isSketch(const StoreLimit& limit);
   /// The store keys of the cells of a sketch limit's client (one per row; see
-  /// docs/eventual.md, "sketch"): "ske:<seed fingerprint>:<rule identity>:<w>x<d>:<row>.<col>".
+  /// docs/eventual.md, "sketch"): "ske:<seed fingerprint>:<rule identity>:<row>.<col>" (the
+  /// identity names the rule's geometry too, so a reload that changes it starts from new cells).
   static std::vector<std::string> sketchCellKeys(const SketchHasher& hasher,
                                                  const StoreLimit& limit);
 

@@ -34,7 +34,8 @@ TEST(ConsistencyTest, StrictIsTheDefault) {
 }
 
 TEST(ConsistencyTest, EventualIsAcceptedForMergeableAlgorithms) {
-  for (const char* algorithm : {"fixed_window", "sliding_window_counter", "token_bucket"}) {
+  for (const char* algorithm :
+       {"fixed_window", "sliding_window_counter", "token_bucket", "sketch"}) {
     const RuleSetPtr rules = loadOne(rule(algorithm, "eventual"));
     ASSERT_TRUE(rules) << algorithm;
     EXPECT_EQ(rules->findDomain("d")->descriptors[0].limits[0].params.consistency,
