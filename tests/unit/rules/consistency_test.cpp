@@ -34,13 +34,20 @@ TEST(ConsistencyTest, StrictIsTheDefault) {
 }
 
 TEST(ConsistencyTest, EventualIsAcceptedForMergeableAlgorithms) {
-  for (const char* algorithm :
-       {"fixed_window", "sliding_window_counter", "token_bucket", "sketch"}) {
+  for (const char* algorithm : {"fixed_window", "sliding_window_counter", "token_bucket"}) {
     const RuleSetPtr rules = loadOne(rule(algorithm, "eventual"));
     ASSERT_TRUE(rules) << algorithm;
     EXPECT_EQ(rules->findDomain("d")->descriptors[0].limits[0].params.consistency,
               Consistency::kEventual);
   }
+}
+
+TEST(ConsistencyTest, EventualIsAcceptedForSketch) {
+  const RuleSetPtr rules =
+      loadOne(rule("sketch", "eventual") + "      sketch: {width: 1024, depth: 3}\n");
+  ASSERT_TRUE(rules);
+  EXPECT_EQ(rules->findDomain("d")->descriptors[0].limits[0].params.consistency,
+            Consistency::kEventual);
 }
 
 TEST(ConsistencyTest, EventualWithAnotherAlgorithmIsRefusedWithItsLocation) {

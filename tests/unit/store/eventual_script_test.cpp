@@ -202,6 +202,38 @@ TEST(EventualScriptTest, ASketchChargeIsConservativeAndSentCountsAreRaisedFirst)
   EXPECT_EQ(storedOf(redis, "cell1", "s1"), 2);
 }
 
+TEST(EventualSketchCellsTest, OneSeedHashesAClientToTheSameCellsEverywhere) {
+  StoreLimit limit;
+  limit.key = "client|api|user=alice";
+  limit.params.algorithm = Algorithm::kSketch;
+  limit.params.consistency = Consistency::kEventual;
+  limit.params.sketch.width = 1024;
+  limit.params.sketch.depth = 3;
+  auto identity = std::make_shared<SketchIdentity>();
+  identity->key = "api:api.user:i0:w1024d3";
+  limit.params.sketch.identity = identity;
+  ASSERT_TRUE(EventualEngine::isSketch(limit));
+  // Two sidecars with the seed from Redis: the same d cells, one per row.
+  const SketchHasher one(0x0123456789abcdefULL, 0x0fedcba987654321ULL);
+  const SketchHasher two(0x0123456789abcdefULL, 0x0fedcba987654321ULL);
+  const std::vector<std::string> keys = EventualEngine::sketchCellKeys(one, limit);
+  ASSERT_EQ(keys.size(), 3U);
+  EXPECT_EQ(keys, EventualEngine::sketchCellKeys(two, limit));
+  const SketchCells cells = one.cells(limit.key, 1024, 3, 0, 0);
+  for (std::size_t row = 0; row < keys.size(); ++row) {
+    EXPECT_EQ(keys[row], "ske:" + one.fingerprint() + ":api:api.user:i0:w1024d3:" +
+                             std::to_string(row) + "." + std::to_string(cells.columns[row]));
+  }
+  // Another seed names other cells (its fingerprint): sidecars of different seeds never
+  // add up each other's counts.
+  const SketchHasher other(1, 2);
+  EXPECT_NE(EventualEngine::sketchCellKeys(other, limit)[0].substr(0, 13), keys[0].substr(0, 13));
+  // Not a sketch: no cells.
+  StoreLimit counter = limit;
+  counter.params.algorithm = Algorithm::kFixedWindow;
+  EXPECT_FALSE(EventualEngine::isSketch(counter));
+}
+
 TEST(EventualRequestAllowedTest, StoreSemantics) {
   std::vector<StoreLimit> limits(3);
   limits[0].quota_group = 0;
