@@ -218,7 +218,12 @@ std::string sketchRules(std::int64_t limit) {
          "\n"
          "      algorithm: sketch\n"
          "      sketch: {width: 1024, depth: 3}\n"
-         "      consistency: eventual\n";
+         "      consistency: eventual\n"
+         "  - key: s\n"
+         "    value: strict\n"
+         "    rate_limit:\n"
+         "      unit: day\n"
+         "      requests_per_unit: 1\n";
 }
 
 TEST(EventualTest, ThreeSidecarsHammeringOneSketchClientAdmitWithinOnePercent) {
@@ -276,6 +281,31 @@ TEST(EventualTest, ThreeSidecarsHammeringOneSketchClientAdmitWithinOnePercent) {
   RecordProperty("admitted", std::to_string(load.allowed.load()));
   RecordProperty("sidecar_a_local", std::to_string(static_cast<std::int64_t>(local)));
   RecordProperty("sidecar_a_tight_round_trips", std::to_string(static_cast<std::int64_t>(tight)));
+}
+
+TEST(EventualTest, AMixedRequestWithASketchIsAllOrNothing) {
+  awayFromMidnight();
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, sketchRules(100)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  const std::string both =
+      json{{"domain", "ev"},
+           {"clientId", "mixed"},
+           {"descriptors", json::array({json::array({{{"key", "user"}, {"value", "mixed"}}}),
+                                        json::array({{{"key", "s"}, {"value", "strict"}}})})}}
+          .dump();
+  HttpResponse first = client.post("/shouldAllowRequest", both);
+  ASSERT_EQ(first.status, 200) << first.body << a.log();
+  // The strict limit (1 per day) denies: the sketch's cells must not be charged.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 429);
+  }
+  HttpResponse r = client.post("/shouldAllowRequest", request("mixed", "user", "mixed"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "98") << r.body;
+  // Both admitted hits reach the client's 3 cells in Redis.
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == 3 * 2; }, seconds(5))) << redisTotal(redis);
 }
 
 TEST(EventualTest, FarFromTheLimitDecisionsAreLocal) {
