@@ -653,10 +653,19 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
 void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost,
                                  const std::vector<Outcome>& outcomes, bool request_allowed) {
   const Micros now = clock_.nowMicros();
+  // As in decideLocally(): the cells' keys only when the request has a sketch limit.
+  const bool sketches = std::any_of(limits.begin(), limits.end(),
+                                    [](const EventualLimitRef& r) { return isSketch(*r.limit); });
   std::vector<std::vector<std::string>> cell_keys;
   std::vector<std::string_view> lock_keys;
-  expand(limits, cell_keys, lock_keys);
-  ShardLocks locks(lock_keys, [this](std::string_view key) -> Shard& { return shardOf(key); });
+  auto shard_of = [this](std::string_view key) -> Shard& { return shardOf(key); };
+  std::optional<ShardLocks> locks;
+  if (sketches) {
+    expand(limits, cell_keys, lock_keys);
+    locks.emplace(lock_keys, shard_of);
+  } else {
+    locks.emplace(limits, shard_of);
+  }
   for (std::size_t i = 0; i < limits.size(); ++i) {
     const EventualLimitRef& ref = limits[i];
     if (!ref.limit->params.count_rejected &&
@@ -666,7 +675,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
       continue;
     }
     const std::int64_t limit_cost = ref.limit->costOr(cost);
-    if (!cell_keys[i].empty()) {
+    if (sketches && !cell_keys[i].empty()) {
       // Allowed on what the cells said then: charged (conservatively) whatever they say now.
       chargeCells(cellSlots(cell_keys[i], ref.limit->params, now), ref.limit->params, limit_cost,
                   now, reachable_.load(std::memory_order_acquire));
