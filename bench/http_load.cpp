@@ -8,19 +8,11 @@
 //                   [--seconds 10] [--warmup 1] [--clients 10000] [--op fixed_window_allow]
 //
 // Prints one JSON line: requests, seconds, requests_per_second, non2xx, errors.
-#include <array>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -28,10 +20,13 @@
 #include <string_view>
 #include <vector>
 
+#include "load_client.hpp"
+
 namespace {
 
 namespace net = boost::asio;
-using Socket = net::generic::stream_protocol::socket;
+using sluice::bench::Endpoint;
+using sluice::bench::KeepAliveConnection;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -54,17 +49,12 @@ struct Totals {
 /// One keep-alive connection sending request after request.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Socket socket, const Options& options, Totals& totals, std::uint32_t seed)
-      : socket_(std::move(socket)), options_(options), totals_(totals), random_(seed) {
-    const std::string body_head = R"({"domain":"bench","clientId":")";
-    const std::string body_tail =
-        R"(","descriptors":[{"entries":[{"key":"op","value":")" + options.op + R"("}]}]})";
-    const std::size_t body_length = body_head.size() + 9 + body_tail.size();
-    head_ =
-        "POST /shouldAllowRequest HTTP/1.1\r\nHost: localhost\r\n"
-        "Content-Type: application/json\r\nContent-Length: " +
-        std::to_string(body_length) + "\r\n\r\n" + body_head;
-    tail_ = body_tail;
+  Connection(net::io_context& io, const std::vector<Endpoint>& endpoints, const Options& options,
+             Totals& totals, std::uint32_t seed)
+      : connection_(io), options_(options), totals_(totals), random_(seed) {
+    connection_.connect(endpoints);
+    body_head_ = R"({"domain":"bench","clientId":")";
+    body_tail_ = R"(","descriptors":[{"entries":[{"key":"op","value":")" + options.op + R"("}]}]})";
   }
 
   void send() {
@@ -74,88 +64,41 @@ class Connection : public std::enable_shared_from_this<Connection> {
     char id[16];
     std::snprintf(id, sizeof(id), "c%08d",
                   static_cast<int>(random_() % static_cast<std::uint32_t>(options_.clients)));
-    request_ = head_;
-    request_ += id;
-    request_ += tail_;
-    net::async_write(socket_, net::buffer(request_),
-                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                       if (ec) {
-                         return self->fail();
-                       }
-                       self->read();
-                     });
+    body_ = body_head_;
+    body_ += id;
+    body_ += body_tail_;
+    connection_.request().clear();
+    sluice::bench::appendDecisionRequest(connection_.request(), body_);
+    connection_.exchange(
+        [self = shared_from_this()](boost::system::error_code ec, sluice::bench::Answer answer) {
+          if (ec) {
+            return self->fail();
+          }
+          if (self->totals_.counting) {
+            ++self->totals_.requests;
+            if (answer.status / 100 != 2) {
+              ++self->totals_.non2xx;
+            }
+          }
+          self->send();
+        });
   }
 
  private:
-  void read() {
-    socket_.async_read_some(net::buffer(chunk_), [self = shared_from_this()](
-                                                     boost::system::error_code ec, std::size_t n) {
-      if (ec) {
-        return self->fail();
-      }
-      self->received_.append(self->chunk_.data(), n);
-      self->parse();
-    });
-  }
-
-  // Waits for the head, then for Content-Length bytes of body.
-  void parse() {
-    const std::size_t end = received_.find("\r\n\r\n");
-    if (end == std::string::npos) {
-      return read();
-    }
-    std::size_t length = 0;
-    const std::size_t field = received_.find("Content-Length: ");
-    if (field != std::string::npos && field < end) {
-      length = std::strtoul(received_.c_str() + field + 16, nullptr, 10);
-    }
-    if (received_.size() < end + 4 + length) {
-      return read();
-    }
-    if (totals_.counting) {
-      ++totals_.requests;
-      if (received_.compare(9, 1, "2") != 0) {
-        ++totals_.non2xx;
-      }
-    }
-    received_.erase(0, end + 4 + length);
-    send();
-  }
-
   void fail() {
     if (!totals_.stopping) {
       ++totals_.errors;
     }
   }
 
-  Socket socket_;
+  KeepAliveConnection connection_;
   const Options& options_;
   Totals& totals_;
   std::minstd_rand random_;
-  std::string head_;
-  std::string tail_;
-  std::string request_;
-  std::string received_;
-  std::array<char, 4096> chunk_{};
+  std::string body_head_;
+  std::string body_tail_;
+  std::string body_;
 };
-
-Socket connect(net::io_context& ioc, const std::string& target) {
-  Socket socket(ioc);
-  if (target.starts_with("unix:")) {
-    socket.connect(net::generic::stream_protocol::endpoint(
-        net::local::stream_protocol::endpoint(target.substr(5))));
-    return socket;
-  }
-  const std::size_t colon = target.rfind(':');
-  net::ip::tcp::resolver resolver(ioc);
-  net::ip::tcp::socket tcp(ioc);
-  net::connect(tcp, resolver.resolve(target.substr(0, colon), target.substr(colon + 1)));
-  tcp.set_option(net::ip::tcp::no_delay(true));
-  const auto protocol = tcp.local_endpoint().protocol();
-  socket.assign(net::generic::stream_protocol(protocol.family(), protocol.protocol()),
-                tcp.release());
-  return socket;
-}
 
 int usage() {
   std::cerr << "usage: bench_http_load --target unix:PATH|HOST:PORT [--connections N] "
@@ -193,9 +136,10 @@ int main(int argc, char** argv) {
   Totals totals;
   std::vector<std::shared_ptr<Connection>> connections;
   try {
+    const std::vector<Endpoint> endpoints = sluice::bench::resolveTarget(ioc, options.target);
     for (int i = 0; i < options.connections; ++i) {
-      connections.push_back(std::make_shared<Connection>(
-          connect(ioc, options.target), options, totals, static_cast<std::uint32_t>(i + 1)));
+      connections.push_back(std::make_shared<Connection>(ioc, endpoints, options, totals,
+                                                         static_cast<std::uint32_t>(i + 1)));
     }
   } catch (const std::exception& e) {
     std::cerr << "bench_http_load: cannot connect to " << options.target << ": " << e.what()

@@ -17,18 +17,12 @@
 //
 // Prints one JSON line at the end: sent, ok, degraded, denied, errors, seconds. SIGTERM and
 // SIGINT stop it early (the totals are printed all the same).
-#include <array>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -38,10 +32,12 @@
 #include <string_view>
 #include <vector>
 
+#include "load_client.hpp"
+
 namespace {
 
 namespace net = boost::asio;
-using tcp = net::ip::tcp;
+using sluice::bench::Endpoint;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::seconds kAnswerTimeout{5};
@@ -64,7 +60,7 @@ struct Counts {
 
 struct Shared {
   Options options;
-  tcp::endpoint endpoint;
+  std::vector<Endpoint> endpoints;
   Counts second;  ///< this second's, written out and reset every second
   Counts total;
   bool stopping = false;
@@ -73,9 +69,8 @@ struct Shared {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(net::io_context& io, Shared& shared, std::uint32_t seed, Clock::time_point first)
-      : io_(io),
-        shared_(shared),
-        socket_(io),
+      : shared_(shared),
+        connection_(io),
         slot_timer_(io),
         answer_timer_(io),
         random_(seed),
@@ -88,16 +83,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (shared_.stopping) {
       return;
     }
-    socket_ = tcp::socket(io_);
-    received_.clear();
-    socket_.async_connect(shared_.endpoint,
-                          [self = shared_from_this()](boost::system::error_code ec) {
-                            if (ec) {
-                              return self->failed(false);
-                            }
-                            self->socket_.set_option(tcp::no_delay(true));
-                            self->waitForSlot();
-                          });
+    connection_.asyncConnect(shared_.endpoints,
+                             [self = shared_from_this()](boost::system::error_code ec) {
+                               if (ec) {
+                                 return self->failed(false);
+                               }
+                               self->waitForSlot();
+                             });
   }
 
   void waitForSlot() {
@@ -133,59 +125,33 @@ class Connection : public std::enable_shared_from_this<Connection> {
         R"({"domain":"soak","clientId":"c)" +
         std::to_string(random_() % static_cast<std::uint32_t>(shared_.options.clients)) +
         R"(","descriptors":[[{"key":"op","value":"read"}]]})";
-    request_ =
-        "POST /shouldAllowRequest HTTP/1.1\r\nHost: localhost\r\n"
-        "Content-Type: application/json\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" + body;
+    connection_.request().clear();
+    sluice::bench::appendDecisionRequest(connection_.request(), body);
     sent_at_ = Clock::now();
     answer_timer_.expires_after(kAnswerTimeout);
     answer_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (!ec) {
-        self->socket_.close();  // the pending read fails: counted as an error there
+        boost::system::error_code ignored;
+        // The pending read fails: counted as an error there.
+        self->connection_.socket().close(ignored);
       }
     });
-    net::async_write(socket_, net::buffer(request_),
-                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                       if (ec) {
-                         return self->failed(true);
-                       }
-                       self->read();
-                     });
+    connection_.exchange(
+        [self = shared_from_this()](boost::system::error_code ec, sluice::bench::Answer answer) {
+          if (ec) {
+            return self->failed(true);
+          }
+          self->answered(answer);
+        });
   }
 
-  void read() {
-    socket_.async_read_some(net::buffer(chunk_), [self = shared_from_this()](
-                                                     boost::system::error_code ec, std::size_t n) {
-      if (ec) {
-        return self->failed(true);
-      }
-      self->received_.append(self->chunk_.data(), n);
-      self->parse();
-    });
-  }
-
-  void parse() {
-    const std::size_t end = received_.find("\r\n\r\n");
-    if (end == std::string::npos) {
-      return read();
-    }
-    std::size_t length = 0;
-    const std::string_view head(received_.data(), end);
-    if (const std::size_t field = head.find("\r\nContent-Length: ");
-        field != std::string_view::npos) {
-      length = std::strtoul(received_.c_str() + field + 18, nullptr, 10);
-    }
-    if (received_.size() < end + 4 + length) {
-      return read();
-    }
+  void answered(const sluice::bench::Answer& answer) {
     answer_timer_.cancel();
-    const int status = received_.size() > 12 ? std::atoi(received_.c_str() + 9) : 0;
-    const bool degraded = head.find("\r\nX-Sluice-Degraded: true") != std::string_view::npos;
-    std::uint64_t Counts::*kind = status == 200   ? (degraded ? &Counts::degraded : &Counts::ok)
-                                  : status == 429 ? &Counts::denied
-                                                  : &Counts::errors;
+    std::uint64_t Counts::*kind = answer.status == 200
+                                      ? (answer.degraded ? &Counts::degraded : &Counts::ok)
+                                  : answer.status == 429 ? &Counts::denied
+                                                         : &Counts::errors;
     count(kind);
-    received_.erase(0, end + 4 + length);
     waitForSlot();
   }
 
@@ -199,7 +165,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       count(&Counts::errors);
     }
     boost::system::error_code ignored;
-    socket_.close(ignored);
+    connection_.socket().close(ignored);
     slot_timer_.expires_after(kReconnectPause);
     slot_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (!ec) {
@@ -217,17 +183,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  net::io_context& io_;
   Shared& shared_;
-  tcp::socket socket_;
+  sluice::bench::KeepAliveConnection connection_;
   net::steady_timer slot_timer_;
   net::steady_timer answer_timer_;
   std::minstd_rand random_;
   Clock::time_point next_slot_;
   Clock::time_point sent_at_;
-  std::string request_;
-  std::string received_;
-  std::array<char, 4096> chunk_{};
 };
 
 int usage() {
@@ -275,8 +237,7 @@ int main(int argc, char** argv) {
 
   net::io_context io(1);
   try {
-    tcp::resolver resolver(io);
-    shared.endpoint = *resolver.resolve(options.host, options.port).begin();
+    shared.endpoints = sluice::bench::resolveTarget(io, target);
   } catch (const std::exception& e) {
     std::cerr << "bench_soak_load: " << target << ": " << e.what() << "\n";
     return 1;

@@ -29,6 +29,7 @@ namespace net = boost::asio;
 
 constexpr std::string_view kCallsMetric = "grpc_calls_total";
 constexpr std::string_view kInFlightMetric = "grpc_calls_in_flight";
+constexpr std::string_view kCancelledMetric = "grpc_calls_cancelled_total";
 constexpr std::string_view kUnixPrefix = "unix:";
 /// The service name envoyproxy/ratelimit registers with grpc.health.v1.
 constexpr const char* kHealthServiceName = "ratelimit";
@@ -93,6 +94,17 @@ struct RlsServer::Impl final : public rls::RateLimitService::CallbackService {
                       ::grpc::StatusCode::DEADLINE_EXCEEDED}) {
       counters[code] = &metrics.counter(kCallsMetric, {{"code", codeName(code)}});
     }
+    cancelled_queued = &metrics.counter(kCancelledMetric, {{"stage", "queued"}});
+    cancelled_deciding = &metrics.counter(kCancelledMetric, {{"stage", "deciding"}});
+  }
+
+  /// What the client of a call it has given up on saw: DEADLINE_EXCEEDED once its deadline
+  /// passed, CANCELLED otherwise (an explicit cancel, a lost connection).
+  static ::grpc::Status clientGone(::grpc::CallbackServerContext* context, const char* when) {
+    if (context->deadline() <= std::chrono::system_clock::now()) {
+      return {::grpc::StatusCode::DEADLINE_EXCEEDED, std::string("deadline passed ") + when};
+    }
+    return {::grpc::StatusCode::CANCELLED, std::string("cancelled ") + when};
   }
 
   static std::string codeName(::grpc::StatusCode code) {
@@ -137,17 +149,20 @@ struct RlsServer::Impl final : public rls::RateLimitService::CallbackService {
     net::post(*worker.io, [this, worker, context, reactor, response,
                            decision_request = std::move(*parsed)]() mutable {
       // Its turn has come: a call nobody waits for any more is not charged.
-      if (context->IsCancelled()) {
-        finish(reactor, ::grpc::Status(::grpc::StatusCode::CANCELLED, "cancelled before decided"));
-        return;
-      }
-      if (context->deadline() <= std::chrono::system_clock::now()) {
-        finish(reactor, ::grpc::Status(::grpc::StatusCode::DEADLINE_EXCEEDED,
-                                       "deadline passed before decided"));
+      if (context->IsCancelled() || context->deadline() <= std::chrono::system_clock::now()) {
+        cancelled_queued->inc();
+        finish(reactor, clientGone(context, "before decided"));
         return;
       }
       worker.decisions->decide(std::move(decision_request), [this, context, reactor,
                                                              response](Result<Decision> decision) {
+        // The client went away while the store was deciding: the decision stands (the store
+        // may have charged it, once), the answer goes nowhere. Counted as what the client saw.
+        if (context->IsCancelled()) {
+          cancelled_deciding->inc();
+          finish(reactor, clientGone(context, "while decided"));
+          return;
+        }
         if (!decision) {
           finish(reactor, ::grpc::Status(statusCodeOf(decision.error()), decision.error().message));
           return;
@@ -167,6 +182,8 @@ struct RlsServer::Impl final : public rls::RateLimitService::CallbackService {
   Metrics& metrics;
   Gauge& in_flight;
   std::map<::grpc::StatusCode, Counter*> counters;
+  Counter* cancelled_queued = nullptr;
+  Counter* cancelled_deciding = nullptr;
   std::atomic<std::size_t> next_worker{0};
   std::unique_ptr<::grpc::Server> server;
   std::vector<std::string> addresses;
@@ -294,7 +311,12 @@ void RlsServer::shutdown() {
 
 void describeGrpcMetrics(Metrics& metrics) {
   metrics.describe(kCallsMetric, Metrics::Type::kCounter,
-                   "gRPC ShouldRateLimit calls by status code (OK includes OVER_LIMIT answers).");
+                   "gRPC ShouldRateLimit calls by the status code their client saw (OK includes "
+                   "OVER_LIMIT answers).");
+  metrics.describe(kCancelledMetric, Metrics::Type::kCounter,
+                   "gRPC ShouldRateLimit calls the client gave up on (cancel, deadline, lost "
+                   "connection) before their answer, by stage: queued (not decided, nothing "
+                   "charged) or deciding (the store's decision stands; the answer is dropped).");
   metrics.describe(kInFlightMetric, Metrics::Type::kGauge,
                    "gRPC ShouldRateLimit calls received and not answered yet.");
 }

@@ -51,9 +51,10 @@ struct RlsWorker {
 /// The gRPC server. Each call is posted to one worker (round-robin) and answered from
 /// there: no gRPC thread waits on a store. A call cancelled or past its deadline when its
 /// turn comes is answered CANCELLED / DEADLINE_EXCEEDED without being decided (nothing is
-/// charged). SO_REUSEPORT is off: a port in use makes start() fail. A unix socket path
-/// held by a live server is never taken over; a stale socket file is replaced; the file
-/// gets `unix_mode` and is removed by shutdown().
+/// charged); one whose client goes away while the store decides it keeps its decision
+/// (charged once) and is counted as cancelled (grpc_calls_cancelled_total{stage}). SO_REUSEPORT is
+/// off: a port in use makes start() fail. A unix socket path held by a live server is never taken
+/// over; a stale socket file is replaced; the file gets `unix_mode` and is removed by shutdown().
 ///
 /// Life cycle: construct, start(), setServing() as the store's health changes, shutdown()
 /// (blocking; the workers' io_contexts must keep running until it returns), destroy.

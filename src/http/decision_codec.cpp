@@ -371,6 +371,13 @@ bool isUnlimited(const DescriptorStatus& d) {
          std::all_of(d.limits.begin(), d.limits.end(), [](const auto& l) { return l.unlimited; });
 }
 
+/// Whether a decision has envoy dynamic metadata: some matched rule node has `metadata`
+/// (envoyResponse's `dynamicMetadata`, envoyDynamicMetadataJson, gRPC's dynamic_metadata).
+bool hasEnvoyDynamicMetadata(const Decision& decision) {
+  return std::any_of(decision.descriptors.begin(), decision.descriptors.end(),
+                     [](const DescriptorStatus& d) { return !d.metadata_json.empty(); });
+}
+
 /// envoyproxy/ratelimit's response dynamic metadata: the domain, the request's descriptors
 /// (entries as "key=value", the request-side limit, the descriptor's hits), the request's
 /// hits when not 1, and `metadata`, the rules metadata of the descriptors that passed.
@@ -660,9 +667,7 @@ Response envoyResponse(const Decision& decision) {
   w.field("overallCode", decision.allowed ? "OK" : "OVER_LIMIT");
   w.key("statuses");
   w.beginArray();
-  bool any_metadata = false;
   for (const auto& d : decision.descriptors) {
-    any_metadata = any_metadata || !d.metadata_json.empty();
     // One status per descriptor, as envoy has one limit per descriptor: the descriptor's
     // own binding limit (the denying one, else the least remaining).
     const LimitStatus* binding = descriptorBindingLimit(d);
@@ -692,7 +697,7 @@ Response envoyResponse(const Decision& decision) {
     w.endObject();
   }
   w.endArray();
-  if (any_metadata) {
+  if (hasEnvoyDynamicMetadata(decision)) {
     w.key("dynamicMetadata");
     writeEnvoyDynamicMetadata(w, decision.request, decision);
   }
@@ -706,10 +711,7 @@ Response envoyResponse(const Decision& decision) {
 }
 
 std::string envoyDynamicMetadataJson(const Decision& decision) {
-  bool any_metadata =
-      std::any_of(decision.descriptors.begin(), decision.descriptors.end(),
-                  [](const DescriptorStatus& d) { return !d.metadata_json.empty(); });
-  if (!any_metadata) {
+  if (!hasEnvoyDynamicMetadata(decision)) {
     return {};
   }
   std::string json;

@@ -40,16 +40,14 @@ bool supportsEventual(Algorithm algorithm) {
 
 std::string eventualRefusal(const LimitParams& params) {
   if (params.algorithm == Algorithm::kSketch) {
-    return "'consistency: eventual' is not available for algorithm 'sketch' yet (its "
-           "count-min counters would merge cell by cell, but this version syncs only "
-           "fixed_window, sliding_window_counter and token_bucket; use 'consistency: strict', "
-           "see docs/eventual.md)";
+    // Merged cell by cell: every cell is a grow-only counter (docs/eventual.md, "sketch").
+    return {};
   }
   if (!supportsEventual(params.algorithm)) {
     return "'consistency: eventual' does not apply to algorithm '" +
            std::string(algorithmName(params.algorithm)) +
-           "' (only to fixed_window, sliding_window_counter, token_bucket: their state is "
-           "counters that add up across sidecars; a " +
+           "' (only to fixed_window, sliding_window_counter, token_bucket, sketch: their "
+           "state is counters that add up across sidecars; a " +
            std::string(algorithmName(params.algorithm)) + "'s state does not merge)";
   }
   if (params.warmup_us > 0) {

@@ -134,6 +134,20 @@ class Redis:
         except OSError:
             return False
 
+    def command(self, *args):
+        """One command on a connection of its own; its reply's first line."""
+        payload = "*%d\r\n" % len(args) + "".join(
+            "$%d\r\n%s\r\n" % (len(str(a).encode()), a) for a in args)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(payload.encode())
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+            return reply.decode().strip()
+
     def kill(self):
         """A crash, not a shutdown."""
         if self.process is not None:

@@ -1,14 +1,17 @@
 """A Redis outage (a real redis-server killed) seen through gRPC, in each failure mode:
 open answers OK (flagged), closed answers UNAVAILABLE (so Envoy's failure_mode_deny
-applies; never overall_code UNKNOWN), local keeps limiting in memory."""
+applies; never overall_code UNKNOWN), local keeps limiting in memory. Calls whose client
+gives up while a slow Redis (CLIENT PAUSE) is deciding them."""
 
+import re
 import unittest
 import urllib.error
 import urllib.request
 
 import grpc
 
-from rls_support import Code, Redis, Sluice, request, wait_for
+from rls_support import Code, Redis, Sluice, health_pb2, health_pb2_grpc, rls_pb2_grpc, \
+    request, wait_for
 
 RULES = {
     "api.yaml": """domain: api
@@ -18,6 +21,13 @@ descriptors:
       name: per_client
       unit: hour
       requests_per_unit: 2
+""",
+    "wide.yaml": """domain: wide
+descriptors:
+  - key: client
+    rate_limit:
+      unit: hour
+      requests_per_unit: 100
 """,
 }
 
@@ -83,6 +93,85 @@ class Outage(unittest.TestCase):
         self.redis.kill()
         codes = [self.call("l")[0].overall_code for _ in range(3)]
         self.assertEqual(codes, [Code.OK, Code.OK, Code.OVER_LIMIT])
+
+
+def metric(text, name):
+    """The value of one series of Sluice's /metrics (0 when absent)."""
+    match = re.search(r"^sluice_%s (\S+)$" % re.escape(name), text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+class Cancellation(unittest.TestCase):
+    def test_calls_given_up_while_redis_decides_them_are_counted_and_charged_once(self):
+        # Redis is held up by CLIENT PAUSE WRITE (the decision script is a write, so it waits;
+        # this test's own connection can still UNPAUSE). One call is cancelled by its client,
+        # another reaches its deadline, both while their decision is outstanding. The server
+        # must answer the other calls meanwhile, finish both calls once Redis answers, count
+        # them as cancelled, and charge each at most once.
+        redis = Redis()
+        sluice = Sluice(RULES, args=["--store", "redis", "--redis", redis.url(),
+                                     "--redis-timeout-ms", "8000", "--failure-mode", "closed"])
+        try:
+            wait_for(lambda: ready(sluice), 15, "sluice ready")
+            # One channel (one HTTP/2 connection): what is sent on it reaches the server in
+            # order, so a health check answered after a cancel was read after the RST_STREAM.
+            channel = sluice.channel()
+            stub = rls_pb2_grpc.RateLimitServiceStub(channel)
+            health = health_pb2_grpc.HealthStub(channel)
+            first = stub.ShouldRateLimit(request("wide", [[("client", "x")]]), timeout=5)
+            self.assertEqual(first.statuses[0].limit_remaining, 99)
+
+            self.assertEqual(redis.command("CLIENT", "PAUSE", "20000", "WRITE"), "+OK")
+            try:
+                cancelled = stub.ShouldRateLimit.future(request("wide", [[("client", "x")]]),
+                                                        timeout=30)
+                wait_for(lambda: metric(sluice.metrics(), "grpc_calls_in_flight") == 1, 10,
+                         "the call to be in flight")
+                self.assertTrue(cancelled.cancel())
+                with self.assertRaises(grpc.FutureCancelledError):
+                    cancelled.result()
+                expiring = stub.ShouldRateLimit.future(request("wide", [[("client", "x")]]),
+                                                       timeout=0.4)
+                with self.assertRaises(grpc.RpcError) as caught:
+                    expiring.result()
+                self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+                # Still serving while both decisions are outstanding (NOT_SERVING only if the
+                # store has given up on the paused Redis meanwhile, see below).
+                status = health.Check(health_pb2.HealthCheckRequest(service="ratelimit"),
+                                      timeout=5).status
+                self.assertIn(status, (health_pb2.HealthCheckResponse.SERVING,
+                                       health_pb2.HealthCheckResponse.NOT_SERVING))
+            finally:
+                self.assertEqual(redis.command("CLIENT", "UNPAUSE"), "+OK")
+
+            # Both calls are finished once Redis answers (or once the store gives up on it).
+            wait_for(lambda: metric(sluice.metrics(), "grpc_calls_in_flight") == 0, 15,
+                     "no call in flight")
+            metrics = sluice.metrics()
+            queued = metric(metrics, 'grpc_calls_cancelled_total{stage="queued"}')
+            deciding = metric(metrics, 'grpc_calls_cancelled_total{stage="deciding"}')
+            self.assertEqual(queued + deciding, 2, metrics)
+            self.assertEqual(metric(metrics, 'grpc_calls_total{code="CANCELLED"}'), 1, metrics)
+            self.assertEqual(metric(metrics, 'grpc_calls_total{code="DEADLINE_EXCEEDED"}'), 1,
+                             metrics)
+            self.assertEqual(metric(metrics, 'grpc_calls_total{code="OK"}'), 1, metrics)
+
+            # The server goes on answering; each call given up on was charged at most once:
+            # exactly once if it had reached Redis, unless the store dropped its connection
+            # to the paused Redis (no reply for 1 s: only on a very slow machine, and logged)
+            # before the script ran.
+            wait_for(lambda: ready(sluice), 15, "sluice ready again")
+            last = stub.ShouldRateLimit(request("wide", [[("client", "x")]]), timeout=5)
+            self.assertEqual(last.overall_code, Code.OK)
+            charged = 99 - 1 - last.statuses[0].limit_remaining
+            if "-> failing" in sluice.log():
+                self.assertLessEqual(charged, deciding)
+            else:
+                self.assertEqual(charged, deciding)
+            self.assertIsNone(sluice.process.poll())
+        finally:
+            sluice.close()
+            redis.close()
 
 
 if __name__ == "__main__":

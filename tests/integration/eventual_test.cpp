@@ -206,6 +206,108 @@ TEST(EventualTest, ThreeSidecarsAtFullSpeedOnOneKeyAdmitWithinOnePercent) {
             std::string::npos);
 }
 
+/// Rules with one eventual sketch limit of `limit` per day per `user`.
+std::string sketchRules(std::int64_t limit) {
+  return "domain: ev\n"
+         "descriptors:\n"
+         "  - key: user\n"
+         "    rate_limit:\n"
+         "      unit: day\n"
+         "      requests_per_unit: " +
+         std::to_string(limit) +
+         "\n"
+         "      algorithm: sketch\n"
+         "      sketch: {width: 1024, depth: 3}\n"
+         "      consistency: eventual\n"
+         "  - key: s\n"
+         "    value: strict\n"
+         "    rate_limit:\n"
+         "      unit: day\n"
+         "      requests_per_unit: 1\n";
+}
+
+TEST(EventualTest, ThreeSidecarsHammeringOneSketchClientAdmitWithinOnePercent) {
+  awayFromMidnight();
+  constexpr std::int64_t kLimit = 20'000;
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, sketchRules(kLimit)));
+  SluiceProcess b(sidecar(redis, sketchRules(kLimit)));
+  SluiceProcess c(sidecar(redis, sketchRules(kLimit)));
+  for (SluiceProcess* s : {&a, &b, &c}) {
+    ASSERT_TRUE(waitSynced(*s)) << s->log();
+  }
+  // One client alone in its cells: the sketch's over-count is 0, so the bound is the
+  // counters' [L, 1.01 L].
+  Load load;
+  const std::string body = request("hammer", "user", "hammer");
+  for (SluiceProcess* s : {&a, &b, &c}) {
+    load.start(*s, 3, body, (kLimit + 3'000) / 3 / 3);
+  }
+  load.join();
+  EXPECT_EQ(load.other.load(), 0) << a.log();
+  EXPECT_GE(load.allowed.load(), kLimit);
+  EXPECT_LE(load.allowed.load(), kLimit + kLimit / 100);
+  // The three sidecars hashed the client to the same 3 cells (the seed in Redis), and every
+  // admitted hit reaches each of them: 3 cells x the admitted count.
+  ReplyPtr seed = redis.command({"GET", "sluice:sketch-seed"});
+  ASSERT_EQ(seed->type, REDIS_REPLY_STRING);
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == 3 * load.allowed.load(); }, seconds(5)))
+      << redisTotal(redis) << " in Redis, " << load.allowed.load() << " admitted";
+  ReplyPtr keys = redis.command({"KEYS", "sluice:*"});
+  std::vector<std::string> cells;
+  std::string names;
+  for (std::size_t i = 0; i < keys->elements; ++i) {
+    const std::string name = keys->element[i]->str;
+    names += name + " ";
+    if (name.starts_with("sluice:{|ske}:")) {
+      cells.push_back(name);
+    }
+  }
+  EXPECT_EQ(cells.size(), 3U) << names;
+  // Another client of the rule is counted apart (its own cells; a collision could only
+  // make it deny earlier, and with 1 024 columns and 3 rows it shares at most one).
+  HttpClient client = a.client();
+  EXPECT_EQ(client.post("/shouldAllowRequest", request("other", "user", "other")).status, 200);
+  // Most decisions were local; near the limit the client went to round trips.
+  const std::string metrics = client.get("/metrics").body;
+  const auto value = [&](const std::string& name) {
+    const std::size_t at = metrics.find(name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + name.size() + 1));
+  };
+  const double local = value("sluice_eventual_local_decisions_total{mode=\"synced\"}");
+  const double tight = value("sluice_eventual_round_trips_total{reason=\"tight\"}");
+  EXPECT_GT(local, 0) << metrics;
+  EXPECT_GT(tight, 0) << metrics;
+  RecordProperty("admitted", std::to_string(load.allowed.load()));
+  RecordProperty("sidecar_a_local", std::to_string(static_cast<std::int64_t>(local)));
+  RecordProperty("sidecar_a_tight_round_trips", std::to_string(static_cast<std::int64_t>(tight)));
+}
+
+TEST(EventualTest, AMixedRequestWithASketchIsAllOrNothing) {
+  awayFromMidnight();
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, sketchRules(100)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  const std::string both =
+      json{{"domain", "ev"},
+           {"clientId", "mixed"},
+           {"descriptors", json::array({json::array({{{"key", "user"}, {"value", "mixed"}}}),
+                                        json::array({{{"key", "s"}, {"value", "strict"}}})})}}
+          .dump();
+  HttpResponse first = client.post("/shouldAllowRequest", both);
+  ASSERT_EQ(first.status, 200) << first.body << a.log();
+  // The strict limit (1 per day) denies: the sketch's cells must not be charged.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(client.post("/shouldAllowRequest", both).status, 429);
+  }
+  HttpResponse r = client.post("/shouldAllowRequest", request("mixed", "user", "mixed"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "98") << r.body;
+  // Both admitted hits reach the client's 3 cells in Redis.
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == 3 * 2; }, seconds(5))) << redisTotal(redis);
+}
+
 TEST(EventualTest, FarFromTheLimitDecisionsAreLocal) {
   RedisServer redis;
   SluiceProcess a(sidecar(redis, eventualRules(1'000'000)));

@@ -19,9 +19,10 @@ namespace sluice::eventual {
 
 /// True for the algorithms that can be eventual: fixed_window, sliding_window_counter
 /// (counters add) and token_bucket (the bucket's level is rebuilt from the added counters).
+/// `sketch` is eventual too, but as d counters per client (eventual_sketch.hpp), not one.
 bool supportsEventual(Algorithm algorithm);
 /// Why `params` cannot be eventual ("" when it can): the algorithm, or an option whose state
-/// cannot be merged (token_bucket `warmup`).
+/// cannot be merged (token_bucket `warmup`). "" for sketch (merged cell by cell).
 std::string eventualRefusal(const LimitParams& params);
 
 /// A grow-only counter (state-based CRDT): named entries with cumulative values. Merging

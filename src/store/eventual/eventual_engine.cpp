@@ -296,13 +296,17 @@ void EventualEngine::makeRoom(Shard& shard) {
 
 EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitRef& ref,
                                               Micros now) {
-  const LimitParams& params = ref.limit->params;
-  auto it = shard.slots.find(ref.key());
+  return slotFor(shard, ref.key(), ref.limit->params, now);
+}
+
+EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key,
+                                              const LimitParams& params, Micros now) {
+  auto it = shard.slots.find(key);
   if (it == shard.slots.end()) {
     makeRoom(shard);
-    it = shard.slots.emplace(std::string(ref.key()), Slot{}).first;
+    it = shard.slots.emplace(std::string(key), Slot{}).first;
     it->second.params = params;
-    it->second.redis_key = BucketKey::redisKey(redis_prefix_, ref.key());
+    it->second.redis_key = BucketKey::redisKey(redis_prefix_, key);
     size_.fetch_add(1, std::memory_order_relaxed);
   }
   Slot& slot = it->second;
@@ -372,6 +376,21 @@ class ShardLocks {
       (*m)->lock();
     }
   }
+  template <typename ShardOf>
+  ShardLocks(const std::vector<std::string_view>& keys, ShardOf shard_of) {
+    for (std::string_view key : keys) {
+      add(&shard_of(key).mutex);
+    }
+    std::sort(begin(), end());
+    std::mutex** last = std::unique(begin(), end());
+    count_ = static_cast<std::size_t>(last - begin());
+    if (!more_.empty()) {
+      more_.resize(count_);
+    }
+    for (std::mutex** m = begin(); m != end(); ++m) {
+      (*m)->lock();
+    }
+  }
   ~ShardLocks() {
     for (std::mutex** m = begin(); m != end(); ++m) {
       (*m)->unlock();
@@ -403,6 +422,105 @@ class ShardLocks {
 
 }  // namespace
 
+void EventualEngine::setSketchHasher(std::shared_ptr<const SketchHasher> hasher) {
+  std::lock_guard lock(sketch_mutex_);
+  if (!sketch_hasher_) {
+    sketch_hasher_ = std::move(hasher);
+  }
+}
+
+std::shared_ptr<const SketchHasher> EventualEngine::sketchHasher() const {
+  std::lock_guard lock(sketch_mutex_);
+  return sketch_hasher_;
+}
+
+bool EventualEngine::isSketch(const StoreLimit& limit) {
+  return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
+         limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
+         limit.params.sketch.depth <= kMaxSketchDepth;
+}
+
+std::vector<std::string> EventualEngine::sketchCellKeys(const SketchHasher& hasher,
+                                                        const StoreLimit& limit) {
+  const SketchParams& geometry = limit.params.sketch;
+  const SketchCells cells = hasher.cells(limit.key, geometry.width, geometry.depth, 0, 0);
+  std::string base = "ske:";
+  base += hasher.fingerprint();
+  base += ':';
+  base += geometry.identity->key;  // names the rule and its geometry (w, d, ...)
+  base += ':';
+  std::vector<std::string> keys;
+  keys.reserve(geometry.depth);
+  for (std::uint32_t row = 0; row < geometry.depth; ++row) {
+    keys.push_back(base + std::to_string(row) + '.' + std::to_string(cells.columns[row]));
+  }
+  return keys;
+}
+
+void EventualEngine::expand(const std::vector<EventualLimitRef>& limits,
+                            std::vector<std::vector<std::string>>& cells,
+                            std::vector<std::string_view>& lock_keys) const {
+  const std::shared_ptr<const SketchHasher> hasher = sketchHasher();
+  cells.assign(limits.size(), {});
+  lock_keys.clear();
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const StoreLimit& limit = *limits[i].limit;
+    if (hasher && isSketch(limit)) {
+      cells[i] = sketchCellKeys(*hasher, limit);
+      lock_keys.insert(lock_keys.end(), cells[i].begin(), cells[i].end());
+    } else {
+      lock_keys.push_back(limits[i].key());
+    }
+  }
+}
+
+std::vector<EventualEngine::Slot*> EventualEngine::cellSlots(const std::vector<std::string>& keys,
+                                                             const LimitParams& sketch,
+                                                             Micros now) {
+  const LimitParams cell = eventual::sketchCellParams(sketch);
+  std::vector<Slot*> slots;
+  slots.reserve(keys.size());
+  for (const std::string& key : keys) {
+    Shard& shard = shardOf(key);
+    Slot& slot = slotFor(shard, key, cell, now);
+    touch(shard, slot, key, now);
+    slots.push_back(&slot);
+  }
+  return slots;
+}
+
+namespace {
+
+template <typename SlotT>
+std::vector<const eventual::View*> constViews(const std::vector<SlotT*>& slots) {
+  std::vector<const eventual::View*> views;
+  views.reserve(slots.size());
+  for (const SlotT* slot : slots) {
+    views.push_back(&slot->view);
+  }
+  return views;
+}
+
+}  // namespace
+
+void EventualEngine::chargeCells(const std::vector<Slot*>& cells, const LimitParams& sketch,
+                                 std::int64_t cost, Micros now, bool reachable) {
+  std::vector<eventual::View*> views;
+  views.reserve(cells.size());
+  for (Slot* slot : cells) {
+    views.push_back(&slot->view);
+  }
+  const std::vector<std::int64_t> added = eventual::chargeSketch(views, sketch, now, cost);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (reachable && eventual::blindView(cells[i]->view, now, tuning_)) {
+      cells[i]->view.blind += added[i];
+    }
+    total += added[i];
+  }
+  addPending(total);
+}
+
 bool EventualEngine::requestAllowed(const std::vector<EventualLimitRef>& limits,
                                     const std::vector<Outcome>& outcomes,
                                     const std::vector<int>& open_groups) {
@@ -419,7 +537,24 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   Local local;
   const Micros now = clock_.nowMicros();
   const bool reachable = reachable_.load(std::memory_order_acquire);
-  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
+  // A sketch limit is decided on its cells (docs/eventual.md, "sketch"): only then are keys
+  // other than the limits' own locked, and vectors allocated.
+  const bool sketches = std::any_of(limits.begin(), limits.end(),
+                                    [](const EventualLimitRef& r) { return isSketch(*r.limit); });
+  std::vector<std::vector<std::string>> cell_keys;
+  std::vector<std::vector<Slot*>> cells;
+  std::vector<std::string_view> lock_keys;
+  if (sketches) {
+    expand(limits, cell_keys, lock_keys);
+    cells.resize(limits.size());
+  }
+  auto shard_of = [this](std::string_view key) -> Shard& { return shardOf(key); };
+  std::optional<ShardLocks> locks;
+  if (sketches) {
+    locks.emplace(lock_keys, shard_of);
+  } else {
+    locks.emplace(limits, shard_of);
+  }
   // Inline storage for the usual request of a few limits: no allocation per decision.
   boost::container::small_vector<Slot*, 4> slots;
   boost::container::small_vector<BucketState, 4> states;
@@ -428,8 +563,33 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   // (`open_groups`) may still pass.
   RequestVerdict verdict(open_groups);
   std::optional<Route> trip;
-  for (const EventualLimitRef& ref : limits) {
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const EventualLimitRef& ref = limits[i];
     const std::int64_t limit_cost = ref.limit->costOr(cost);
+    if (sketches && !cell_keys[i].empty()) {
+      const LimitParams& params = ref.limit->params;
+      cells[i] = cellSlots(cell_keys[i], params, now);
+      const std::vector<const eventual::View*> views = constViews(cells[i]);
+      const SketchEvaluation se = eventual::decideSketch(views, params, now, limit_cost);
+      Evaluation e;
+      e.outcome = se.outcome;
+      states.push_back(BucketState{});
+      evaluations.push_back(e);
+      slots.push_back(nullptr);
+      verdict.add(*ref.limit, e.outcome.allowed);
+      if (!force && e.outcome.allowed && !trip) {
+        const Route route =
+            eventual::sketchRoute(views, params, now, limit_cost, tuning_, reachable);
+        if (route == Route::kTight || eventual::sketchTooClose(views, se, now, tuning_)) {
+          noteTight(cells[i].front()->view.tight, true);
+          cells[i].front()->view.tight = true;
+          trip = Route::kTight;
+        } else if (route != Route::kLocal) {
+          trip = route;
+        }
+      }
+      continue;
+    }
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
     touch(shard, slot, ref.key(), now);
@@ -462,20 +622,26 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
   local.allowed = !denied;
   local.outcomes.reserve(limits.size());
   for (std::size_t i = 0; i < limits.size(); ++i) {
+    const LimitParams& params = limits[i].limit->params;
+    const bool sketch = slots[i] == nullptr;
     const bool limit_allowed = evaluations[i].outcome.allowed;
-    if (denied && limit_allowed && !slots[i]->params.count_rejected) {
+    if (denied && limit_allowed && !params.count_rejected) {
       // Not charged by a denied request: it answers with its bucket as it is (a check).
-      local.outcomes.push_back(sluice::evaluate(slots[i]->params, states[i], now, 0).outcome);
+      local.outcomes.push_back(
+          sketch ? eventual::decideSketch(constViews(cells[i]), params, now, 0).outcome
+                 : sluice::evaluate(slots[i]->params, states[i], now, 0).outcome);
     } else {
       local.outcomes.push_back(evaluations[i].outcome);
     }
     // A request denied here is final: its count_rejected limits record the attempt even when
     // the caller would otherwise charge later (a mixed request).
-    if (!charge && !(denied && slots[i]->params.count_rejected)) {
+    if (!charge && !(denied && params.count_rejected)) {
       continue;
     }
-    const bool charged = (local.allowed && limit_allowed) || slots[i]->params.count_rejected;
-    if (charged) {
+    const bool charged = (local.allowed && limit_allowed) || params.count_rejected;
+    if (charged && sketch) {
+      chargeCells(cells[i], params, limits[i].limit->costOr(cost), now, reachable);
+    } else if (charged) {
       chargeOne(*slots[i], states[i], evaluations[i], limits[i].limit->costOr(cost), now,
                 reachable);
     }
@@ -487,7 +653,19 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
 void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, std::int64_t cost,
                                  const std::vector<Outcome>& outcomes, bool request_allowed) {
   const Micros now = clock_.nowMicros();
-  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
+  // As in decideLocally(): the cells' keys only when the request has a sketch limit.
+  const bool sketches = std::any_of(limits.begin(), limits.end(),
+                                    [](const EventualLimitRef& r) { return isSketch(*r.limit); });
+  std::vector<std::vector<std::string>> cell_keys;
+  std::vector<std::string_view> lock_keys;
+  auto shard_of = [this](std::string_view key) -> Shard& { return shardOf(key); };
+  std::optional<ShardLocks> locks;
+  if (sketches) {
+    expand(limits, cell_keys, lock_keys);
+    locks.emplace(lock_keys, shard_of);
+  } else {
+    locks.emplace(limits, shard_of);
+  }
   for (std::size_t i = 0; i < limits.size(); ++i) {
     const EventualLimitRef& ref = limits[i];
     if (!ref.limit->params.count_rejected &&
@@ -496,10 +674,16 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
       // in a request another group allowed is not charged either.
       continue;
     }
+    const std::int64_t limit_cost = ref.limit->costOr(cost);
+    if (sketches && !cell_keys[i].empty()) {
+      // Allowed on what the cells said then: charged (conservatively) whatever they say now.
+      chargeCells(cellSlots(cell_keys[i], ref.limit->params, now), ref.limit->params, limit_cost,
+                  now, reachable_.load(std::memory_order_acquire));
+      continue;
+    }
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
     touch(shard, slot, ref.key(), now);
-    const std::int64_t limit_cost = ref.limit->costOr(cost);
     const BucketState state = eventual::merged(slot.view, slot.params, now);
     Evaluation e = sluice::evaluate(slot.params, state, now, limit_cost);
     if (e.outcome.allowed) {
@@ -567,12 +751,35 @@ void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, boo
 void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, ScriptOp op,
                                std::int64_t cost, Micros now, std::vector<std::string>& keys,
                                std::vector<std::string>& args) {
-  keys.reserve(limits.size() * 2);
-  args.reserve(2 + limits.size() * eventual::kScriptStride);
+  std::vector<std::vector<std::string>> cell_keys;
+  std::vector<std::string_view> lock_keys;
+  expand(limits, cell_keys, lock_keys);
+  keys.reserve(lock_keys.size() * 2);
+  args.reserve(2 + lock_keys.size() * eventual::kScriptStride);
   args.push_back(std::to_string(now));
   args.push_back(entry_);
-  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
-  for (const EventualLimitRef& ref : limits) {
+  ShardLocks locks(lock_keys, [this](std::string_view key) -> Shard& { return shardOf(key); });
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const EventualLimitRef& ref = limits[i];
+    if (!cell_keys[i].empty()) {
+      // A sketch: one entry per cell, decided together at the last one (op kSketchCell), or
+      // synced as counters.
+      const LimitParams cell = eventual::sketchCellParams(ref.limit->params);
+      const std::size_t depth = cell_keys[i].size();
+      for (std::size_t row = 0; row < depth; ++row) {
+        const std::string& key = cell_keys[i][row];
+        Slot& slot = slotFor(shardOf(key), key, cell, now);
+        const ScriptOp cell_op = op == ScriptOp::kDecide ? ScriptOp::kSketchCell : op;
+        appendEntry(slot, cell_op, ref.limit->costOr(cost), ref.limit->shadow,
+                    ref.limit->quota_group, keys, args);
+        if (cell_op == ScriptOp::kSketchCell) {
+          const std::size_t b = args.size() - eventual::kScriptStride;
+          args[b + 4] = std::to_string(row);    // burst: the cell's row
+          args[b + 7] = std::to_string(depth);  // acked: the sketch's depth
+        }
+      }
+      continue;
+    }
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
     appendEntry(slot, op, ref.limit->costOr(cost), ref.limit->shadow, ref.limit->quota_group, keys,
@@ -594,10 +801,38 @@ void EventualEngine::mergeReading(Slot& slot, const eventual::KeyReading& readin
   addPending(unsentOf(slot.view) - before);
 }
 
+void EventualEngine::absorbOne(Shard& shard, Slot& slot, std::string_view key, ScriptOp op,
+                               const std::int64_t* v, Micros sent_at, Micros now) {
+  // The window the call was built for is the one of its send time.
+  const std::int64_t window =
+      isWindowed(slot.params) ? limiter_detail::floorDiv(sent_at, slot.params.window_us) : 0;
+  eventual::KeyReading reading = readingOf(v, window);
+  const std::int64_t charged = op == ScriptOp::kDecide ? v[kCharged] : 0;
+  if (charged > 0) {
+    // Redis holds the charge already: count it as own and confirmed.
+    eventual::WindowView* target = nullptr;
+    if (slot.view.cur.index == window || !isWindowed(slot.params)) {
+      target = &slot.view.cur;
+    } else if (slot.view.prev.index == window) {
+      target = &slot.view.prev;
+    }
+    if (target != nullptr) {
+      target->own += charged;
+      target->own_acked += charged;
+    }
+    reading.own += charged;
+  }
+  mergeReading(slot, reading, now, now - sent_at);
+  touch(shard, slot, key, now);
+}
+
 Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, ScriptOp op,
                               const redis::Reply& reply, Micros sent_at, StoreResponse* response) {
+  std::vector<std::vector<std::string>> cell_keys;
+  std::vector<std::string_view> lock_keys;
+  expand(limits, cell_keys, lock_keys);
   std::vector<std::int64_t> values;
-  if (auto status = parseReply(reply, limits.size(), values); !status) {
+  if (auto status = parseReply(reply, lock_keys.size(), values); !status) {
     return status;
   }
   const Micros now = clock_.nowMicros();
@@ -605,41 +840,32 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
     response->outcomes.assign(limits.size(), Outcome{});
     response->allowed = true;
   }
-  ShardLocks locks(limits, [this](std::string_view key) -> Shard& { return shardOf(key); });
+  ShardLocks locks(lock_keys, [this](std::string_view key) -> Shard& { return shardOf(key); });
+  std::size_t entry = 0;
   for (std::size_t i = 0; i < limits.size(); ++i) {
     const EventualLimitRef& ref = limits[i];
-    const std::int64_t* v = &values[i * eventual::kScriptReplyStride];
-    Shard& shard = shardOf(ref.key());
-    // The window the call was built for is the one of its send time.
-    const std::int64_t window = isWindowed(ref.limit->params)
-                                    ? limiter_detail::floorDiv(sent_at, ref.limit->params.window_us)
-                                    : 0;
-    Slot& slot = slotFor(shard, ref, now);
-    eventual::KeyReading reading = readingOf(v, window);
-    const std::int64_t charged = op == ScriptOp::kDecide ? v[kCharged] : 0;
-    if (charged > 0) {
-      // Redis holds the charge already: count it as own and confirmed.
-      eventual::WindowView* target = nullptr;
-      if (slot.view.cur.index == window || !isWindowed(slot.params)) {
-        target = &slot.view.cur;
-      } else if (slot.view.prev.index == window) {
-        target = &slot.view.prev;
+    const std::int64_t* first = &values[entry * eventual::kScriptReplyStride];
+    if (!cell_keys[i].empty()) {
+      const LimitParams cell = eventual::sketchCellParams(ref.limit->params);
+      for (const std::string& key : cell_keys[i]) {
+        const std::int64_t* v = &values[entry * eventual::kScriptReplyStride];
+        Shard& shard = shardOf(key);
+        absorbOne(shard, slotFor(shard, key, cell, now), key, op, v, sent_at, now);
+        ++entry;
       }
-      if (target != nullptr) {
-        target->own += charged;
-        target->own_acked += charged;
-      }
-      reading.own += charged;
+    } else {
+      Shard& shard = shardOf(ref.key());
+      absorbOne(shard, slotFor(shard, ref, now), ref.key(), op, first, sent_at, now);
+      ++entry;
     }
-    mergeReading(slot, reading, now, now - sent_at);
-    touch(shard, slot, ref.key(), now);
     if (response != nullptr) {
+      // A sketch's cells carry the client's decision alike: the first one's is the answer.
       Outcome& o = response->outcomes[i];
-      o.allowed = v[kAllowed] != 0;
-      o.remaining = v[kRemaining];
-      o.reset_after_us = v[kResetAfter];
-      o.retry_after_us = v[kRetryAfter];
-      o.never = v[kNever] != 0;
+      o.allowed = first[kAllowed] != 0;
+      o.remaining = first[kRemaining];
+      o.reset_after_us = first[kResetAfter];
+      o.retry_after_us = first[kRetryAfter];
+      o.never = first[kNever] != 0;
     }
   }
   if (response != nullptr) {

@@ -19,6 +19,8 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/limiter/eventual.hpp"
+#include "sluice/limiter/eventual_sketch.hpp"
+#include "sluice/limiter/sketch.hpp"
 #include "sluice/store/eventual_store.hpp"
 #include "sluice/store/store.hpp"
 #include "store/eventual/eventual_script.hpp"
@@ -83,6 +85,18 @@ class EventualEngine {
   /// `response` for kDecide. Errors: the reply's shape.
   Status absorb(const std::vector<EventualLimitRef>& limits, eventual::ScriptOp op,
                 const redis::Reply& reply, Micros sent_at, StoreResponse* response);
+
+  /// The sketch hash seed shared by the sidecars of this Redis (the strict sketch's,
+  /// redis::sketchSeedKey()): set once by the store before the first sketch limit is decided.
+  void setSketchHasher(std::shared_ptr<const SketchHasher> hasher);
+  std::shared_ptr<const SketchHasher> sketchHasher() const;
+  /// True for an eventual limit of algorithm sketch (decided on its cells).
+  static bool isSketch(const StoreLimit& limit);
+  /// The store keys of the cells of a sketch limit's client (one per row; see
+  /// docs/eventual.md, "sketch"): "ske:<seed fingerprint>:<rule identity>:<row>.<col>" (the
+  /// identity names the rule's geometry too, so a reload that changes it starts from new cells).
+  static std::vector<std::string> sketchCellKeys(const SketchHasher& hasher,
+                                                 const StoreLimit& limit);
 
   bool reachable() const { return reachable_.load(std::memory_order_acquire); }
   Micros now() const { return clock_.nowMicros(); }
@@ -151,6 +165,21 @@ class EventualEngine {
   Shard& shardOf(std::string_view key);
   /// The slot of `ref` (created when new; `shard` locked), rolled to `now`.
   Slot& slotFor(Shard& shard, const EventualLimitRef& ref, Micros now);
+  Slot& slotFor(Shard& shard, std::string_view key, const LimitParams& params, Micros now);
+  /// The cell keys of every sketch limit of `limits` (empty for the others), and every key
+  /// to lock (the limits' own keys, a sketch's cells instead of its key).
+  void expand(const std::vector<EventualLimitRef>& limits,
+              std::vector<std::vector<std::string>>& cells,
+              std::vector<std::string_view>& lock_keys) const;
+  /// The cell slots of one sketch limit (`shard`s locked), rolled and touched.
+  std::vector<Slot*> cellSlots(const std::vector<std::string>& keys, const LimitParams& sketch,
+                               Micros now);
+  /// Charges `cost` to a sketch's cells (conservative update of the own counts).
+  void chargeCells(const std::vector<Slot*>& cells, const LimitParams& sketch, std::int64_t cost,
+                   Micros now, bool reachable);
+  /// Merges one entry of a round trip's reply into `slot`.
+  void absorbOne(Shard& shard, Slot& slot, std::string_view key, eventual::ScriptOp op,
+                 const std::int64_t* v, Micros sent_at, Micros now);
   void makeRoom(Shard& shard);
   void touch(Shard& shard, Slot& slot, std::string_view key, Micros now);
   std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
@@ -190,6 +219,8 @@ class EventualEngine {
   std::string redis_prefix_;  ///< BucketKey::redisPrefix(prefix_)
   std::string entry_;         ///< "s<sidecar id>"
   std::string script_;
+  mutable std::mutex sketch_mutex_;
+  std::shared_ptr<const SketchHasher> sketch_hasher_;
 
   std::array<Shard, kShards> shards_;
   std::atomic<std::size_t> size_{0};

@@ -19,7 +19,12 @@ local sluice_ttl_slack_ms = 0
 //           region's Redis) or "r<region>" (a region's total, replicated into another
 //           region's Redis)
 //   per entry i, ARGV[3 + 12*(i-1) ...]:
-//     op (0 sync: raise the entry, read; 1 decide: sync, then evaluate cost and charge),
+//     op (0 sync: raise the entry, read; 1 decide: sync, then evaluate cost and charge;
+//     2 one cell of a sketch, docs/eventual.md "sketch": the d cells of one client are d
+//     consecutive entries with algorithm 2, burst = the cell's row (0..d-1), acked = d; each
+//     is synced like a sliding_window_counter hash, and at the last one the client is decided
+//     on C = min over the cells of the current window's sums, P = the same for the previous
+//     window, and charged conservatively: each own entry becomes max(own, min own + cost)),
 //     algorithm (0 fixed_window, 2 sliding_window_counter, 3 token_bucket), L, W (us),
 //     burst, value (the entry's cumulative hits in the window of KEYS[2i-1]), prev_value
 //     (in the window before, 0 = nothing to send), acked (token_bucket: the entry's value
@@ -140,6 +145,7 @@ local out = {}
 local plan = {}
 local all_allowed = true
 local groups, failed -- quota groups seen / with a denying entry (built only when used)
+local sketch, sketch_own, sketch_plan = nil, {}, {} -- the sketch whose cells are being read
 local n = floor((#ARGV - 2) / kStride)
 for i = 1, n do
   local b = 3 + (i - 1) * kStride
@@ -163,7 +169,49 @@ for i = 1, n do
   local others, own, region, writers = 0, 0, 0, 0
   local prev_others, prev_own, prev_region = 0, 0, 0
   local tat_us, tat_rem = 0, 0
-  if algorithm == 3 then
+  local sketch_done = false
+  if op == 2 then
+    -- One cell of a sketch (a sliding_window_counter hash): acked = the sketch's depth d,
+    -- burst = this cell's row; the d cells of one client are consecutive entries.
+    local depth, row = acked, burst
+    local ttl_ms = floor(2 * window / 1000) + 1000
+    raise(cur, entry, value)
+    redis.call('PEXPIRE', cur, int(ttl_ms))
+    if prev_value > 0 then
+      raise(prev, entry, prev_value)
+      redis.call('PEXPIRE', prev, int(ttl_ms))
+    end
+    others, own, region, writers = read_window(cur)
+    prev_others, prev_own, prev_region = read_window(prev)
+    if row == 0 then
+      sketch = { first = i, count = math.huge, before = math.huge, own_min = math.huge }
+    end
+    sketch.count = min(sketch.count, others + own)
+    sketch.before = min(sketch.before, prev_others + prev_own)
+    sketch.own_min = min(sketch.own_min, own)
+    sketch_own[i] = own
+    if row == depth - 1 then
+      -- The client's counts are the minimum over its cells; the decision is
+      -- sliding_window_counter's on them, the charge the conservative update of this
+      -- writer's own cells: each becomes max(own, min own + cost).
+      local start = floor_div(now, window) * window
+      local delay, ttl, st
+      sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
+      ok, remaining, reset_after, retry_after, delay, never, ttl, st =
+          sliding_window_counter(limit, window, count_rejected, start, sketch.count,
+                                 sketch.before, now, cost)
+      local added = max(st[2] - sketch.count, 0)
+      for j = sketch.first, i do
+        local c = 0
+        if added > 0 then
+          c = max(sketch.own_min + added - sketch_own[j], 0)
+        end
+        sketch_plan[j] = { ok, remaining, reset_after, retry_after, never, c }
+      end
+      sketch_done = true
+    end
+    op = 1
+  elseif algorithm == 3 then
     if burst <= 0 then
       burst = limit
     end
@@ -217,7 +265,9 @@ for i = 1, n do
       charge = max(st[2] - count, 0)
     end
   end
-  if op == 1 and quota >= 0 then
+  if number(ARGV[b]) == 2 and not sketch_done then
+    -- A sketch cell before the last: decided with the last one.
+  elseif op == 1 and quota >= 0 then
     groups = groups or {}
     groups[quota] = true
     if not ok and not shadow then
@@ -227,8 +277,26 @@ for i = 1, n do
   elseif op == 1 and not ok and not shadow then
     all_allowed = false
   end
-  plan[i] = { op, ok, charge, next_tat, count_rejected, cur }
-  local o = #out
+  if sketch_done then
+    -- Every cell of the client gets the decision and its own charge.
+    for j = sketch.first, i do
+      local sp = sketch_plan[j]
+      plan[j] = { 1, sp[1], sp[6], nil, count_rejected, KEYS[2 * j - 1] }
+      local o = (j - 1) * 15
+      out[o + 1] = sp[1] and 1 or 0
+      out[o + 2] = sp[2]
+      out[o + 3] = sp[3]
+      out[o + 4] = sp[4]
+      out[o + 5] = sp[5] and 1 or 0
+    end
+  end
+  if plan[i] == nil then
+    plan[i] = { op, ok, charge, next_tat, count_rejected, cur }
+  end
+  local o = (i - 1) * 15
+  if sketch_done then
+    ok = plan[i][2]
+  end
   out[o + 1] = ok and 1 or 0
   out[o + 2] = remaining
   out[o + 3] = reset_after

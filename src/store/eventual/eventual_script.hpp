@@ -12,7 +12,9 @@ inline constexpr int kScriptStride = 12;
 inline constexpr int kScriptReplyStride = 15;
 
 /// Operations of one entry.
-enum class ScriptOp : int { kSync = 0, kDecide = 1 };
+/// kSketchCell: one cell of a sketch decided in Redis (eventual_script.cpp); the engine sends
+/// kDecide for a sketch limit as its d cells with this op.
+enum class ScriptOp : int { kSync = 0, kDecide = 1, kSketchCell = 2 };
 
 /// The script: a prelude taking the time from ARGV[1] (the sidecar's clock: eventual limits
 /// are windowed on it), the shared helpers and algorithm files of the request script

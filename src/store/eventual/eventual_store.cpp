@@ -1,5 +1,7 @@
 #include "sluice/store/eventual_store.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -11,6 +13,8 @@
 #include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/request_verdict.hpp"
 #include "store/eventual/eventual_engine.hpp"
+#include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_sketch.hpp"
 
 namespace sluice {
 
@@ -71,6 +75,12 @@ class EventualStore final : public Store {
       inner_->evaluate(request, std::move(done));
       return;
     }
+    if (!engine_->sketchHasher() &&
+        std::any_of(eventual.begin(), eventual.end(),
+                    [](const EventualLimitRef& r) { return EventualEngine::isSketch(*r.limit); })) {
+      fetchSketchSeed(request, std::move(done));
+      return;
+    }
     const bool pure = strict.empty();
     const bool reachable = engine_->reachable() && connection_->ready();
     EventualEngine::Local local =
@@ -116,7 +126,50 @@ class EventualStore final : public Store {
  private:
   static bool isEventual(const StoreLimit& limit) {
     return limit.params.consistency == Consistency::kEventual &&
-           eventual::supportsEventual(limit.params.algorithm);
+           (eventual::supportsEventual(limit.params.algorithm) || EventualEngine::isSketch(limit));
+  }
+
+  /// Reads (or first sets) the sketch hash seed every sidecar of this Redis shares, the
+  /// strict sketch's (redis::sketchSeedKey(): SET NX, then GET), then evaluates `request`.
+  /// Without it the sidecars would hash clients to different cells, so a sketch limit is not
+  /// decided before it is read: a failure answers the request with the error (the
+  /// --failure-mode applies), and the next sketch request tries again.
+  void fetchSketchSeed(const StoreRequest& request, Callback done) {
+    const std::string key =
+        redis::sketchSeedKey(BucketKey::redisPrefix(engine_->redisOptions().key_prefix));
+    const auto timeout = engine_->redisOptions().request_timeout;
+    connection_->command(
+        {"SET", key, redis::randomSketchSeed(), "NX"}, timeout,
+        [this, key, timeout, request, done = std::move(done)](Result<redis::Reply> set) mutable {
+          if (!set) {
+            done(set.error());
+            return;
+          }
+          connection_->command(
+              {"GET", key}, timeout,
+              [this, key, request = std::move(request),
+               done = std::move(done)](Result<redis::Reply> reply) mutable {
+                if (!reply) {
+                  done(reply.error());
+                  return;
+                }
+                std::uint64_t k0 = 0;
+                std::uint64_t k1 = 0;
+                if (reply->type != redis::Reply::Type::kString ||
+                    !SketchHasher::parseSeed(reply->str, k0, k1)) {
+                  done(redis::redisError(
+                      redis::FailureSource::kProtocol, 0,
+                      "the sketch seed in Redis (" + key + ") is not 32 hex digits"));
+                  return;
+                }
+                if (!engine_->sketchHasher()) {
+                  auto hasher = std::make_shared<const SketchHasher>(k0, k1);
+                  spdlog::info("eventual sketch: hash seed {} from Redis", hasher->fingerprint());
+                  engine_->setSketchHasher(std::move(hasher));
+                }
+                evaluate(request, std::move(done));
+              });
+        });
   }
 
   /// One round trip for keys that are new, stale or close to their limit: a request of

@@ -129,6 +129,8 @@ TEST_F(RlsServerTest, ACallPastItsDeadlineWhenItsTurnComesIsNotDecided) {
   io_.poll();
   EXPECT_EQ(decisions_.calls, 0);
   EXPECT_EQ(calls("DEADLINE_EXCEEDED") + calls("CANCELLED"), 1u);
+  EXPECT_EQ(metrics_.counter("grpc_calls_cancelled_total", {{"stage", "queued"}}).value(), 1u);
+  EXPECT_EQ(metrics_.counter("grpc_calls_cancelled_total", {{"stage", "deciding"}}).value(), 0u);
   EXPECT_EQ(inFlight(), 0);
 }
 

@@ -42,6 +42,14 @@ TEST(ConsistencyTest, EventualIsAcceptedForMergeableAlgorithms) {
   }
 }
 
+TEST(ConsistencyTest, EventualIsAcceptedForSketch) {
+  const RuleSetPtr rules =
+      loadOne(rule("sketch", "eventual") + "      sketch: {width: 1024, depth: 3}\n");
+  ASSERT_TRUE(rules);
+  EXPECT_EQ(rules->findDomain("d")->descriptors[0].limits[0].params.consistency,
+            Consistency::kEventual);
+}
+
 TEST(ConsistencyTest, EventualWithAnotherAlgorithmIsRefusedWithItsLocation) {
   for (const char* algorithm : {"sliding_window_log", "leaky_bucket"}) {
     const auto errors = errorsOf(rule(algorithm, "eventual"));

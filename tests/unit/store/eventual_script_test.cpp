@@ -116,6 +116,124 @@ TEST(EventualScriptTest, AShadowQuotaLimitNeverFailsItsGroup) {
   EXPECT_EQ(stored(redis, "shadowed"), 1);
 }
 
+/// One sketch cell entry (op 2) of a call: `own` is the writer's cumulative count it sends.
+struct Cell {
+  std::string hash;
+  std::int64_t own = 0;
+};
+
+/// One call by `writer` deciding a client of a sketch of limit `limit` (cost 1, W = 1 day)
+/// on `cells` (one per row); returns the reply numbers (15 per cell).
+std::vector<std::int64_t> decideSketch(RedisServer& redis, const std::string& writer,
+                                       std::int64_t limit, const std::vector<Cell>& cells) {
+  std::vector<std::string> argv = {"EVAL", eventual::composeEventualScript(),
+                                   std::to_string(2 * cells.size())};
+  for (const Cell& c : cells) {
+    argv.push_back(c.hash);
+    argv.push_back(c.hash + ":prev");
+  }
+  argv.push_back(std::to_string(kNow));
+  argv.push_back(writer);
+  for (std::size_t row = 0; row < cells.size(); ++row) {
+    // op 2, sliding_window_counter, L, W, burst = row, value, prev value, acked = depth,
+    // cost, flags, tat.
+    for (std::int64_t v :
+         {std::int64_t{2}, std::int64_t{2}, limit, kDay, static_cast<std::int64_t>(row),
+          cells[row].own, std::int64_t{0}, static_cast<std::int64_t>(cells.size()), std::int64_t{1},
+          std::int64_t{0}, std::int64_t{0}, std::int64_t{0}}) {
+      argv.push_back(std::to_string(v));
+    }
+  }
+  ReplyPtr reply = redis.command(argv);
+  EXPECT_EQ(reply->type, REDIS_REPLY_STRING) << (reply->str != nullptr ? reply->str : "");
+  std::vector<std::int64_t> out;
+  std::istringstream in(std::string(reply->str, reply->len));
+  for (std::int64_t v; in >> v;) {
+    out.push_back(v);
+  }
+  EXPECT_EQ(out.size(), cells.size() * eventual::kScriptReplyStride);
+  return out;
+}
+
+std::int64_t storedOf(RedisServer& redis, const std::string& hash, const std::string& writer) {
+  ReplyPtr r = redis.command({"HGET", hash, writer});
+  return r->type == REDIS_REPLY_STRING ? std::stoll(r->str) : 0;
+}
+
+TEST(EventualScriptTest, ASketchClientIsDecidedOnItsSmallestSummedCell) {
+  RedisServer redis;
+  // Another writer has 3 hits in the client's row-0 cell (collisions) and 1 in its row-1
+  // cell: the client's count is min(3, 1) = 1, so with L = 5 writer s1 gets 4 more.
+  redis.command({"HSET", "cell0", "s2", "3"});
+  redis.command({"HSET", "cell1", "s2", "1"});
+  std::vector<bool> answers;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<std::int64_t> v = decideSketch(redis, "s1", 5, {{"cell0", 0}, {"cell1", 0}});
+    // Both cells carry the client's decision.
+    EXPECT_EQ(allowedAt(v, 0), allowedAt(v, 1)) << i;
+    EXPECT_EQ(v[1], v[eventual::kScriptReplyStride + 1]) << i;  // remaining
+    EXPECT_EQ(chargedAt(v, 0), allowedAt(v, 0) ? 1 : 0) << i;
+    EXPECT_EQ(chargedAt(v, 1), allowedAt(v, 1) ? 1 : 0) << i;
+    answers.push_back(allowedAt(v, 0));
+  }
+  EXPECT_EQ(answers, (std::vector<bool>{true, true, true, true, false, false}));
+  EXPECT_EQ(storedOf(redis, "cell0", "s1"), 4);
+  EXPECT_EQ(storedOf(redis, "cell1", "s1"), 4);
+  // The other writer's entries are never touched.
+  EXPECT_EQ(storedOf(redis, "cell0", "s2"), 3);
+  EXPECT_EQ(storedOf(redis, "cell1", "s2"), 1);
+}
+
+TEST(EventualScriptTest, ASketchChargeIsConservativeAndSentCountsAreRaisedFirst) {
+  RedisServer redis;
+  // s1 sends own counts 2 and 0 (its local sketch): they are raised first, then the charge
+  // raises each own cell to min(own) + cost = 1: row 0 (already 2) is not charged.
+  std::vector<std::int64_t> v = decideSketch(redis, "s1", 10, {{"cell0", 2}, {"cell1", 0}});
+  EXPECT_TRUE(allowedAt(v, 0));
+  EXPECT_EQ(chargedAt(v, 0), 0);
+  EXPECT_EQ(chargedAt(v, 1), 1);
+  EXPECT_EQ(storedOf(redis, "cell0", "s1"), 2);
+  EXPECT_EQ(storedOf(redis, "cell1", "s1"), 1);
+  // A replay of the same sent counts changes nothing but the new charge.
+  v = decideSketch(redis, "s1", 10, {{"cell0", 2}, {"cell1", 1}});
+  EXPECT_EQ(chargedAt(v, 0), 0);
+  EXPECT_EQ(chargedAt(v, 1), 1);
+  EXPECT_EQ(storedOf(redis, "cell0", "s1"), 2);
+  EXPECT_EQ(storedOf(redis, "cell1", "s1"), 2);
+}
+
+TEST(EventualSketchCellsTest, OneSeedHashesAClientToTheSameCellsEverywhere) {
+  StoreLimit limit;
+  limit.key = "client|api|user=alice";
+  limit.params.algorithm = Algorithm::kSketch;
+  limit.params.consistency = Consistency::kEventual;
+  limit.params.sketch.width = 1024;
+  limit.params.sketch.depth = 3;
+  auto identity = std::make_shared<SketchIdentity>();
+  identity->key = "api:api.user:i0:w1024d3";
+  limit.params.sketch.identity = identity;
+  ASSERT_TRUE(EventualEngine::isSketch(limit));
+  // Two sidecars with the seed from Redis: the same d cells, one per row.
+  const SketchHasher one(0x0123456789abcdefULL, 0x0fedcba987654321ULL);
+  const SketchHasher two(0x0123456789abcdefULL, 0x0fedcba987654321ULL);
+  const std::vector<std::string> keys = EventualEngine::sketchCellKeys(one, limit);
+  ASSERT_EQ(keys.size(), 3U);
+  EXPECT_EQ(keys, EventualEngine::sketchCellKeys(two, limit));
+  const SketchCells cells = one.cells(limit.key, 1024, 3, 0, 0);
+  for (std::size_t row = 0; row < keys.size(); ++row) {
+    EXPECT_EQ(keys[row], "ske:" + one.fingerprint() + ":api:api.user:i0:w1024d3:" +
+                             std::to_string(row) + "." + std::to_string(cells.columns[row]));
+  }
+  // Another seed names other cells (its fingerprint): sidecars of different seeds never
+  // add up each other's counts.
+  const SketchHasher other(1, 2);
+  EXPECT_NE(EventualEngine::sketchCellKeys(other, limit)[0].substr(0, 13), keys[0].substr(0, 13));
+  // Not a sketch: no cells.
+  StoreLimit counter = limit;
+  counter.params.algorithm = Algorithm::kFixedWindow;
+  EXPECT_FALSE(EventualEngine::isSketch(counter));
+}
+
 TEST(EventualRequestAllowedTest, StoreSemantics) {
   std::vector<StoreLimit> limits(3);
   limits[0].quota_group = 0;
