@@ -141,21 +141,21 @@ TEST_F(AllocationsTest, CounterSeesTheIoThread) {
   EXPECT_GT(allocations(), before);
 }
 
-TEST_F(AllocationsTest, AllowedDecisionAllocatesOnlyTheDecisionsStorage) {
+TEST_F(AllocationsTest, AWarmAllowedDecisionDoesNotAllocate) {
   std::string request =
       post("/shouldAllowRequest", R"({"domain":"bench","clientId":"client-1","descriptors":)"
                                   R"([{"entries":[{"key":"op","value":"allow"}]}]})");
   EXPECT_EQ(perRequest(allocationsOf(request, "200")), kOneDescriptorAllocations);
 }
 
-TEST_F(AllocationsTest, DeniedDecisionAllocatesOnlyTheDecisionsStorage) {
+TEST_F(AllocationsTest, AWarmDeniedDecisionDoesNotAllocate) {
   std::string request =
       post("/shouldAllowRequest", R"({"domain":"bench","clientId":"client-2","descriptors":)"
                                   R"([{"entries":[{"key":"op","value":"deny"}]}]})");
   EXPECT_EQ(perRequest(allocationsOf(request, "429")), kOneDescriptorAllocations);
 }
 
-TEST_F(AllocationsTest, ThreeDescriptorsAllocateOnlyTheDecisionsStorage) {
+TEST_F(AllocationsTest, AWarmThreeDescriptorDecisionDoesNotAllocate) {
   std::string request = post(
       "/shouldAllowRequest",
       R"({"domain":"bench","clientId":"client-3","descriptors":[)"
