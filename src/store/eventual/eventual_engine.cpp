@@ -366,30 +366,14 @@ class ShardLocks {
     for (const auto& ref : limits) {
       add(&shard_of(ref.key()).mutex);
     }
-    std::sort(begin(), end());
-    std::mutex** last = std::unique(begin(), end());
-    count_ = static_cast<std::size_t>(last - begin());
-    if (!more_.empty()) {
-      more_.resize(count_);
-    }
-    for (std::mutex** m = begin(); m != end(); ++m) {
-      (*m)->lock();
-    }
+    lockAll();
   }
   template <typename ShardOf>
   ShardLocks(const std::vector<std::string_view>& keys, ShardOf shard_of) {
     for (std::string_view key : keys) {
       add(&shard_of(key).mutex);
     }
-    std::sort(begin(), end());
-    std::mutex** last = std::unique(begin(), end());
-    count_ = static_cast<std::size_t>(last - begin());
-    if (!more_.empty()) {
-      more_.resize(count_);
-    }
-    for (std::mutex** m = begin(); m != end(); ++m) {
-      (*m)->lock();
-    }
+    lockAll();
   }
   ~ShardLocks() {
     for (std::mutex** m = begin(); m != end(); ++m) {
@@ -411,6 +395,18 @@ class ShardLocks {
     }
     more_.push_back(m);
     ++count_;
+  }
+  /// Locks each distinct shard once, in address order (no deadlock between requests).
+  void lockAll() {
+    std::sort(begin(), end());
+    std::mutex** last = std::unique(begin(), end());
+    count_ = static_cast<std::size_t>(last - begin());
+    if (!more_.empty()) {
+      more_.resize(count_);
+    }
+    for (std::mutex** m = begin(); m != end(); ++m) {
+      (*m)->lock();
+    }
   }
   std::mutex** begin() { return more_.empty() ? inline_.data() : more_.data(); }
   std::mutex** end() { return begin() + count_; }

@@ -145,30 +145,25 @@ class EventualStore final : public Store {
             done(set.error());
             return;
           }
-          connection_->command(
-              {"GET", key}, timeout,
-              [this, key, request = std::move(request),
-               done = std::move(done)](Result<redis::Reply> reply) mutable {
-                if (!reply) {
-                  done(reply.error());
-                  return;
-                }
-                std::uint64_t k0 = 0;
-                std::uint64_t k1 = 0;
-                if (reply->type != redis::Reply::Type::kString ||
-                    !SketchHasher::parseSeed(reply->str, k0, k1)) {
-                  done(redis::redisError(
-                      redis::FailureSource::kProtocol, 0,
-                      "the sketch seed in Redis (" + key + ") is not 32 hex digits"));
-                  return;
-                }
-                if (!engine_->sketchHasher()) {
-                  auto hasher = std::make_shared<const SketchHasher>(k0, k1);
-                  spdlog::info("eventual sketch: hash seed {} from Redis", hasher->fingerprint());
-                  engine_->setSketchHasher(std::move(hasher));
-                }
-                evaluate(request, std::move(done));
-              });
+          connection_->command({"GET", key}, timeout,
+                               [this, key, request = std::move(request),
+                                done = std::move(done)](Result<redis::Reply> reply) mutable {
+                                 if (!reply) {
+                                   done(reply.error());
+                                   return;
+                                 }
+                                 auto hasher = redis::sketchHasherFromReply(*reply, key);
+                                 if (!hasher) {
+                                   done(hasher.error());
+                                   return;
+                                 }
+                                 if (!engine_->sketchHasher()) {
+                                   spdlog::info("eventual sketch: hash seed {} from Redis",
+                                                (*hasher)->fingerprint());
+                                   engine_->setSketchHasher(std::move(*hasher));
+                                 }
+                                 evaluate(request, std::move(done));
+                               });
         });
   }
 

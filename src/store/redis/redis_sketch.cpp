@@ -5,6 +5,7 @@
 #include <random>
 
 #include "store/redis/cluster_slots.hpp"
+#include "store/redis/redis_errors.hpp"
 
 namespace sluice::redis {
 
@@ -12,6 +13,17 @@ std::string sketchSeedKey(std::string_view prefix) {
   std::string key(prefix);
   key += ":sketch-seed";
   return key;
+}
+
+Result<std::shared_ptr<const SketchHasher>> sketchHasherFromReply(const Reply& reply,
+                                                                  std::string_view key) {
+  std::uint64_t k0 = 0;
+  std::uint64_t k1 = 0;
+  if (reply.type != Reply::Type::kString || !SketchHasher::parseSeed(reply.str, k0, k1)) {
+    return redisError(FailureSource::kProtocol, 0,
+                      "the sketch seed in Redis (" + std::string(key) + ") is not 32 hex digits");
+  }
+  return std::make_shared<const SketchHasher>(k0, k1);
 }
 
 std::string randomSketchSeed() {

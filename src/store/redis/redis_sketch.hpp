@@ -1,12 +1,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "sluice/limiter/sketch.hpp"
 #include "sluice/store/store.hpp"
+#include "store/redis/redis_connection.hpp"
 
 /// How the Redis stores keep `sketch` limits (src/store/redis/lua/60_sketch.lua): names of
 /// the two window strings, the seed key, the script arguments, and the Redis Cluster layout.
@@ -19,6 +21,11 @@ std::string sketchSeedKey(std::string_view prefix);
 
 /// A random candidate seed, 32 hex digits.
 std::string randomSketchSeed();
+
+/// The hasher of the seed Redis answered for `key` (sketchSeedKey()), or a protocol error
+/// naming the key when the reply is not 32 hex digits.
+Result<std::shared_ptr<const SketchHasher>> sketchHasherFromReply(const Reply& reply,
+                                                                  std::string_view key);
 
 /// Columns per row of one hash slot's shard in Redis Cluster: ceil(w / 16384), at least 16.
 /// A client only ever touches the shard of its own slot, so the shards together act like one

@@ -525,17 +525,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
             done(reply.error());
             return;
           }
-          std::uint64_t k0 = 0;
-          std::uint64_t k1 = 0;
-          if (reply->type != redis::Reply::Type::kString ||
-              !SketchHasher::parseSeed(reply->str, k0, k1)) {
-            done(redis::redisError(redis::FailureSource::kProtocol, 0,
-                                   "the sketch seed in Redis (" + redis::sketchSeedKey(prefix_) +
-                                       ") is not 32 hex digits"));
+          auto hasher = redis::sketchHasherFromReply(*reply, redis::sketchSeedKey(prefix_));
+          if (!hasher) {
+            done(hasher.error());
             return;
           }
           if (!sketch_hasher_) {
-            sketch_hasher_ = std::make_shared<const SketchHasher>(k0, k1);
+            sketch_hasher_ = std::move(*hasher);
             spdlog::info("sketch: hash seed {} from Redis", sketch_hasher_->fingerprint());
           }
           evaluate(request, std::move(done));
