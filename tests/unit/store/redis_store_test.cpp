@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "sluice/common/metrics.hpp"
 #include "sluice/rules/bucket_key.hpp"
@@ -76,6 +77,13 @@ TEST_F(RedisStoreTest, AdmitsExactlyTheLimitThenDeniesWithRetryAfter) {
   RedisServer server;
   open(optionsFor(server.url()));
   ASSERT_TRUE(waitHealthy());
+  // The four calls must fall in one 60 s window (Redis' clock): start them away from a
+  // minute boundary (one run began at :59.993 and saw the window roll over).
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  if (now % std::chrono::minutes(1) > std::chrono::seconds(55)) {
+    std::this_thread::sleep_until(std::chrono::system_clock::time_point(
+        std::chrono::ceil<std::chrono::minutes>(now) + std::chrono::milliseconds(100)));
+  }
   for (int i = 0; i < 3; ++i) {
     auto r = call(request({fixedWindow("d:k=v:i0:fixed_window", 3)}));
     ASSERT_TRUE(r.ok()) << r.error().message;
