@@ -16,7 +16,11 @@
 #
 # Usage: bench/profile.sh [memory|redis|eventual] [--sluice PATH] [--seconds N] [--clients N]
 #                         [--op fixed_window_allow] [--desc 1|3] [--callgraph] [--callgrind]
-#                         [--admin]
+#                         [--admin] [--out FILE]
+#
+# --out FILE writes the report there instead of bench/results/profile-<store>[-callgrind].txt
+# (the tracked figures), e.g. for a before/after comparison; with --callgrind, valgrind's raw
+# output is kept beside it as FILE.callgrind.out (for callgrind_annotate --auto=yes).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -30,6 +34,7 @@ desc=1
 callgraph=()
 callgrind=0
 admin=0
+out=
 while (($#)); do
   case $1 in
     --sluice) sluice=$2; shift ;;
@@ -40,11 +45,12 @@ while (($#)); do
     --callgraph) callgraph=(--call-graph dwarf,16384) ;;
     --callgrind) callgrind=1 ;;
     --admin) admin=1 ;;
+    --out) out=$2; shift ;;
     *) echo "bench/profile.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
-command -v perf >/dev/null || { echo "perf is not installed (Debian: linux-perf)" >&2; exit 1; }
+((callgrind)) || command -v perf >/dev/null || { echo "perf is not installed (Debian: linux-perf)" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/sluice-profile-XXXXXX)
 pids=()
@@ -105,7 +111,7 @@ if ((callgrind)); then
   kill -TERM "$spid"
   wait "$spid" 2>/dev/null || true
   mkdir -p "$here/results"
-  out=$here/results/profile-$store-callgrind.txt
+  out=${out:-$here/results/profile-$store-callgrind.txt}
   {
     echo "# bench/profile.sh $store --callgrind: instructions of sluice under callgrind,"
     echo "# 300 req/s for $seconds s, $clients clients, op=$op, $desc descriptor(s)$( ((admin)) && echo ', admin listener on')"
@@ -143,6 +149,9 @@ if ((callgrind)); then
     echo "# hottest functions (self instructions):"
     sed -E 's/ \[[^]]*\]$//' "$work/self.txt" | cut -c1-200 | head -40 || true
   } | tee "$out"
+  if [[ $out != "$here/results/"* ]]; then
+    cp "$work/callgrind.out" "$out.callgrind.out"
+  fi
   exit 0
 fi
 taskset -c 0 "$sluice" --listen "127.0.0.1:$sport" --rules "$rules" --threads 1 \
@@ -162,7 +171,7 @@ perf record -e cpu-clock -F 1999 "${callgraph[@]}" -p "$spid" -o "$work/perf.dat
   -- sleep "$seconds" >/dev/null 2>&1
 wait "$wpid" || true
 mkdir -p "$here/results"
-out=$here/results/profile-$store.txt
+out=${out:-$here/results/profile-$store.txt}
 {
   echo "# bench/profile.sh $store: perf cpu-clock samples of sluice (--threads 1, CPU 0),"
   echo "# wrk -t1 -c64 on CPU 1, $clients clients, op=$op, $desc descriptor(s), $seconds s"
