@@ -59,6 +59,10 @@ void Session::start() {
     }
     peer_ = address.to_string();
   }
+  // Answers are sent with a non-blocking send first (maybeWrite()); Asio's asynchronous
+  // operations work the same on a non-blocking socket.
+  socket_.non_blocking(true, ec);
+  send_inline_ = !ec;
   doRead();
 }
 
@@ -74,7 +78,7 @@ void Session::shutdown() {
 // ---- reading ------------------------------------------------------------------------
 
 void Session::doRead() {
-  if (closed_ || reading_ || no_more_reads_ || lingering_ ||
+  if (closed_ || reading_ || no_more_reads_ || lingering_ || dispatching_ ||
       queue_.size() >= options_.max_pipelined) {
     return;
   }
@@ -139,10 +143,54 @@ void Session::readRequest() {
   parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
   parser_->body_limit(options_.max_body_bytes);
   clearDeadline(idle_deadline_);
+  if (!parsing_inline_) {
+    // The usual case: the whole header (and body) arrived with the first bytes. Parse it
+    // here rather than through async_read_header and async_read, which would do the same
+    // and then post their completions (two trips through the scheduler per request).
+    parsing_inline_ = true;
+    beast::error_code ec;
+    bool header_done = parseBuffered(
+        false, [this] { return parser_->is_header_done(); }, ec);
+    if (header_done) {
+      // The request deadline is not armed: whatever was read of it is in the buffer
+      // already; readBody() arms it if the body has to be waited for.
+      onHeader(ec);
+      parsing_inline_ = false;
+      return;
+    }
+    parsing_inline_ = false;
+  }
   setDeadline(request_deadline_, Clock::now() + options_.request_timeout);
   bhttp::async_read_header(
       socket_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+}
+
+/// Feeds the buffered bytes to the parser, as Beast's read operations begin by doing, until
+/// `done()`. True when done or on a parse error (`ec`); false when more bytes are needed:
+/// Beast's asynchronous read then goes on from the parser's state (the bytes parsed so far
+/// are consumed from the buffer), so errors and limits are those of Beast's reads.
+template <typename Done>
+bool Session::parseBuffered(bool eager, Done done, beast::error_code& ec) {
+  parser_->eager(eager);
+  while (!done()) {
+    if (buffer_.size() == 0) {
+      return false;
+    }
+    std::size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == bhttp::error::need_more) {
+      ec = {};
+      return false;
+    }
+    if (ec) {
+      return true;
+    }
+    if (used == 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void Session::onHeader(beast::error_code ec) {
@@ -153,9 +201,12 @@ void Session::onHeader(beast::error_code ec) {
     onRequest(ec);
     return;
   }
+  if (parser_->is_done()) {
+    onRequest(ec);  // no body, or all of it came with the header
+    return;
+  }
   auto expect = parser_->get()[bhttp::field::expect];
-  if (beast::iequals(expect, "100-continue") && !parser_->is_done() && !writing_ &&
-      queue_.empty()) {
+  if (beast::iequals(expect, "100-continue") && !writing_ && queue_.empty()) {
     writing_ = true;
     net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                      [self = shared_from_this()](beast::error_code wec, std::size_t) {
@@ -175,6 +226,15 @@ void Session::onHeader(beast::error_code ec) {
 }
 
 void Session::readBody() {
+  beast::error_code ec;
+  if (parseBuffered(
+          true, [this] { return parser_->is_done(); }, ec)) {
+    onRequest(ec);
+    return;
+  }
+  if (request_deadline_.when == Clock::time_point::max()) {
+    setDeadline(request_deadline_, Clock::now() + options_.request_timeout);
+  }
   bhttp::async_read(
       socket_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRequest(ec); });
@@ -192,6 +252,9 @@ void Session::onRequest(beast::error_code ec) {
   }
   {
     // Destroyed before the next request is read: it lives in the arena that one reuses.
+    // An answer written at once (maybeWrite()) must not start that read from inside
+    // dispatch(): doRead() waits for the end of this block.
+    dispatching_ = true;
     BeastRequest req = parser_->release();
     parser_.reset();
     bool keep_alive = req.keep_alive() && !worker_.stopping;
@@ -201,6 +264,7 @@ void Session::onRequest(beast::error_code ec) {
     QueuedResponse& entry = enqueue(keep_alive, req.version());
     dispatch(std::move(req), entry.id);
   }
+  dispatching_ = false;
   doRead();
 }
 
@@ -353,9 +417,24 @@ void Session::maybeWrite() {
   write_count_ = queue_.writeReady(out_, worker_.stopping && !reading_request);
   writing_ = true;
   updateIdleTimer();  // a request being read keeps its own deadline
+  // The socket is non-blocking (start()): send now, as async_write would begin by doing, and
+  // finish here when the kernel took it all (the usual case), without posting a completion.
+  beast::error_code ec;
+  std::size_t sent = 0;
+  if (send_inline_) {
+    sent = socket_.write_some(net::buffer(out_), ec);
+    if (ec == net::error::would_block || ec == net::error::try_again) {
+      ec = {};
+      sent = 0;
+    }
+    if (ec || sent == out_.size()) {
+      onWrite(ec);
+      return;
+    }
+  }
   setDeadline(write_deadline_, Clock::now() + options_.write_timeout);
   net::async_write(
-      socket_, net::buffer(out_),
+      socket_, net::buffer(out_.data() + sent, out_.size() - sent),
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onWrite(ec); });
 }
 

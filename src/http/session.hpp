@@ -75,6 +75,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void readRequest();
   void onHeader(boost::beast::error_code ec);
   void readBody();
+  template <typename Done>
+  bool parseBuffered(bool eager, Done done, boost::beast::error_code& ec);
   void onRequest(boost::beast::error_code ec);
   void onReadError(boost::beast::error_code ec);
   void refuse(int status, const std::string& message, unsigned version);
@@ -120,6 +122,13 @@ class Session : public std::enable_shared_from_this<Session> {
   bool no_more_reads_ = false;
   bool lingering_ = false;
   bool closed_ = false;
+  // A request is being parsed from the buffer and answered without leaving the stack of an
+  // I/O completion: the next request (pipelined) is read through Beast's asynchronous
+  // operations, so that the stack does not grow with the number of requests in the buffer.
+  bool parsing_inline_ = false;
+  bool send_inline_ = false;
+  bool dispatching_ = false;  // inside onRequest()'s dispatch: the request's arena is in use  //
+                              // the socket is non-blocking: maybeWrite() sends at once
   std::size_t lingered_ = 0;
   std::string peer_;
   // Answers the handlers still owe, and the reference that keeps the session alive for them.
