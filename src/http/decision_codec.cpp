@@ -532,6 +532,13 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
 }
 
 Result<DecisionRequest> parseEnvoyRequest(std::string_view body) {
+  if (auto fast = parseEnvoyRequestFast(body)) {
+    return std::move(*fast);
+  }
+  return parseEnvoyRequestComplete(body);
+}
+
+Result<DecisionRequest> parseEnvoyRequestComplete(std::string_view body) {
   auto parsed = parseBody(body);
   if (!parsed) {
     return parsed.error();

@@ -1,5 +1,6 @@
 #include "http/fast_decision_parser.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -149,9 +150,10 @@ bool entries(Scanner& s, Descriptor& out) {
 }
 
 /// `[entries...]` or `{"entries": [...], "hits_addend": n}` (either spelling, once).
-bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits) {
+/// Envoy's API (`envoy`) has only the object.
+bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits, bool envoy) {
   if (s.peek('[')) {
-    return entries(s, out);
+    return !envoy && entries(s, out);
   }
   if (!s.consume('{')) {
     return false;
@@ -180,7 +182,7 @@ bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits) 
   return s.consume('}') && has_entries;
 }
 
-bool descriptors(Scanner& s, DecisionRequest& request) {
+bool descriptors(Scanner& s, DecisionRequest& request, bool envoy) {
   if (!s.consume('[')) {
     return false;
   }
@@ -195,7 +197,7 @@ bool descriptors(Scanner& s, DecisionRequest& request) {
       return false;
     }
     std::optional<std::int64_t> hits;
-    if (!descriptor(s, reuseNext(request.descriptors, used), hits)) {
+    if (!descriptor(s, reuseNext(request.descriptors, used), hits, envoy)) {
       return false;
     }
     any_hits = any_hits || hits.has_value();
@@ -241,7 +243,7 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
         ok = s.string(text);
         request.client_id.assign(text);
       } else if (name == "descriptors" && once(kDescriptors)) {
-        ok = descriptors(s, request);
+        ok = descriptors(s, request, false);
       } else if (name == "hits" && once(kHits)) {
         ok = s.count(request.hits);
       } else if (name == "timestamp" && once(kTimestamp)) {
@@ -264,6 +266,51 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
   }
   if ((seen & kDescriptors) == 0) {
     request.descriptors.clear();
+  }
+  return request;
+}
+
+std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {
+  Scanner s(body);
+  if (!s.consume('{')) {
+    return std::nullopt;
+  }
+  DecisionRequest request = takeSpareRequest();
+  enum : unsigned { kDomain = 1, kDescriptors = 2, kHits = 4 };
+  unsigned seen = 0;
+  auto once = [&seen](unsigned field) {
+    bool fresh = (seen & field) == 0;
+    seen |= field;
+    return fresh;
+  };
+  if (!s.consume('}')) {
+    do {
+      std::string_view name;
+      if (!s.string(name) || !s.consume(':')) {
+        return std::nullopt;
+      }
+      bool ok = false;
+      if (name == "domain" && once(kDomain)) {
+        std::string_view text;
+        ok = s.string(text) && !text.empty();
+        request.domain.assign(text);
+      } else if (name == "descriptors" && once(kDescriptors)) {
+        ok = descriptors(s, request, true);
+      } else if ((name == "hits_addend" || name == "hitsAddend") && once(kHits)) {
+        ok = s.count(request.hits);
+        request.hits = std::max<std::int64_t>(1, request.hits);
+      }
+      if (!ok) {
+        return std::nullopt;
+      }
+    } while (s.consume(','));
+    if (!s.consume('}')) {
+      return std::nullopt;
+    }
+  }
+  // Both fields are required: their absence is an error, which the complete parser words.
+  if (!s.atEnd() || (seen & kDomain) == 0 || request.descriptors.empty()) {
+    return std::nullopt;
   }
   return request;
 }
