@@ -1,6 +1,7 @@
 #include "http/fast_decision_parser.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -9,6 +10,15 @@
 
 namespace sluice::http {
 namespace {
+
+/// Bytes a string of the fast path holds as they are: printable ASCII but '"' and '\\'.
+constexpr auto kPlain = [] {
+  std::array<bool, 256> table{};
+  for (std::size_t c = 0x20; c < 0x80; ++c) {
+    table[c] = c != '"' && c != '\\';
+  }
+  return table;
+}();
 
 /// A cursor over the body. Every method returns false where the complete parser is needed.
 class Scanner {
@@ -46,19 +56,15 @@ class Scanner {
       return false;
     }
     std::size_t start = pos_;
-    while (pos_ < text_.size()) {
-      auto c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '"') {
-        out = text_.substr(start, pos_ - start);
-        ++pos_;
-        return out.size() <= kMaxStringBytes;
-      }
-      if (c < 0x20 || c >= 0x80 || c == '\\') {
-        return false;
-      }
+    while (pos_ < text_.size() && kPlain[static_cast<unsigned char>(text_[pos_])]) {
       ++pos_;
     }
-    return false;
+    if (pos_ == text_.size() || text_[pos_] != '"') {
+      return false;  // the end, an escape, a control or non-ASCII byte
+    }
+    out = text_.substr(start, pos_ - start);
+    ++pos_;
+    return out.size() <= kMaxStringBytes;
   }
 
   /// An integer in [0, kMaxHits] written as JSON spells it (no sign, fraction, exponent or
