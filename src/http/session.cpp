@@ -349,7 +349,7 @@ void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
   if (!pending_self_) {
     pending_self_ = shared_from_this();
   }
-  Respond respond = [this, id](Response response) { onHandlerAnswer(id, std::move(response)); };
+  Respond respond = [this, id](Response&& response) { onHandlerAnswer(id, std::move(response)); };
   try {
     match.route->handler(request_, std::move(respond));
   } catch (const std::exception& e) {
@@ -358,7 +358,7 @@ void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
   }
 }
 
-void Session::onHandlerAnswer(std::uint64_t id, Response response) {
+void Session::onHandlerAnswer(std::uint64_t id, Response&& response) {
   QueuedResponse* entry = queue_.find(id);
   if (entry == nullptr || entry->answered) {
     return;
@@ -370,7 +370,7 @@ void Session::onHandlerAnswer(std::uint64_t id, Response response) {
   complete(id, std::move(response));
 }
 
-void Session::complete(std::uint64_t id, Response response) {
+void Session::complete(std::uint64_t id, Response&& response) {
   if (closed_) {
     return;
   }

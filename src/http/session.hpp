@@ -84,8 +84,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Dispatching.
   QueuedResponse& enqueue(bool keep_alive, unsigned version);
   void dispatch(BeastRequest&& req, std::uint64_t id);
-  void complete(std::uint64_t id, Response response);
-  void onHandlerAnswer(std::uint64_t id, Response response);
+  void complete(std::uint64_t id, Response&& response);
+  void onHandlerAnswer(std::uint64_t id, Response&& response);
 
   // Writing.
   void maybeWrite();
