@@ -323,22 +323,73 @@ std::string_view envoyUnit(TimeUnit unit) {
   return "UNKNOWN";
 }
 
+/// The parts of a limit's JSON that depend only on the limit (its name; its limit, unit,
+/// window and algorithm), written once and reused while the thread answers for the same
+/// limit, as the prepared header lines (rate_limit_headers.cpp). One entry per thread,
+/// compared by value, so a rules reload never reuses a stale one.
+struct PreparedLimitJson {
+  std::string name;
+  std::int64_t limit = -1;
+  TimeUnit unit = TimeUnit::kSecond;
+  std::int64_t unit_multiplier = -1;
+  Micros window_us = -1;
+  Algorithm algorithm = Algorithm::kFixedWindow;
+  std::string name_json;  // "name", quoted and escaped
+  std::string middle;     // ,"limit":L,"unit":"u","unit_multiplier":M,"window_s":W,"algorithm":"a"
+};
+
+thread_local PreparedLimitJson t_limit_json;
+
+const PreparedLimitJson& preparedLimitJson(const LimitStatus& limit) {
+  PreparedLimitJson& p = t_limit_json;
+  if (p.limit == limit.limit && p.unit == limit.unit &&
+      p.unit_multiplier == limit.unit_multiplier && p.window_us == limit.window_us &&
+      p.algorithm == limit.algorithm && p.name == limit.name) {
+    return p;
+  }
+  p.name.assign(limit.name);
+  p.limit = limit.limit;
+  p.unit = limit.unit;
+  p.unit_multiplier = limit.unit_multiplier;
+  p.window_us = limit.window_us;
+  p.algorithm = limit.algorithm;
+  p.name_json.clear();
+  {
+    JsonWriter w(p.name_json);
+    w.value(limit.name);
+  }
+  // Written by the same writer as a whole object, then cut out of it: the same bytes.
+  std::string object;
+  {
+    JsonWriter w(object);
+    w.beginObject();
+    w.field("limit", limit.limit);
+    w.field("unit", unitName(limit.unit));
+    w.field("unit_multiplier", limit.unit_multiplier);
+    w.field("window_s", ceilSeconds(limit.window_us));
+    w.field("algorithm", algorithmName(limit.algorithm));
+    w.endObject();
+  }
+  p.middle.assign(",");
+  p.middle.append(object, 1, object.size() - 2);
+  return p;
+}
+
 void writeLimit(JsonWriter& w, const LimitStatus& limit) {
   w.beginObject();
-  w.field("name", limit.name);
   if (limit.unlimited) {
+    w.field("name", limit.name);
     w.field("unlimited", true);
     w.field("shadow", limit.shadow);
     w.endObject();
     return;
   }
+  const PreparedLimitJson& prepared = preparedLimitJson(limit);
+  w.key("name");
+  w.raw(prepared.name_json);
   const Outcome& o = limit.outcome;
   w.field("allowed", o.allowed);
-  w.field("limit", limit.limit);
-  w.field("unit", unitName(limit.unit));
-  w.field("unit_multiplier", limit.unit_multiplier);
-  w.field("window_s", ceilSeconds(limit.window_us));
-  w.field("algorithm", algorithmName(limit.algorithm));
+  w.text(prepared.middle);  // after a value: the next key writes its comma
   w.field("remaining", std::max<std::int64_t>(0, o.remaining));
   w.field("reset_after_ms", ceilMillis(o.reset_after_us));
   w.field("retry_after_ms", ceilMillis(o.retry_after_us));
