@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,12 @@ constexpr auto kPlain = [] {
   }
   return table;
 }();
+
+/// `name == literal`, the literal's length known here (no call to memcmp).
+template <std::size_t N>
+bool is(std::string_view name, const char (&literal)[N]) {
+  return name.size() == N - 1 && std::memcmp(name.data(), literal, N - 1) == 0;
+}
 
 /// A cursor over the body. Every method returns false where the complete parser is needed.
 class Scanner {
@@ -114,10 +121,10 @@ bool entry(Scanner& s, Entry& out) {
     if (!s.string(name) || !s.consume(':') || !s.string(text)) {
       return false;
     }
-    if (name == "key" && !has_key && !text.empty()) {
+    if (is(name, "key") && !has_key && !text.empty()) {
       out.key.assign(text);
       has_key = true;
-    } else if (name == "value" && !has_value) {
+    } else if (is(name, "value") && !has_value) {
       out.value.assign(text);
       has_value = true;
     } else {
@@ -170,12 +177,12 @@ bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits, 
     if (!s.string(name) || !s.consume(':')) {
       return false;
     }
-    if (name == "entries" && !has_entries) {
+    if (is(name, "entries") && !has_entries) {
       if (!entries(s, out)) {
         return false;
       }
       has_entries = true;
-    } else if ((name == "hits_addend" || name == "hitsAddend") && !hits) {
+    } else if ((is(name, "hits_addend") || is(name, "hitsAddend")) && !hits) {
       std::int64_t v = 0;
       if (!s.count(v)) {
         return false;
@@ -240,19 +247,19 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
         return std::nullopt;
       }
       bool ok = false;
-      if (name == "domain" && once(kDomain)) {
+      if (is(name, "domain") && once(kDomain)) {
         std::string_view text;
         ok = s.string(text) && !text.empty();
         request.domain.assign(text);
-      } else if (name == "clientId" && once(kClient)) {
+      } else if (is(name, "clientId") && once(kClient)) {
         std::string_view text;
         ok = s.string(text);
         request.client_id.assign(text);
-      } else if (name == "descriptors" && once(kDescriptors)) {
+      } else if (is(name, "descriptors") && once(kDescriptors)) {
         ok = descriptors(s, request, false);
-      } else if (name == "hits" && once(kHits)) {
+      } else if (is(name, "hits") && once(kHits)) {
         ok = s.count(request.hits);
-      } else if (name == "timestamp" && once(kTimestamp)) {
+      } else if (is(name, "timestamp") && once(kTimestamp)) {
         std::string_view text;
         ok = s.string(text) && isIso8601DateTime(text);
       }
@@ -296,13 +303,13 @@ std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {
         return std::nullopt;
       }
       bool ok = false;
-      if (name == "domain" && once(kDomain)) {
+      if (is(name, "domain") && once(kDomain)) {
         std::string_view text;
         ok = s.string(text) && !text.empty();
         request.domain.assign(text);
-      } else if (name == "descriptors" && once(kDescriptors)) {
+      } else if (is(name, "descriptors") && once(kDescriptors)) {
         ok = descriptors(s, request, true);
-      } else if ((name == "hits_addend" || name == "hitsAddend") && once(kHits)) {
+      } else if ((is(name, "hits_addend") || is(name, "hitsAddend")) && once(kHits)) {
         ok = s.count(request.hits);
         request.hits = std::max<std::int64_t>(1, request.hits);
       }
