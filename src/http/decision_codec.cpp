@@ -325,8 +325,9 @@ std::string_view envoyUnit(TimeUnit unit) {
 
 /// The parts of a limit's JSON that depend only on the limit (its name; its limit, unit,
 /// window and algorithm), written once and reused while the thread answers for the same
-/// limit, as the prepared header lines (rate_limit_headers.cpp). One entry per thread,
-/// compared by value, so a rules reload never reuses a stale one.
+/// limits, as the prepared header lines (rate_limit_headers.cpp). A few entries per thread
+/// (a request's descriptors take turns), compared by value, so a rules reload never reuses
+/// a stale one; a miss rewrites the oldest entry in place, without allocating once warm.
 struct PreparedLimitJson {
   std::string name;
   std::int64_t limit = -1;
@@ -338,15 +339,25 @@ struct PreparedLimitJson {
   std::string middle;     // ,"limit":L,"unit":"u","unit_multiplier":M,"window_s":W,"algorithm":"a"
 };
 
-thread_local PreparedLimitJson t_limit_json;
+struct PreparedLimitsJson {
+  static constexpr std::size_t kEntries = 8;
+  std::array<PreparedLimitJson, kEntries> entries;
+  std::size_t next = 0;  // the entry a miss rewrites
+};
+
+thread_local PreparedLimitsJson t_limits_json;
 
 const PreparedLimitJson& preparedLimitJson(const LimitStatus& limit) {
-  PreparedLimitJson& p = t_limit_json;
-  if (p.limit == limit.limit && p.unit == limit.unit &&
-      p.unit_multiplier == limit.unit_multiplier && p.window_us == limit.window_us &&
-      p.algorithm == limit.algorithm && p.name == limit.name) {
-    return p;
+  PreparedLimitsJson& cache = t_limits_json;
+  for (const PreparedLimitJson& p : cache.entries) {
+    if (p.limit == limit.limit && p.unit == limit.unit &&
+        p.unit_multiplier == limit.unit_multiplier && p.window_us == limit.window_us &&
+        p.algorithm == limit.algorithm && p.name == limit.name) {
+      return p;
+    }
   }
+  PreparedLimitJson& p = cache.entries[cache.next];
+  cache.next = (cache.next + 1) % PreparedLimitsJson::kEntries;
   p.name.assign(limit.name);
   p.limit = limit.limit;
   p.unit = limit.unit;
@@ -358,10 +369,11 @@ const PreparedLimitJson& preparedLimitJson(const LimitStatus& limit) {
     JsonWriter w(p.name_json);
     w.value(limit.name);
   }
-  // Written by the same writer as a whole object, then cut out of it: the same bytes.
-  std::string object;
+  // Written by the same writer as a whole object, whose braces then become the leading
+  // comma and nothing: the same bytes as writing the fields in place.
+  p.middle.clear();
   {
-    JsonWriter w(object);
+    JsonWriter w(p.middle);
     w.beginObject();
     w.field("limit", limit.limit);
     w.field("unit", unitName(limit.unit));
@@ -370,8 +382,8 @@ const PreparedLimitJson& preparedLimitJson(const LimitStatus& limit) {
     w.field("algorithm", algorithmName(limit.algorithm));
     w.endObject();
   }
-  p.middle.assign(",");
-  p.middle.append(object, 1, object.size() - 2);
+  p.middle.front() = ',';
+  p.middle.pop_back();
   return p;
 }
 

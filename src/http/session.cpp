@@ -135,11 +135,9 @@ void Session::onFirstBytes(beast::error_code ec, std::size_t n) {
 
 void Session::readRequest() {
   phase_ = Phase::kRequest;
-  // The previous request (parser and message) is gone: its arena memory can be reused.
+  // The previous request has been answered or handed on: request_ can be refilled.
   parser_.reset();
-  arena_.release();
-  parser_.emplace(std::piecewise_construct, std::make_tuple(ArenaAllocator(&arena_)),
-                  std::make_tuple(ArenaAllocator(&arena_)));
+  parser_.emplace(request_);
   parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
   parser_->body_limit(options_.max_body_bytes);
   clearDeadline(idle_deadline_);
@@ -205,7 +203,7 @@ void Session::onHeader(beast::error_code ec) {
     onRequest(ec);  // no body, or all of it came with the header
     return;
   }
-  auto expect = parser_->get()[bhttp::field::expect];
+  std::string_view expect = request_.header("Expect");
   if (beast::iequals(expect, "100-continue") && !writing_ && queue_.empty()) {
     writing_ = true;
     net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
@@ -251,18 +249,17 @@ void Session::onRequest(beast::error_code ec) {
     return;
   }
   {
-    // Destroyed before the next request is read: it lives in the arena that one reuses.
-    // An answer written at once (maybeWrite()) must not start that read from inside
-    // dispatch(): doRead() waits for the end of this block.
+    // request_ is refilled by the next request's parser: that read waits for the end of
+    // this block (doRead()), also when an answer is written at once (maybeWrite()).
     dispatching_ = true;
-    BeastRequest req = parser_->release();
+    unsigned version = parser_->version();
+    bool keep_alive = parser_->keepAlive() && !worker_.stopping;
     parser_.reset();
-    bool keep_alive = req.keep_alive() && !worker_.stopping;
     if (!keep_alive) {
       no_more_reads_ = true;
     }
-    QueuedResponse& entry = enqueue(keep_alive, req.version());
-    dispatch(std::move(req), entry.id);
+    QueuedResponse& entry = enqueue(keep_alive, version);
+    dispatch(entry.id);
   }
   dispatching_ = false;
   doRead();
@@ -274,7 +271,7 @@ void Session::onReadError(beast::error_code ec) {
     closeIfDone();
     return;
   }
-  unsigned version = parser_ && parser_->get().version() >= 10 ? parser_->get().version() : 11;
+  unsigned version = parser_ && parser_->version() >= 10 ? parser_->version() : 11;
   if (ec == bhttp::error::body_limit) {
     refuse(413,
            "body: larger than the limit of " + std::to_string(options_.max_body_bytes) + " bytes",
@@ -307,23 +304,10 @@ QueuedResponse& Session::enqueue(bool keep_alive, unsigned version) {
   return queue_.push(keep_alive, version, Clock::now());
 }
 
-void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
-  // One Request per session, refilled in place: its strings keep their capacity.
+void Session::dispatch(std::uint64_t id) {
+  // The parser filled method, target, headers and body (request_parser.hpp).
   Request& request = request_;
-  request.method.assign(req.method_string());
-  request.target.assign(req.target());
   request.path.assign(request.target, 0, request.target.find('?'));
-  std::size_t count = 0;
-  for (const auto& field : req) {
-    if (count == request.headers.size()) {
-      request.headers.emplace_back();
-    }
-    Header& header = request.headers[count++];
-    header.name.assign(field.name_string());
-    header.value.assign(field.value());
-  }
-  request.headers.resize(count);
-  request.body.assign(req.body());  // keeps the capacity of the session's request
   if (request.peer != peer_) {
     request.peer = peer_;
   }

@@ -423,6 +423,20 @@ TEST(DecisionCodecTest, LimitsTakingTurnsAreWrittenExactly) {
   const std::string changed_body = expected(
       R"("auth.auth_type_login")",
       R"("limit":7,"unit":"hour","unit_multiplier":2,"window_s":7200,"algorithm":"token_bucket")");
+  // More limits than the thread keeps prepared, taking turns.
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 12; ++i) {
+      LimitStatus many = loginLimit(true, 3);
+      many.name = "limit-" + std::to_string(i);
+      many.limit = i;
+      EXPECT_EQ(
+          bodyFor(many),
+          expected(
+              "\"limit-" + std::to_string(i) + "\"",
+              R"("limit":)" + std::to_string(i) +
+                  R"(,"unit":"minute","unit_multiplier":1,"window_s":60,"algorithm":"fixed_window")"));
+    }
+  }
   for (int round = 0; round < 2; ++round) {
     EXPECT_EQ(bodyFor(loginLimit(true, 3)), login);
     EXPECT_EQ(bodyFor(loginLimit(true, 3)), login);
