@@ -641,6 +641,14 @@ TEST(EventualRegionsTest, BothRegionsCountOneSketchClientTogether) {
   TwoRegions regions(sketchRules(1'000), {});
   ASSERT_TRUE(waitSynced(regions.a)) << regions.a.log();
   ASSERT_TRUE(waitSynced(regions.b)) << regions.b.log();
+  // b reads the seed from a's Redis (region "a" sorts first) once its link to a is up.
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json r = readyz(regions.b);
+        return r.is_object() && r["eventual"]["regions"]["a"]["reachable"] == true;
+      },
+      seconds(10)))
+      << readyz(regions.b).dump();
   HttpClient ca = regions.a.client();
   HttpClient cb = regions.b.client();
   const std::string body = request("sk", "user", "both");

@@ -937,6 +937,13 @@ void EventualEngine::tick() {
   for (auto& region : regions_) {
     replicate(*region);
   }
+  // With regions the sketch seed may live in another region's Redis: it is read as soon as
+  // that link is up rather than by the first sketch request (which would fail meanwhile).
+  if (Region* home = seedRegion();
+      home != nullptr && !seed_in_flight_ && !sketchHasher() && home->connection->ready()) {
+    seed_in_flight_ = true;
+    fetchSketchSeed([this](const Status&) { seed_in_flight_ = false; });
+  }
   sweep();
   const std::int64_t pending = pending_.load(std::memory_order_relaxed);
   pending_gauge_.set(static_cast<double>(pending));
@@ -1233,11 +1240,16 @@ void EventualEngine::replicate(Region& region) {
       region.connects_seen = connects;
     }
   }
-  if (region.in_flight || region.queue.empty()) {
+  if (region.in_flight) {
     return;
   }
   if (!region.connection->ready()) {
     region.reachable.store(false, std::memory_order_relaxed);
+    return;
+  }
+  if (region.queue.empty()) {
+    // Connected with nothing to send (a failed send leaves its updates queued).
+    region.reachable.store(true, std::memory_order_relaxed);
     return;
   }
   const Micros now = clock_.nowMicros();

@@ -252,6 +252,7 @@ class EventualEngine {
   std::shared_ptr<redis::RedisBackend> backend_;
   std::vector<std::unique_ptr<Region>> regions_;
   bool sync_in_flight_ = false;
+  bool seed_in_flight_ = false;      ///< tick()'s read of the sketch seed from another region
   std::uint64_t connects_seen_ = 0;  ///< backend_->connectCount() at the last sync
   std::thread thread_;
   std::atomic<bool> stopped_{false};

@@ -505,6 +505,9 @@ class ClusterBackend final : public redis::RedisBackend,
 
   /// Asks for a CLUSTER SLOTS read, at most one per kMinRefreshInterval.
   void requestRefresh(std::chrono::milliseconds min_wait = std::chrono::milliseconds(0)) {
+    if (stopped_) {
+      return;
+    }
     refresh_wanted_ = true;
     if (refreshing_ || refresh_armed_) {
       return;
@@ -526,7 +529,7 @@ class ClusterBackend final : public redis::RedisBackend,
   }
 
   void runRefresh() {
-    if (refreshing_ || !refresh_wanted_) {
+    if (stopped_ || refreshing_ || !refresh_wanted_) {
       return;
     }
     // Any node that answers will do: the masters in use first, then every known node
