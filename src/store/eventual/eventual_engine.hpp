@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include "sluice/store/store.hpp"
 #include "store/eventual/eventual_script.hpp"
 #include "store/redis/redis_connection.hpp"
+#include "store/redis/redis_store_internal.hpp"
 
 namespace sluice {
 
@@ -89,6 +91,11 @@ class EventualEngine {
   /// The sketch hash seed shared by the sidecars of this Redis (the strict sketch's,
   /// redis::sketchSeedKey()): set once by the store before the first sketch limit is decided.
   void setSketchHasher(std::shared_ptr<const SketchHasher> hasher);
+  /// Reads (or first sets: SET NX, then GET, through the eventual script) the sketch seed
+  /// and sets it; `done` is called on the engine's thread (not at all once stopped). The
+  /// seed lives in the Redis of the region whose name sorts first (this one's or another's,
+  /// --regions): every sidecar of every region hashes a client to the same cells.
+  void fetchSketchSeed(std::function<void(Status)> done);
   std::shared_ptr<const SketchHasher> sketchHasher() const;
   /// True for an eventual limit of algorithm sketch (decided on its cells).
   static bool isSketch(const StoreLimit& limit);
@@ -97,6 +104,12 @@ class EventualEngine {
   /// identity names the rule's geometry too, so a reload that changes it starts from new cells).
   static std::vector<std::string> sketchCellKeys(const SketchHasher& hasher,
                                                  const StoreLimit& limit);
+
+  /// A backend on `io` (its thread) for an I/O thread's round trips: the same Redis or
+  /// Redis Cluster as the engine's, with the eventual script.
+  std::shared_ptr<redis::RedisBackend> makeBackendOn(boost::asio::io_context& io);
+  /// The hash slot of a limit's Redis keys (a sketch's cells share one); for a cluster.
+  int clusterSlotOf(const EventualLimitRef& ref) const;
 
   bool reachable() const { return reachable_.load(std::memory_order_acquire); }
   Micros now() const { return clock_.nowMicros(); }
@@ -112,6 +125,7 @@ class EventualEngine {
     eventual::View view;
     LimitParams params;
     std::string redis_key;  ///< the Redis key base (BucketKey::redisKey)
+    int cluster_slot = -1;  ///< its hash slot (computed on a cluster's first sync)
     /// The hashes of window `hashes_window` and the one before (built once per window).
     std::int64_t hashes_window = eventual::kNoWindow;
     std::string hash_cur;
@@ -208,6 +222,8 @@ class EventualEngine {
   void resendConfirmed(Region& region);
   void sweep();
   void setReachable(bool reachable, const std::string& why);
+  /// The region whose Redis holds the sketch seed, when it is not this one.
+  Region* seedRegion();
   void addPending(std::int64_t delta);
 
   EventualOptions options_;
@@ -233,10 +249,11 @@ class EventualEngine {
 
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::steady_timer> timer_;
-  std::shared_ptr<redis::RedisConnection> connection_;
+  std::shared_ptr<redis::RedisBackend> backend_;
   std::vector<std::unique_ptr<Region>> regions_;
   bool sync_in_flight_ = false;
-  std::uint64_t connects_seen_ = 0;  ///< connection_->connectCount() at the last sync
+  bool seed_in_flight_ = false;      ///< tick()'s read of the sketch seed from another region
+  std::uint64_t connects_seen_ = 0;  ///< backend_->connectCount() at the last sync
   std::thread thread_;
   std::atomic<bool> stopped_{false};
   bool started_ = false;

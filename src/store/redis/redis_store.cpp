@@ -119,6 +119,14 @@ class SingleNodeBackend final : public redis::RedisBackend {
   bool clustered() const override { return false; }
   void post(std::function<void()> fn) override { net::post(io_, std::move(fn)); }
   StoreHealth health() const override { return connection_->health(); }
+  bool ready() const override { return connection_->ready(); }
+  std::uint64_t connectCount() const override { return connection_->connectCount(); }
+  int masterOf(int /*slot*/) const override { return 0; }
+  void evalScriptOnMasterOf(int /*slot*/, std::vector<std::string> args,
+                            std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
+    connection_->evalScript(0, {}, std::move(args), timeout, std::move(done));
+  }
+  void stop() override { connection_->stop(); }
 
  private:
   net::io_context& io_;
