@@ -539,8 +539,10 @@ bool isIso8601DateTime(std::string_view s) {
 
 Result<DecisionRequest> parseDecisionRequest(std::string_view body,
                                              std::string_view default_domain) {
-  if (auto fast = parseDecisionRequestFast(body, default_domain)) {
-    return std::move(*fast);
+  // Parsed in place into the Result that is returned: no move of the request.
+  Result<DecisionRequest> result(takeSpareRequest());
+  if (parseDecisionRequestFastInto(body, default_domain, *result)) {
+    return result;
   }
   return parseDecisionRequestComplete(body, default_domain);
 }
@@ -595,8 +597,9 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
 }
 
 Result<DecisionRequest> parseEnvoyRequest(std::string_view body) {
-  if (auto fast = parseEnvoyRequestFast(body)) {
-    return std::move(*fast);
+  Result<DecisionRequest> result(takeSpareRequest());
+  if (parseEnvoyRequestFastInto(body, *result)) {
+    return result;
   }
   return parseEnvoyRequestComplete(body);
 }

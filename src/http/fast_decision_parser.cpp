@@ -227,12 +227,20 @@ bool descriptors(Scanner& s, DecisionRequest& request, bool envoy) {
 
 std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
                                                         std::string_view default_domain) {
-  Scanner s(body);
-  if (!s.consume('{')) {
-    return std::nullopt;
-  }
   // This thread's spare (decision_service.hpp): its descriptors are reused, then trimmed.
   DecisionRequest request = takeSpareRequest();
+  if (!parseDecisionRequestFastInto(body, default_domain, request)) {
+    return std::nullopt;
+  }
+  return request;
+}
+
+bool parseDecisionRequestFastInto(std::string_view body, std::string_view default_domain,
+                                  DecisionRequest& request) {
+  Scanner s(body);
+  if (!s.consume('{')) {
+    return false;
+  }
   enum : unsigned { kDomain = 1, kClient = 2, kDescriptors = 4, kHits = 8, kTimestamp = 16 };
   unsigned seen = 0;
   auto once = [&seen](unsigned field) {
@@ -244,7 +252,7 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
     do {
       std::string_view name;
       if (!s.string(name) || !s.consume(':')) {
-        return std::nullopt;
+        return false;
       }
       bool ok = false;
       if (is(name, "domain") && once(kDomain)) {
@@ -264,15 +272,15 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
         ok = s.string(text) && isIso8601DateTime(text);
       }
       if (!ok) {
-        return std::nullopt;
+        return false;
       }
     } while (s.consume(','));
     if (!s.consume('}')) {
-      return std::nullopt;
+      return false;
     }
   }
   if (!s.atEnd()) {
-    return std::nullopt;
+    return false;
   }
   if ((seen & kDomain) == 0) {
     request.domain.assign(default_domain);
@@ -280,15 +288,22 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
   if ((seen & kDescriptors) == 0) {
     request.descriptors.clear();
   }
-  return request;
+  return true;
 }
 
 std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {
-  Scanner s(body);
-  if (!s.consume('{')) {
+  DecisionRequest request = takeSpareRequest();
+  if (!parseEnvoyRequestFastInto(body, request)) {
     return std::nullopt;
   }
-  DecisionRequest request = takeSpareRequest();
+  return request;
+}
+
+bool parseEnvoyRequestFastInto(std::string_view body, DecisionRequest& request) {
+  Scanner s(body);
+  if (!s.consume('{')) {
+    return false;
+  }
   enum : unsigned { kDomain = 1, kDescriptors = 2, kHits = 4 };
   unsigned seen = 0;
   auto once = [&seen](unsigned field) {
@@ -300,7 +315,7 @@ std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {
     do {
       std::string_view name;
       if (!s.string(name) || !s.consume(':')) {
-        return std::nullopt;
+        return false;
       }
       bool ok = false;
       if (is(name, "domain") && once(kDomain)) {
@@ -314,18 +329,18 @@ std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {
         request.hits = std::max<std::int64_t>(1, request.hits);
       }
       if (!ok) {
-        return std::nullopt;
+        return false;
       }
     } while (s.consume(','));
     if (!s.consume('}')) {
-      return std::nullopt;
+      return false;
     }
   }
   // Both fields are required: their absence is an error, which the complete parser words.
   if (!s.atEnd() || (seen & kDomain) == 0 || request.descriptors.empty()) {
-    return std::nullopt;
+    return false;
   }
-  return request;
+  return true;
 }
 
 }  // namespace sluice::http
