@@ -16,6 +16,7 @@
 #include "support/http_client.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/sluice_process.hpp"
+#include "support/wait.hpp"
 
 namespace sluice::test {
 namespace {
@@ -73,17 +74,6 @@ SluiceOptions sidecar(const std::string& seeds, const std::string& rules) {
   o.args = {"--threads",          "2",    "--store",        "redis_cluster", "--redis", seeds,
             "--redis-timeout-ms", "1000", "--failure-mode", "closed"};
   return o;
-}
-
-bool waitFor(const std::function<bool()>& done, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return done();
 }
 
 /// Waits until the sidecar's eventual sync has reached the cluster.
