@@ -16,6 +16,7 @@
 #include "support/http_client.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/sluice_process.hpp"
+#include "support/wait.hpp"
 
 namespace sluice::test {
 namespace {
@@ -73,17 +74,6 @@ SluiceOptions sidecar(const std::string& seeds, const std::string& rules) {
   o.args = {"--threads",          "2",    "--store",        "redis_cluster", "--redis", seeds,
             "--redis-timeout-ms", "1000", "--failure-mode", "closed"};
   return o;
-}
-
-bool waitFor(const std::function<bool()>& done, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return done();
 }
 
 /// Waits until the sidecar's eventual sync has reached the cluster.
@@ -299,6 +289,41 @@ TEST(EventualClusterTest, AMasterThatRestartsEmptyGetsItsCountsBack) {
       << clusterTotal(cluster);
   // It kept deciding meanwhile, and does afterwards.
   EXPECT_EQ(client.post("/shouldAllowRequest", request(ids[2], {{"k", "x"}})).status, 200);
+}
+
+TEST(EventualClusterTest, KeysFollowTheirSlotWhenItMigrates) {
+  awayFromMidnight();
+  RedisCluster cluster(3, 0);
+  const std::vector<int> masters = cluster.masterPorts();
+  RedisServer& from = cluster.byPort(masters[0]);
+  RedisServer& to = cluster.byPort(masters[1]);
+  const std::string id = clientOn(cluster, from.port(), "m");
+  const int slot = redis::keyHashSlot(id + "|ev");
+  SluiceProcess a(sidecar(cluster.url(2), clusterRules(1'000)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  const std::string body = request(id, {{"k", "x"}});
+  const std::string pattern = "sluice:{" + id + "|ev}*";
+  auto hits = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(client.post("/shouldAllowRequest", body).status, 200) << a.log();
+    }
+  };
+  hits(10);
+  ASSERT_TRUE(waitFor([&] { return nodeTotal(from, pattern) == 10; }, seconds(10)));
+  // Keys moved to `to` while the slot is still `from`'s, then the slot itself: the sync's
+  // call to `from` (its keys named in the arguments, no MOVED to follow) fails, the topology
+  // is read again, and the next syncs go to `to` with the whole own count (cumulative).
+  cluster.beginSlotMigration(slot, from, to);
+  hits(10);
+  cluster.finishSlotMigration(slot, to);
+  hits(10);
+  EXPECT_TRUE(waitFor([&] { return nodeTotal(to, pattern) == 30; }, seconds(15)))
+      << nodeTotal(to, pattern) << " on the new master\n"
+      << a.log();
+  EXPECT_EQ(client.post("/shouldAllowRequest", body).header("X-Ratelimit-Remaining"), "969");
+  RecordProperty("failed_syncs",
+                 std::to_string(metric(a, "sluice_eventual_syncs_total{result=\"failed\"}")));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "support/http_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/sluice_process.hpp"
+#include "support/wait.hpp"
 
 namespace sluice::test {
 namespace {
@@ -80,17 +81,6 @@ SluiceOptions sidecar(const RedisServer& redis, const std::string& rules,
             "1000"};
   o.args.insert(o.args.end(), extra.begin(), extra.end());
   return o;
-}
-
-bool waitFor(const std::function<bool()>& done, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return done();
 }
 
 json readyz(SluiceProcess& sluice) {

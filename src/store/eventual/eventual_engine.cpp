@@ -18,7 +18,6 @@
 #include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "sluice/store/request_verdict.hpp"
-#include "store/eventual/eventual_backend.hpp"
 #include "store/redis/cluster_slots.hpp"
 #include "store/redis/redis_errors.hpp"
 #include "store/redis/redis_sketch.hpp"
@@ -204,7 +203,7 @@ void EventualEngine::start() {
     return;
   }
   started_ = true;
-  backend_ = eventual::makeBackend(io_, local_, options_.cluster_seeds, metrics_, script_);
+  backend_ = makeBackendOn(io_);
   for (auto& region : regions_) {
     redis::ConnectionOptions r;
     r.redis = region->config.redis;
@@ -230,7 +229,13 @@ void EventualEngine::start() {
 }
 
 std::shared_ptr<redis::RedisBackend> EventualEngine::makeBackendOn(net::io_context& io) {
-  return eventual::makeBackend(io, local_, options_.cluster_seeds, metrics_, script_);
+  // One Redis: a plain connection, outside the store's health group (a lost connection makes
+  // the engine decide locally, counted in eventual_redis_unreachable_total; it does not make
+  // the sidecar unready). A cluster: the cluster router.
+  if (!options_.cluster_seeds.empty()) {
+    return redis::makeClusterBackend(io, options_.cluster_seeds, metrics_, script_);
+  }
+  return redis::makeSingleNodeBackend(io, local_, nullptr, script_);
 }
 
 int EventualEngine::clusterSlotOf(const EventualLimitRef& ref) const {

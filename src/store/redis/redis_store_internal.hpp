@@ -84,6 +84,14 @@ class RedisBackend {
   virtual void stop() = 0;
 };
 
+/// The one-node backend, started: one pipelined connection (made on io's thread). With
+/// `metrics` it is a store's: it waits for its first handshake (connect_wait), pings, and
+/// joins the `redis` health group; without, a plain connection whose failures the caller
+/// handles (the eventual engine's).
+std::shared_ptr<RedisBackend> makeSingleNodeBackend(boost::asio::io_context& io,
+                                                    const RedisOptions& options, Metrics* metrics,
+                                                    std::string script);
+
 /// The Redis Cluster backend (redis_cluster_store.cpp), started: routes by hash slot over one
 /// connection per master (made on io's thread), follows MOVED/ASK, re-reads the topology.
 /// `script` is the one script evalScript() runs. Joins the `redis_cluster` health group.
