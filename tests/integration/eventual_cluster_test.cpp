@@ -291,6 +291,47 @@ TEST(EventualClusterTest, AMasterThatRestartsEmptyGetsItsCountsBack) {
   EXPECT_EQ(client.post("/shouldAllowRequest", request(ids[2], {{"k", "x"}})).status, 200);
 }
 
+// One master down: the keys of the others keep their round trips near the limit, so two
+// sidecars hammering a key of a healthy master still admit within [L, 1.01 L]; the down
+// master's keys are decided locally and keep their hits.
+TEST(EventualClusterTest, AMasterDownLeavesTheOtherMastersKeysExact) {
+  awayFromMidnight();
+  constexpr std::int64_t kLimit = 5'000;
+  RedisCluster cluster(3, 0);
+  const std::vector<int> masters = cluster.masterPorts();
+  SluiceProcess a(sidecar(cluster.url(0), clusterRules(kLimit)));
+  SluiceProcess b(sidecar(cluster.url(1), clusterRules(kLimit)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  ASSERT_TRUE(waitSynced(b)) << b.log();
+  const std::string lost = clientOn(cluster, masters[2], "down");
+  cluster.byPort(masters[2]).stop();
+  // Both sidecars touch a key of the dead master: its syncs fail, and they say so.
+  for (SluiceProcess* s : {&a, &b}) {
+    HttpClient client = s->client();
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(client.post("/shouldAllowRequest", request(lost, {{"k", "x"}})).status, 200);
+    }
+    EXPECT_TRUE(waitFor(
+        [&] {
+          HttpClient c = s->client();
+          json r = json::parse(c.get("/readyz").body, nullptr, false);
+          return r.is_object() && r["eventual"]["redis_reachable"] == false;
+        },
+        seconds(10)))
+        << s->log();
+  }
+  Load load;
+  const std::string body = request(clientOn(cluster, masters[0], "alive"), {{"k", "x"}});
+  for (SluiceProcess* s : {&a, &b}) {
+    load.start(*s, 3, body, (kLimit + 2'000) / 2 / 3);
+  }
+  load.join();
+  EXPECT_EQ(load.other.load(), 0) << a.log();
+  EXPECT_GE(load.allowed.load(), kLimit);
+  EXPECT_LE(load.allowed.load(), kLimit + kLimit / 100);
+  EXPECT_GT(metric(a, "sluice_eventual_round_trips_total{reason=\"tight\"}"), 0);
+}
+
 TEST(EventualClusterTest, KeysFollowTheirSlotWhenItMigrates) {
   awayFromMidnight();
   RedisCluster cluster(3, 0);

@@ -591,7 +591,7 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
                                                     const std::vector<int>& open_groups) {
   Local local;
   const Micros now = clock_.nowMicros();
-  const bool reachable = reachable_.load(std::memory_order_acquire);
+  const bool reachable = usable_.load(std::memory_order_acquire);
   // A sketch limit is decided on its cells (docs/eventual.md, "sketch"): only then are keys
   // other than the limits' own locked, and vectors allocated.
   const bool sketches = std::any_of(limits.begin(), limits.end(),
@@ -733,7 +733,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     if (sketches && !cell_keys[i].empty()) {
       // Allowed on what the cells said then: charged (conservatively) whatever they say now.
       chargeCells(cellSlots(cell_keys[i], ref.limit->params, now), ref.limit->params, limit_cost,
-                  now, reachable_.load(std::memory_order_acquire));
+                  now, usable_.load(std::memory_order_acquire));
       continue;
     }
     Shard& shard = shardOf(ref.key());
@@ -742,7 +742,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     const BucketState state = eventual::merged(slot.view, slot.params, now);
     Evaluation e = sluice::evaluate(slot.params, state, now, limit_cost);
     if (e.outcome.allowed) {
-      chargeOne(slot, state, e, limit_cost, now, reachable_.load(std::memory_order_acquire));
+      chargeOne(slot, state, e, limit_cost, now, usable_.load(std::memory_order_acquire));
     } else if (limit_cost > 0) {
       // Another request took the last units while the strict limits were being asked: this
       // one was allowed on what the view said then, so it is charged all the same.
@@ -969,7 +969,8 @@ void EventualEngine::tick() {
   });
 }
 
-void EventualEngine::setReachable(bool reachable, const std::string& why) {
+void EventualEngine::setReachable(bool reachable, const std::string& why, bool usable) {
+  usable_.store(usable, std::memory_order_release);
   const bool was = reachable_.exchange(reachable, std::memory_order_acq_rel);
   if (was == reachable) {
     return;
@@ -1092,17 +1093,20 @@ void EventualEngine::sync() {
   sync_in_flight_ = true;
   auto outstanding = std::make_shared<std::size_t>(calls.size());
   auto failed = std::make_shared<bool>(false);
+  auto succeeded = std::make_shared<bool>(false);
   for (Call& call : calls) {
-    auto on_reply = [this, batch = call.entries, started, now, outstanding,
-                     failed](Result<redis::Reply> reply) {
-      if (!reply) {
-        *failed = true;
-      }
-      onSynced(batch, std::move(reply), started, now);
+    auto on_reply = [this, batch = call.entries, started, now, outstanding, failed,
+                     succeeded](Result<redis::Reply> reply) {
+      const bool ok = onSynced(batch, std::move(reply), started, now);
+      (ok ? *succeeded : *failed) = true;
       if (--*outstanding == 0) {
         sync_in_flight_ = false;
         if (*failed) {
           syncs_failed_.inc();
+          if (*succeeded && backend_->clustered()) {
+            // Some masters answered: their keys keep their round trips.
+            setReachable(false, "a master did not answer the sync", true);
+          }
         } else {
           syncs_ok_.inc();
           last_confirmed_ = steadyMicros();
@@ -1157,7 +1161,7 @@ void EventualEngine::resendAll() {
   }
 }
 
-void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
+bool EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
                               Result<redis::Reply> reply,
                               std::chrono::steady_clock::time_point /*started*/, Micros sent_at) {
   std::vector<std::int64_t> values;
@@ -1174,7 +1178,7 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
         touch(shard, it->second, e.key, it->second.last_used);
       }
     }
-    return;
+    return false;
   }
   for (std::size_t i = 0; i < entries->size(); ++i) {
     const SyncEntry& e = (*entries)[i];
@@ -1199,6 +1203,7 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
       }
     }
   }
+  return true;
 }
 
 void EventualEngine::enqueueReplica(const std::string& hash, const LimitParams& params,
