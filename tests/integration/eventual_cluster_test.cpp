@@ -232,9 +232,9 @@ TEST(EventualClusterTest, ASketchAndACounterInDifferentSlotsAreAllOrNothing) {
   RedisCluster cluster(3, 0);
   SluiceProcess a(sidecar(cluster.url(0), clusterRules(1'000, 5)));
   ASSERT_TRUE(waitSynced(a)) << a.log();
-  // The sketch's cells share one slot ({|ske}); the client's counter is in another.
+  // The sketch's cells share one slot (the rule's tag, {|ske.<4 hex>}); the client's counter
+  // is in another (checked below on the keys written).
   const std::string client_id = "mixed";
-  ASSERT_NE(redis::keyHashSlot("{|ske}"), redis::keyHashSlot("{" + client_id + "|ev}"));
   HttpClient client = a.client();
   const std::string both = request(client_id, {{"user", "u1"}, {"k", "x"}});
   int allowed = 0;
@@ -249,10 +249,19 @@ TEST(EventualClusterTest, ASketchAndACounterInDifferentSlotsAreAllOrNothing) {
       waitFor([&] { return clusterTotal(cluster, "sluice:{mixed|ev}*") == 5; }, seconds(10)))
       << clusterTotal(cluster, "sluice:{mixed|ev}*") << "\n"
       << a.log();
-  // The client's 3 cells, on the master of {|ske}, hold the 5 hits each.
+  // The client's 3 cells, on the master of the rule's tag, hold the 5 hits each.
   EXPECT_TRUE(
-      waitFor([&] { return clusterTotal(cluster, "sluice:{|ske}*") == 3 * 5; }, seconds(10)))
-      << clusterTotal(cluster, "sluice:{|ske}*");
+      waitFor([&] { return clusterTotal(cluster, "sluice:{|ske.*") == 3 * 5; }, seconds(10)))
+      << clusterTotal(cluster, "sluice:{|ske.*");
+  std::set<int> cell_slots;
+  for (int port : cluster.masterPorts()) {
+    ReplyPtr keys = cluster.byPort(port).command({"KEYS", "sluice:{|ske.*"});
+    for (std::size_t i = 0; i < keys->elements; ++i) {
+      cell_slots.insert(redis::keyHashSlot(keys->element[i]->str));
+    }
+  }
+  ASSERT_EQ(cell_slots.size(), 1U);
+  EXPECT_NE(*cell_slots.begin(), redis::keyHashSlot("{" + client_id + "|ev}"));
   // The seed every sidecar of the cluster shares.
   RedisServer& seed_owner =
       cluster.byPort(cluster.ownerOf(redis::keyHashSlot("sluice:sketch-seed")));

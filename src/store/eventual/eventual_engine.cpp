@@ -238,10 +238,24 @@ std::shared_ptr<redis::RedisBackend> EventualEngine::makeBackendOn(net::io_conte
   return redis::makeSingleNodeBackend(io, local_, nullptr, script_);
 }
 
+std::string EventualEngine::sketchTag(const SketchParams& geometry) {
+  // "ske." + the CRC16 of the rule's identity, 4 hex digits: stable across sidecars and
+  // versions, and one hash tag per rule (BucketKey::redisKey tags a key without a client by
+  // what precedes its first ':').
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::uint16_t crc = redis::crc16(geometry.identity->key);
+  std::string tag = "ske.";
+  for (int shift = 12; shift >= 0; shift -= 4) {
+    tag += kHex[(crc >> shift) & 0xF];
+  }
+  return tag;
+}
+
 int EventualEngine::clusterSlotOf(const EventualLimitRef& ref) const {
-  // A sketch's cells are named "ske:..." (sketchCellKeys): they share the hash tag of "ske".
+  // A sketch's cells are named sketchTag() ":..." (sketchCellKeys): they share its hash tag.
   const bool cells = isSketch(*ref.limit) && sketchHasher() != nullptr;
-  return redis::keyHashSlot(BucketKey::redisKey(redis_prefix_, cells ? "ske" : ref.key()));
+  return redis::keyHashSlot(BucketKey::redisKey(
+      redis_prefix_, cells ? sketchTag(ref.limit->params.sketch) : std::string(ref.key())));
 }
 
 void EventualEngine::stop() {
@@ -499,7 +513,8 @@ std::vector<std::string> EventualEngine::sketchCellKeys(const SketchHasher& hash
                                                         const StoreLimit& limit) {
   const SketchParams& geometry = limit.params.sketch;
   const SketchCells cells = hasher.cells(limit.key, geometry.width, geometry.depth, 0, 0);
-  std::string base = "ske:";
+  std::string base = sketchTag(geometry);
+  base += ':';
   base += hasher.fingerprint();
   base += ':';
   base += geometry.identity->key;  // names the rule and its geometry (w, d, ...)

@@ -100,10 +100,13 @@ class EventualEngine {
   /// True for an eventual limit of algorithm sketch (decided on its cells).
   static bool isSketch(const StoreLimit& limit);
   /// The store keys of the cells of a sketch limit's client (one per row; see
-  /// docs/eventual.md, "sketch"): "ske:<seed fingerprint>:<rule identity>:<row>.<col>" (the
+  /// docs/eventual.md, "sketch"): "ske.<tag>:<seed fingerprint>:<rule identity>:<row>.<col>"
+  /// (sketchTag(): every cell of one rule in one cluster slot; the
   /// identity names the rule's geometry too, so a reload that changes it starts from new cells).
   static std::vector<std::string> sketchCellKeys(const SketchHasher& hasher,
                                                  const StoreLimit& limit);
+  /// "ske." + 4 hex digits of the rule's identity: the first part of its cells' keys.
+  static std::string sketchTag(const SketchParams& geometry);
 
   /// A backend on `io` (its thread) for an I/O thread's round trips: the same Redis or
   /// Redis Cluster as the engine's, with the eventual script.
