@@ -249,7 +249,7 @@ TEST(EventualTest, ThreeSidecarsHammeringOneSketchClientAdmitWithinOnePercent) {
   for (std::size_t i = 0; i < keys->elements; ++i) {
     const std::string name = keys->element[i]->str;
     names += name + " ";
-    if (name.starts_with("sluice:{|ske}:")) {
+    if (name.starts_with("sluice:{|ske.")) {
       cells.push_back(name);
     }
   }

@@ -238,10 +238,24 @@ std::shared_ptr<redis::RedisBackend> EventualEngine::makeBackendOn(net::io_conte
   return redis::makeSingleNodeBackend(io, local_, nullptr, script_);
 }
 
+std::string EventualEngine::sketchTag(const SketchParams& geometry) {
+  // "ske." + the CRC16 of the rule's identity, 4 hex digits: stable across sidecars and
+  // versions, and one hash tag per rule (BucketKey::redisKey tags a key without a client by
+  // what precedes its first ':').
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::uint16_t crc = redis::crc16(geometry.identity->key);
+  std::string tag = "ske.";
+  for (int shift = 12; shift >= 0; shift -= 4) {
+    tag += kHex[(crc >> shift) & 0xF];
+  }
+  return tag;
+}
+
 int EventualEngine::clusterSlotOf(const EventualLimitRef& ref) const {
-  // A sketch's cells are named "ske:..." (sketchCellKeys): they share the hash tag of "ske".
+  // A sketch's cells are named sketchTag() ":..." (sketchCellKeys): they share its hash tag.
   const bool cells = isSketch(*ref.limit) && sketchHasher() != nullptr;
-  return redis::keyHashSlot(BucketKey::redisKey(redis_prefix_, cells ? "ske" : ref.key()));
+  return redis::keyHashSlot(BucketKey::redisKey(
+      redis_prefix_, cells ? sketchTag(ref.limit->params.sketch) : std::string(ref.key())));
 }
 
 void EventualEngine::stop() {
@@ -499,7 +513,8 @@ std::vector<std::string> EventualEngine::sketchCellKeys(const SketchHasher& hash
                                                         const StoreLimit& limit) {
   const SketchParams& geometry = limit.params.sketch;
   const SketchCells cells = hasher.cells(limit.key, geometry.width, geometry.depth, 0, 0);
-  std::string base = "ske:";
+  std::string base = sketchTag(geometry);
+  base += ':';
   base += hasher.fingerprint();
   base += ':';
   base += geometry.identity->key;  // names the rule and its geometry (w, d, ...)
@@ -591,7 +606,7 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
                                                     const std::vector<int>& open_groups) {
   Local local;
   const Micros now = clock_.nowMicros();
-  const bool reachable = reachable_.load(std::memory_order_acquire);
+  const bool reachable = usable_.load(std::memory_order_acquire);
   // A sketch limit is decided on its cells (docs/eventual.md, "sketch"): only then are keys
   // other than the limits' own locked, and vectors allocated.
   const bool sketches = std::any_of(limits.begin(), limits.end(),
@@ -733,7 +748,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     if (sketches && !cell_keys[i].empty()) {
       // Allowed on what the cells said then: charged (conservatively) whatever they say now.
       chargeCells(cellSlots(cell_keys[i], ref.limit->params, now), ref.limit->params, limit_cost,
-                  now, reachable_.load(std::memory_order_acquire));
+                  now, usable_.load(std::memory_order_acquire));
       continue;
     }
     Shard& shard = shardOf(ref.key());
@@ -742,7 +757,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     const BucketState state = eventual::merged(slot.view, slot.params, now);
     Evaluation e = sluice::evaluate(slot.params, state, now, limit_cost);
     if (e.outcome.allowed) {
-      chargeOne(slot, state, e, limit_cost, now, reachable_.load(std::memory_order_acquire));
+      chargeOne(slot, state, e, limit_cost, now, usable_.load(std::memory_order_acquire));
     } else if (limit_cost > 0) {
       // Another request took the last units while the strict limits were being asked: this
       // one was allowed on what the view said then, so it is charged all the same.
@@ -969,7 +984,8 @@ void EventualEngine::tick() {
   });
 }
 
-void EventualEngine::setReachable(bool reachable, const std::string& why) {
+void EventualEngine::setReachable(bool reachable, const std::string& why, bool usable) {
+  usable_.store(usable, std::memory_order_release);
   const bool was = reachable_.exchange(reachable, std::memory_order_acq_rel);
   if (was == reachable) {
     return;
@@ -1092,17 +1108,20 @@ void EventualEngine::sync() {
   sync_in_flight_ = true;
   auto outstanding = std::make_shared<std::size_t>(calls.size());
   auto failed = std::make_shared<bool>(false);
+  auto succeeded = std::make_shared<bool>(false);
   for (Call& call : calls) {
-    auto on_reply = [this, batch = call.entries, started, now, outstanding,
-                     failed](Result<redis::Reply> reply) {
-      if (!reply) {
-        *failed = true;
-      }
-      onSynced(batch, std::move(reply), started, now);
+    auto on_reply = [this, batch = call.entries, started, now, outstanding, failed,
+                     succeeded](Result<redis::Reply> reply) {
+      const bool ok = onSynced(batch, std::move(reply), started, now);
+      (ok ? *succeeded : *failed) = true;
       if (--*outstanding == 0) {
         sync_in_flight_ = false;
         if (*failed) {
           syncs_failed_.inc();
+          if (*succeeded && backend_->clustered()) {
+            // Some masters answered: their keys keep their round trips.
+            setReachable(false, "a master did not answer the sync", true);
+          }
         } else {
           syncs_ok_.inc();
           last_confirmed_ = steadyMicros();
@@ -1157,7 +1176,7 @@ void EventualEngine::resendAll() {
   }
 }
 
-void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
+bool EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
                               Result<redis::Reply> reply,
                               std::chrono::steady_clock::time_point /*started*/, Micros sent_at) {
   std::vector<std::int64_t> values;
@@ -1174,7 +1193,7 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
         touch(shard, it->second, e.key, it->second.last_used);
       }
     }
-    return;
+    return false;
   }
   for (std::size_t i = 0; i < entries->size(); ++i) {
     const SyncEntry& e = (*entries)[i];
@@ -1199,6 +1218,7 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
       }
     }
   }
+  return true;
 }
 
 void EventualEngine::enqueueReplica(const std::string& hash, const LimitParams& params,

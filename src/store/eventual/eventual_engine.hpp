@@ -100,10 +100,13 @@ class EventualEngine {
   /// True for an eventual limit of algorithm sketch (decided on its cells).
   static bool isSketch(const StoreLimit& limit);
   /// The store keys of the cells of a sketch limit's client (one per row; see
-  /// docs/eventual.md, "sketch"): "ske:<seed fingerprint>:<rule identity>:<row>.<col>" (the
+  /// docs/eventual.md, "sketch"): "ske.<tag>:<seed fingerprint>:<rule identity>:<row>.<col>"
+  /// (sketchTag(): every cell of one rule in one cluster slot; the
   /// identity names the rule's geometry too, so a reload that changes it starts from new cells).
   static std::vector<std::string> sketchCellKeys(const SketchHasher& hasher,
                                                  const StoreLimit& limit);
+  /// "ske." + 4 hex digits of the rule's identity: the first part of its cells' keys.
+  static std::string sketchTag(const SketchParams& geometry);
 
   /// A backend on `io` (its thread) for an I/O thread's round trips: the same Redis or
   /// Redis Cluster as the engine's, with the eventual script.
@@ -111,7 +114,10 @@ class EventualEngine {
   /// The hash slot of a limit's Redis keys (a sketch's cells share one); for a cluster.
   int clusterSlotOf(const EventualLimitRef& ref) const;
 
-  bool reachable() const { return reachable_.load(std::memory_order_acquire); }
+  /// True when round trips may be tried: the last sync reached Redis (a cluster: reached at
+  /// least one master; the keys of a master that is down fall back to a local decision when
+  /// their round trip fails, while the others keep turning strict near their limit).
+  bool reachable() const { return usable_.load(std::memory_order_acquire); }
   Micros now() const { return clock_.nowMicros(); }
   const std::string& script() const { return script_; }
   const RedisOptions& redisOptions() const { return local_; }
@@ -214,14 +220,19 @@ class EventualEngine {
   bool mayWait(const Slot& slot, Micros now) const;
   /// Queues every key with own hits for the next sync, as unconfirmed (after a reconnect).
   void resendAll();
-  void onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
+  /// Merges one sync call's reply; false when it failed (its keys go out with the next sync).
+  bool onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
                 std::chrono::steady_clock::time_point started, Micros sent_at);
   void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
   void replicate(Region& region);
   /// Queues every value `region` confirmed again (after its connection was renewed).
   void resendConfirmed(Region& region);
   void sweep();
-  void setReachable(bool reachable, const std::string& why);
+  /// `reachable`: the last sync reached every node; `usable`: it reached one at least.
+  void setReachable(bool reachable, const std::string& why, bool usable);
+  void setReachable(bool reachable, const std::string& why) {
+    setReachable(reachable, why, reachable);
+  }
   /// The region whose Redis holds the sketch seed, when it is not this one.
   Region* seedRegion();
   void addPending(std::int64_t delta);
@@ -241,7 +252,8 @@ class EventualEngine {
   std::array<Shard, kShards> shards_;
   std::atomic<std::size_t> size_{0};
   std::atomic<std::int64_t> pending_{0};
-  std::atomic<bool> reachable_{false};
+  std::atomic<bool> reachable_{false};  ///< the last sync reached every node (/readyz)
+  std::atomic<bool> usable_{false};     ///< see reachable()
   /// Longest replication round trip seen lately (us), for Tuning::region_delay_us.
   std::atomic<Micros> replication_rtt_us_{0};
   bool unreachable_logged_ = false;

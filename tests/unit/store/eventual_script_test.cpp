@@ -257,9 +257,14 @@ TEST(EventualSketchCellsTest, OneSeedHashesAClientToTheSameCellsEverywhere) {
   EXPECT_EQ(keys, EventualEngine::sketchCellKeys(two, limit));
   const SketchCells cells = one.cells(limit.key, 1024, 3, 0, 0);
   for (std::size_t row = 0; row < keys.size(); ++row) {
-    EXPECT_EQ(keys[row], "ske:" + one.fingerprint() + ":api:api.user:i0:w1024d3:" +
-                             std::to_string(row) + "." + std::to_string(cells.columns[row]));
+    EXPECT_EQ(keys[row], EventualEngine::sketchTag(limit.params.sketch) + ":" + one.fingerprint() +
+                             ":api:api.user:i0:w1024d3:" + std::to_string(row) + "." +
+                             std::to_string(cells.columns[row]));
   }
+  // One tag per rule: "ske." and 4 hex digits, a cluster slot for all of the rule's cells.
+  const std::string tag = EventualEngine::sketchTag(limit.params.sketch);
+  EXPECT_EQ(tag.size(), 8U);
+  EXPECT_TRUE(tag.starts_with("ske.")) << tag;
   // Another seed names other cells (its fingerprint): sidecars of different seeds never
   // add up each other's counts.
   const SketchHasher other(1, 2);
