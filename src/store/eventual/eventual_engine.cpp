@@ -1183,7 +1183,10 @@ bool EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
   Status shape = reply ? parseReply(*reply, entries->size(), values) : Status(reply.error());
   const Micros now = clock_.nowMicros();
   if (!shape) {
-    setReachable(false, shape.error().message);
+    // A cluster's sync is judged when every master has answered (sync()): one master's
+    // failure leaves the others' keys their round trips meanwhile.
+    setReachable(false, shape.error().message,
+                 backend_->clustered() && usable_.load(std::memory_order_acquire));
     // Nothing is lost: the own counts are cumulative and go out again with the next sync.
     for (const SyncEntry& e : *entries) {
       Shard& shard = shardOf(e.key);
