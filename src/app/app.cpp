@@ -124,15 +124,6 @@ class SluiceServer {
     RulesWatcher::Options watch;
     watch.path = options.rules;
     watch.load = {options.merge_domain_config};
-    if (options.store == StoreKind::kRedisCluster) {
-      watch.check = [](const RuleSet& rules) {
-        return rules_detail::refuseEventualLimits(
-            rules,
-            "'consistency: eventual' is not available with --store redis_cluster (its sync "
-            "would need one call per node and hash slot); use --store redis, or "
-            "consistency: strict");
-      };
-    }
     s->watcher_ = RulesWatcher::create(s->server_.controlContext().get_executor(), std::move(watch),
                                        s->metrics_, s->clock_);
     if (s->watcher_->reloadNow().status == RulesWatcher::Status::kRejected) {
@@ -145,9 +136,12 @@ class SluiceServer {
     MemoryStoreOptions memory_options;
     memory_options.max_keys = options.memory_max_keys;
     s->memory_ = makeMemoryStore(memory_options, s->clock_, s->metrics_);
-    // Eventual limits (`consistency: eventual`, --store redis): one engine per process, shared
-    // by every I/O thread's store.
-    if (options.store == StoreKind::kRedis) {
+    // Eventual limits (`consistency: eventual`, --store redis or redis_cluster): one engine per
+    // process, shared by every I/O thread's store.
+    if (options.store == StoreKind::kRedisCluster) {
+      eventual.cluster_seeds = options.redis_nodes;
+    }
+    if (options.store == StoreKind::kRedis || options.store == StoreKind::kRedisCluster) {
       s->eventual_ =
           makeEventualEngine(eventual, options.redis_nodes.front(), s->clock_, s->metrics_);
     }
@@ -313,10 +307,13 @@ class SluiceServer {
         return eventual_ ? makeEventualStore(std::move(redis), eventual_, server_.ioContext(i))
                          : redis;
       }
-      case StoreKind::kRedisCluster:
-        return makeFailoverStore(
+      case StoreKind::kRedisCluster: {
+        StorePtr cluster = makeFailoverStore(
             makeRedisClusterStore(server_.ioContext(i), options_.redis_nodes, metrics_, clock_),
             memory_, options_.failure_mode, metrics_);
+        return eventual_ ? makeEventualStore(std::move(cluster), eventual_, server_.ioContext(i))
+                         : cluster;
+      }
     }
     return memory_;
   }

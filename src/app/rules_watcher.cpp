@@ -117,12 +117,6 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
   // Taken before reading, so an edit racing with this load is seen by the next poll.
   loaded_fingerprint_ = rulesFingerprint(options_.path);
   LoadResult loaded = loadRules(options_.path, clock_.nowMicros() / kMicrosPerMilli, options_.load);
-  if (loaded.rules && options_.check) {
-    if (auto refused = options_.check(*loaded.rules); !refused.empty()) {
-      loaded.errors = std::move(refused);
-      loaded.rules = nullptr;
-    }
-  }
   Outcome outcome;
   const RuleSetPtr previous = current();
   if (!loaded.errors.empty() || !loaded.rules) {

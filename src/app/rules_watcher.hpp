@@ -58,9 +58,6 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
     std::chrono::milliseconds poll_interval{500};  ///< how often the fingerprint is checked
     std::chrono::milliseconds debounce{200};       ///< how long a change must be stable
     LoadOptions load;                              ///< e.g. merge_domain_config
-    /// Checks that depend on the server's configuration (e.g. the store), run on every valid
-    /// load: any error refuses the set like a validation error.
-    std::function<std::vector<RuleError>(const RuleSet&)> check;
   };
 
   enum class Status {

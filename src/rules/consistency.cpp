@@ -28,36 +28,3 @@ std::string checkConsistency(const LimitParams& params) {
 }
 
 }  // namespace sluice::rules_detail
-
-namespace sluice::rules_detail {
-namespace {
-
-void refuseIn(const std::vector<RateLimit>& limits, const std::string& reason,
-              std::vector<RuleError>& errors) {
-  for (const RateLimit& limit : limits) {
-    if (!limit.unlimited && limit.params.consistency == Consistency::kEventual) {
-      errors.push_back(RuleError{limit.location, reason});
-    }
-  }
-}
-
-void refuseIn(const std::vector<DescriptorNode>& nodes, const std::string& reason,
-              std::vector<RuleError>& errors) {
-  for (const DescriptorNode& node : nodes) {
-    refuseIn(node.limits, reason, errors);
-    refuseIn(node.children, reason, errors);
-  }
-}
-
-}  // namespace
-
-std::vector<RuleError> refuseEventualLimits(const RuleSet& rules, const std::string& reason) {
-  std::vector<RuleError> errors;
-  for (const auto& [name, domain] : rules.domains) {
-    refuseIn(domain.domain_limits, reason, errors);
-    refuseIn(domain.descriptors, reason, errors);
-  }
-  return errors;
-}
-
-}  // namespace sluice::rules_detail

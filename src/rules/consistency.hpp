@@ -22,15 +22,3 @@ std::string applyConsistency(std::string_view text, LimitParams& params);
 std::string checkConsistency(const LimitParams& params);
 
 }  // namespace sluice::rules_detail
-
-#include <vector>
-
-#include "sluice/rules/rules.hpp"
-
-namespace sluice::rules_detail {
-
-/// One error per eventual limit of `rules` (at the limit's location), saying `reason`: for
-/// stores on which eventual limits are not available.
-std::vector<RuleError> refuseEventualLimits(const RuleSet& rules, const std::string& reason);
-
-}  // namespace sluice::rules_detail

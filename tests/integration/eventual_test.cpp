@@ -15,6 +15,7 @@
 #include "support/http_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/sluice_process.hpp"
+#include "support/wait.hpp"
 
 namespace sluice::test {
 namespace {
@@ -80,17 +81,6 @@ SluiceOptions sidecar(const RedisServer& redis, const std::string& rules,
             "1000"};
   o.args.insert(o.args.end(), extra.begin(), extra.end());
   return o;
-}
-
-bool waitFor(const std::function<bool()>& done, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return done();
 }
 
 json readyz(SluiceProcess& sluice) {
@@ -259,7 +249,7 @@ TEST(EventualTest, ThreeSidecarsHammeringOneSketchClientAdmitWithinOnePercent) {
   for (std::size_t i = 0; i < keys->elements; ++i) {
     const std::string name = keys->element[i]->str;
     names += name + " ";
-    if (name.starts_with("sluice:{|ske}:")) {
+    if (name.starts_with("sluice:{|ske.")) {
       cells.push_back(name);
     }
   }
@@ -532,17 +522,28 @@ TEST(EventualTest, AnIdleKeysHitsSurviveARedisRestart) {
       << a.log();
 }
 
-TEST(EventualTest, EventualRulesAreRefusedOnRedisCluster) {
-  SluiceOptions o;
-  o.rule_files = {{"ev.yaml", eventualRules(10)}};
-  o.args = {"--store", "redis_cluster", "--redis", "redis://127.0.0.1:1"};
-  o.wait_healthy = false;
-  SluiceProcess sluice(o);
-  ASSERT_TRUE(sluice.wait(seconds(10)).has_value());
-  EXPECT_NE(sluice.log().find("ev.yaml:6:7: 'consistency: eventual' is not available with "
-                              "--store redis_cluster"),
-            std::string::npos)
-      << sluice.log();
+TEST(EventualTest, AnEventualSketchsCellsComeBackAfterARedisRestart) {
+  awayFromMidnight();
+  RedisServer redis;
+  SluiceProcess a(sidecar(redis, sketchRules(1'000'000)));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", request("sk", "user", "restart")).status, 200);
+  }
+  // The client's 3 cells hold its 40 hits each.
+  ASSERT_TRUE(waitFor([&] { return redisTotal(redis) == 3 * 40; }, seconds(5)))
+      << redisTotal(redis);
+  // Redis restarts empty (the seed included): the cells' own counts come back with the first
+  // sync on the new connection, and the sidecar keeps the seed it read (the same cells).
+  redis.stop();
+  redis.restart();
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == 3 * 40; }, seconds(10)))
+      << redisTotal(redis) << "\n"
+      << a.log();
+  HttpResponse r = client.post("/shouldAllowRequest", request("sk", "user", "restart"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "999959") << r.body;
 }
 
 }  // namespace
@@ -573,12 +574,12 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
 /// other's Redis through a FaultProxy adding 50 ms to every reply (a 50 ms link).
 struct TwoRegions {
   explicit TwoRegions(std::int64_t limit, std::vector<std::string> extra = {})
+      : TwoRegions(eventualRules(limit), std::move(extra)) {}
+  TwoRegions(const std::string& rules, std::vector<std::string> extra)
       : to_a(redis_a.port()),
         to_b(redis_b.port()),
-        a(sidecar(redis_a, eventualRules(limit),
-                  with(extra, {"--region", "a", "--regions", "b=" + to_b.url()}))),
-        b(sidecar(redis_b, eventualRules(limit),
-                  with(extra, {"--region", "b", "--regions", "a=" + to_a.url()}))) {
+        a(sidecar(redis_a, rules, with(extra, {"--region", "a", "--regions", "b=" + to_b.url()}))),
+        b(sidecar(redis_b, rules, with(extra, {"--region", "b", "--regions", "a=" + to_a.url()}))) {
     to_a.setLatency(milliseconds(50));
     to_b.setLatency(milliseconds(50));
   }
@@ -621,6 +622,46 @@ TEST(EventualRegionsTest, BothRegionsHammeringOneLimitAdmitWithinOnePercent) {
       seconds(10)))
       << fieldTotal(regions.redis_a, "rb") << " + " << redisTotal(regions.redis_a) << " vs "
       << load.allowed.load();
+}
+
+// A sketch client used in both regions: each region's cells reach the other's Redis as
+// that region's entries (`r<region>`), and each region decides on the sum.
+TEST(EventualRegionsTest, BothRegionsCountOneSketchClientTogether) {
+  awayFromMidnight();
+  TwoRegions regions(sketchRules(1'000), {});
+  ASSERT_TRUE(waitSynced(regions.a)) << regions.a.log();
+  ASSERT_TRUE(waitSynced(regions.b)) << regions.b.log();
+  // b reads the seed from a's Redis (region "a" sorts first) once its link to a is up.
+  ASSERT_TRUE(waitFor(
+      [&] {
+        json r = readyz(regions.b);
+        return r.is_object() && r["eventual"]["regions"]["a"]["reachable"] == true;
+      },
+      seconds(10)))
+      << readyz(regions.b).dump();
+  HttpClient ca = regions.a.client();
+  HttpClient cb = regions.b.client();
+  const std::string body = request("sk", "user", "both");
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(ca.post("/shouldAllowRequest", body).status, 200) << regions.a.log();
+  }
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(cb.post("/shouldAllowRequest", body).status, 200) << regions.b.log();
+  }
+  // Each region has its own seed (its own Redis), so its own cells: the other region's count
+  // arrives in the cells of the replicating region's seed, d = 3 of them per client.
+  EXPECT_TRUE(waitFor([&] { return fieldTotal(regions.redis_b, "ra") == 3 * 30; }, seconds(10)))
+      << fieldTotal(regions.redis_b, "ra");
+  EXPECT_TRUE(waitFor([&] { return fieldTotal(regions.redis_a, "rb") == 3 * 20; }, seconds(10)))
+      << fieldTotal(regions.redis_a, "rb");
+  // b decides on the shared count: 50 hits, its next one leaves 1000 - 51.
+  EXPECT_TRUE(waitFor(
+      [&] {
+        HttpResponse r = cb.post("/shouldAllowRequest", body);
+        return r.status == 200 && !r.header("X-Ratelimit-Remaining").empty() &&
+               std::stoll(r.header("X-Ratelimit-Remaining")) <= 1'000 - 51;
+      },
+      seconds(10)));
 }
 
 /// Region a serves while cut off from b by `cut(on)` on both proxies, and both regions

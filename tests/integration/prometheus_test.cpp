@@ -31,6 +31,7 @@
 #include "support/redis_cluster.hpp"
 #include "support/redis_server.hpp"
 #include "support/sluice_process.hpp"
+#include "support/wait.hpp"
 
 namespace sluice::test {
 namespace {
@@ -184,18 +185,6 @@ void trafficOnEveryEndpoint(const SluiceProcess& sluice, std::uint16_t admin_por
   admin.get("/limits/top");
   admin.get("/metrics");
   admin.get("/readyz");
-}
-
-/// Waits until `done()` holds (polling every 50 ms) or `timeout` passes.
-bool waitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
 }
 
 class PrometheusToolsTest : public ::testing::Test {

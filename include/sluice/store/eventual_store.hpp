@@ -42,6 +42,10 @@ struct EventualOptions {
   std::size_t replication_queue = 100'000;
   /// Horizon factor of the tightening (>= 1), see eventual::Tuning::safety.
   double safety = 2.0;
+  /// `--store redis_cluster`: the cluster's seeds (`--redis`). Empty: the region's Redis is
+  /// the one Redis given to makeEventualEngine(). On a cluster a sync sends one call per
+  /// master (the keys of every slot it serves), and `regions` must be empty.
+  std::vector<RedisOptions> cluster_seeds;
 };
 
 /// Parses `--regions`: NAME=URL[,NAME=URL...] (each URL as parseRedisUrl, into `base`).
@@ -59,7 +63,8 @@ Status checkRegionName(const std::string& name);
 class EventualEngine;
 using EventualEnginePtr = std::shared_ptr<EventualEngine>;
 
-/// Starts the engine on `local` (the region's own Redis, `--redis`). `clock` and `metrics`
+/// Starts the engine on `local` (the region's own Redis, `--redis`; with
+/// EventualOptions::cluster_seeds, the first seed's settings). `clock` and `metrics`
 /// must outlive it. Metrics: eventual_sync_duration_seconds, eventual_keys_synced (gauge,
 /// last sync), eventual_syncs_total{result}, eventual_switched_to_strict_total,
 /// eventual_pending_hits, eventual_dropped_hits_total, eventual_local_decisions_total{mode},

@@ -9,14 +9,18 @@
 #include <boost/container/small_vector.hpp>
 #include <charconv>
 #include <cstdio>
+#include <iterator>
 #include <random>
+#include <unordered_map>
 #include <utility>
 
 #include "limiter/algorithms.hpp"
 #include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "sluice/store/request_verdict.hpp"
+#include "store/redis/cluster_slots.hpp"
 #include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_sketch.hpp"
 
 namespace sluice {
 
@@ -199,11 +203,7 @@ void EventualEngine::start() {
     return;
   }
   started_ = true;
-  redis::ConnectionOptions copts;
-  copts.redis = local_;
-  copts.stall_timeout = local_.stall_timeout;
-  copts.scripts.push_back(script_);
-  connection_ = redis::RedisConnection::create(io_, std::move(copts));
+  backend_ = makeBackendOn(io_);
   for (auto& region : regions_) {
     redis::ConnectionOptions r;
     r.redis = region->config.redis;
@@ -215,7 +215,6 @@ void EventualEngine::start() {
   }
   timer_ = std::make_unique<net::steady_timer>(io_);
   net::post(io_, [this] {
-    connection_->start();
     for (auto& region : regions_) {
       region->connection->start();
     }
@@ -227,6 +226,36 @@ void EventualEngine::start() {
       io_.run_for(std::chrono::milliseconds(100));
     }
   });
+}
+
+std::shared_ptr<redis::RedisBackend> EventualEngine::makeBackendOn(net::io_context& io) {
+  // One Redis: a plain connection, outside the store's health group (a lost connection makes
+  // the engine decide locally, counted in eventual_redis_unreachable_total; it does not make
+  // the sidecar unready). A cluster: the cluster router.
+  if (!options_.cluster_seeds.empty()) {
+    return redis::makeClusterBackend(io, options_.cluster_seeds, metrics_, script_);
+  }
+  return redis::makeSingleNodeBackend(io, local_, nullptr, script_);
+}
+
+std::string EventualEngine::sketchTag(const SketchParams& geometry) {
+  // "ske." + the CRC16 of the rule's identity, 4 hex digits: stable across sidecars and
+  // versions, and one hash tag per rule (BucketKey::redisKey tags a key without a client by
+  // what precedes its first ':').
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::uint16_t crc = redis::crc16(geometry.identity->key);
+  std::string tag = "ske.";
+  for (int shift = 12; shift >= 0; shift -= 4) {
+    tag += kHex[(crc >> shift) & 0xF];
+  }
+  return tag;
+}
+
+int EventualEngine::clusterSlotOf(const EventualLimitRef& ref) const {
+  // A sketch's cells are named sketchTag() ":..." (sketchCellKeys): they share its hash tag.
+  const bool cells = isSketch(*ref.limit) && sketchHasher() != nullptr;
+  return redis::keyHashSlot(BucketKey::redisKey(
+      redis_prefix_, cells ? sketchTag(ref.limit->params.sketch) : std::string(ref.key())));
 }
 
 void EventualEngine::stop() {
@@ -247,7 +276,7 @@ void EventualEngine::stop() {
   if (timer_) {
     timer_->cancel();
   }
-  connection_->stop();
+  backend_->stop();
   for (auto& region : regions_) {
     region->connection->stop();
   }
@@ -425,6 +454,50 @@ void EventualEngine::setSketchHasher(std::shared_ptr<const SketchHasher> hasher)
   }
 }
 
+void EventualEngine::fetchSketchSeed(std::function<void(Status)> done) {
+  net::post(io_, [this, done = std::move(done)]() mutable {
+    if (sketchHasher()) {
+      done({});
+      return;
+    }
+    const std::string key = redis::sketchSeedKey(redis_prefix_);
+    auto on_reply = [this, key, done = std::move(done)](Result<redis::Reply> reply) mutable {
+      if (!reply) {
+        done(reply.error());
+        return;
+      }
+      auto hasher = redis::sketchHasherFromReply(*reply, key);
+      if (!hasher) {
+        done(hasher.error());
+        return;
+      }
+      if (!sketchHasher()) {
+        spdlog::info("eventual sketch: hash seed {} from Redis", (*hasher)->fingerprint());
+        setSketchHasher(std::move(*hasher));
+      }
+      done({});
+    };
+    std::vector<std::string> args = {"sketch-seed", redis::randomSketchSeed()};
+    if (Region* home = seedRegion()) {
+      home->connection->evalScript(0, {key}, std::move(args), home->config.redis.request_timeout,
+                                   std::move(on_reply));
+    } else {
+      backend_->evalScript({key}, std::move(args), local_.request_timeout, std::move(on_reply));
+    }
+  });
+}
+
+EventualEngine::Region* EventualEngine::seedRegion() {
+  Region* home = nullptr;
+  for (auto& region : regions_) {
+    if (region->config.name < options_.region &&
+        (home == nullptr || region->config.name < home->config.name)) {
+      home = region.get();
+    }
+  }
+  return home;
+}
+
 std::shared_ptr<const SketchHasher> EventualEngine::sketchHasher() const {
   std::lock_guard lock(sketch_mutex_);
   return sketch_hasher_;
@@ -440,7 +513,8 @@ std::vector<std::string> EventualEngine::sketchCellKeys(const SketchHasher& hash
                                                         const StoreLimit& limit) {
   const SketchParams& geometry = limit.params.sketch;
   const SketchCells cells = hasher.cells(limit.key, geometry.width, geometry.depth, 0, 0);
-  std::string base = "ske:";
+  std::string base = sketchTag(geometry);
+  base += ':';
   base += hasher.fingerprint();
   base += ':';
   base += geometry.identity->key;  // names the rule and its geometry (w, d, ...)
@@ -532,7 +606,7 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
                                                     const std::vector<int>& open_groups) {
   Local local;
   const Micros now = clock_.nowMicros();
-  const bool reachable = reachable_.load(std::memory_order_acquire);
+  const bool reachable = usable_.load(std::memory_order_acquire);
   // A sketch limit is decided on its cells (docs/eventual.md, "sketch"): only then are keys
   // other than the limits' own locked, and vectors allocated.
   const bool sketches = std::any_of(limits.begin(), limits.end(),
@@ -674,7 +748,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     if (sketches && !cell_keys[i].empty()) {
       // Allowed on what the cells said then: charged (conservatively) whatever they say now.
       chargeCells(cellSlots(cell_keys[i], ref.limit->params, now), ref.limit->params, limit_cost,
-                  now, reachable_.load(std::memory_order_acquire));
+                  now, usable_.load(std::memory_order_acquire));
       continue;
     }
     Shard& shard = shardOf(ref.key());
@@ -683,7 +757,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     const BucketState state = eventual::merged(slot.view, slot.params, now);
     Evaluation e = sluice::evaluate(slot.params, state, now, limit_cost);
     if (e.outcome.allowed) {
-      chargeOne(slot, state, e, limit_cost, now, reachable_.load(std::memory_order_acquire));
+      chargeOne(slot, state, e, limit_cost, now, usable_.load(std::memory_order_acquire));
     } else if (limit_cost > 0) {
       // Another request took the last units while the strict limits were being asked: this
       // one was allowed on what the view said then, so it is charged all the same.
@@ -883,6 +957,13 @@ void EventualEngine::tick() {
   for (auto& region : regions_) {
     replicate(*region);
   }
+  // With regions the sketch seed may live in another region's Redis: it is read as soon as
+  // that link is up rather than by the first sketch request (which would fail meanwhile).
+  if (Region* home = seedRegion();
+      home != nullptr && !seed_in_flight_ && !sketchHasher() && home->connection->ready()) {
+    seed_in_flight_ = true;
+    fetchSketchSeed([this](const Status&) { seed_in_flight_ = false; });
+  }
   sweep();
   const std::int64_t pending = pending_.load(std::memory_order_relaxed);
   pending_gauge_.set(static_cast<double>(pending));
@@ -903,7 +984,8 @@ void EventualEngine::tick() {
   });
 }
 
-void EventualEngine::setReachable(bool reachable, const std::string& why) {
+void EventualEngine::setReachable(bool reachable, const std::string& why, bool usable) {
+  usable_.store(usable, std::memory_order_release);
   const bool was = reachable_.exchange(reachable, std::memory_order_acq_rel);
   if (was == reachable) {
     return;
@@ -922,31 +1004,40 @@ void EventualEngine::sync() {
   if (sync_in_flight_) {
     return;
   }
-  if (!connection_->ready()) {
-    setReachable(false, "not connected");
+  if (!backend_->ready()) {
+    setReachable(false, backend_->clustered() ? "no slot map" : "not connected");
     return;
   }
-  if (const std::uint64_t connects = connection_->connectCount(); connects != connects_seen_) {
+  if (const std::uint64_t connects = backend_->connectCount(); connects != connects_seen_) {
     if (connects_seen_ != 0) {
       resendAll();
     }
     connects_seen_ = connects;
   }
-  auto entries = std::make_shared<std::vector<SyncEntry>>();
-  std::vector<std::string> keys;
-  std::vector<std::string> args;
+  // One call per kEntriesPerCall keys; on a cluster, per master: its keys (of many slots) go
+  // in the arguments of a call without declared keys (a script may declare keys of one slot
+  // only), sent to that master.
+  const bool clustered = backend_->clustered();
+  struct Call {
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    std::shared_ptr<std::vector<SyncEntry>> entries;
+    int slot = 0;  ///< a cluster: the slot of its first key (routes the call to its master)
+  };
   const Micros now = clock_.nowMicros();
-  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
-  std::vector<std::shared_ptr<std::vector<SyncEntry>>> call_entries;
-  auto flush = [&] {
-    if (entries->empty()) {
+  std::vector<Call> calls;
+  std::unordered_map<int, Call> open;  // by master (one node: master 0)
+  auto flush = [&](Call& call) {
+    if (!call.entries || call.entries->empty()) {
       return;
     }
-    calls.emplace_back(std::move(keys), std::move(args));
-    call_entries.push_back(std::move(entries));
-    entries = std::make_shared<std::vector<SyncEntry>>();
-    keys.clear();
-    args.clear();
+    if (clustered) {
+      call.args.insert(call.args.end(), std::make_move_iterator(call.keys.begin()),
+                       std::make_move_iterator(call.keys.end()));
+      call.keys.clear();
+    }
+    calls.push_back(std::move(call));
+    call = Call{};
   };
   std::vector<std::string> waiting;
   for (Shard& shard : shards_) {
@@ -968,61 +1059,84 @@ void EventualEngine::sync() {
         dropped_hits_.inc(static_cast<std::uint64_t>(dropped));
         addPending(-dropped);
       }
-      if (args.empty()) {
-        // Reserved once per call: growing these vectors entry by entry moved every string.
-        keys.reserve(2 * kEntriesPerCall);
-        args.reserve(2 + kEntriesPerCall * eventual::kScriptStride);
-        entries->reserve(kEntriesPerCall);
-        args.push_back(std::to_string(now));
-        args.push_back(entry_);
+      int master = 0;
+      if (clustered) {
+        if (slot.cluster_slot < 0) {
+          slot.cluster_slot = redis::keyHashSlot(slot.redis_key);
+        }
+        master = backend_->masterOf(slot.cluster_slot);
       }
-      appendEntry(slot, ScriptOp::kSync, 0, false, -1, keys, args);
-      entries->push_back(SyncEntry{key, slot.redis_key, slot.params, slot.view.cur.index});
-      if (entries->size() >= kEntriesPerCall) {
-        flush();
+      Call& call = open[master];
+      if (!call.entries) {
+        // Reserved once per call: growing these vectors entry by entry moved every string.
+        call.entries = std::make_shared<std::vector<SyncEntry>>();
+        call.entries->reserve(kEntriesPerCall);
+        call.keys.reserve(2 * kEntriesPerCall);
+        call.args.reserve(2 + kEntriesPerCall * (eventual::kScriptStride + (clustered ? 2 : 0)));
+        call.args.push_back(std::to_string(now));
+        call.args.push_back(entry_);
+        call.slot = std::max(slot.cluster_slot, 0);
+      }
+      appendEntry(slot, ScriptOp::kSync, 0, false, -1, call.keys, call.args);
+      call.entries->push_back(SyncEntry{key, slot.redis_key, slot.params, slot.view.cur.index});
+      if (call.entries->size() >= kEntriesPerCall) {
+        flush(call);
       }
     }
     shard.queue.swap(waiting);
   }
-  flush();
+  for (auto& [master, call] : open) {
+    flush(call);
+  }
   keys_synced_.set(0);
   if (calls.empty()) {
     setReachable(true, "");
     return;
   }
   std::size_t total = 0;
-  for (const auto& e : call_entries) {
-    total += e->size();
+  for (const Call& call : calls) {
+    total += call.entries->size();
   }
   keys_synced_.set(static_cast<double>(total));
   keys_synced_total_.inc(total);
   const auto started = std::chrono::steady_clock::now();
-  const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4);
+  // A sync that takes longer fails (nothing is lost: the own counts go out again with the
+  // next one); many keys on a loaded Redis take longer, so they widen the deadline.
+  const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4) +
+                       std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::microseconds(100 * static_cast<std::int64_t>(total)));
   sync_in_flight_ = true;
   auto outstanding = std::make_shared<std::size_t>(calls.size());
   auto failed = std::make_shared<bool>(false);
-  for (std::size_t c = 0; c < calls.size(); ++c) {
-    connection_->evalScript(
-        0, std::move(calls[c].first), std::move(calls[c].second), timeout,
-        [this, batch = call_entries[c], started, now, outstanding,
-         failed](Result<redis::Reply> reply) {
-          if (!reply) {
-            *failed = true;
+  auto succeeded = std::make_shared<bool>(false);
+  for (Call& call : calls) {
+    auto on_reply = [this, batch = call.entries, started, now, outstanding, failed,
+                     succeeded](Result<redis::Reply> reply) {
+      const bool ok = onSynced(batch, std::move(reply), started, now);
+      (ok ? *succeeded : *failed) = true;
+      if (--*outstanding == 0) {
+        sync_in_flight_ = false;
+        if (*failed) {
+          syncs_failed_.inc();
+          if (*succeeded && backend_->clustered()) {
+            // Some masters answered: their keys keep their round trips.
+            setReachable(false, "a master did not answer the sync", true);
           }
-          onSynced(batch, std::move(reply), started, now);
-          if (--*outstanding == 0) {
-            sync_in_flight_ = false;
-            if (*failed) {
-              syncs_failed_.inc();
-            } else {
-              syncs_ok_.inc();
-              last_confirmed_ = steadyMicros();
-              setReachable(true, "");
-            }
-            sync_duration_.observe(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-          }
-        });
+        } else {
+          syncs_ok_.inc();
+          last_confirmed_ = steadyMicros();
+          setReachable(true, "");
+        }
+        sync_duration_.observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      }
+    };
+    if (clustered) {
+      backend_->evalScriptOnMasterOf(call.slot, std::move(call.args), timeout, std::move(on_reply));
+    } else {
+      backend_->evalScript(std::move(call.keys), std::move(call.args), timeout,
+                           std::move(on_reply));
+    }
   }
 }
 
@@ -1062,7 +1176,7 @@ void EventualEngine::resendAll() {
   }
 }
 
-void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
+bool EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
                               Result<redis::Reply> reply,
                               std::chrono::steady_clock::time_point /*started*/, Micros sent_at) {
   std::vector<std::int64_t> values;
@@ -1079,7 +1193,7 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
         touch(shard, it->second, e.key, it->second.last_used);
       }
     }
-    return;
+    return false;
   }
   for (std::size_t i = 0; i < entries->size(); ++i) {
     const SyncEntry& e = (*entries)[i];
@@ -1104,6 +1218,7 @@ void EventualEngine::onSynced(std::shared_ptr<std::vector<SyncEntry>> entries,
       }
     }
   }
+  return true;
 }
 
 void EventualEngine::enqueueReplica(const std::string& hash, const LimitParams& params,
@@ -1150,11 +1265,16 @@ void EventualEngine::replicate(Region& region) {
       region.connects_seen = connects;
     }
   }
-  if (region.in_flight || region.queue.empty()) {
+  if (region.in_flight) {
     return;
   }
   if (!region.connection->ready()) {
     region.reachable.store(false, std::memory_order_relaxed);
+    return;
+  }
+  if (region.queue.empty()) {
+    // Connected with nothing to send (a failed send leaves its updates queued).
+    region.reachable.store(true, std::memory_order_relaxed);
     return;
   }
   const Micros now = clock_.nowMicros();

@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include "sluice/store/store.hpp"
 #include "store/eventual/eventual_script.hpp"
 #include "store/redis/redis_connection.hpp"
+#include "store/redis/redis_store_internal.hpp"
 
 namespace sluice {
 
@@ -89,16 +91,33 @@ class EventualEngine {
   /// The sketch hash seed shared by the sidecars of this Redis (the strict sketch's,
   /// redis::sketchSeedKey()): set once by the store before the first sketch limit is decided.
   void setSketchHasher(std::shared_ptr<const SketchHasher> hasher);
+  /// Reads (or first sets: SET NX, then GET, through the eventual script) the sketch seed
+  /// and sets it; `done` is called on the engine's thread (not at all once stopped). The
+  /// seed lives in the Redis of the region whose name sorts first (this one's or another's,
+  /// --regions): every sidecar of every region hashes a client to the same cells.
+  void fetchSketchSeed(std::function<void(Status)> done);
   std::shared_ptr<const SketchHasher> sketchHasher() const;
   /// True for an eventual limit of algorithm sketch (decided on its cells).
   static bool isSketch(const StoreLimit& limit);
   /// The store keys of the cells of a sketch limit's client (one per row; see
-  /// docs/eventual.md, "sketch"): "ske:<seed fingerprint>:<rule identity>:<row>.<col>" (the
+  /// docs/eventual.md, "sketch"): "ske.<tag>:<seed fingerprint>:<rule identity>:<row>.<col>"
+  /// (sketchTag(): every cell of one rule in one cluster slot; the
   /// identity names the rule's geometry too, so a reload that changes it starts from new cells).
   static std::vector<std::string> sketchCellKeys(const SketchHasher& hasher,
                                                  const StoreLimit& limit);
+  /// "ske." + 4 hex digits of the rule's identity: the first part of its cells' keys.
+  static std::string sketchTag(const SketchParams& geometry);
 
-  bool reachable() const { return reachable_.load(std::memory_order_acquire); }
+  /// A backend on `io` (its thread) for an I/O thread's round trips: the same Redis or
+  /// Redis Cluster as the engine's, with the eventual script.
+  std::shared_ptr<redis::RedisBackend> makeBackendOn(boost::asio::io_context& io);
+  /// The hash slot of a limit's Redis keys (a sketch's cells share one); for a cluster.
+  int clusterSlotOf(const EventualLimitRef& ref) const;
+
+  /// True when round trips may be tried: the last sync reached Redis (a cluster: reached at
+  /// least one master; the keys of a master that is down fall back to a local decision when
+  /// their round trip fails, while the others keep turning strict near their limit).
+  bool reachable() const { return usable_.load(std::memory_order_acquire); }
   Micros now() const { return clock_.nowMicros(); }
   const std::string& script() const { return script_; }
   const RedisOptions& redisOptions() const { return local_; }
@@ -112,6 +131,7 @@ class EventualEngine {
     eventual::View view;
     LimitParams params;
     std::string redis_key;  ///< the Redis key base (BucketKey::redisKey)
+    int cluster_slot = -1;  ///< its hash slot (computed on a cluster's first sync)
     /// The hashes of window `hashes_window` and the one before (built once per window).
     std::int64_t hashes_window = eventual::kNoWindow;
     std::string hash_cur;
@@ -200,14 +220,21 @@ class EventualEngine {
   bool mayWait(const Slot& slot, Micros now) const;
   /// Queues every key with own hits for the next sync, as unconfirmed (after a reconnect).
   void resendAll();
-  void onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
+  /// Merges one sync call's reply; false when it failed (its keys go out with the next sync).
+  bool onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
                 std::chrono::steady_clock::time_point started, Micros sent_at);
   void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
   void replicate(Region& region);
   /// Queues every value `region` confirmed again (after its connection was renewed).
   void resendConfirmed(Region& region);
   void sweep();
-  void setReachable(bool reachable, const std::string& why);
+  /// `reachable`: the last sync reached every node; `usable`: it reached one at least.
+  void setReachable(bool reachable, const std::string& why, bool usable);
+  void setReachable(bool reachable, const std::string& why) {
+    setReachable(reachable, why, reachable);
+  }
+  /// The region whose Redis holds the sketch seed, when it is not this one.
+  Region* seedRegion();
   void addPending(std::int64_t delta);
 
   EventualOptions options_;
@@ -225,7 +252,8 @@ class EventualEngine {
   std::array<Shard, kShards> shards_;
   std::atomic<std::size_t> size_{0};
   std::atomic<std::int64_t> pending_{0};
-  std::atomic<bool> reachable_{false};
+  std::atomic<bool> reachable_{false};  ///< the last sync reached every node (/readyz)
+  std::atomic<bool> usable_{false};     ///< see reachable()
   /// Longest replication round trip seen lately (us), for Tuning::region_delay_us.
   std::atomic<Micros> replication_rtt_us_{0};
   bool unreachable_logged_ = false;
@@ -233,10 +261,11 @@ class EventualEngine {
 
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::steady_timer> timer_;
-  std::shared_ptr<redis::RedisConnection> connection_;
+  std::shared_ptr<redis::RedisBackend> backend_;
   std::vector<std::unique_ptr<Region>> regions_;
   bool sync_in_flight_ = false;
-  std::uint64_t connects_seen_ = 0;  ///< connection_->connectCount() at the last sync
+  bool seed_in_flight_ = false;      ///< tick()'s read of the sketch seed from another region
+  std::uint64_t connects_seen_ = 0;  ///< backend_->connectCount() at the last sync
   std::thread thread_;
   std::atomic<bool> stopped_{false};
   bool started_ = false;

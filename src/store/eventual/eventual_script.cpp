@@ -8,6 +8,12 @@ namespace sluice::eventual {
 namespace {
 
 constexpr std::string_view kPrelude = R"lua(
+-- The sketch hash seed, shared with the strict sketch (redis_sketch.hpp): KEYS[1] the seed
+-- key, ARGV = { 'sketch-seed', candidate }. The first candidate set wins; returns the seed.
+if ARGV[1] == 'sketch-seed' then
+  redis.call('SET', KEYS[1], ARGV[2], 'NX')
+  return redis.call('GET', KEYS[1])
+end
 -- Eventual limits are windowed on the sidecars' clocks: the time is the caller's.
 local sluice_now = tonumber(ARGV[1])
 local sluice_ttl_slack_ms = 0
@@ -33,6 +39,8 @@ local sluice_ttl_slack_ms = 0
 //     tat_us, tat_rem (token_bucket: the arrival time the caller last read; max-merged)
 //   KEYS[2i-1] the hash of the entry's window (token_bucket: the bucket's only hash),
 //   KEYS[2i]   the hash of the window before (token_bucket: the same key, unused)
+//   With no key declared (Redis Cluster: one call per master for the keys of every slot it
+//   serves, which one call may not declare), the 2n keys follow the n entries in ARGV.
 // A hash has one field per writer (cumulative, only ever raised: a grow-only counter whose
 // merge is the maximum, so replays and reordering are harmless), and for token_bucket the
 // fields _tat and _rem: the arrival time after every hit this Redis has seen, each applied
@@ -146,7 +154,17 @@ local plan = {}
 local all_allowed = true
 local groups, failed -- quota groups seen / with a denying entry (built only when used)
 local sketch, sketch_own, sketch_plan = nil, {}, {} -- the sketch whose cells are being read
-local n = floor((#ARGV - 2) / kStride)
+local n, K
+if #KEYS == 0 then
+  n = floor((#ARGV - 2) / (kStride + 2))
+  K = {}
+  for j = 1, 2 * n do
+    K[j] = ARGV[2 + n * kStride + j]
+  end
+else
+  n = floor((#ARGV - 2) / kStride)
+  K = KEYS
+end
 for i = 1, n do
   local b = 3 + (i - 1) * kStride
   local op = number(ARGV[b])
@@ -163,7 +181,7 @@ for i = 1, n do
   local shadow = (floor(flags / 2) % 2) == 1
   local quota = floor(flags / 4) - 1
   local hint_us, hint_rem = tonumber(ARGV[b + 10]), tonumber(ARGV[b + 11])
-  local cur, prev = KEYS[2 * i - 1], KEYS[2 * i]
+  local cur, prev = K[2 * i - 1], K[2 * i]
   local ok, remaining, reset_after, retry_after, never = true, 0, 0, 0, false
   local charge, next_tat = 0, nil
   local others, own, region, writers = 0, 0, 0, 0
@@ -281,7 +299,7 @@ for i = 1, n do
     -- Every cell of the client gets the decision and its own charge.
     for j = sketch.first, i do
       local sp = sketch_plan[j]
-      plan[j] = { 1, sp[1], sp[6], nil, count_rejected, KEYS[2 * j - 1] }
+      plan[j] = { 1, sp[1], sp[6], nil, count_rejected, K[2 * j - 1] }
       local o = (j - 1) * 15
       out[o + 1] = sp[1] and 1 or 0
       out[o + 2] = sp[2]

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -14,7 +15,6 @@
 #include "sluice/store/request_verdict.hpp"
 #include "store/eventual/eventual_engine.hpp"
 #include "store/redis/redis_errors.hpp"
-#include "store/redis/redis_sketch.hpp"
 
 namespace sluice {
 
@@ -33,23 +33,15 @@ struct Pending {
   Store::Callback done;
 };
 
-class EventualStore final : public Store {
+class EventualStore final : public Store, public std::enable_shared_from_this<EventualStore> {
  public:
   EventualStore(StorePtr inner, EventualEnginePtr engine, net::io_context& io)
-      : inner_(std::move(inner)), engine_(std::move(engine)) {
-    redis::ConnectionOptions copts;
-    copts.redis = engine_->redisOptions();
-    copts.stall_timeout = copts.redis.stall_timeout;
-    copts.scripts.push_back(engine_->script());
-    connection_ = redis::RedisConnection::create(io, std::move(copts));
-    net::post(io, [weak = std::weak_ptr<redis::RedisConnection>(connection_)] {
-      if (auto c = weak.lock()) {
-        c->start();
-      }
-    });
-  }
+      : inner_(std::move(inner)),
+        engine_(std::move(engine)),
+        io_(io),
+        backend_(engine_->makeBackendOn(io)) {}
 
-  ~EventualStore() override { connection_->stop(); }
+  ~EventualStore() override { backend_->stop(); }
 
   void evaluate(const StoreRequest& request, Callback done) override {
     // Scratch vectors reused from request to request (this store serves one I/O thread; they
@@ -82,7 +74,7 @@ class EventualStore final : public Store {
       return;
     }
     const bool pure = strict.empty();
-    const bool reachable = engine_->reachable() && connection_->ready();
+    const bool reachable = engine_->reachable() && backend_->ready();
     EventualEngine::Local local =
         engine_->decideLocally(eventual, request.cost, pure, !reachable, strict_groups);
     if (local.decided && (pure || !local.allowed)) {
@@ -129,42 +121,29 @@ class EventualStore final : public Store {
            (eventual::supportsEventual(limit.params.algorithm) || EventualEngine::isSketch(limit));
   }
 
-  /// Reads (or first sets) the sketch hash seed every sidecar of this Redis shares, the
-  /// strict sketch's (redis::sketchSeedKey(): SET NX, then GET), then evaluates `request`.
+  /// Has the engine read (or first set) the sketch hash seed every sidecar shares (the strict
+  /// sketch's, redis::sketchSeedKey(); with regions, the first region's), then evaluates
+  /// `request`.
   /// Without it the sidecars would hash clients to different cells, so a sketch limit is not
   /// decided before it is read: a failure answers the request with the error (the
   /// --failure-mode applies), and the next sketch request tries again.
   void fetchSketchSeed(const StoreRequest& request, Callback done) {
-    const std::string key =
-        redis::sketchSeedKey(BucketKey::redisPrefix(engine_->redisOptions().key_prefix));
-    const auto timeout = engine_->redisOptions().request_timeout;
-    connection_->command(
-        {"SET", key, redis::randomSketchSeed(), "NX"}, timeout,
-        [this, key, timeout, request, done = std::move(done)](Result<redis::Reply> set) mutable {
-          if (!set) {
-            done(set.error());
-            return;
-          }
-          connection_->command({"GET", key}, timeout,
-                               [this, key, request = std::move(request),
-                                done = std::move(done)](Result<redis::Reply> reply) mutable {
-                                 if (!reply) {
-                                   done(reply.error());
-                                   return;
-                                 }
-                                 auto hasher = redis::sketchHasherFromReply(*reply, key);
-                                 if (!hasher) {
-                                   done(hasher.error());
-                                   return;
-                                 }
-                                 if (!engine_->sketchHasher()) {
-                                   spdlog::info("eventual sketch: hash seed {} from Redis",
-                                                (*hasher)->fingerprint());
-                                   engine_->setSketchHasher(std::move(*hasher));
-                                 }
-                                 evaluate(request, std::move(done));
-                               });
-        });
+    engine_->fetchSketchSeed([weak = weak_from_this(), &io = io_, request,
+                              done = std::move(done)](Status status) mutable {
+      // On the engine's thread: back to this store's.
+      net::post(io, [weak, status = std::move(status), request = std::move(request),
+                     done = std::move(done)]() mutable {
+        auto self = weak.lock();
+        if (!self) {
+          return;  // shutting down
+        }
+        if (!status) {
+          done(status.error());
+          return;
+        }
+        self->evaluate(request, std::move(done));
+      });
+    });
   }
 
   /// One round trip for keys that are new, stale or close to their limit: a request of
@@ -172,28 +151,71 @@ class EventualStore final : public Store {
   /// refreshes the views, then goes on as if decided locally.
   void roundTrip(std::shared_ptr<Pending> p, eventual::Route reason) {
     engine_->roundTrips(reason).inc();
+    if (backend_->clustered() && spansSlots(p->eventual)) {
+      refreshPerSlot(std::move(p));
+      return;
+    }
     const ScriptOp op = p->pure ? ScriptOp::kDecide : ScriptOp::kSync;
     std::vector<std::string> keys;
     std::vector<std::string> args;
     const Micros sent_at = engine_->now();
     engine_->buildCall(p->eventual, op, p->request.cost, sent_at, keys, args);
-    connection_->evalScript(
-        0, std::move(keys), std::move(args), engine_->redisOptions().request_timeout,
-        [this, p = std::move(p), op, sent_at](Result<redis::Reply> reply) mutable {
-          if (reply) {
-            StoreResponse response;
-            Status status =
-                engine_->absorb(p->eventual, op, *reply, sent_at, p->pure ? &response : nullptr);
-            if (status && p->pure) {
-              respond(*p, response.allowed, response.outcomes, false);
+    backend_->evalScript(std::move(keys), std::move(args), engine_->redisOptions().request_timeout,
+                         [this, p = std::move(p), op, sent_at](Result<redis::Reply> reply) mutable {
+                           if (reply) {
+                             StoreResponse response;
+                             Status status = engine_->absorb(p->eventual, op, *reply, sent_at,
+                                                             p->pure ? &response : nullptr);
+                             if (status && p->pure) {
+                               respond(*p, response.allowed, response.outcomes, false);
+                               return;
+                             }
+                           }
+                           // Redis failed the round trip (or it only refreshed): decide from the
+                           // view.
+                           EventualEngine::Local local = engine_->decideLocally(
+                               p->eventual, p->request.cost, p->pure, true, p->strict_groups);
+                           afterEventual(std::move(p), std::move(local));
+                         });
+  }
+
+  bool spansSlots(const std::vector<EventualLimitRef>& refs) const {
+    const int first = engine_->clusterSlotOf(refs.front());
+    return std::any_of(refs.begin() + 1, refs.end(), [&](const EventualLimitRef& ref) {
+      return engine_->clusterSlotOf(ref) != first;
+    });
+  }
+
+  /// A cluster's round trip for limits in several hash slots (a sketch's cells and counters
+  /// of one request): no script may decide them together, so one call per slot refreshes
+  /// their views and the request is decided on the fresh views (as a mixed request's
+  /// eventual limits are).
+  void refreshPerSlot(std::shared_ptr<Pending> p) {
+    std::map<int, std::vector<EventualLimitRef>> groups;
+    for (const EventualLimitRef& ref : p->eventual) {
+      groups[engine_->clusterSlotOf(ref)].push_back(ref);
+    }
+    auto outstanding = std::make_shared<std::size_t>(groups.size());
+    const Micros sent_at = engine_->now();
+    for (auto& [slot, refs] : groups) {
+      std::vector<std::string> keys;
+      std::vector<std::string> args;
+      engine_->buildCall(refs, ScriptOp::kSync, p->request.cost, sent_at, keys, args);
+      backend_->evalScript(
+          std::move(keys), std::move(args), engine_->redisOptions().request_timeout,
+          [this, p, refs = std::move(refs), outstanding, sent_at](Result<redis::Reply> reply) {
+            if (reply) {
+              // A reply of the wrong shape changes nothing: the views decide as they are.
+              (void)engine_->absorb(refs, ScriptOp::kSync, *reply, sent_at, nullptr);
+            }
+            if (--*outstanding > 0) {
               return;
             }
-          }
-          // Redis failed the round trip (or it only refreshed): decide from the view.
-          EventualEngine::Local local =
-              engine_->decideLocally(p->eventual, p->request.cost, p->pure, true, p->strict_groups);
-          afterEventual(std::move(p), std::move(local));
-        });
+            EventualEngine::Local local = engine_->decideLocally(p->eventual, p->request.cost,
+                                                                 p->pure, true, p->strict_groups);
+            afterEventual(p, std::move(local));
+          });
+    }
   }
 
   void afterEventual(std::shared_ptr<Pending> p, EventualEngine::Local local) {
@@ -296,7 +318,8 @@ class EventualStore final : public Store {
   std::vector<EventualLimitRef> scratch_eventual_;
   std::vector<std::size_t> scratch_strict_;
   std::vector<int> scratch_groups_;
-  std::shared_ptr<redis::RedisConnection> connection_;
+  net::io_context& io_;
+  std::shared_ptr<redis::RedisBackend> backend_;
 };
 
 bool validRegionChar(char ch) {

@@ -127,16 +127,47 @@ class ClusterBackend final : public redis::RedisBackend,
       }
     }
     call->keys = std::move(keys);
-    call->args = std::move(args);
-    call->deadline = Clock::now() + timeout;
-    if (health() == StoreHealth::kConnecting) {
-      // Start-up: wait for the topology and the connections; the deadline runs from the send.
-      call->timeout = timeout;
-      call->deadline = std::max(call->deadline, start_deadline_);
-      call->rebase = true;
+    send(std::move(call), std::move(args), timeout, std::move(done));
+  }
+
+  void evalScriptOnMasterOf(int slot, std::vector<std::string> args,
+                            std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
+    auto call = std::make_shared<Call>();
+    call->slot = std::clamp(slot, 0, redis::kClusterSlots - 1);
+    send(std::move(call), std::move(args), timeout, std::move(done));
+  }
+
+  bool ready() const override { return mapped_.load(std::memory_order_acquire); }
+
+  std::uint64_t connectCount() const override {
+    std::uint64_t sum = dropped_connects_;
+    for (const Node& node : nodes_) {
+      if (node.connection) {
+        sum += node.connection->connectCount();
+      }
     }
-    call->done = std::move(done);
-    dispatch(std::move(call));
+    return sum;
+  }
+
+  int masterOf(int slot) const override {
+    return slot >= 0 && slot < redis::kClusterSlots ? slots_[static_cast<std::size_t>(slot)] : -1;
+  }
+
+  void stop() override {
+    stopped_ = true;
+    park_timer_.cancel();
+    refresh_timer_.cancel();
+    start_timer_.cancel();
+    std::vector<std::shared_ptr<Call>> parked;
+    parked.swap(parked_);
+    for (auto& call : parked) {
+      finish(call, makeError(ErrorKind::kUnavailable, "redis cluster: stopped"));
+    }
+    for (Node& node : nodes_) {
+      if (node.connection) {
+        node.connection->stop();
+      }
+    }
   }
 
   std::vector<std::string> keyNodes() const override {
@@ -191,6 +222,21 @@ class ClusterBackend final : public redis::RedisBackend,
     std::chrono::milliseconds timeout{0};
     redis::ReplyHandler done;
   };
+
+  /// Sends `call` (its slot or keys set) with `args`, waiting at start-up for the topology.
+  void send(std::shared_ptr<Call> call, std::vector<std::string> args,
+            std::chrono::milliseconds timeout, redis::ReplyHandler done) {
+    call->args = std::move(args);
+    call->deadline = Clock::now() + timeout;
+    if (health() == StoreHealth::kConnecting) {
+      // Start-up: wait for the topology and the connections; the deadline runs from the send.
+      call->timeout = timeout;
+      call->deadline = std::max(call->deadline, start_deadline_);
+      call->rebase = true;
+    }
+    call->done = std::move(done);
+    dispatch(std::move(call));
+  }
 
   static Metrics& describe(Metrics& metrics) {
     metrics.describe("redis_cluster_redirects_total", Metrics::Type::kCounter,
@@ -268,6 +314,10 @@ class ClusterBackend final : public redis::RedisBackend,
   }
 
   void dispatch(std::shared_ptr<Call> call) {
+    if (stopped_) {
+      finish(call, makeError(ErrorKind::kUnavailable, "redis cluster: stopped"));
+      return;
+    }
     const auto now = Clock::now();
     if (now >= call->deadline) {
       finish(call, redis::redisError(
@@ -337,7 +387,10 @@ class ClusterBackend final : public redis::RedisBackend,
     const std::optional<redis::Redirect> redirect = redis::parseRedirect(*text);
     const bool try_again = text->starts_with("TRYAGAIN");
     if (!redirect && !try_again) {
-      if (text->starts_with("CLUSTERDOWN")) {
+      // A script that names keys in its arguments (evalScriptOnMasterOf) learns that one of
+      // them moved from this error, not from MOVED.
+      if (text->starts_with("CLUSTERDOWN") ||
+          text->find("non local key") != std::string_view::npos) {
         requestRefresh();
       }
       finish(call, std::move(reply));
@@ -452,6 +505,9 @@ class ClusterBackend final : public redis::RedisBackend,
 
   /// Asks for a CLUSTER SLOTS read, at most one per kMinRefreshInterval.
   void requestRefresh(std::chrono::milliseconds min_wait = std::chrono::milliseconds(0)) {
+    if (stopped_) {
+      return;
+    }
     refresh_wanted_ = true;
     if (refreshing_ || refresh_armed_) {
       return;
@@ -473,7 +529,7 @@ class ClusterBackend final : public redis::RedisBackend,
   }
 
   void runRefresh() {
-    if (refreshing_ || !refresh_wanted_) {
+    if (stopped_ || refreshing_ || !refresh_wanted_) {
       return;
     }
     // Any node that answers will do: the masters in use first, then every known node
@@ -566,6 +622,7 @@ class ClusterBackend final : public redis::RedisBackend,
     const std::vector<std::string> failovers = failoversSince(topology);
     slots_ = std::move(slots);
     complete_ = topology.coversAllSlots();
+    mapped_.store(complete_, std::memory_order_release);
 
     const std::string description = topology.describe();
     if (description != described_) {
@@ -608,6 +665,7 @@ class ClusterBackend final : public redis::RedisBackend,
           std::find(in_use.begin(), in_use.end(), static_cast<int>(i)) != in_use.end()) {
         continue;
       }
+      dropped_connects_ += node.connection->connectCount();
       net::post(io_, [connection = std::move(node.connection)] { connection->stop(); });
       node.failed = false;
     }
@@ -664,9 +722,12 @@ class ClusterBackend final : public redis::RedisBackend,
 
   std::vector<Node> nodes_;  ///< every node ever named; indices are stable
   std::unordered_map<std::string, int> by_address_;
-  std::vector<int> slots_;  ///< slot -> index into nodes_ of its master, -1 unknown
-  bool complete_ = false;   ///< every slot has a master
-  std::string described_;   ///< the topology last applied, for change detection
+  std::vector<int> slots_;              ///< slot -> index into nodes_ of its master, -1 unknown
+  bool complete_ = false;               ///< every slot has a master
+  std::atomic<bool> mapped_{false};     ///< complete_, for ready()
+  std::uint64_t dropped_connects_ = 0;  ///< connectCount() of the connections dropped
+  bool stopped_ = false;
+  std::string described_;  ///< the topology last applied, for change detection
   redis::ClusterTopology previous_;
   std::atomic<StoreHealth> health_{StoreHealth::kConnecting};
   net::steady_timer start_timer_;
@@ -727,13 +788,21 @@ Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
   return seeds;
 }
 
+std::shared_ptr<redis::RedisBackend> redis::makeClusterBackend(net::io_context& io,
+                                                               std::vector<RedisOptions> seeds,
+                                                               Metrics& metrics,
+                                                               std::string script) {
+  auto backend = std::make_shared<ClusterBackend>(io, std::move(seeds), metrics, std::move(script));
+  backend->start();
+  return backend;
+}
+
 StorePtr makeRedisClusterStore(net::io_context& io, const std::vector<RedisOptions>& seeds,
                                Metrics& metrics, const sluice::Clock& clock) {
-  auto backend = std::make_shared<ClusterBackend>(io, seeds, metrics,
-                                                  redis::composeScript(seeds.front().script_time));
-  backend->start();
-  return redis::makeRedisStoreOver(std::move(backend), seeds.front(), metrics, "redis_cluster",
-                                   clock);
+  return redis::makeRedisStoreOver(
+      redis::makeClusterBackend(io, seeds, metrics,
+                                redis::composeScript(seeds.front().script_time)),
+      seeds.front(), metrics, "redis_cluster", clock);
 }
 
 }  // namespace sluice

@@ -70,12 +70,33 @@ bool sameParams(const LimitParams& a, const LimitParams& b) {
 /// The single-node backend: one pipelined connection.
 class SingleNodeBackend final : public redis::RedisBackend {
  public:
-  SingleNodeBackend(net::io_context& io, const RedisOptions& options, Metrics& metrics,
+  SingleNodeBackend(net::io_context& io, const RedisOptions& options, Metrics* metrics,
                     std::string script)
       : io_(io) {
     redis::ConnectionOptions copts;
     copts.redis = options;
     copts.stall_timeout = options.stall_timeout;
+    copts.scripts.push_back(std::move(script));
+    if (metrics != nullptr) {
+      joinHealthGroup(options, *metrics, copts);
+    }
+    connection_ = redis::RedisConnection::create(io, std::move(copts));
+    // The connection is started on its own thread: the factory may run elsewhere.
+    net::post(io, [weak = std::weak_ptr<redis::RedisConnection>(connection_)] {
+      if (auto c = weak.lock()) {
+        c->start();
+      }
+    });
+  }
+
+  SingleNodeBackend(const SingleNodeBackend&) = delete;
+  SingleNodeBackend& operator=(const SingleNodeBackend&) = delete;
+
+ private:
+  /// The store's connection: waits for its first handshake (connect_wait), pings, reports its
+  /// health and faults to the `redis` group, counts reconnections.
+  static void joinHealthGroup(const RedisOptions& options, Metrics& metrics,
+                              redis::ConnectionOptions& copts) {
     copts.connect_wait = options.connect_wait;
     copts.ping_interval = options.ping_interval;
     auto member = std::make_shared<store::StoreHealthGroup::Member>(
@@ -97,16 +118,9 @@ class SingleNodeBackend final : public redis::RedisBackend {
         reconnects.inc();
       }
     };
-    copts.scripts.push_back(std::move(script));
-    connection_ = redis::RedisConnection::create(io, std::move(copts));
-    // The connection is started on its own thread: the factory may run elsewhere.
-    net::post(io, [weak = std::weak_ptr<redis::RedisConnection>(connection_)] {
-      if (auto c = weak.lock()) {
-        c->start();
-      }
-    });
   }
 
+ public:
   void evalScript(std::vector<std::string> keys, std::vector<std::string> args,
                   std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
     connection_->evalScript(0, std::move(keys), std::move(args), timeout, std::move(done));
@@ -119,6 +133,14 @@ class SingleNodeBackend final : public redis::RedisBackend {
   bool clustered() const override { return false; }
   void post(std::function<void()> fn) override { net::post(io_, std::move(fn)); }
   StoreHealth health() const override { return connection_->health(); }
+  bool ready() const override { return connection_->ready(); }
+  std::uint64_t connectCount() const override { return connection_->connectCount(); }
+  int masterOf(int /*slot*/) const override { return 0; }
+  void evalScriptOnMasterOf(int /*slot*/, std::vector<std::string> args,
+                            std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
+    connection_->evalScript(0, {}, std::move(args), timeout, std::move(done));
+  }
+  void stop() override { connection_->stop(); }
 
  private:
   net::io_context& io_;
@@ -772,6 +794,12 @@ Metrics& describeRedisMetrics(Metrics& metrics) {
   return metrics;
 }
 
+std::shared_ptr<RedisBackend> makeSingleNodeBackend(net::io_context& io,
+                                                    const RedisOptions& options, Metrics* metrics,
+                                                    std::string script) {
+  return std::make_shared<SingleNodeBackend>(io, options, metrics, std::move(script));
+}
+
 StorePtr makeRedisStoreOver(std::shared_ptr<RedisBackend> backend, const RedisOptions& options,
                             Metrics& metrics, std::string_view kind, const Clock& clock) {
   return std::make_shared<RedisStore>(std::move(backend), options, metrics, kind, clock);
@@ -796,7 +824,7 @@ std::string composeScript(ScriptTime time) {
 StorePtr makeRedisStore(net::io_context& io, const RedisOptions& options, Metrics& metrics,
                         const Clock& clock) {
   return std::make_shared<RedisStore>(
-      std::make_shared<SingleNodeBackend>(io, options, metrics,
+      std::make_shared<SingleNodeBackend>(io, options, &metrics,
                                           redis::composeScript(options.script_time)),
       options, metrics, "redis", clock);
 }

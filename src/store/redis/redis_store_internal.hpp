@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -61,7 +62,42 @@ class RedisBackend {
   /// calls wait for their connection; kHealthy while every connection is up and answers
   /// its pings; kFailing otherwise. Thread-safe.
   virtual StoreHealth health() const = 0;
+
+  // --- For the eventual engine (src/store/eventual/), which syncs keys of many slots ------
+
+  /// True when calls can go out now: the connection is up (one node), the slot map is known
+  /// (a cluster; a call to a master that is down still fails).
+  virtual bool ready() const = 0;
+  /// Grows with every (re)connection of any connection: a change means a Redis may have
+  /// restarted empty.
+  virtual std::uint64_t connectCount() const = 0;
+  /// The master serving `slot` (an index stable for the backend's life), -1 when unknown;
+  /// always 0 for one node.
+  virtual int masterOf(int slot) const = 0;
+  /// EVALSHA of the script with no declared key and `args`, on the master of `slot`: the
+  /// script names keys of any slot that master serves in `args` (a script may declare keys
+  /// of one slot only). No redirect is followed: a key that moved fails the call (the
+  /// topology is read again).
+  virtual void evalScriptOnMasterOf(int slot, std::vector<std::string> args,
+                                    std::chrono::milliseconds timeout, ReplyHandler done) = 0;
+  /// Fails the calls in flight and closes every connection; nothing reconnects afterwards.
+  virtual void stop() = 0;
 };
+
+/// The one-node backend, started: one pipelined connection (made on io's thread). With
+/// `metrics` it is a store's: it waits for its first handshake (connect_wait), pings, and
+/// joins the `redis` health group; without, a plain connection whose failures the caller
+/// handles (the eventual engine's).
+std::shared_ptr<RedisBackend> makeSingleNodeBackend(boost::asio::io_context& io,
+                                                    const RedisOptions& options, Metrics* metrics,
+                                                    std::string script);
+
+/// The Redis Cluster backend (redis_cluster_store.cpp), started: routes by hash slot over one
+/// connection per master (made on io's thread), follows MOVED/ASK, re-reads the topology.
+/// `script` is the one script evalScript() runs. Joins the `redis_cluster` health group.
+std::shared_ptr<RedisBackend> makeClusterBackend(boost::asio::io_context& io,
+                                                 std::vector<RedisOptions> seeds, Metrics& metrics,
+                                                 std::string script);
 
 /// A Redis store over `backend`; `kind` is "redis" or "redis_cluster" (Store::kind() and
 /// the store label of store_call_duration_seconds); `clock` as in makeRedisStore.

@@ -50,7 +50,7 @@ class RulesWatcherTest : public ::testing::Test {
 
   RulesWatcher& makeWatcher(std::chrono::milliseconds poll = 20ms,
                             std::chrono::milliseconds debounce = 20ms) {
-    watcher_ = RulesWatcher::create(io_.get_executor(), {dir_.string(), poll, debounce, {}, {}},
+    watcher_ = RulesWatcher::create(io_.get_executor(), {dir_.string(), poll, debounce, {}},
                                     metrics_, clock_);
     return *watcher_;
   }
@@ -276,8 +276,8 @@ TEST_F(RulesWatcherTest, StopEndsPolling) {
 TEST_F(RulesWatcherTest, WorksOnAMultiThreadedExecutor) {
   write("a.yaml", rules("a", 5));
   boost::asio::thread_pool pool(4);
-  auto watcher = RulesWatcher::create(pool.get_executor(), {dir_.string(), 10ms, 10ms, {}, {}},
-                                      metrics_, clock_);
+  auto watcher =
+      RulesWatcher::create(pool.get_executor(), {dir_.string(), 10ms, 10ms, {}}, metrics_, clock_);
   watcher->reloadNow();
   watcher->start();
   watcher->start();
@@ -298,7 +298,7 @@ TEST_F(RulesWatcherTest, WorksOnAMultiThreadedExecutor) {
 TEST_F(RulesWatcherTest, WatchesASingleFile) {
   write("only.yaml", rules("a", 5));
   watcher_ = RulesWatcher::create(
-      io_.get_executor(), {(dir_ / "only.yaml").string(), 20ms, 20ms, {}, {}}, metrics_, clock_);
+      io_.get_executor(), {(dir_ / "only.yaml").string(), 20ms, 20ms, {}}, metrics_, clock_);
   watcher_->reloadNow();
   watcher_->start();
   write("only.yaml", rules("a", 6));

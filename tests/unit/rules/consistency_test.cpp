@@ -78,13 +78,5 @@ TEST(ConsistencyTest, EventualWithWarmupIsRefused) {
   EXPECT_NE(errors[0].message.find("warmup"), std::string::npos);
 }
 
-TEST(ConsistencyTest, AStoreCanRefuseEveryEventualLimit) {
-  const RuleSetPtr rules = loadOne(rule("fixed_window", "eventual"));
-  ASSERT_TRUE(rules);
-  const auto errors = rules_detail::refuseEventualLimits(*rules, "not here");
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].toString(), "test.yaml:5:7: not here");
-}
-
 }  // namespace
 }  // namespace sluice

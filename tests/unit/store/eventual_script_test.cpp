@@ -31,12 +31,18 @@ struct Entry {
 
 /// One op-1 (decide) call of cost 1 on fixed_window entries by writer "s1"; returns the reply
 /// numbers (15 per entry).
-std::vector<std::int64_t> decide(RedisServer& redis, const std::vector<Entry>& entries) {
+/// `keys_in_args`: no key declared, the keys after the entries (a Redis Cluster sync).
+std::vector<std::int64_t> decide(RedisServer& redis, const std::vector<Entry>& entries,
+                                 bool keys_in_args = false) {
   std::vector<std::string> argv = {"EVAL", eventual::composeEventualScript(),
-                                   std::to_string(2 * entries.size())};
+                                   keys_in_args ? "0" : std::to_string(2 * entries.size())};
+  std::vector<std::string> keys;
   for (const Entry& e : entries) {
-    argv.push_back(e.hash);
-    argv.push_back(e.hash + ":prev");
+    keys.push_back(e.hash);
+    keys.push_back(e.hash + ":prev");
+  }
+  if (!keys_in_args) {
+    argv.insert(argv.end(), keys.begin(), keys.end());
   }
   argv.push_back(std::to_string(kNow));
   argv.push_back("s1");
@@ -47,6 +53,9 @@ std::vector<std::int64_t> decide(RedisServer& redis, const std::vector<Entry>& e
                            std::int64_t{flags}, std::int64_t{0}, std::int64_t{0}}) {
       argv.push_back(std::to_string(v));
     }
+  }
+  if (keys_in_args) {
+    argv.insert(argv.end(), keys.begin(), keys.end());
   }
   ReplyPtr reply = redis.command(argv);
   EXPECT_EQ(reply->type, REDIS_REPLY_STRING) << (reply->str != nullptr ? reply->str : "");
@@ -103,6 +112,33 @@ TEST(EventualScriptTest, AnOrdinaryDenialStillDeniesAQuotaRequest) {
   EXPECT_TRUE(allowedAt(second, 1));
   EXPECT_EQ(chargedAt(second, 1), 0);
   EXPECT_EQ(stored(redis, "quota"), 1);
+}
+
+TEST(EventualScriptTest, KeysAfterTheEntriesDecideLikeDeclaredKeys) {
+  // A cluster's sync names the keys of many slots in the arguments: the same answers, the
+  // same hashes written.
+  RedisServer redis;
+  const std::vector<Entry> declared = {{"d1", 2}, {"d2", 5, 0}, {"d3", 9}};
+  const std::vector<Entry> in_args = {{"a1", 2}, {"a2", 5, 0}, {"a3", 9}};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(decide(redis, declared), decide(redis, in_args, true)) << i;
+  }
+  EXPECT_EQ(stored(redis, "a1"), stored(redis, "d1"));
+  EXPECT_EQ(stored(redis, "a2"), stored(redis, "d2"));
+  EXPECT_EQ(stored(redis, "a3"), 2);
+}
+
+TEST(EventualScriptTest, TheSketchSeedIsSetOnceThenRead) {
+  RedisServer redis;
+  const std::string script = eventual::composeEventualScript();
+  const std::string first(32, 'a');
+  ReplyPtr set = redis.command({"EVAL", script, "1", "seed", "sketch-seed", first});
+  ASSERT_EQ(set->type, REDIS_REPLY_STRING);
+  EXPECT_EQ(std::string(set->str, set->len), first);
+  ReplyPtr again =
+      redis.command({"EVAL", script, "1", "seed", "sketch-seed", std::string(32, 'b')});
+  ASSERT_EQ(again->type, REDIS_REPLY_STRING);
+  EXPECT_EQ(std::string(again->str, again->len), first);
 }
 
 TEST(EventualScriptTest, AShadowQuotaLimitNeverFailsItsGroup) {
@@ -221,9 +257,14 @@ TEST(EventualSketchCellsTest, OneSeedHashesAClientToTheSameCellsEverywhere) {
   EXPECT_EQ(keys, EventualEngine::sketchCellKeys(two, limit));
   const SketchCells cells = one.cells(limit.key, 1024, 3, 0, 0);
   for (std::size_t row = 0; row < keys.size(); ++row) {
-    EXPECT_EQ(keys[row], "ske:" + one.fingerprint() + ":api:api.user:i0:w1024d3:" +
-                             std::to_string(row) + "." + std::to_string(cells.columns[row]));
+    EXPECT_EQ(keys[row], EventualEngine::sketchTag(limit.params.sketch) + ":" + one.fingerprint() +
+                             ":api:api.user:i0:w1024d3:" + std::to_string(row) + "." +
+                             std::to_string(cells.columns[row]));
   }
+  // One tag per rule: "ske." and 4 hex digits, a cluster slot for all of the rule's cells.
+  const std::string tag = EventualEngine::sketchTag(limit.params.sketch);
+  EXPECT_EQ(tag.size(), 8U);
+  EXPECT_TRUE(tag.starts_with("ske.")) << tag;
   // Another seed names other cells (its fingerprint): sidecars of different seeds never
   // add up each other's counts.
   const SketchHasher other(1, 2);
