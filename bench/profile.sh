@@ -2,14 +2,12 @@
 # Where Sluice spends its CPU under the benchmark's load: perf (cpu-clock samples, which work
 # without hardware counters) on a Sluice pinned like in bench/run.sh, driven by the same wrk
 # script. Prints the hottest functions (self time) and writes them to
-# <out>/profile-<store>.txt, <out> being bench/results/tmp/profile/ (untracked) unless
-# --out DIR says otherwise. The profiles committed in bench/results/ are refreshed on purpose
-# only, with --out bench/results.
+# bench/results/tmp/profile/profile-<store>.txt (untracked: a run leaves the tree clean).
 #
 # With --callgrind, Sluice runs under valgrind's callgrind instead (instruction counts:
 # repeatable whatever else the machine does) at a low constant rate (300 req/s), and the
 # report is callgrind_annotate's (self instructions per function), in
-# <out>/profile-<store>-callgrind.txt.
+# bench/results/tmp/profile/profile-<store>-callgrind.txt.
 #
 # With --admin, Sluice also runs its admin listener, which turns on the per-denial counting
 # behind GET /limits/top (use it with --op fixed_window_deny to measure that).
@@ -19,7 +17,12 @@
 #
 # Usage: bench/profile.sh [memory|redis|eventual] [--sluice PATH] [--seconds N] [--clients N]
 #                         [--op fixed_window_allow] [--desc 1|3] [--callgraph] [--callgrind]
-#                         [--admin] [--out DIR]
+#                         [--admin] [--out FILE]
+#
+# --out FILE writes the report there instead, e.g. for a before/after comparison; the tracked
+# figures are refreshed on purpose only, with --out bench/results/profile-<store>[-callgrind].txt.
+# With --callgrind, valgrind's raw output is kept beside the report as FILE.callgrind.out (for
+# callgrind_annotate --auto=yes), except beside the tracked figures in bench/results/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -33,7 +36,7 @@ desc=1
 callgraph=()
 callgrind=0
 admin=0
-out_dir=$root/bench/results/tmp/profile
+out=
 while (($#)); do
   case $1 in
     --sluice) sluice=$2; shift ;;
@@ -44,12 +47,12 @@ while (($#)); do
     --callgraph) callgraph=(--call-graph dwarf,16384) ;;
     --callgrind) callgrind=1 ;;
     --admin) admin=1 ;;
-    --out) out_dir=$2; shift ;;
+    --out) out=$2; shift ;;
     *) echo "bench/profile.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
-command -v perf >/dev/null || { echo "perf is not installed (Debian: linux-perf)" >&2; exit 1; }
+((callgrind)) || command -v perf >/dev/null || { echo "perf is not installed (Debian: linux-perf)" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/sluice-profile-XXXXXX)
 pids=()
@@ -109,8 +112,8 @@ if ((callgrind)); then
     "http://127.0.0.1:$sport" >"$work/wrk.txt" 2>&1
   kill -TERM "$spid"
   wait "$spid" 2>/dev/null || true
-  mkdir -p "$out_dir"
-  out=$out_dir/profile-$store-callgrind.txt
+  out=${out:-$here/results/tmp/profile/profile-$store-callgrind.txt}
+  mkdir -p "$(dirname "$out")"
   {
     echo "# bench/profile.sh $store --callgrind: instructions of sluice under callgrind,"
     echo "# 300 req/s for $seconds s, $clients clients, op=$op, $desc descriptor(s)$( ((admin)) && echo ', admin listener on')"
@@ -148,6 +151,9 @@ if ((callgrind)); then
     echo "# hottest functions (self instructions):"
     sed -E 's/ \[[^]]*\]$//' "$work/self.txt" | cut -c1-200 | head -40 || true
   } | tee "$out"
+  if [[ $(cd "$(dirname "$out")" && pwd) != "$here/results" ]]; then
+    cp "$work/callgrind.out" "$out.callgrind.out"
+  fi
   exit 0
 fi
 taskset -c 0 "$sluice" --listen "127.0.0.1:$sport" --rules "$rules" --threads 1 \
@@ -166,8 +172,8 @@ sleep 1
 perf record -e cpu-clock -F 1999 "${callgraph[@]}" -p "$spid" -o "$work/perf.data" \
   -- sleep "$seconds" >/dev/null 2>&1
 wait "$wpid" || true
-mkdir -p "$out_dir"
-out=$out_dir/profile-$store.txt
+out=${out:-$here/results/tmp/profile/profile-$store.txt}
+mkdir -p "$(dirname "$out")"
 {
   echo "# bench/profile.sh $store: perf cpu-clock samples of sluice (--threads 1, CPU 0),"
   echo "# wrk -t1 -c64 on CPU 1, $clients clients, op=$op, $desc descriptor(s), $seconds s"

@@ -236,7 +236,7 @@ class DecisionServiceImpl final : public DecisionService {
 
   /// Every path ends here: the observers see the decision once, then the request moves
   /// into it and the caller gets it.
-  void finish(DecisionRequest request, Result<Decision> result, Micros started,
+  void finish(DecisionRequest&& request, Result<Decision>&& result, Micros started,
               const Callback& done) {
     for (DecisionObserver* observer : parts_.observers) {
       observer->observe(request, result, started);

@@ -323,22 +323,85 @@ std::string_view envoyUnit(TimeUnit unit) {
   return "UNKNOWN";
 }
 
+/// The parts of a limit's JSON that depend only on the limit (its name; its limit, unit,
+/// window and algorithm), written once and reused while the thread answers for the same
+/// limits, as the prepared header lines (rate_limit_headers.cpp). A few entries per thread
+/// (a request's descriptors take turns), compared by value, so a rules reload never reuses
+/// a stale one; a miss rewrites the oldest entry in place, without allocating once warm.
+struct PreparedLimitJson {
+  std::string name;
+  std::int64_t limit = -1;
+  TimeUnit unit = TimeUnit::kSecond;
+  std::int64_t unit_multiplier = -1;
+  Micros window_us = -1;
+  Algorithm algorithm = Algorithm::kFixedWindow;
+  std::string name_json;  // "name", quoted and escaped
+  std::string middle;     // ,"limit":L,"unit":"u","unit_multiplier":M,"window_s":W,"algorithm":"a"
+};
+
+struct PreparedLimitsJson {
+  static constexpr std::size_t kEntries = 8;
+  std::array<PreparedLimitJson, kEntries> entries;
+  std::size_t next = 0;  // the entry a miss rewrites
+};
+
+thread_local PreparedLimitsJson t_limits_json;
+
+const PreparedLimitJson& preparedLimitJson(const LimitStatus& limit) {
+  PreparedLimitsJson& cache = t_limits_json;
+  for (const PreparedLimitJson& p : cache.entries) {
+    if (p.limit == limit.limit && p.unit == limit.unit &&
+        p.unit_multiplier == limit.unit_multiplier && p.window_us == limit.window_us &&
+        p.algorithm == limit.algorithm && p.name == limit.name) {
+      return p;
+    }
+  }
+  PreparedLimitJson& p = cache.entries[cache.next];
+  cache.next = (cache.next + 1) % PreparedLimitsJson::kEntries;
+  p.name.assign(limit.name);
+  p.limit = limit.limit;
+  p.unit = limit.unit;
+  p.unit_multiplier = limit.unit_multiplier;
+  p.window_us = limit.window_us;
+  p.algorithm = limit.algorithm;
+  p.name_json.clear();
+  {
+    JsonWriter w(p.name_json);
+    w.value(limit.name);
+  }
+  // Written by the same writer as a whole object, whose braces then become the leading
+  // comma and nothing: the same bytes as writing the fields in place.
+  p.middle.clear();
+  {
+    JsonWriter w(p.middle);
+    w.beginObject();
+    w.field("limit", limit.limit);
+    w.field("unit", unitName(limit.unit));
+    w.field("unit_multiplier", limit.unit_multiplier);
+    w.field("window_s", ceilSeconds(limit.window_us));
+    w.field("algorithm", algorithmName(limit.algorithm));
+    w.endObject();
+  }
+  p.middle.front() = ',';
+  p.middle.pop_back();
+  return p;
+}
+
 void writeLimit(JsonWriter& w, const LimitStatus& limit) {
   w.beginObject();
-  w.field("name", limit.name);
   if (limit.unlimited) {
+    w.field("name", limit.name);
     w.field("unlimited", true);
     w.field("shadow", limit.shadow);
     w.endObject();
     return;
   }
+  const PreparedLimitJson& prepared = preparedLimitJson(limit);
+  w.key("name");
+  w.raw(prepared.name_json);
   const Outcome& o = limit.outcome;
   w.field("allowed", o.allowed);
-  w.field("limit", limit.limit);
-  w.field("unit", unitName(limit.unit));
-  w.field("unit_multiplier", limit.unit_multiplier);
-  w.field("window_s", ceilSeconds(limit.window_us));
-  w.field("algorithm", algorithmName(limit.algorithm));
+  w.text(prepared.middle);  // after a value: the next key writes its comma
   w.field("remaining", std::max<std::int64_t>(0, o.remaining));
   w.field("reset_after_ms", ceilMillis(o.reset_after_us));
   w.field("retry_after_ms", ceilMillis(o.retry_after_us));
@@ -476,8 +539,10 @@ bool isIso8601DateTime(std::string_view s) {
 
 Result<DecisionRequest> parseDecisionRequest(std::string_view body,
                                              std::string_view default_domain) {
-  if (auto fast = parseDecisionRequestFast(body, default_domain)) {
-    return std::move(*fast);
+  // Parsed in place into the Result that is returned: no move of the request.
+  Result<DecisionRequest> result(takeSpareRequest());
+  if (parseDecisionRequestFastInto(body, default_domain, *result)) {
+    return result;
   }
   return parseDecisionRequestComplete(body, default_domain);
 }
@@ -532,6 +597,14 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
 }
 
 Result<DecisionRequest> parseEnvoyRequest(std::string_view body) {
+  Result<DecisionRequest> result(takeSpareRequest());
+  if (parseEnvoyRequestFastInto(body, *result)) {
+    return result;
+  }
+  return parseEnvoyRequestComplete(body);
+}
+
+Result<DecisionRequest> parseEnvoyRequestComplete(std::string_view body) {
   auto parsed = parseBody(body);
   if (!parsed) {
     return parsed.error();

@@ -39,7 +39,13 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
 /// `hitsAddend` both accepted; a request-level 0 means 1, as envoy does). As envoy: an
 /// entry without `value` has the value "", a descriptor without entries matches nothing,
 /// and a descriptor's `limit` ({"requestsPerUnit", "unit"}) replaces the rules for it.
+/// Common bodies take a single-pass fast path (parseEnvoyRequestFast()); everything else,
+/// errors included, goes through parseEnvoyRequestComplete().
 Result<DecisionRequest> parseEnvoyRequest(std::string_view body);
+
+/// The complete parser of POST /json bodies: every accepted body and every error message is
+/// defined here. parseEnvoyRequest() answers the same.
+Result<DecisionRequest> parseEnvoyRequestComplete(std::string_view body);
 
 /// envoyproxy/ratelimit's RateLimitResponse: `overallCode`, `statuses[]`; 200 or 429. The
 /// dynamic metadata (written when a matched rule node has `metadata`) reads the request

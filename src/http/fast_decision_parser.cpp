@@ -1,6 +1,9 @@
 #include "http/fast_decision_parser.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -8,6 +11,21 @@
 
 namespace sluice::http {
 namespace {
+
+/// Bytes a string of the fast path holds as they are: printable ASCII but '"' and '\\'.
+constexpr auto kPlain = [] {
+  std::array<bool, 256> table{};
+  for (std::size_t c = 0x20; c < 0x80; ++c) {
+    table[c] = c != '"' && c != '\\';
+  }
+  return table;
+}();
+
+/// `name == literal`, the literal's length known here (no call to memcmp).
+template <std::size_t N>
+bool is(std::string_view name, const char (&literal)[N]) {
+  return name.size() == N - 1 && std::memcmp(name.data(), literal, N - 1) == 0;
+}
 
 /// A cursor over the body. Every method returns false where the complete parser is needed.
 class Scanner {
@@ -45,19 +63,15 @@ class Scanner {
       return false;
     }
     std::size_t start = pos_;
-    while (pos_ < text_.size()) {
-      auto c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '"') {
-        out = text_.substr(start, pos_ - start);
-        ++pos_;
-        return out.size() <= kMaxStringBytes;
-      }
-      if (c < 0x20 || c >= 0x80 || c == '\\') {
-        return false;
-      }
+    while (pos_ < text_.size() && kPlain[static_cast<unsigned char>(text_[pos_])]) {
       ++pos_;
     }
-    return false;
+    if (pos_ == text_.size() || text_[pos_] != '"') {
+      return false;  // the end, an escape, a control or non-ASCII byte
+    }
+    out = text_.substr(start, pos_ - start);
+    ++pos_;
+    return out.size() <= kMaxStringBytes;
   }
 
   /// An integer in [0, kMaxHits] written as JSON spells it (no sign, fraction, exponent or
@@ -107,10 +121,10 @@ bool entry(Scanner& s, Entry& out) {
     if (!s.string(name) || !s.consume(':') || !s.string(text)) {
       return false;
     }
-    if (name == "key" && !has_key && !text.empty()) {
+    if (is(name, "key") && !has_key && !text.empty()) {
       out.key.assign(text);
       has_key = true;
-    } else if (name == "value" && !has_value) {
+    } else if (is(name, "value") && !has_value) {
       out.value.assign(text);
       has_value = true;
     } else {
@@ -149,9 +163,10 @@ bool entries(Scanner& s, Descriptor& out) {
 }
 
 /// `[entries...]` or `{"entries": [...], "hits_addend": n}` (either spelling, once).
-bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits) {
+/// Envoy's API (`envoy`) has only the object.
+bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits, bool envoy) {
   if (s.peek('[')) {
-    return entries(s, out);
+    return !envoy && entries(s, out);
   }
   if (!s.consume('{')) {
     return false;
@@ -162,12 +177,12 @@ bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits) 
     if (!s.string(name) || !s.consume(':')) {
       return false;
     }
-    if (name == "entries" && !has_entries) {
+    if (is(name, "entries") && !has_entries) {
       if (!entries(s, out)) {
         return false;
       }
       has_entries = true;
-    } else if ((name == "hits_addend" || name == "hitsAddend") && !hits) {
+    } else if ((is(name, "hits_addend") || is(name, "hitsAddend")) && !hits) {
       std::int64_t v = 0;
       if (!s.count(v)) {
         return false;
@@ -180,7 +195,7 @@ bool descriptor(Scanner& s, Descriptor& out, std::optional<std::int64_t>& hits) 
   return s.consume('}') && has_entries;
 }
 
-bool descriptors(Scanner& s, DecisionRequest& request) {
+bool descriptors(Scanner& s, DecisionRequest& request, bool envoy) {
   if (!s.consume('[')) {
     return false;
   }
@@ -195,7 +210,7 @@ bool descriptors(Scanner& s, DecisionRequest& request) {
       return false;
     }
     std::optional<std::int64_t> hits;
-    if (!descriptor(s, reuseNext(request.descriptors, used), hits)) {
+    if (!descriptor(s, reuseNext(request.descriptors, used), hits, envoy)) {
       return false;
     }
     any_hits = any_hits || hits.has_value();
@@ -212,12 +227,20 @@ bool descriptors(Scanner& s, DecisionRequest& request) {
 
 std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
                                                         std::string_view default_domain) {
-  Scanner s(body);
-  if (!s.consume('{')) {
-    return std::nullopt;
-  }
   // This thread's spare (decision_service.hpp): its descriptors are reused, then trimmed.
   DecisionRequest request = takeSpareRequest();
+  if (!parseDecisionRequestFastInto(body, default_domain, request)) {
+    return std::nullopt;
+  }
+  return request;
+}
+
+bool parseDecisionRequestFastInto(std::string_view body, std::string_view default_domain,
+                                  DecisionRequest& request) {
+  Scanner s(body);
+  if (!s.consume('{')) {
+    return false;
+  }
   enum : unsigned { kDomain = 1, kClient = 2, kDescriptors = 4, kHits = 8, kTimestamp = 16 };
   unsigned seen = 0;
   auto once = [&seen](unsigned field) {
@@ -229,35 +252,35 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
     do {
       std::string_view name;
       if (!s.string(name) || !s.consume(':')) {
-        return std::nullopt;
+        return false;
       }
       bool ok = false;
-      if (name == "domain" && once(kDomain)) {
+      if (is(name, "domain") && once(kDomain)) {
         std::string_view text;
         ok = s.string(text) && !text.empty();
         request.domain.assign(text);
-      } else if (name == "clientId" && once(kClient)) {
+      } else if (is(name, "clientId") && once(kClient)) {
         std::string_view text;
         ok = s.string(text);
         request.client_id.assign(text);
-      } else if (name == "descriptors" && once(kDescriptors)) {
-        ok = descriptors(s, request);
-      } else if (name == "hits" && once(kHits)) {
+      } else if (is(name, "descriptors") && once(kDescriptors)) {
+        ok = descriptors(s, request, false);
+      } else if (is(name, "hits") && once(kHits)) {
         ok = s.count(request.hits);
-      } else if (name == "timestamp" && once(kTimestamp)) {
+      } else if (is(name, "timestamp") && once(kTimestamp)) {
         std::string_view text;
         ok = s.string(text) && isIso8601DateTime(text);
       }
       if (!ok) {
-        return std::nullopt;
+        return false;
       }
     } while (s.consume(','));
     if (!s.consume('}')) {
-      return std::nullopt;
+      return false;
     }
   }
   if (!s.atEnd()) {
-    return std::nullopt;
+    return false;
   }
   if ((seen & kDomain) == 0) {
     request.domain.assign(default_domain);
@@ -265,7 +288,59 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
   if ((seen & kDescriptors) == 0) {
     request.descriptors.clear();
   }
+  return true;
+}
+
+std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {
+  DecisionRequest request = takeSpareRequest();
+  if (!parseEnvoyRequestFastInto(body, request)) {
+    return std::nullopt;
+  }
   return request;
+}
+
+bool parseEnvoyRequestFastInto(std::string_view body, DecisionRequest& request) {
+  Scanner s(body);
+  if (!s.consume('{')) {
+    return false;
+  }
+  enum : unsigned { kDomain = 1, kDescriptors = 2, kHits = 4 };
+  unsigned seen = 0;
+  auto once = [&seen](unsigned field) {
+    bool fresh = (seen & field) == 0;
+    seen |= field;
+    return fresh;
+  };
+  if (!s.consume('}')) {
+    do {
+      std::string_view name;
+      if (!s.string(name) || !s.consume(':')) {
+        return false;
+      }
+      bool ok = false;
+      if (is(name, "domain") && once(kDomain)) {
+        std::string_view text;
+        ok = s.string(text) && !text.empty();
+        request.domain.assign(text);
+      } else if (is(name, "descriptors") && once(kDescriptors)) {
+        ok = descriptors(s, request, true);
+      } else if ((is(name, "hits_addend") || is(name, "hitsAddend")) && once(kHits)) {
+        ok = s.count(request.hits);
+        request.hits = std::max<std::int64_t>(1, request.hits);
+      }
+      if (!ok) {
+        return false;
+      }
+    } while (s.consume(','));
+    if (!s.consume('}')) {
+      return false;
+    }
+  }
+  // Both fields are required: their absence is an error, which the complete parser words.
+  if (!s.atEnd() || (seen & kDomain) == 0 || request.descriptors.empty()) {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace sluice::http

@@ -18,4 +18,17 @@ namespace sluice::http {
 std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
                                                         std::string_view default_domain);
 
+/// The same into `request` (a spare from takeSpareRequest(), whose storage it reuses):
+/// false where the complete parser is needed (`request` is then left half-filled).
+bool parseDecisionRequestFastInto(std::string_view body, std::string_view default_domain,
+                                  DecisionRequest& request);
+
+/// The same for POST /json (parseEnvoyRequest(), envoyproxy/ratelimit's RateLimitRequest in
+/// proto3 JSON): `domain`, `descriptors` as `{"entries": [...]}` objects with an optional
+/// integer `hits_addend`, and an optional integer `hits_addend`. Strings for integers, a
+/// descriptor's `limit`, an entry without `value`, an empty descriptor and anything the
+/// complete parser would refuse go to the complete parser.
+std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body);
+bool parseEnvoyRequestFastInto(std::string_view body, DecisionRequest& request);
+
 }  // namespace sluice::http

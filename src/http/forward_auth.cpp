@@ -28,12 +28,14 @@ void addForwardAuthRoutes(Router& router, const HandlerContext& context) {
         buildForwardAuthRequest(*config, request, request.peer, context.default_domain);
     // The request moves into the service and comes back inside the decision: no copy.
     context.decisions->decide(std::move(decision_request),
-                              [config, respond = std::move(respond)](Result<Decision> decision) {
+                              [config, respond = std::move(respond)](Result<Decision>&& decision) {
                                 if (!decision) {
                                   respond(decisionErrorResponse(decision.error()));
                                   return;
                                 }
                                 respond(forwardAuthResponse(*config, decision->request, *decision));
+                                // Its storage serves the thread's next decision.
+                                recycleDecision(std::move(*decision));
                               });
   };
   // Any method: proxies ask with the original method (Envoy) or GET (nginx, Traefik).

@@ -109,9 +109,10 @@ void JsonWriter::string(std::string_view text) {
 }
 
 void Appender::number(std::int64_t number) {
-  std::array<char, 24> digits{};
-  auto result = std::to_chars(digits.data(), digits.data() + digits.size(), number);
-  put(digits.data(), static_cast<std::size_t>(result.ptr - digits.data()));
+  constexpr std::size_t kMaxDigits = 20;  // "-9223372036854775808"
+  char* p = reserve(kMaxDigits);
+  auto result = std::to_chars(p, p + kMaxDigits, number);
+  advance(static_cast<std::size_t>(result.ptr - p));
 }
 
 void JsonWriter::value(std::int64_t number) {

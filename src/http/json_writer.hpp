@@ -44,6 +44,15 @@ class Appender {
     length_ += n;
   }
   void put(std::string_view text) { put(text.data(), text.size()); }
+  /// Room for `n` more bytes at cursor() (n <= kBufferSize), then advance(n) past those
+  /// written: small pieces of known size are copied in place, without a call to memcpy.
+  char* reserve(std::size_t n) {
+    if (n > kBufferSize - length_) {
+      finish();
+    }
+    return buffer_ + length_;
+  }
+  void advance(std::size_t n) { length_ += n; }
   /// Decimal digits of `number`.
   void number(std::int64_t number);
 
@@ -79,6 +88,25 @@ class JsonWriter {
     put("\":", 2);
     after_key_ = true;
   }
+  /// The same for a literal name: its length is known here, so the comma, the quoted name
+  /// and the colon are copied in place in one step.
+  template <std::size_t N>
+  [[gnu::always_inline]] void key(const char (&name)[N]) {
+    static_assert(N >= 1 && N + 3 <= 64);
+    char* p = out_.reserve(N + 3);
+    std::size_t i = 0;
+    if (!first_ && !after_key_) {
+      p[i++] = ',';
+    }
+    p[i++] = '"';
+    std::memcpy(p + i, name, N - 1);
+    i += N - 1;
+    p[i++] = '"';
+    p[i++] = ':';
+    out_.advance(i);
+    first_ = false;
+    after_key_ = true;
+  }
 
   void value(std::string_view text) {
     separate();
@@ -99,6 +127,11 @@ class JsonWriter {
 
   template <typename T>
   void field(std::string_view name, const T& v) {
+    key(name);
+    value(v);
+  }
+  template <std::size_t N, typename T>
+  [[gnu::always_inline]] void field(const char (&name)[N], const T& v) {
     key(name);
     value(v);
   }

@@ -1,6 +1,7 @@
 #include "http/rate_limit_headers.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "http/json_writer.hpp"
@@ -47,9 +48,15 @@ void appendSfString(Appender& out, std::string_view text) {
   out.put('"');
 }
 
-void appendHeader(Appender& out, std::string_view name, std::int64_t value) {
-  out.put(name);
-  out.put(": ", 2);
+/// `Name: value\r\n` for a literal name (copied in place, its length known here).
+template <std::size_t N>
+[[gnu::always_inline]] inline void appendHeader(Appender& out, const char (&name)[N],
+                                                std::int64_t value) {
+  char* p = out.reserve(N + 1);
+  std::memcpy(p, name, N - 1);
+  p[N - 1] = ':';
+  p[N] = ' ';
+  out.advance(N + 1);
   out.number(value);
   out.put("\r\n", 2);
 }

@@ -24,6 +24,18 @@ void Router::add(std::string method, std::string pattern, Handler handler) {
 }
 
 Router::Match Router::route(std::string_view method, std::string_view path) const {
+  // The usual case first: an exact pattern with the method, which the scoring below would
+  // choose too (an exact match outscores every prefix; the first in order wins).
+  for (std::size_t i = 0; i < routes_.size(); ++i) {
+    const Route& r = routes_[i];
+    if (r.pattern == path && !isPrefixPattern(r.pattern) &&
+        (r.method == method || r.method == "*")) {
+      Match match;
+      match.route = &r;
+      match.route_index = i;
+      return match;
+    }
+  }
   int best_score = -1;
   for (const auto& r : routes_) {
     best_score = std::max(best_score, matchScore(r.pattern, path));

@@ -23,7 +23,7 @@ Handler decisionHandler(const HandlerContext& context, Parse parse, Encode encod
     }
     // The request moves into the service and comes back inside the decision: no copy.
     context.decisions->decide(std::move(*parsed),
-                              [encode, respond = std::move(respond)](Result<Decision> decision) {
+                              [encode, respond = std::move(respond)](Result<Decision>&& decision) {
                                 if (!decision) {
                                   respond(decisionErrorResponse(decision.error()));
                                   return;

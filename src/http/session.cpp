@@ -59,6 +59,10 @@ void Session::start() {
     }
     peer_ = address.to_string();
   }
+  // Answers are sent with a non-blocking send first (maybeWrite()); Asio's asynchronous
+  // operations work the same on a non-blocking socket.
+  socket_.non_blocking(true, ec);
+  send_inline_ = !ec;
   doRead();
 }
 
@@ -74,7 +78,7 @@ void Session::shutdown() {
 // ---- reading ------------------------------------------------------------------------
 
 void Session::doRead() {
-  if (closed_ || reading_ || no_more_reads_ || lingering_ ||
+  if (closed_ || reading_ || no_more_reads_ || lingering_ || dispatching_ ||
       queue_.size() >= options_.max_pipelined) {
     return;
   }
@@ -131,18 +135,60 @@ void Session::onFirstBytes(beast::error_code ec, std::size_t n) {
 
 void Session::readRequest() {
   phase_ = Phase::kRequest;
-  // The previous request (parser and message) is gone: its arena memory can be reused.
+  // The previous request has been answered or handed on: request_ can be refilled.
   parser_.reset();
-  arena_.release();
-  parser_.emplace(std::piecewise_construct, std::make_tuple(ArenaAllocator(&arena_)),
-                  std::make_tuple(ArenaAllocator(&arena_)));
+  parser_.emplace(request_);
   parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
   parser_->body_limit(options_.max_body_bytes);
   clearDeadline(idle_deadline_);
+  if (!parsing_inline_) {
+    // The usual case: the whole header (and body) arrived with the first bytes. Parse it
+    // here rather than through async_read_header and async_read, which would do the same
+    // and then post their completions (two trips through the scheduler per request).
+    parsing_inline_ = true;
+    beast::error_code ec;
+    bool header_done = parseBuffered(
+        false, [this] { return parser_->is_header_done(); }, ec);
+    if (header_done) {
+      // The request deadline is not armed: whatever was read of it is in the buffer
+      // already; readBody() arms it if the body has to be waited for.
+      onHeader(ec);
+      parsing_inline_ = false;
+      return;
+    }
+    parsing_inline_ = false;
+  }
   setDeadline(request_deadline_, Clock::now() + options_.request_timeout);
   bhttp::async_read_header(
       socket_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+}
+
+/// Feeds the buffered bytes to the parser, as Beast's read operations begin by doing, until
+/// `done()`. True when done or on a parse error (`ec`); false when more bytes are needed:
+/// Beast's asynchronous read then goes on from the parser's state (the bytes parsed so far
+/// are consumed from the buffer), so errors and limits are those of Beast's reads.
+template <typename Done>
+bool Session::parseBuffered(bool eager, Done done, beast::error_code& ec) {
+  parser_->eager(eager);
+  while (!done()) {
+    if (buffer_.size() == 0) {
+      return false;
+    }
+    std::size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == bhttp::error::need_more) {
+      ec = {};
+      return false;
+    }
+    if (ec) {
+      return true;
+    }
+    if (used == 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void Session::onHeader(beast::error_code ec) {
@@ -153,9 +199,12 @@ void Session::onHeader(beast::error_code ec) {
     onRequest(ec);
     return;
   }
-  auto expect = parser_->get()[bhttp::field::expect];
-  if (beast::iequals(expect, "100-continue") && !parser_->is_done() && !writing_ &&
-      queue_.empty()) {
+  if (parser_->is_done()) {
+    onRequest(ec);  // no body, or all of it came with the header
+    return;
+  }
+  std::string_view expect = request_.header("Expect");
+  if (beast::iequals(expect, "100-continue") && !writing_ && queue_.empty()) {
     writing_ = true;
     net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                      [self = shared_from_this()](beast::error_code wec, std::size_t) {
@@ -175,6 +224,15 @@ void Session::onHeader(beast::error_code ec) {
 }
 
 void Session::readBody() {
+  beast::error_code ec;
+  if (parseBuffered(
+          true, [this] { return parser_->is_done(); }, ec)) {
+    onRequest(ec);
+    return;
+  }
+  if (request_deadline_.when == Clock::time_point::max()) {
+    setDeadline(request_deadline_, Clock::now() + options_.request_timeout);
+  }
   bhttp::async_read(
       socket_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRequest(ec); });
@@ -191,16 +249,19 @@ void Session::onRequest(beast::error_code ec) {
     return;
   }
   {
-    // Destroyed before the next request is read: it lives in the arena that one reuses.
-    BeastRequest req = parser_->release();
+    // request_ is refilled by the next request's parser: that read waits for the end of
+    // this block (doRead()), also when an answer is written at once (maybeWrite()).
+    dispatching_ = true;
+    unsigned version = parser_->version();
+    bool keep_alive = parser_->keepAlive() && !worker_.stopping;
     parser_.reset();
-    bool keep_alive = req.keep_alive() && !worker_.stopping;
     if (!keep_alive) {
       no_more_reads_ = true;
     }
-    QueuedResponse& entry = enqueue(keep_alive, req.version());
-    dispatch(std::move(req), entry.id);
+    QueuedResponse& entry = enqueue(keep_alive, version);
+    dispatch(entry.id);
   }
+  dispatching_ = false;
   doRead();
 }
 
@@ -210,7 +271,7 @@ void Session::onReadError(beast::error_code ec) {
     closeIfDone();
     return;
   }
-  unsigned version = parser_ && parser_->get().version() >= 10 ? parser_->get().version() : 11;
+  unsigned version = parser_ && parser_->version() >= 10 ? parser_->version() : 11;
   if (ec == bhttp::error::body_limit) {
     refuse(413,
            "body: larger than the limit of " + std::to_string(options_.max_body_bytes) + " bytes",
@@ -243,23 +304,10 @@ QueuedResponse& Session::enqueue(bool keep_alive, unsigned version) {
   return queue_.push(keep_alive, version, Clock::now());
 }
 
-void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
-  // One Request per session, refilled in place: its strings keep their capacity.
+void Session::dispatch(std::uint64_t id) {
+  // The parser filled method, target, headers and body (request_parser.hpp).
   Request& request = request_;
-  request.method.assign(req.method_string());
-  request.target.assign(req.target());
   request.path.assign(request.target, 0, request.target.find('?'));
-  std::size_t count = 0;
-  for (const auto& field : req) {
-    if (count == request.headers.size()) {
-      request.headers.emplace_back();
-    }
-    Header& header = request.headers[count++];
-    header.name.assign(field.name_string());
-    header.value.assign(field.value());
-  }
-  request.headers.resize(count);
-  request.body.assign(req.body());  // keeps the capacity of the session's request
   if (request.peer != peer_) {
     request.peer = peer_;
   }
@@ -285,7 +333,7 @@ void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
   if (!pending_self_) {
     pending_self_ = shared_from_this();
   }
-  Respond respond = [this, id](Response response) { onHandlerAnswer(id, std::move(response)); };
+  Respond respond = [this, id](Response&& response) { onHandlerAnswer(id, std::move(response)); };
   try {
     match.route->handler(request_, std::move(respond));
   } catch (const std::exception& e) {
@@ -294,7 +342,7 @@ void Session::dispatch(BeastRequest&& req, std::uint64_t id) {
   }
 }
 
-void Session::onHandlerAnswer(std::uint64_t id, Response response) {
+void Session::onHandlerAnswer(std::uint64_t id, Response&& response) {
   QueuedResponse* entry = queue_.find(id);
   if (entry == nullptr || entry->answered) {
     return;
@@ -306,7 +354,7 @@ void Session::onHandlerAnswer(std::uint64_t id, Response response) {
   complete(id, std::move(response));
 }
 
-void Session::complete(std::uint64_t id, Response response) {
+void Session::complete(std::uint64_t id, Response&& response) {
   if (closed_) {
     return;
   }
@@ -353,9 +401,24 @@ void Session::maybeWrite() {
   write_count_ = queue_.writeReady(out_, worker_.stopping && !reading_request);
   writing_ = true;
   updateIdleTimer();  // a request being read keeps its own deadline
+  // The socket is non-blocking (start()): send now, as async_write would begin by doing, and
+  // finish here when the kernel took it all (the usual case), without posting a completion.
+  beast::error_code ec;
+  std::size_t sent = 0;
+  if (send_inline_) {
+    sent = socket_.write_some(net::buffer(out_), ec);
+    if (ec == net::error::would_block || ec == net::error::try_again) {
+      ec = {};
+      sent = 0;
+    }
+    if (ec || sent == out_.size()) {
+      onWrite(ec);
+      return;
+    }
+  }
   setDeadline(write_deadline_, Clock::now() + options_.write_timeout);
   net::async_write(
-      socket_, net::buffer(out_),
+      socket_, net::buffer(out_.data() + sent, out_.size() - sent),
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onWrite(ec); });
 }
 

@@ -11,11 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <memory_resource>
 #include <optional>
 #include <string>
 
 #include "http/message.hpp"
+#include "http/request_parser.hpp"
 #include "http/response_queue.hpp"
 #include "http/server.hpp"
 
@@ -45,16 +45,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   using Clock = std::chrono::steady_clock;
-  // A request's header fields and body are allocated in the session's arena (below), which
-  // starts over with every request: a request that fits it costs no heap allocation.
-  using ArenaAllocator = std::pmr::polymorphic_allocator<char>;
-  using BeastBody =
-      boost::beast::http::basic_string_body<char, std::char_traits<char>, ArenaAllocator>;
-  using BeastParser = boost::beast::http::request_parser<BeastBody, ArenaAllocator>;
-  using BeastRequest = BeastParser::value_type;
   static constexpr std::size_t kReadChunk = 4096;
-  /// The arena's own storage: the fields, target and body of a usual request fit.
-  static constexpr std::size_t kArenaBytes = 4096;
 
   enum class Phase { kIdleWait, kRequest };
 
@@ -75,15 +66,17 @@ class Session : public std::enable_shared_from_this<Session> {
   void readRequest();
   void onHeader(boost::beast::error_code ec);
   void readBody();
+  template <typename Done>
+  bool parseBuffered(bool eager, Done done, boost::beast::error_code& ec);
   void onRequest(boost::beast::error_code ec);
   void onReadError(boost::beast::error_code ec);
   void refuse(int status, const std::string& message, unsigned version);
 
   // Dispatching.
   QueuedResponse& enqueue(bool keep_alive, unsigned version);
-  void dispatch(BeastRequest&& req, std::uint64_t id);
-  void complete(std::uint64_t id, Response response);
-  void onHandlerAnswer(std::uint64_t id, Response response);
+  void dispatch(std::uint64_t id);
+  void complete(std::uint64_t id, Response&& response);
+  void onHandlerAnswer(std::uint64_t id, Response&& response);
 
   // Writing.
   void maybeWrite();
@@ -103,10 +96,10 @@ class Session : public std::enable_shared_from_this<Session> {
   const ServerOptions& options_;
   boost::asio::generic::stream_protocol::socket socket_;  // TCP or unix
   boost::beast::flat_buffer buffer_;
-  alignas(std::max_align_t) std::array<std::byte, kArenaBytes> arena_storage_{};
-  std::pmr::monotonic_buffer_resource arena_{arena_storage_.data(), arena_storage_.size()};
-  std::optional<BeastParser> parser_;  // declared after the arena it allocates from
+  // One Request per session, refilled in place by each request's parser: its strings keep
+  // their capacity, so a warm connection reads a request without allocating.
   Request request_;
+  std::optional<RequestParser> parser_;  // declared after the request it fills
   ResponseQueue queue_;
   std::string out_;              // the answers being written
   std::size_t write_count_ = 0;  // how many queued answers out_ holds
@@ -120,6 +113,13 @@ class Session : public std::enable_shared_from_this<Session> {
   bool no_more_reads_ = false;
   bool lingering_ = false;
   bool closed_ = false;
+  // A request is being parsed from the buffer and answered without leaving the stack of an
+  // I/O completion: the next request (pipelined) is read through Beast's asynchronous
+  // operations, so that the stack does not grow with the number of requests in the buffer.
+  bool parsing_inline_ = false;
+  bool send_inline_ = false;
+  bool dispatching_ = false;  // inside onRequest()'s dispatch: request_ is in use  //
+                              // the socket is non-blocking: maybeWrite() sends at once
   std::size_t lingered_ = 0;
   std::string peer_;
   // Answers the handlers still owe, and the reference that keeps the session alive for them.

@@ -389,6 +389,62 @@ TEST(DecisionCodecTest, AnswersAreCanonicalCompactJson) {
       "\n");
 }
 
+// A limit's fixed parts are prepared once per thread and limit (decision_codec.cpp): answers
+// for limits that take turns, or for a limit whose rule changed under the same name, are
+// written exactly as for a first answer.
+TEST(DecisionCodecTest, LimitsTakingTurnsAreWrittenExactly) {
+  auto bodyFor = [](const LimitStatus& limit) {
+    DecisionRequest request;
+    request.domain = "auth";
+    Decision decision;
+    decision.descriptors.push_back(DescriptorStatus{true, {limit}});
+    return decisionResponse(request, decision).body;
+  };
+  auto expected = [](std::string_view name_json, std::string_view rest) {
+    return R"({"allowed":true,"domain":"auth","descriptors":[{"matched":true,"limits":[{"name":)" +
+           std::string(name_json) + R"(,"allowed":true,)" + std::string(rest) +
+           R"(,"remaining":3,"reset_after_ms":41500,"retry_after_ms":0,"shadow":false}]}]})"
+           "\n";
+  };
+  const std::string login = expected(
+      R"("auth.auth_type_login")",
+      R"("limit":5,"unit":"minute","unit_multiplier":1,"window_s":60,"algorithm":"fixed_window")");
+  LimitStatus quoted = loginLimit(true, 3);
+  quoted.name = "a \"quoted\" \\ name";
+  const std::string quoted_body = expected(
+      R"("a \"quoted\" \\ name")",
+      R"("limit":5,"unit":"minute","unit_multiplier":1,"window_s":60,"algorithm":"fixed_window")");
+  LimitStatus changed = loginLimit(true, 3);  // same name, another rule (a reload)
+  changed.limit = 7;
+  changed.unit = TimeUnit::kHour;
+  changed.unit_multiplier = 2;
+  changed.window_us = 7200 * kMicrosPerSecond;
+  changed.algorithm = Algorithm::kTokenBucket;
+  const std::string changed_body = expected(
+      R"("auth.auth_type_login")",
+      R"("limit":7,"unit":"hour","unit_multiplier":2,"window_s":7200,"algorithm":"token_bucket")");
+  // More limits than the thread keeps prepared, taking turns.
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 12; ++i) {
+      LimitStatus many = loginLimit(true, 3);
+      many.name = "limit-" + std::to_string(i);
+      many.limit = i;
+      EXPECT_EQ(
+          bodyFor(many),
+          expected(
+              "\"limit-" + std::to_string(i) + "\"",
+              R"("limit":)" + std::to_string(i) +
+                  R"(,"unit":"minute","unit_multiplier":1,"window_s":60,"algorithm":"fixed_window")"));
+    }
+  }
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(bodyFor(loginLimit(true, 3)), login);
+    EXPECT_EQ(bodyFor(loginLimit(true, 3)), login);
+    EXPECT_EQ(bodyFor(quoted), quoted_body);
+    EXPECT_EQ(bodyFor(changed), changed_body);
+  }
+}
+
 TEST(DecisionCodecTest, InvalidUtf8IsReplaced) {
   DecisionRequest request;
   request.domain =

@@ -145,5 +145,120 @@ TEST(FastDecisionParserTest, AgreesWithTheCompleteParserOnMutations) {
   EXPECT_GT(answered, 100);  // the mutations do exercise the fast path
 }
 
+// POST /json (parseEnvoyRequestFast): the same contract against parseEnvoyRequestComplete.
+
+void expectSameEnvoyRequest(const DecisionRequest& a, const DecisionRequest& b,
+                            std::string_view body) {
+  expectSameRequest(a, b, body);
+  EXPECT_EQ(a.descriptor_limits.size(), b.descriptor_limits.size()) << body;
+}
+
+bool checkEnvoyAgainstComplete(std::string_view body) {
+  auto fast = parseEnvoyRequestFast(body);
+  auto complete = parseEnvoyRequestComplete(body);
+  if (fast) {
+    EXPECT_TRUE(complete.ok()) << body << " -> " << complete.error().message;
+    if (complete.ok()) {
+      expectSameEnvoyRequest(*fast, *complete, body);
+    }
+    EXPECT_TRUE(fast->descriptor_limits.empty()) << body;
+  }
+  // The public parser answers as the complete one does, whichever path it takes.
+  auto pub = parseEnvoyRequest(body);
+  EXPECT_EQ(pub.ok(), complete.ok()) << body;
+  if (pub.ok() && complete.ok()) {
+    expectSameEnvoyRequest(*pub, *complete, body);
+  } else if (!pub.ok() && !complete.ok()) {
+    EXPECT_EQ(pub.error().message, complete.error().message) << body;
+  }
+  return fast.has_value();
+}
+
+TEST(FastEnvoyParserTest, AnswersTheCommonShapes) {
+  const std::vector<std::string> bodies = {
+      R"({"domain":"edge","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.0.1"}]}]})",
+      R"({"domain":"edge","descriptors":[{"entries":[{"key":"a","value":"1"},{"key":"b","value":""}]}],"hitsAddend":3})",
+      R"( { "hits_addend" : 0 , "descriptors" : [ {"hits_addend":2,"entries":[{"value":"1","key":"a"}]} ,
+            {"entries":[{"key":"b","value":"2"}]} ] , "domain" : "d" } )",
+      "{\"domain\":\"d\",\"descriptors\":[{\"entries\":[{\"key\":\"k\",\"value\":\"v\"}]}]}\r\n",
+  };
+  for (const auto& body : bodies) {
+    EXPECT_TRUE(checkEnvoyAgainstComplete(body)) << body;
+  }
+  auto r = parseEnvoyRequestFast(bodies[2]);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->hits, 1);  // 0 means 1, as envoy does
+  ASSERT_EQ(r->descriptor_hits.size(), 2u);
+  EXPECT_EQ(r->descriptor_hits[0], 2);
+  EXPECT_FALSE(r->descriptor_hits[1].has_value());
+  auto h = parseEnvoyRequestFast(bodies[1]);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->hits, 3);
+  EXPECT_TRUE(h->client_id.empty());
+}
+
+TEST(FastEnvoyParserTest, LeavesEverythingElseToTheCompleteParser) {
+  const std::string one = R"([{"entries":[{"key":"a","value":"1"}]}])";
+  const std::vector<std::string> bodies = {
+      "",
+      "[]",
+      "{}",                                          // domain and descriptors required
+      R"({"domain":"d"})",                           // descriptors required
+      R"({"domain":"d","descriptors":[]})",          // must be non-empty
+      R"({"descriptors":)" + one + "}",              // domain required
+      R"({"domain":"","descriptors":)" + one + "}",  // an error
+      R"({"domain":null,"descriptors":)" + one + "}",
+      R"({"domain":"a\"b","descriptors":)" + one + "}",  // an escape
+      "{\"domain\":\"caf\xC3\xA9\",\"descriptors\":" + one + "}",
+      R"({"domain":"a","domain":"b","descriptors":)" + one + "}",
+      R"({"domain":"d","clientId":"c","descriptors":)" + one + "}",  // not an envoy field
+      R"({"domain":"d","hits":2,"descriptors":)" + one + "}",
+      R"({"domain":"d","hits_addend":"3","descriptors":)" + one + "}",  // proto3's string
+      R"({"domain":"d","hits_addend":1,"hitsAddend":2,"descriptors":)" + one + "}",
+      R"({"domain":"d","hits_addend":-1,"descriptors":)" + one + "}",
+      R"({"domain":"d","hits_addend":1.5,"descriptors":)" + one + "}",
+      R"({"domain":"d","hits_addend":1000000001,"descriptors":)" + one + "}",
+      R"({"domain":"d","descriptors":[[{"key":"a","value":"1"}]]})",  // a bare list
+      R"({"domain":"d","descriptors":[{"entries":[]}]})",
+      R"({"domain":"d","descriptors":[{}]})",
+      R"({"domain":"d","descriptors":[{"entries":[{"key":"a"}]}]})",  // value left out
+      R"({"domain":"d","descriptors":[{"entries":[{"key":"","value":"1"}]}]})",
+      R"({"domain":"d","descriptors":[{"entries":[{"key":"a","value":"1"}],"limit":{"requestsPerUnit":5,"unit":"SECOND"}}]})",
+      R"({"domain":"d","descriptors":[{"entries":[{"key":"a","value":"1"}],"hits_addend":"2"}]})",
+      R"({"domain":"d","descriptors":[{"entries":[{"key":"a","value":"1"}],"other":1}]})",
+      R"({"domain":"d","descriptors":)" + one + "} x",
+  };
+  for (const auto& body : bodies) {
+    EXPECT_FALSE(checkEnvoyAgainstComplete(body)) << body;
+  }
+}
+
+TEST(FastEnvoyParserTest, AgreesWithTheCompleteParserOnMutations) {
+  const std::string seed =
+      R"({"domain":"d","hits_addend":2,"descriptors":[{"entries":[{"key":"a","value":"1"}],"hits_addend":3},{"entries":[{"key":"b","value":""}]}]})";
+  const std::string alphabet = "{}[]\":,0123456789 abkeyvalu-\\\n.";
+  std::mt19937 rng(11);
+  int answered = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string body = seed;
+    int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      std::size_t pos = rng() % body.size();
+      switch (rng() % 3) {
+        case 0:
+          body[pos] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          body.erase(pos, 1);
+          break;
+        default:
+          body.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+      }
+    }
+    answered += checkEnvoyAgainstComplete(body) ? 1 : 0;
+  }
+  EXPECT_GT(answered, 100);
+}
+
 }  // namespace
 }  // namespace sluice::http

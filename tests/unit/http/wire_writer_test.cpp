@@ -109,6 +109,26 @@ TEST(WireWriterTest, AppendsSoPipelinedAnswersShareOneBuffer) {
   EXPECT_TRUE(out.ends_with("Connection: close\r\nContent-Length: 1\r\n\r\nb")) << out;
 }
 
+TEST(WireWriterTest, LongHeadersAndBodiesAndOtherContentTypesAreWrittenWhole) {
+  // Longer than the writer's inline buffer (512 bytes), in pieces of every size.
+  Response response = jsonResponse(200, std::string(5000, 'b') + "end");
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  response.headers.push_back(Header{"X-Long", std::string(700, 'v')});
+  std::string lines;
+  for (int i = 0; i < 40; ++i) {
+    lines += "X-Line-" + std::to_string(i) + ": " + std::string(static_cast<std::size_t>(i), 'x') +
+             "\r\n";
+  }
+  response.header_lines = lines;
+  std::string expected =
+      "HTTP/1.1 200 OK\r\nServer: sluice\r\n"
+      "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+      "X-Long: " +
+      std::string(700, 'v') + "\r\n" + lines + "Content-Length: 5003\r\n\r\n" +
+      std::string(5000, 'b') + "end";
+  EXPECT_EQ(written(response), expected);
+}
+
 TEST(WireWriterTest, BeastParsesWhatItWrites) {
   Response response = jsonResponse(429, R"({"overallCode":"OVER_LIMIT"})");
   response.headers.push_back(Header{"Retry-After", "7"});
