@@ -2,11 +2,12 @@
 # Where Sluice spends its CPU under the benchmark's load: perf (cpu-clock samples, which work
 # without hardware counters) on a Sluice pinned like in bench/run.sh, driven by the same wrk
 # script. Prints the hottest functions (self time) and writes them to
-# bench/results/profile-<store>.txt.
+# bench/results/tmp/profile/profile-<store>.txt (untracked: a run leaves the tree clean).
 #
 # With --callgrind, Sluice runs under valgrind's callgrind instead (instruction counts:
 # repeatable whatever else the machine does) at a low constant rate (300 req/s), and the
-# report is callgrind_annotate's (self instructions per function), in profile-<store>-callgrind.txt.
+# report is callgrind_annotate's (self instructions per function), in
+# bench/results/tmp/profile/profile-<store>-callgrind.txt.
 #
 # With --admin, Sluice also runs its admin listener, which turns on the per-denial counting
 # behind GET /limits/top (use it with --op fixed_window_deny to measure that).
@@ -18,9 +19,10 @@
 #                         [--op fixed_window_allow] [--desc 1|3] [--callgraph] [--callgrind]
 #                         [--admin] [--out FILE]
 #
-# --out FILE writes the report there instead of bench/results/profile-<store>[-callgrind].txt
-# (the tracked figures), e.g. for a before/after comparison; with --callgrind, valgrind's raw
-# output is kept beside it as FILE.callgrind.out (for callgrind_annotate --auto=yes).
+# --out FILE writes the report there instead, e.g. for a before/after comparison; the tracked
+# figures are refreshed on purpose only, with --out bench/results/profile-<store>[-callgrind].txt.
+# With --callgrind, valgrind's raw output is kept beside the report as FILE.callgrind.out (for
+# callgrind_annotate --auto=yes), except beside the tracked figures in bench/results/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -110,8 +112,8 @@ if ((callgrind)); then
     "http://127.0.0.1:$sport" >"$work/wrk.txt" 2>&1
   kill -TERM "$spid"
   wait "$spid" 2>/dev/null || true
-  mkdir -p "$here/results"
-  out=${out:-$here/results/profile-$store-callgrind.txt}
+  out=${out:-$here/results/tmp/profile/profile-$store-callgrind.txt}
+  mkdir -p "$(dirname "$out")"
   {
     echo "# bench/profile.sh $store --callgrind: instructions of sluice under callgrind,"
     echo "# 300 req/s for $seconds s, $clients clients, op=$op, $desc descriptor(s)$( ((admin)) && echo ', admin listener on')"
@@ -149,7 +151,7 @@ if ((callgrind)); then
     echo "# hottest functions (self instructions):"
     sed -E 's/ \[[^]]*\]$//' "$work/self.txt" | cut -c1-200 | head -40 || true
   } | tee "$out"
-  if [[ $out != "$here/results/"* ]]; then
+  if [[ $(cd "$(dirname "$out")" && pwd) != "$here/results" ]]; then
     cp "$work/callgrind.out" "$out.callgrind.out"
   fi
   exit 0
@@ -170,8 +172,8 @@ sleep 1
 perf record -e cpu-clock -F 1999 "${callgraph[@]}" -p "$spid" -o "$work/perf.data" \
   -- sleep "$seconds" >/dev/null 2>&1
 wait "$wpid" || true
-mkdir -p "$here/results"
-out=${out:-$here/results/profile-$store.txt}
+out=${out:-$here/results/tmp/profile/profile-$store.txt}
+mkdir -p "$(dirname "$out")"
 {
   echo "# bench/profile.sh $store: perf cpu-clock samples of sluice (--threads 1, CPU 0),"
   echo "# wrk -t1 -c64 on CPU 1, $clients clients, op=$op, $desc descriptor(s), $seconds s"

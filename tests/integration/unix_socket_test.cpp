@@ -141,7 +141,7 @@ TEST(UnixSocketTest, AStaleSocketIsReplaced) {
   {
     ChildProcess sluice([&] {
       ChildOptions child;
-      child.argv = {SLUICE_BINARY, "--listen", "unix:" + path, "--rules", rulesDirIn(dir)};
+      child.argv = {sluiceBinary(), "--listen", "unix:" + path, "--rules", rulesDirIn(dir)};
       child.output_file = dir + "/sluice.log";
       return child;
     }());

@@ -1,5 +1,6 @@
 #include "support/sluice_process.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -28,6 +29,11 @@ rate_limit:
 
 namespace fs = std::filesystem;
 
+std::string sluiceBinary() {
+  const char* other = std::getenv("SLUICE_TEST_BINARY");
+  return other != nullptr && *other != '\0' ? other : SLUICE_BINARY;
+}
+
 std::string makeTempDir(const std::string& prefix) {
   std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) {
@@ -53,7 +59,7 @@ SluiceProcess::SluiceProcess(SluiceOptions options) : options_(std::move(options
       listen += (listen.empty() ? "" : ",") + std::string("unix:") + socketPath();
     }
     ChildOptions child;
-    child.argv = {SLUICE_BINARY, "--listen", listen, "--rules", rulesDir()};
+    child.argv = {sluiceBinary(), "--listen", listen, "--rules", rulesDir()};
     child.argv.insert(child.argv.end(), options_.args.begin(), options_.args.end());
     child.env = options_.env;
     child.output_file = dir_ + "/sluice.log";
@@ -114,7 +120,7 @@ std::pair<int, std::string> runSluice(const std::vector<std::string>& args,
                                       std::chrono::milliseconds timeout) {
   std::string dir = makeTempDir("sluice-run");
   ChildOptions child;
-  child.argv = {SLUICE_BINARY};
+  child.argv = {sluiceBinary()};
   child.argv.insert(child.argv.end(), args.begin(), args.end());
   child.output_file = dir + "/output.log";
   child.cwd = SLUICE_SOURCE_DIR;

@@ -48,7 +48,7 @@ inline SluiceOptions withRules(std::map<std::string, std::string> rule_files,
   return options;
 }
 
-/// The real `sluice` binary (SLUICE_BINARY) on a free loopback port with its own rules
+/// The real `sluice` binary (sluiceBinary()) on a free loopback port with its own rules
 /// directory; output goes to a log file in the test's temporary directory. Starting waits
 /// for GET /healthz (throws std::runtime_error with the log when it does not come up).
 /// The destructor kills the process and removes the directory.
@@ -95,5 +95,10 @@ std::pair<int, std::string> runSluice(const std::vector<std::string>& args,
 
 /// A fresh temporary directory (removed by the caller).
 std::string makeTempDir(const std::string& prefix);
+
+/// The `sluice` binary the tests start: SLUICE_BINARY (this build's), unless the environment
+/// variable SLUICE_TEST_BINARY names another one (e.g. a ThreadSanitizer build of sluice
+/// driven by an ordinary build of the tests: docs/quality.md).
+std::string sluiceBinary();
 
 }  // namespace sluice::test
