@@ -223,6 +223,28 @@ bool descriptors(Scanner& s, DecisionRequest& request, bool envoy) {
   return s.consume(']');
 }
 
+/// One whole body that is a JSON object: calls `field(name)` with the scanner on each
+/// member's value (the field consumes it; false rejects the body). True when the object is
+/// well formed and nothing follows it.
+template <typename Field>
+bool objectBody(Scanner& s, Field field) {
+  if (!s.consume('{')) {
+    return false;
+  }
+  if (!s.consume('}')) {
+    do {
+      std::string_view name;
+      if (!s.string(name) || !s.consume(':') || !field(name)) {
+        return false;
+      }
+    } while (s.consume(','));
+    if (!s.consume('}')) {
+      return false;
+    }
+  }
+  return s.atEnd();
+}
+
 }  // namespace
 
 std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
@@ -238,9 +260,6 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
 bool parseDecisionRequestFastInto(std::string_view body, std::string_view default_domain,
                                   DecisionRequest& request) {
   Scanner s(body);
-  if (!s.consume('{')) {
-    return false;
-  }
   enum : unsigned { kDomain = 1, kClient = 2, kDescriptors = 4, kHits = 8, kTimestamp = 16 };
   unsigned seen = 0;
   auto once = [&seen](unsigned field) {
@@ -248,38 +267,32 @@ bool parseDecisionRequestFastInto(std::string_view body, std::string_view defaul
     seen |= field;
     return fresh;
   };
-  if (!s.consume('}')) {
-    do {
-      std::string_view name;
-      if (!s.string(name) || !s.consume(':')) {
-        return false;
-      }
-      bool ok = false;
-      if (is(name, "domain") && once(kDomain)) {
-        std::string_view text;
-        ok = s.string(text) && !text.empty();
-        request.domain.assign(text);
-      } else if (is(name, "clientId") && once(kClient)) {
-        std::string_view text;
-        ok = s.string(text);
-        request.client_id.assign(text);
-      } else if (is(name, "descriptors") && once(kDescriptors)) {
-        ok = descriptors(s, request, false);
-      } else if (is(name, "hits") && once(kHits)) {
-        ok = s.count(request.hits);
-      } else if (is(name, "timestamp") && once(kTimestamp)) {
-        std::string_view text;
-        ok = s.string(text) && isIso8601DateTime(text);
-      }
-      if (!ok) {
-        return false;
-      }
-    } while (s.consume(','));
-    if (!s.consume('}')) {
-      return false;
+  const bool ok = objectBody(s, [&](std::string_view name) {
+    if (is(name, "domain") && once(kDomain)) {
+      std::string_view text;
+      const bool read = s.string(text) && !text.empty();
+      request.domain.assign(text);
+      return read;
     }
-  }
-  if (!s.atEnd()) {
+    if (is(name, "clientId") && once(kClient)) {
+      std::string_view text;
+      const bool read = s.string(text);
+      request.client_id.assign(text);
+      return read;
+    }
+    if (is(name, "descriptors") && once(kDescriptors)) {
+      return descriptors(s, request, false);
+    }
+    if (is(name, "hits") && once(kHits)) {
+      return s.count(request.hits);
+    }
+    if (is(name, "timestamp") && once(kTimestamp)) {
+      std::string_view text;
+      return s.string(text) && isIso8601DateTime(text);
+    }
+    return false;
+  });
+  if (!ok) {
     return false;
   }
   if ((seen & kDomain) == 0) {
@@ -301,9 +314,6 @@ std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {
 
 bool parseEnvoyRequestFastInto(std::string_view body, DecisionRequest& request) {
   Scanner s(body);
-  if (!s.consume('{')) {
-    return false;
-  }
   enum : unsigned { kDomain = 1, kDescriptors = 2, kHits = 4 };
   unsigned seen = 0;
   auto once = [&seen](unsigned field) {
@@ -311,36 +321,25 @@ bool parseEnvoyRequestFastInto(std::string_view body, DecisionRequest& request) 
     seen |= field;
     return fresh;
   };
-  if (!s.consume('}')) {
-    do {
-      std::string_view name;
-      if (!s.string(name) || !s.consume(':')) {
-        return false;
-      }
-      bool ok = false;
-      if (is(name, "domain") && once(kDomain)) {
-        std::string_view text;
-        ok = s.string(text) && !text.empty();
-        request.domain.assign(text);
-      } else if (is(name, "descriptors") && once(kDescriptors)) {
-        ok = descriptors(s, request, true);
-      } else if ((is(name, "hits_addend") || is(name, "hitsAddend")) && once(kHits)) {
-        ok = s.count(request.hits);
-        request.hits = std::max<std::int64_t>(1, request.hits);
-      }
-      if (!ok) {
-        return false;
-      }
-    } while (s.consume(','));
-    if (!s.consume('}')) {
-      return false;
+  const bool ok = objectBody(s, [&](std::string_view name) {
+    if (is(name, "domain") && once(kDomain)) {
+      std::string_view text;
+      const bool read = s.string(text) && !text.empty();
+      request.domain.assign(text);
+      return read;
     }
-  }
-  // Both fields are required: their absence is an error, which the complete parser words.
-  if (!s.atEnd() || (seen & kDomain) == 0 || request.descriptors.empty()) {
+    if (is(name, "descriptors") && once(kDescriptors)) {
+      return descriptors(s, request, true);
+    }
+    if ((is(name, "hits_addend") || is(name, "hitsAddend")) && once(kHits)) {
+      const bool read = s.count(request.hits);
+      request.hits = std::max<std::int64_t>(1, request.hits);
+      return read;
+    }
     return false;
-  }
-  return true;
+  });
+  // Both fields are required: their absence is an error, which the complete parser words.
+  return ok && (seen & kDomain) != 0 && !request.descriptors.empty();
 }
 
 }  // namespace sluice::http
