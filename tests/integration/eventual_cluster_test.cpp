@@ -14,6 +14,7 @@
 
 #include "store/redis/cluster_slots.hpp"
 #include "support/http_client.hpp"
+#include "support/load.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/sluice_process.hpp"
 #include "support/wait.hpp"
@@ -123,33 +124,6 @@ std::string clientOn(RedisCluster& cluster, int port, const std::string& prefix)
   }
   throw std::runtime_error("no client id on port " + std::to_string(port));
 }
-
-struct Load {
-  std::atomic<std::int64_t> allowed{0};
-  std::atomic<std::int64_t> denied{0};
-  std::atomic<std::int64_t> other{0};
-  std::vector<std::thread> threads;
-
-  void start(SluiceProcess& sluice, int threads_count, const std::string& body,
-             std::int64_t max_requests) {
-    for (int t = 0; t < threads_count; ++t) {
-      threads.emplace_back([this, &sluice, body, max_requests] {
-        HttpClient client = sluice.client(milliseconds(10'000));
-        for (std::int64_t sent = 0; sent < max_requests; ++sent) {
-          const int status = client.post("/shouldAllowRequest", body).status;
-          ++(status == 200 ? allowed : status == 429 ? denied : other);
-        }
-      });
-    }
-  }
-  void join() {
-    for (auto& t : threads) {
-      t.join();
-    }
-    threads.clear();
-  }
-  ~Load() { join(); }
-};
 
 double metric(SluiceProcess& sluice, const std::string& series) {
   const std::string text = sluice.client().get("/metrics").body;
