@@ -13,11 +13,32 @@
 #include "support/http_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/sluice_process.hpp"
+#include "support/wait.hpp"
 
 namespace sluice::test {
 namespace {
 
 using Fields = std::map<std::string, std::string>;
+
+// The seed's login limit (5 per client), counted per day instead of per minute: the tests
+// expect exactly 5 answers allowed, then denials, and a minute window rolling over in the
+// middle of a test allows 5 more (a slow run straddles a minute boundary far more often than
+// midnight, which eventsSidecar() also keeps away from).
+constexpr const char* kDailyLoginRules = R"(domain: auth
+descriptors:
+  - key: auth_type
+    value: login
+    rate_limit:
+      unit: day
+      requests_per_unit: 5
+)";
+
+/// A sidecar with `args` and the daily login limit, started at least a minute before
+/// midnight UTC (no test here takes that long).
+SluiceOptions eventsSidecar(std::vector<std::string> args) {
+  awayFromWindowBoundary(std::chrono::hours(24), std::chrono::seconds(60));
+  return withRules({{"auth.yaml", kDailyLoginRules}}, std::move(args));
+}
 
 std::string login(const std::string& client) {
   return R"({"domain":"auth","clientId":")" + client +
@@ -67,8 +88,9 @@ std::int64_t nowMs() {
 
 TEST(EventsStreamTest, DenialsArriveInTheStreamInOrder) {
   RedisServer redis;
-  SluiceProcess sluice(withArgs({"--threads", "2", "--events", "redis-stream", "--events-redis",
-                                 redis.url(), "--events-stream", "test:denials"}));
+  SluiceProcess sluice(
+      eventsSidecar({"--threads", "2", "--events", "redis-stream", "--events-redis", redis.url(),
+                     "--events-stream", "test:denials"}));
   HttpClient client = sluice.client();
   const std::int64_t started = nowMs();
   std::vector<std::string> denied_clients;
@@ -110,8 +132,8 @@ TEST(EventsStreamTest, DenialsArriveInTheStreamInOrder) {
 
 TEST(EventsStreamTest, DefaultsToTheStoresRedisAndStreamName) {
   RedisServer redis;
-  SluiceProcess sluice(withArgs({"--threads", "1", "--store", "redis", "--redis", redis.url(),
-                                 "--events", "redis-stream", "--redis-timeout-ms", "1000"}));
+  SluiceProcess sluice(eventsSidecar({"--threads", "1", "--store", "redis", "--redis", redis.url(),
+                                      "--events", "redis-stream", "--redis-timeout-ms", "1000"}));
   // The store connects after /healthz answers; decide only once it has (else failure mode
   // `open` would allow the 6th request).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -130,8 +152,8 @@ TEST(EventsStreamTest, DefaultsToTheStoresRedisAndStreamName) {
 
 TEST(EventsStreamTest, MaxLenCapsTheStream) {
   RedisServer redis;
-  SluiceProcess sluice(withArgs({"--threads", "1", "--events", "redis-stream", "--events-redis",
-                                 redis.url(), "--events-maxlen", "10"}));
+  SluiceProcess sluice(eventsSidecar({"--threads", "1", "--events", "redis-stream",
+                                      "--events-redis", redis.url(), "--events-maxlen", "10"}));
   HttpClient client = sluice.client();
   constexpr int kDenials = 300;
   for (int i = 0; i < 5 + kDenials; ++i) {
@@ -152,9 +174,13 @@ TEST(EventsStreamTest, MaxLenCapsTheStream) {
 }
 
 TEST(EventsStreamTest, UnreachableRedisDropsEventsWithoutDelayingDecisions) {
-  const std::uint16_t closed_port = freeLoopbackPort();  // nothing listens there
-  SluiceProcess sluice(withArgs({"--threads", "1", "--events", "redis-stream", "--events-redis",
-                                 "redis://127.0.0.1:" + std::to_string(closed_port) + "/0"}));
+  // Held bound, not listening: every connection is refused, and no server started by a test
+  // running in parallel can take the port (one run saw events written, or not refused,
+  // when the port was only free a moment before).
+  const RefusingPort closed;
+  SluiceProcess sluice(
+      eventsSidecar({"--threads", "1", "--events", "redis-stream", "--events-redis",
+                     "redis://127.0.0.1:" + std::to_string(closed.port()) + "/0"}));
   HttpClient client("127.0.0.1", sluice.port(), std::chrono::milliseconds(2000));
   for (int i = 0; i < 5; ++i) {
     ASSERT_EQ(client.post("/shouldAllowRequest", login("gus")).status, 200);
@@ -180,22 +206,41 @@ TEST(EventsStreamTest, UnreachableRedisDropsEventsWithoutDelayingDecisions) {
   EXPECT_EQ(log.find("events: cannot connect", first + 1), std::string::npos) << log;
 }
 
+// The event writer is a blocking hiredis client with a 1 s read timeout. This Redis answers
+// its first XADD with a reply that never ends (one byte every 50 ms), so the writer stays
+// inside that round trip until the test says, however slow the machine: a decision that
+// waited for the writer would not be answered at all. Then the Redis goes silent for good,
+// and sluice must still stop.
 TEST(EventsStreamTest, AHangingRedisDelaysNeitherDecisionsNorShutdown) {
-  BlackholeServer hanging;  // accepts connections, never answers
-  SluiceProcess sluice(withArgs({"--threads", "1", "--events", "redis-stream", "--events-redis",
-                                 hanging.url(), "--drain-timeout-ms", "1000"}));
-  HttpClient client("127.0.0.1", sluice.port(), std::chrono::milliseconds(2000));
+  BlackholeServer hanging(BlackholeServer::Mode::kEndlessReply);
+  SluiceProcess sluice(
+      eventsSidecar({"--threads", "1", "--events", "redis-stream", "--events-redis", hanging.url(),
+                     "--drain-timeout-ms", "1000"}));
+  HttpClient client("127.0.0.1", sluice.port(), std::chrono::milliseconds(10'000));
   for (int i = 0; i < 5; ++i) {
     ASSERT_EQ(client.post("/shouldAllowRequest", login("hank")).status, 200);
   }
-  const auto started = std::chrono::steady_clock::now();
+  ASSERT_EQ(client.post("/shouldAllowRequest", login("hank")).status, 429);
+  // The writer has sent its first XADD and is reading the endless reply.
+  ASSERT_TRUE(waitFor([&] { return hanging.clientsThatSpoke() == 1; }, std::chrono::seconds(10)))
+      << sluice.log();
   for (int i = 0; i < 200; ++i) {
     ASSERT_EQ(client.post("/shouldAllowRequest", login("hank")).status, 429);
   }
-  // 200 denials while the event writer is stuck on Redis: none of them waited for it.
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  // 200 denials answered while the writer is stuck: nothing written, nothing dropped yet,
+  // the later events wait in the queue.
+  const std::string metrics = client.get("/metrics").body;
+  EXPECT_NE(metrics.find("sluice_events_published_total 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(R"(sluice_events_dropped_total{reason="redis_unavailable"} 0)"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sluice_events_queue_length 200\n"), std::string::npos) << metrics;
+  EXPECT_EQ(hanging.acceptedConnections(), 1);
+  // Shutdown with a Redis that no longer sends anything: the writer's read times out
+  // (1 s), the queue is dropped, and sluice exits (a hang would be for good).
+  hanging.stopReplying();
   sluice.signal(SIGTERM);
-  auto code = sluice.wait(std::chrono::seconds(8));
+  auto code = sluice.wait(std::chrono::seconds(10));
   ASSERT_TRUE(code.has_value()) << "sluice did not stop with a hanging events Redis";
   EXPECT_EQ(*code, 0);
 }

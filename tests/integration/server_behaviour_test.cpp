@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -113,18 +114,20 @@ TEST(ServerBehaviourTest, PipelinedRequestsAreAnsweredInOrder) {
 }
 
 TEST(ServerBehaviourTest, StalledClientDoesNotBlockOthersAndIsDropped) {
-  // One I/O thread: the stalled connection shares it with the healthy client.
-  SluiceProcess sluice(withArgs({"--threads", "1", "--request-timeout-ms", "1500"}));
+  // One I/O thread: the stalled connection shares it with the healthy client. Its request
+  // timeout (3 s) is far longer than 20 answers take: a thread held by the stalled
+  // connection would answer them only once it had dropped it.
+  SluiceProcess sluice(withArgs({"--threads", "1", "--request-timeout-ms", "3000"}));
+  const auto start = Clock::now();  // before the connection: its timeout starts later
   RawConnection stalled("127.0.0.1", sluice.port());
   ASSERT_TRUE(stalled.send("POST /shouldAllowRequest HTTP/1.1\r\nHost: t\r\nContent-Le"));
-  auto start = Clock::now();
   HttpClient client = sluice.client();
   for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(client.post("/shouldAllowRequest", "{}").status, 200);
   }
-  EXPECT_LT(Clock::now() - start, milliseconds(1300));
-  EXPECT_TRUE(stalled.waitClosed(milliseconds(4000)));
-  EXPECT_GE(Clock::now() - start, milliseconds(1300));
+  EXPECT_FALSE(stalled.closed()) << "the others were answered only after the stalled client";
+  EXPECT_TRUE(stalled.waitClosed(milliseconds(10'000)));
+  EXPECT_GE(Clock::now() - start, milliseconds(3000));  // dropped by its timeout, not before
 }
 
 TEST(ServerBehaviourTest, SlowBodyIsDropped) {
@@ -182,26 +185,55 @@ TEST(ServerBehaviourTest, BusyKeepAliveConnectionOutlivesEveryTimeout) {
 }
 
 TEST(ServerBehaviourTest, ShapedLeakyBucketHoldsAnswersWithoutBlockingTheThread) {
-  SluiceProcess sluice(withRules({{"shaped.yaml", kShapedRules}}, {"--threads", "1"}));
+  // One per second: the three answers leave the queue about 0, 1 and 2 s after the first
+  // request arrived.
+  const std::string rules = R"(domain: shaped
+descriptors:
+  - key: queue
+    value: q
+    rate_limit:
+      unit: second
+      requests_per_unit: 1
+      algorithm: leaky_bucket
+      burst: 10
+      shape: true
+)";
+  SluiceProcess sluice(withRules({{"shaped.yaml", rules}}, {"--threads", "1"}));
   std::string body = R"({"domain":"shaped","descriptors":[[{"key":"queue","value":"q"}]]})";
   std::vector<std::unique_ptr<RawConnection>> connections;
-  auto start = Clock::now();
+  const auto start = Clock::now();
   for (int i = 0; i < 3; ++i) {
     connections.push_back(std::make_unique<RawConnection>("127.0.0.1", sluice.port()));
     ASSERT_TRUE(connections.back()->send(rawPost("/shouldAllowRequest", body)));
   }
-  // The one I/O thread still answers others while three answers are held.
+  // The one I/O thread still answers others while the answers are held: /healthz comes
+  // back before the last held answer (a thread that slept through the delays would write
+  // every held answer first).
   EXPECT_EQ(sluice.client().get("/healthz").status, 200);
-  EXPECT_LT(Clock::now() - start, milliseconds(900));
-  std::vector<milliseconds> arrival;
+  int held_answers_out = 0;
   for (auto& c : connections) {
-    std::string response = c->readResponse(milliseconds(5000));
-    EXPECT_EQ(statusOf(response), 200) << response;
-    arrival.push_back(std::chrono::duration_cast<milliseconds>(Clock::now() - start));
+    held_answers_out += c->hasData() ? 1 : 0;
   }
-  // Two per second: the answers leave about 0, 0.5 and 1.0 s after the requests.
-  EXPECT_GE(arrival[2], milliseconds(900));
-  EXPECT_LT(arrival[2], milliseconds(2500));
+  EXPECT_LT(held_answers_out, 3) << "every held answer left before /healthz was answered";
+  std::vector<std::int64_t> delays;
+  for (auto& c : connections) {
+    std::string response = c->readResponse(milliseconds(10'000));
+    ASSERT_EQ(statusOf(response), 200) << response;
+    const auto arrived = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+    json limit =
+        json::parse(response.substr(response.find("\r\n\r\n") + 4))["descriptors"][0]["limits"][0];
+    EXPECT_EQ(limit["shaped"], true);
+    delays.push_back(limit["delay_ms"].get<std::int64_t>());
+    // Held for its delay: the requests reached the server after `start` (lower bounds only,
+    // a slow machine only delays an answer more).
+    EXPECT_GE(arrived.count(), delays.back()) << response;
+  }
+  // Each answer leaves a queue position later than the one before (in the order the server
+  // read the requests, which need not be the connections').
+  std::sort(delays.begin(), delays.end());
+  EXPECT_EQ(delays[0], 0);
+  EXPECT_GT(delays[1], 0);
+  EXPECT_GT(delays[2], delays[1]);
 }
 
 TEST(ServerBehaviourTest, SigtermFinishesInFlightRequestsThenExitsZero) {

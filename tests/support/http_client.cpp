@@ -242,6 +242,24 @@ bool RawConnection::waitClosed(std::chrono::milliseconds timeout) {
   }
 }
 
+bool RawConnection::closed() {
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) {
+    return false;
+  }
+  char c = 0;
+  const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+bool RawConnection::hasData() {
+  if (!pending_.empty()) {
+    return true;
+  }
+  char c = 0;
+  return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
 std::string RawConnection::readResponse(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   char buf[16384];

@@ -67,6 +67,11 @@ class RawConnection {
   std::string readUntilClosed(std::chrono::milliseconds timeout, std::size_t max_bytes = 1 << 20);
   /// True when the peer closes (EOF or reset) within `timeout`; data read is discarded.
   bool waitClosed(std::chrono::milliseconds timeout);
+  /// True when the peer has already closed (EOF or reset), without waiting; data that
+  /// arrived is kept for the next read.
+  bool closed();
+  /// True when bytes have arrived and not been read yet, without waiting.
+  bool hasData();
   /// Reads one whole response (headers and Content-Length body) within `timeout`;
   /// "" on timeout or close before a full response.
   std::string readResponse(std::chrono::milliseconds timeout);

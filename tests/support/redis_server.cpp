@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -207,8 +209,8 @@ ReplyPtr RedisServer::command(const std::vector<std::string>& argv) {
   return reply;
 }
 
-BlackholeServer::BlackholeServer() {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+BlackholeServer::BlackholeServer(Mode mode) : mode_(mode) {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
@@ -232,35 +234,65 @@ BlackholeServer::~BlackholeServer() {
 }
 
 void BlackholeServer::run() {
-  std::vector<int> clients;
+  struct Client {
+    int fd;
+    bool spoke = false;
+  };
+  std::vector<Client> clients;
+  auto next_byte = std::chrono::steady_clock::now();
+  auto send_all = [](int fd, const std::string& bytes) {
+    // Best effort: a client that left is found by the next read.
+    (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  };
   while (!stop_) {
+    const bool endless = mode_ == Mode::kEndlessReply && replying_;
+    if (endless && std::chrono::steady_clock::now() >= next_byte) {
+      next_byte = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+      for (const Client& c : clients) {
+        if (c.spoke) {
+          send_all(c.fd, "x");  // one more byte of a bulk string that never ends
+        }
+      }
+    }
     std::vector<pollfd> fds;
     fds.push_back({listen_fd_, POLLIN, 0});
-    for (int c : clients) {
-      fds.push_back({c, POLLIN, 0});
+    const std::size_t first_client = 1;
+    for (const Client& c : clients) {
+      fds.push_back({c.fd, POLLIN, 0});
     }
-    if (::poll(fds.data(), fds.size(), 50) <= 0) {
+    if (::poll(fds.data(), fds.size(), 20) <= 0) {
       continue;
     }
     if (fds[0].revents & POLLIN) {
-      int c = ::accept(listen_fd_, nullptr, nullptr);
+      int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (c >= 0) {
-        clients.push_back(c);
+        clients.push_back({c});
         ++accepted_;
       }
     }
-    for (std::size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-        char buf[4096];
-        if (::read(fds[i].fd, buf, sizeof buf) <= 0) {
-          ::close(fds[i].fd);
-          std::erase(clients, fds[i].fd);
+    for (std::size_t i = first_client; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        continue;
+      }
+      auto it = std::find_if(clients.begin(), clients.end(),
+                             [&](const Client& c) { return c.fd == fds[i].fd; });
+      char buf[4096];
+      if (::read(fds[i].fd, buf, sizeof buf) <= 0) {
+        ::close(fds[i].fd);
+        clients.erase(it);
+        continue;
+      }
+      if (!it->spoke) {
+        it->spoke = true;
+        ++spoke_;
+        if (endless) {
+          send_all(it->fd, "$1000000000\r\n");
         }
       }
     }
   }
-  for (int c : clients) {
-    ::close(c);
+  for (const Client& c : clients) {
+    ::close(c.fd);
   }
 }
 

@@ -88,7 +88,15 @@ class RedisServer {
 /// a Redis that hangs. Reads and discards whatever it receives.
 class BlackholeServer {
  public:
-  BlackholeServer();
+  enum class Mode {
+    kSilent,  ///< never sends a byte
+    /// Answers a client's first bytes with a reply that never ends (a bulk string header,
+    /// then one byte of it every 50 ms): a blocking client whose read timeout is longer
+    /// than that waits in its read until stopReplying(); no timer of its own ends the wait.
+    kEndlessReply,
+  };
+
+  explicit BlackholeServer(Mode mode = Mode::kSilent);
   ~BlackholeServer();
   BlackholeServer(const BlackholeServer&) = delete;
   BlackholeServer& operator=(const BlackholeServer&) = delete;
@@ -96,14 +104,21 @@ class BlackholeServer {
   int port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_) + "/0"; }
   int acceptedConnections() const { return accepted_.load(); }
+  /// Clients that have sent at least one byte (for kEndlessReply: are being answered).
+  int clientsThatSpoke() const { return spoke_.load(); }
+  /// From now on sends nothing more (kEndlessReply turns into kSilent); connections stay open.
+  void stopReplying() { replying_ = false; }
 
  private:
   void run();
 
+  Mode mode_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> replying_{true};
   std::atomic<int> accepted_{0};
+  std::atomic<int> spoke_{0};
   std::thread thread_;
 };
 
