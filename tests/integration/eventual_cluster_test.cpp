@@ -276,7 +276,12 @@ TEST(EventualClusterTest, AMasterThatRestartsEmptyGetsItsCountsBack) {
 
 // One master down: the keys of the others keep their round trips near the limit, so two
 // sidecars hammering a key of a healthy master still admit within [L, 1.01 L]; the down
-// master's keys are decided locally and keep their hits.
+// master's keys are decided locally and keep their hits. The 1 % is docs/eventual.md's bound
+// for a steady rate (one that does not more than double within ~200 ms): the load is paced,
+// 6 x 250 requests/s (~5 s), not closed-loop. At full speed the rate is the machine's, and
+// a slow build's stalls and bursts are steps the margin does not cover (a TSan sluice once
+// admitted 5 089 of L = 5 000 that way). Deciding the healthy master's keys locally, the bug
+// this test was written for, admits far more at this rate too (R x ~0.1 s ~ 150 over L).
 TEST(EventualClusterTest, AMasterDownLeavesTheOtherMastersKeysExact) {
   awayFromMidnight();
   constexpr std::int64_t kLimit = 5'000;
@@ -312,9 +317,10 @@ TEST(EventualClusterTest, AMasterDownLeavesTheOtherMastersKeysExact) {
   Load load;
   const std::string body = request(clientOn(cluster, masters[0], "alive"), {{"k", "x"}});
   for (SluiceProcess* s : {&a, &b}) {
-    load.start(*s, 3, body, (kLimit + 2'000) / 2 / 3);
+    load.start(*s, 3, body, (kLimit + 2'000) / 2 / 3, 250);
   }
   load.join();
+  RecordProperty("admitted", static_cast<int>(load.allowed.load()));
   EXPECT_EQ(load.other.load(), 0) << a.log();
   EXPECT_GE(load.allowed.load(), kLimit);
   EXPECT_LE(load.allowed.load(), kLimit + kLimit / 100);
