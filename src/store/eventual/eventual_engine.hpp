@@ -170,11 +170,16 @@ class EventualEngine {
   };
   struct Region {
     EventualRegion config;
-    std::shared_ptr<redis::RedisConnection> connection;
+    /// Its Redis: one node, or its cluster's router (each replicated key goes to the master
+    /// of its slot).
+    std::shared_ptr<redis::RedisBackend> backend;
+    /// The router's own metrics (redirects, topology reads), kept apart from this region's
+    /// store's; not exported.
+    std::unique_ptr<Metrics> backend_metrics;
     std::unordered_map<std::string, Replica> queue;
     /// hash -> the last value that region confirmed (value) and its limit (params).
     std::unordered_map<std::string, Replica> confirmed;
-    /// connection->connectCount() when the confirmed values were last (re)sent.
+    /// backend->connectCount() when the confirmed values were last (re)sent.
     std::uint64_t connects_seen = 0;
     bool in_flight = false;
     Gauge* lag = nullptr;
