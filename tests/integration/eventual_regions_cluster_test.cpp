@@ -167,6 +167,12 @@ std::string clientOn(RedisCluster& cluster, int port, const std::string& prefix)
   throw std::runtime_error("no client id on port " + std::to_string(port));
 }
 
+double metric(SluiceProcess& sluice, const std::string& series) {
+  const std::string text = sluice.client().get("/metrics").body;
+  const std::size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 2));
+}
+
 /// Sends `n` requests (each must be allowed).
 void hit(SluiceProcess& sluice, const std::string& body, int n) {
   HttpClient client = sluice.client();
@@ -312,6 +318,10 @@ TEST(EventualRegionsClusterTest, ASingleRedisRegionAndAClusterRegionReplicateBot
   // And region b decides on it: 27 hits, plus its probes.
   std::int64_t total = 27;
   EXPECT_TRUE(waitDecidesOn(b, request(clients[0]), kLimit, total));
+  // How often a's replication to b failed meanwhile (the call to the old master, typically).
+  RecordProperty(
+      "region_b_unreachable",
+      std::to_string(metric(a, "sluice_eventual_region_unreachable_total{region=\"b\"}")));
 }
 
 // Region b's whole cluster goes down: region a keeps serving from its own cluster, says
@@ -348,6 +358,8 @@ TEST(EventualRegionsClusterTest, AClusterRegionCutOffKeepsServingAndConvergesWhe
       seconds(10)))
       << readyz(a).dump();
   EXPECT_EQ(readyz(a)["eventual"]["redis_reachable"], true);
+  EXPECT_GE(metric(a, "sluice_eventual_region_unreachable_total{region=\"b\"}"), 1);
+  EXPECT_GT(metric(a, "sluice_eventual_replication_lag_seconds{region=\"b\"}"), 0);
   EXPECT_TRUE(
       waitFor([&] { return readyz(b)["eventual"]["redis_reachable"] == false; }, seconds(10)))
       << readyz(b).dump();

@@ -75,7 +75,7 @@ using EventualEnginePtr = std::shared_ptr<EventualEngine>;
 /// last sync), eventual_syncs_total{result}, eventual_switched_to_strict_total,
 /// eventual_pending_hits, eventual_dropped_hits_total, eventual_local_decisions_total{mode},
 /// eventual_round_trips_total{reason}, eventual_replication_lag_seconds{region},
-/// eventual_replication_dropped_total{region}.
+/// eventual_replication_dropped_total{region}, eventual_region_unreachable_total{region}.
 EventualEnginePtr makeEventualEngine(const EventualOptions& options, const RedisOptions& local,
                                      const Clock& clock, Metrics& metrics);
 

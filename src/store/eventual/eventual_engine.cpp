@@ -186,12 +186,17 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
   metrics.describe("eventual_replication_dropped_total", Metrics::Type::kCounter,
                    "Per other region: updates dropped because the replication queue was full "
                    "(a later update of the same key covers them).");
+  metrics.describe("eventual_region_unreachable_total", Metrics::Type::kCounter,
+                   "Per other region: times its Redis (or a master of its cluster) stopped "
+                   "answering this region's replication (the updates wait for it).");
   for (const EventualRegion& config : options_.regions) {
     auto region = std::make_unique<Region>();
     region->config = config;
     region->lag = &metrics.gauge("eventual_replication_lag_seconds", {{"region", config.name}});
     region->dropped =
         &metrics.counter("eventual_replication_dropped_total", {{"region", config.name}});
+    region->unreachable =
+        &metrics.counter("eventual_region_unreachable_total", {{"region", config.name}});
     regions_.push_back(std::move(region));
   }
 }
@@ -1277,16 +1282,16 @@ void EventualEngine::replicate(Region& region) {
   if (region.in_flight) {
     return;
   }
+  const bool clustered = backend.clustered();
   if (!backend.ready()) {
-    region.reachable.store(false, std::memory_order_relaxed);
+    setRegionReachable(region, false, clustered ? "no slot map" : "not connected");
     return;
   }
-  const bool clustered = backend.clustered();
   if (region.queue.empty()) {
     // Connected with nothing to send (a failed send leaves its updates queued). A cluster:
     // every master of its slot map connected and answering.
-    region.reachable.store(!clustered || backend.health() == StoreHealth::kHealthy,
-                           std::memory_order_relaxed);
+    const bool up = !clustered || backend.health() == StoreHealth::kHealthy;
+    setRegionReachable(region, up, up ? "" : "a master of its cluster is not connected");
     return;
   }
   // One call per kReplicasPerCall keys; a cluster: per master of their slots, the keys (of
@@ -1321,7 +1326,7 @@ void EventualEngine::replicate(Region& region) {
     ++taken;
   }
   if (taken == 0) {
-    region.reachable.store(false, std::memory_order_relaxed);
+    setRegionReachable(region, false, "no master for the slots of its updates");
     return;
   }
   auto sent = std::make_shared<std::vector<Replica>>();
@@ -1355,12 +1360,12 @@ void EventualEngine::replicate(Region& region) {
   }
   region.in_flight = true;
   auto outstanding = std::make_shared<std::size_t>(calls.size());
-  auto all_ok = std::make_shared<bool>(true);
+  auto failure = std::make_shared<std::string>();  // the first failed call's reason
   const Micros sent_steady = steadyMicros();
   const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4);
   for (Call& call : calls) {
     auto on_reply = [this, &region, sent, first = call.first, count = call.count, outstanding,
-                     all_ok, sent_steady](Result<redis::Reply> reply) {
+                     failure, sent_steady](Result<redis::Reply> reply) {
       std::vector<std::int64_t> values;
       const bool ok = reply && parseReply(*reply, count, values).ok();
       if (ok) {
@@ -1368,8 +1373,8 @@ void EventualEngine::replicate(Region& region) {
         const Micros rtt = steadyMicros() - sent_steady;
         const Micros old = replication_rtt_us_.load(std::memory_order_relaxed);
         replication_rtt_us_.store(std::max(rtt, old - old / 4), std::memory_order_relaxed);
-      } else {
-        *all_ok = false;
+      } else if (failure->empty()) {
+        *failure = reply ? "unexpected reply" : reply.error().message;
       }
       for (std::size_t i = first; i < first + count; ++i) {
         Replica& r = (*sent)[i];
@@ -1391,7 +1396,7 @@ void EventualEngine::replicate(Region& region) {
       }
       if (--*outstanding == 0) {
         // Reachable when every call of the step (every master of a cluster) answered.
-        region.reachable.store(*all_ok, std::memory_order_relaxed);
+        setRegionReachable(region, failure->empty(), *failure);
         region.in_flight = false;
       }
     };
@@ -1405,6 +1410,24 @@ void EventualEngine::replicate(Region& region) {
                                  std::move(on_reply));
     }
   }
+}
+
+void EventualEngine::setRegionReachable(Region& region, bool reachable, const std::string& why) {
+  const bool was = region.reachable.exchange(reachable, std::memory_order_relaxed);
+  if (was == reachable) {
+    return;
+  }
+  if (!reachable) {
+    if (region.seen_reachable) {
+      region.unreachable->inc();
+      spdlog::warn("eventual limits: region {} unreachable ({}); its updates wait",
+                   region.config.name, why);
+    }
+  } else if (region.seen_reachable) {
+    spdlog::info("eventual limits: region {} reachable again; sending its updates",
+                 region.config.name);
+  }
+  region.seen_reachable = region.seen_reachable || reachable;
 }
 
 void EventualEngine::resendConfirmed(Region& region) {

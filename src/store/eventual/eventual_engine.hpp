@@ -184,7 +184,9 @@ class EventualEngine {
     bool in_flight = false;
     Gauge* lag = nullptr;
     Counter* dropped = nullptr;
+    Counter* unreachable = nullptr;
     std::atomic<bool> reachable{false};
+    bool seen_reachable = false;  ///< reachable once: a loss after that is logged and counted
   };
 
   Shard& shardOf(std::string_view key);
@@ -230,6 +232,9 @@ class EventualEngine {
                 std::chrono::steady_clock::time_point started, Micros sent_at);
   void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
   void replicate(Region& region);
+  /// Records whether `region` answers; a loss (after it once answered) logs one warning and
+  /// counts eventual_region_unreachable_total, a return logs once.
+  void setRegionReachable(Region& region, bool reachable, const std::string& why);
   /// Queues every value `region` confirmed again (after its connection was renewed).
   void resendConfirmed(Region& region);
   void sweep();
