@@ -371,6 +371,7 @@ TEST(EventualRegionsClusterTest, AClusterRegionCutOffKeepsServingAndConvergesWhe
     node->restart();
   }
   regions.cluster_b.waitOk(seconds(20));
+  const auto back = std::chrono::steady_clock::now();
   EXPECT_TRUE(waitFor(
       [&] {
         return clusterSum(regions.cluster_b, "a") == 80 && clusterSum(regions.cluster_b, "") == 35;
@@ -381,6 +382,11 @@ TEST(EventualRegionsClusterTest, AClusterRegionCutOffKeepsServingAndConvergesWhe
       << a.log() << b.log();
   EXPECT_TRUE(waitFor([&] { return clusterSum(regions.cluster_a, "b") == 35; }, seconds(10)))
       << clusterSum(regions.cluster_a, "b");
+  // From every node of b answering cluster_state:ok to both clusters holding every count.
+  RecordProperty("convergence_ms",
+                 static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - back)
+                                      .count()));
   EXPECT_EQ(clusterSum(regions.cluster_a, ""), 80);
   EXPECT_TRUE(waitLinked(a, "b")) << readyz(a).dump();
   EXPECT_TRUE(waitLinked(b, "a")) << readyz(b).dump();
