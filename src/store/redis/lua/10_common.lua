@@ -27,16 +27,19 @@ local function floor_div(a, b)
 end
 
 -- tonumber() for the script's arguments: the values sent most often ('0' for most codes and
--- flags, '1' for the cost) are matched as strings (interned: a pointer comparison), and any
--- other is converted once per call (a batch's requests repeat their limits, windows and
--- argument counts): tonumber's strtod costs ~1,000 instructions, a table lookup of an
--- interned string a few.
-local number_of = {}
+-- flags, '1' for the cost) are matched as strings (interned: a pointer comparison). In a
+-- batch (99_evaluate.lua), whose requests repeat their limits, windows and argument counts,
+-- any other value is converted once per call: tonumber's strtod costs ~1,000 instructions,
+-- a table lookup of an interned string a few. A lone request has no cache (building one
+-- costs more than it saves).
+local number_of  -- value of each argument string converted in this call (batches only)
 local function number(s)
   if s == '0' then
     return 0
   elseif s == '1' then
     return 1
+  elseif number_of == nil then
+    return tonumber(s)
   end
   local v = number_of[s]
   if v == nil then
@@ -48,10 +51,13 @@ local function number(s)
   return v
 end
 
--- The same for the other direction: a number passed to redis.call() is formatted with
--- printf's %.17g; a batch's keys of one rule share their TTL, formatted once per call.
-local string_of = {}
+-- The same for a TTL passed to redis.call(), which formats a number with printf: a batch's
+-- keys of one rule share their TTL, formatted once per call.
+local string_of  -- (batches only)
 local function ms_string(ms)
+  if string_of == nil then
+    return ms
+  end
   local s = string_of[ms]
   if s == nil then
     s = string.format('%d', ms)

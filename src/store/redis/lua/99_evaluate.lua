@@ -243,6 +243,7 @@ end
 -- what separate calls arriving within the same microsecond would see. With the test-only
 -- prelude each request is decided on its own ARGV[1].
 if ARGV[1] == 'batch' then
+  number_of, string_of = {}, {}
   local m = number(ARGV[2])
   local out = {}
   local key_at, arg_at = 0, 2 + 2 * m
