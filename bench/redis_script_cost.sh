@@ -6,8 +6,11 @@
 # start-up and shutdown. M = 1 is the unbatched call (--redis-max-batch none).
 #
 # Usage: bench/redis_script_cost.sh [--batch M]... [--calls N1,N2] [--lua DIR]
+#                                   [--layout lists|per-request]
 #   --batch M   decisions per call (repeatable; default: 1 and 16)
 #   --lua DIR   the script's sources (default src/store/redis/lua), e.g. another checkout's
+#   --layout    the batch layout that script reads: lists (today's) or per-request (scripts
+#               before the argument lists, up to bf593e6)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -15,11 +18,13 @@ lua=$root/src/store/redis/lua
 batches=()
 n1=100
 n2=600
+layout=lists
 while (($#)); do
   case $1 in
     --batch) batches+=("$2"); shift ;;
     --calls) n1=${2%,*}; n2=${2#*,}; shift ;;
     --lua) lua=$(cd "$2" && pwd); shift ;;
+    --layout) layout=$2; shift ;;
     *) echo "bench/redis_script_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -39,7 +44,8 @@ total() {  # calls m -> instructions of one redis-server's whole life
     redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
     sleep 0.2
   done
-  python3 "$here/redis_script/drive.py" "$port" "$1" "$2" "$lua" >/dev/null
+  python3 "$here/redis_script/drive.py" "$port" "$1" "$2" "$lua" "$layout" >/dev/null \
+    || { redis-cli -p "$port" shutdown nosave >/dev/null 2>&1; exit 1; }
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "$pid" || true
   callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'

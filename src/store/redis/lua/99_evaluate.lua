@@ -233,51 +233,62 @@ end
 -- else runs on Redis during the whole call). The first request's writes are read by the
 -- second, exactly as if each had come in its own EVALSHA, one after the other.
 --   ARGV[1]  'batch' (a request's ARGV[1] is a number, or empty in production)
---   ARGV[2]  m, the number of requests
---   ARGV[1 + 2j], ARGV[2 + 2j]  the number of keys and of arguments of request j
---   then every request's arguments, in order; KEYS: every request's keys, in order.
+--   ARGV[2]  m, the number of requests; ARGV[3]  d, the number of distinct argument lists
+--   ARGV[2 + 2j], ARGV[3 + 2j]  request j's number of keys and the index (1..d) of its
+--            argument list (the layout above): requests of one rule send the same list (a
+--            request's arguments describe its limits and costs, its keys the client), so a
+--            list is sent, and made into Lua strings, once per call instead of once per
+--            request
+--   then the d lists, each as its length followed by its arguments.
+--   KEYS: every request's keys, in order.
 -- Returns { reply of request 1, ..., reply of request m }: a request's reply is the array
 -- above, or a string, the error that stopped it (a bad argument, a refused write) and that
 -- fails this request alone. In production every request is decided on the one TIME read
 -- at the start of the call: the requests are decided in order at one instant, which is
 -- what separate calls arriving within the same microsecond would see. With the test-only
 -- prelude each request is decided on its own ARGV[1].
+-- Tables are built at their size in one step ({ unpack(...) }), not grown element by
+-- element; unpack() stays within Lua's C stack limit (see kReadBatch).
+local function slice(t, first, count)
+  if count <= kReadBatch then
+    return { unpack(t, first, first + count - 1) }
+  end
+  local out = {}
+  for x = 1, count do
+    out[x] = t[first + x - 1]
+  end
+  return out
+end
+
 if ARGV[1] == 'batch' then
   number_of, string_of = {}, {}
   local m = number(ARGV[2])
+  local lists = {}
+  local at = 4 + 2 * m
+  for l = 1, number(ARGV[3]) do
+    local count = number(ARGV[at])
+    lists[l] = slice(ARGV, at + 1, count)
+    at = at + 1 + count
+  end
   local out = {}
-  local key_at, arg_at = 0, 2 + 2 * m
+  local key_at = 0
   for j = 1, m do
-    local key_count = number(ARGV[1 + 2 * j])
-    local arg_count = number(ARGV[2 + 2 * j])
-    -- A request's own KEYS and ARGV, each built at its size in one step (unpack), not grown
-    -- element by element; unpack() stays within Lua's C stack limit (see kReadBatch).
-    local keys, args
-    if key_count <= kReadBatch then
-      keys = { unpack(KEYS, key_at + 1, key_at + key_count) }
+    local key_count = number(ARGV[2 + 2 * j])
+    local args = lists[number(ARGV[3 + 2 * j])]
+    local keys = slice(KEYS, key_at + 1, key_count)
+    key_at = key_at + key_count
+    if args == nil then
+      out[j] = 'ERR batch: request ' .. j .. ' names no argument list'
     else
-      keys = {}
-      for x = 1, key_count do
-        keys[x] = KEYS[key_at + x]
+      sluice_request_time(args)
+      local ok, reply = pcall(decide, keys, args)
+      if ok then
+        out[j] = reply
+      elseif type(reply) == 'table' and reply.err then
+        out[j] = tostring(reply.err)
+      else
+        out[j] = 'ERR ' .. tostring(reply)
       end
-    end
-    if arg_count <= kReadBatch then
-      args = { unpack(ARGV, arg_at + 1, arg_at + arg_count) }
-    else
-      args = {}
-      for x = 1, arg_count do
-        args[x] = ARGV[arg_at + x]
-      end
-    end
-    key_at, arg_at = key_at + key_count, arg_at + arg_count
-    sluice_request_time(args)
-    local ok, reply = pcall(decide, keys, args)
-    if ok then
-      out[j] = reply
-    elseif type(reply) == 'table' and reply.err then
-      out[j] = tostring(reply.err)
-    else
-      out[j] = 'ERR ' .. tostring(reply)
     end
   end
   return out
