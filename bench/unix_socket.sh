@@ -59,14 +59,16 @@ run() {
     --warmup 0 --clients 10000 --op fixed_window_allow)
   after=$(cpu_ticks)
   requests=$(sed -E 's/.*"requests":([0-9]+).*/\1/' <<<"$line")
-  echo "${line%\}},\"sluice_cpu_us_per_request\":$(((after - before) * 1000000 / hz / requests))}"
+  # One decimal: the figures are ~10-20 us, and whole microseconds would round by up to 5 %.
+  echo "${line%\}},\"sluice_cpu_us_per_request\":$(awk -v t=$((after - before)) -v hz="$hz" \
+    -v n="$requests" 'BEGIN { printf "%.1f", t * 1000000 / hz / n }')}"
 }
 tcp=()
 unix=()
 tcp_cpu=()
 unix_cpu=()
 rate() { sed -E 's/.*"requests_per_second":([0-9]+).*/\1/' <<<"$1"; }
-cpu() { sed -E 's/.*"sluice_cpu_us_per_request":([0-9]+).*/\1/' <<<"$1"; }
+cpu() { sed -E 's/.*"sluice_cpu_us_per_request":([0-9.]+).*/\1/' <<<"$1"; }
 for ((i = 1; i <= rounds; i++)); do
   line=$(run "127.0.0.1:$port"); echo "$line"
   tcp+=("$(rate "$line")"); tcp_cpu+=("$(cpu "$line")")
@@ -76,10 +78,10 @@ done
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "${tcp[*]}" "${unix[*]}" "${tcp_cpu[*]}" "${unix_cpu[*]}" <<'PY'
 import statistics, sys
-tcp, unix, tcp_cpu, unix_cpu = ([int(x) for x in a.split()] for a in sys.argv[1:5])
+tcp, unix, tcp_cpu, unix_cpu = ([float(x) for x in a.split()] for a in sys.argv[1:5])
 t, u = statistics.median(tcp), statistics.median(unix)
 tc, uc = statistics.median(tcp_cpu), statistics.median(unix_cpu)
 print(f"tcp median {t:.0f}/s, unix median {u:.0f}/s: unix/tcp {u / t:.2f}")
-print(f"sluice CPU per request: tcp {tc:.0f} us, unix {uc:.0f} us: requests per CPU second "
+print(f"sluice CPU per request: tcp {tc:.1f} us, unix {uc:.1f} us: requests per CPU second "
       f"unix/tcp {tc / uc:.2f}")
 PY

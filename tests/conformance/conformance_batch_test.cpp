@@ -275,9 +275,11 @@ TEST_F(BatchConformanceTest, OneRequestsErrorFailsThatRequestAloneInItsBatch) {
     // One fixed window of 5 per second.
     return std::vector<std::string>{t, "0", "5", "1000000", "0", "0", "0", "0", cost, "-1", "1"};
   };
-  std::vector<std::string> args = {"batch", "3", "1", "11", "1", "11", "1", "11"};
+  // Three requests of one key each, with argument lists 1, 2 and 3, then the three lists.
+  std::vector<std::string> args = {"batch", "3", "3", "1", "1", "1", "2", "1", "3"};
   for (const char* cost : {"1", "not-a-number", "2"}) {
     const auto one = request(cost);
+    args.push_back(std::to_string(one.size()));
     args.insert(args.end(), one.begin(), one.end());
   }
   std::optional<Result<redis::Reply>> reply;

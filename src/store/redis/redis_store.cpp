@@ -427,11 +427,24 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
                            std::move(call.done));
       return;
     }
+    // The batch layout of 99_evaluate.lua: requests of one rule carry the same argument
+    // list (their limits and costs; the client is in the keys), sent once per call.
+    distinct_.clear();
+    list_of_.resize(batch.size());
     std::size_t key_count = 0;
-    std::size_t arg_count = 2 + 2 * batch.size();
-    for (const BatchedCall& call : batch) {
+    std::size_t arg_count = 3 + 2 * batch.size();
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      const BatchedCall& call = batch[j];
       key_count += call.keys.size();
-      arg_count += call.args.size();
+      auto same = std::find_if(distinct_.begin(), distinct_.end(),
+                               [&](std::size_t d) { return batch[d].args == call.args; });
+      if (same == distinct_.end()) {
+        list_of_[j] = distinct_.size();
+        distinct_.push_back(j);
+        arg_count += 1 + call.args.size();
+      } else {
+        list_of_[j] = static_cast<std::size_t>(same - distinct_.begin());
+      }
     }
     std::vector<std::string> keys;
     keys.reserve(key_count);
@@ -439,15 +452,20 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     args.reserve(arg_count);
     args.emplace_back("batch");
     args.push_back(std::to_string(batch.size()));
-    for (const BatchedCall& call : batch) {
-      args.push_back(std::to_string(call.keys.size()));
-      args.push_back(std::to_string(call.args.size()));
+    args.push_back(std::to_string(distinct_.size()));
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      args.push_back(std::to_string(batch[j].keys.size()));
+      args.push_back(std::to_string(list_of_[j] + 1));
+    }
+    for (std::size_t d : distinct_) {
+      std::vector<std::string>& list = batch[d].args;
+      args.push_back(std::to_string(list.size()));
+      std::move(list.begin(), list.end(), std::back_inserter(args));
     }
     auto handlers = std::make_shared<std::vector<redis::ReplyHandler>>();
     handlers->reserve(batch.size());
     for (BatchedCall& call : batch) {
       std::move(call.keys.begin(), call.keys.end(), std::back_inserter(keys));
-      std::move(call.args.begin(), call.args.end(), std::back_inserter(args));
       handlers->push_back(std::move(call.done));
     }
     backend_->evalScript(
@@ -772,6 +790,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   Batch single_;
   std::map<int, Batch> batches_;
   bool flush_posted_ = false;  ///< flush() is posted for the end of this turn
+  /// send()'s scratch, kept between batches (no allocation per batch once warm): the first
+  /// request of each distinct argument list, and each request's list.
+  std::vector<std::size_t> distinct_;
+  std::vector<std::size_t> list_of_;
 };
 
 }  // namespace

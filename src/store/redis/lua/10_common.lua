@@ -27,15 +27,43 @@ local function floor_div(a, b)
 end
 
 -- tonumber() for the script's arguments: the values sent most often ('0' for most codes and
--- flags, '1' for the cost) are matched as strings (interned: a pointer comparison), which
--- spares tonumber's strtod.
+-- flags, '1' for the cost) are matched as strings (interned: a pointer comparison). In a
+-- batch (99_evaluate.lua), whose requests repeat their limits, windows and argument counts,
+-- any other value is converted once per call: tonumber's strtod costs ~1,000 instructions,
+-- a table lookup of an interned string a few. A lone request has no cache (building one
+-- costs more than it saves).
+local number_of  -- value of each argument string converted in this call (batches only)
 local function number(s)
   if s == '0' then
     return 0
   elseif s == '1' then
     return 1
+  elseif number_of == nil then
+    return tonumber(s)
   end
-  return tonumber(s)
+  local v = number_of[s]
+  if v == nil then
+    v = tonumber(s)
+    if v ~= nil then
+      number_of[s] = v
+    end
+  end
+  return v
+end
+
+-- The same for a TTL passed to redis.call(), which formats a number with printf: a batch's
+-- keys of one rule share their TTL, formatted once per call.
+local string_of  -- (batches only)
+local function ms_string(ms)
+  if string_of == nil then
+    return ms
+  end
+  local s = string_of[ms]
+  if s == nil then
+    s = string.format('%d', ms)
+    string_of[ms] = s
+  end
+  return s
 end
 
 -- A stored state: { a, b, c, at_1, cost_1, at_2, cost_2, ... } packed with cmsgpack (the

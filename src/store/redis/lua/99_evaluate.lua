@@ -46,6 +46,39 @@ end
 -- The algorithms' functions, built on first use in a call and shared by a batch's requests.
 local sliding_window_log, sliding_window_counter, gcra, sketch
 
+-- Limit i of a request (its ARGV from `base`) on the state read from raw[i], for `cost`, at
+-- `now`. A sketch also returns its window's charged total and saturated counters. Defined
+-- once per call, not once per request (a closure is an allocation).
+local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejected)
+  local algorithm = number(ARGV[base])
+  local limit = number(ARGV[base + 1])
+  local window = number(ARGV[base + 2])
+  local a, b, c, t = read_state(raw[i])
+  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
+      or algorithm % 1 ~= 0 then
+    -- Not a limit this script knows: a request that consumes nothing passes; anything
+    -- else can never pass. The key is deleted if charged (ttl 0).
+    local never = cost > 0
+    return cost <= 0, 0, 0, never and kRetryNever or 0, 0, never, 0, nil
+  elseif algorithm == 0 then
+    return fixed_window(limit, window, count_rejected, a, b, now, cost)
+  elseif algorithm == 1 then
+    sliding_window_log = sliding_window_log or make_sliding_window_log()
+    return sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
+                              now, cost)
+  elseif algorithm == 2 then
+    sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
+    return sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
+  elseif algorithm == 5 then
+    sketch = sketch or make_sketch()
+    return sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
+                  ARGV, number(ARGV[base + 3]), now, cost)
+  end
+  gcra = gcra or make_gcra()
+  return gcra(algorithm == 4, limit, window, number(ARGV[base + 3]), number(ARGV[base + 6]),
+              count_rejected, a, b, c, now, cost)
+end
+
 -- One request (its own KEYS and ARGV, laid out as above), decided on sluice_now.
 local function decide(KEYS, ARGV)
   local now = sluice_now
@@ -101,39 +134,7 @@ local function decide(KEYS, ARGV)
   local pending = { false, 0, false }
   local allowed = true
   local groups, failed  -- quota groups seen / with a denying limit (only built when used)
-  local sketch_stats = {}
-
-  -- Limit i (its ARGV from `base`) on the state read from raw[i], for `cost`. A sketch also
-  -- returns its window's charged total and saturated counters.
-  local function evaluate_limit(i, base, cost, count_rejected)
-    local algorithm = number(ARGV[base])
-    local limit = tonumber(ARGV[base + 1])
-    local window = tonumber(ARGV[base + 2])
-    local a, b, c, t = read_state(raw[i])
-    if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
-        or algorithm % 1 ~= 0 then
-      -- Not a limit this script knows: a request that consumes nothing passes; anything
-      -- else can never pass. The key is deleted if charged (ttl 0).
-      local never = cost > 0
-      return cost <= 0, 0, 0, never and kRetryNever or 0, 0, never, 0, nil
-    elseif algorithm == 0 then
-      return fixed_window(limit, window, count_rejected, a, b, now, cost)
-    elseif algorithm == 1 then
-      sliding_window_log = sliding_window_log or make_sliding_window_log()
-      return sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
-                                now, cost)
-    elseif algorithm == 2 then
-      sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
-      return sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
-    elseif algorithm == 5 then
-      sketch = sketch or make_sketch()
-      return sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
-                    ARGV, number(ARGV[base + 3]), now, cost)
-    end
-    gcra = gcra or make_gcra()
-    return gcra(algorithm == 4, limit, window, number(ARGV[base + 3]), number(ARGV[base + 6]),
-                count_rejected, a, b, c, now, cost)
-  end
+  local sketch_stats  -- per sketch limit: charged, saturated (only built when used)
 
   for i = 1, n do
     local base = 2 + (i - 1) * kStride
@@ -143,8 +144,9 @@ local function decide(KEYS, ARGV)
     local cost = max(number(ARGV[base + 7]), 0)
     local group = number(ARGV[base + 8])
     local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
-        saturated = evaluate_limit(i, base, cost, count_rejected)
+        saturated = evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejected)
     if ARGV[base] == '5' then
+      sketch_stats = sketch_stats or {}
       sketch_stats[#sketch_stats + 1] = charged
       sketch_stats[#sketch_stats + 1] = saturated
       -- A sketch writes through its own function (or nothing): never SET/DEL KEYS[i].
@@ -190,7 +192,7 @@ local function decide(KEYS, ARGV)
       local r = 2 + (i - 1) * kReplyStride
       if reply[r] == 1 and not pending[1 + (i - 1) * 3 + 2] then
         local ok, remaining, reset_after, retry_after, delay, never =
-            evaluate_limit(i, 2 + (i - 1) * kStride, 0, false)
+            evaluate_limit(KEYS, ARGV, raw, now, i, 2 + (i - 1) * kStride, 0, false)
         reply[r] = ok and 1 or 0
         reply[r + 1] = remaining
         reply[r + 2] = reset_after
@@ -202,8 +204,10 @@ local function decide(KEYS, ARGV)
   end
 
   reply[1] = allowed and 1 or 0
-  for j = 1, #sketch_stats do
-    reply[1 + n * kReplyStride + j] = sketch_stats[j]
+  if sketch_stats then
+    for j = 1, #sketch_stats do
+      reply[1 + n * kReplyStride + j] = sketch_stats[j]
+    end
   end
   for i = 1, n do
     local p = 1 + (i - 1) * 3
@@ -216,7 +220,7 @@ local function decide(KEYS, ARGV)
         -- a sketch limit with nothing to record (a check, or a cost that can never pass)
       elseif ttl > 0 then
         local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
-        redis.call('SET', KEYS[i], cmsgpack.pack(pending[p]), 'PX', ms)
+        redis.call('SET', KEYS[i], cmsgpack.pack(pending[p]), 'PX', ms_string(ms))
       else
         redis.call('DEL', KEYS[i])
       end
@@ -229,38 +233,62 @@ end
 -- else runs on Redis during the whole call). The first request's writes are read by the
 -- second, exactly as if each had come in its own EVALSHA, one after the other.
 --   ARGV[1]  'batch' (a request's ARGV[1] is a number, or empty in production)
---   ARGV[2]  m, the number of requests
---   ARGV[1 + 2j], ARGV[2 + 2j]  the number of keys and of arguments of request j
---   then every request's arguments, in order; KEYS: every request's keys, in order.
+--   ARGV[2]  m, the number of requests; ARGV[3]  d, the number of distinct argument lists
+--   ARGV[2 + 2j], ARGV[3 + 2j]  request j's number of keys and the index (1..d) of its
+--            argument list (the layout above): requests of one rule send the same list (a
+--            request's arguments describe its limits and costs, its keys the client), so a
+--            list is sent, and made into Lua strings, once per call instead of once per
+--            request
+--   then the d lists, each as its length followed by its arguments.
+--   KEYS: every request's keys, in order.
 -- Returns { reply of request 1, ..., reply of request m }: a request's reply is the array
 -- above, or a string, the error that stopped it (a bad argument, a refused write) and that
 -- fails this request alone. In production every request is decided on the one TIME read
 -- at the start of the call: the requests are decided in order at one instant, which is
 -- what separate calls arriving within the same microsecond would see. With the test-only
 -- prelude each request is decided on its own ARGV[1].
-if ARGV[1] == 'batch' then
-  local m = number(ARGV[2])
+-- Tables are built at their size in one step ({ unpack(...) }), not grown element by
+-- element; unpack() stays within Lua's C stack limit (see kReadBatch).
+local function slice(t, first, count)
+  if count <= kReadBatch then
+    return { unpack(t, first, first + count - 1) }
+  end
   local out = {}
-  local key_at, arg_at = 0, 2 + 2 * m
+  for x = 1, count do
+    out[x] = t[first + x - 1]
+  end
+  return out
+end
+
+if ARGV[1] == 'batch' then
+  number_of, string_of = {}, {}
+  local m = number(ARGV[2])
+  local lists = {}
+  local at = 4 + 2 * m
+  for l = 1, number(ARGV[3]) do
+    local count = number(ARGV[at])
+    lists[l] = slice(ARGV, at + 1, count)
+    at = at + 1 + count
+  end
+  local out = {}
+  local key_at = 0
   for j = 1, m do
-    local key_count = number(ARGV[1 + 2 * j])
-    local arg_count = number(ARGV[2 + 2 * j])
-    local keys, args = {}, {}
-    for x = 1, key_count do
-      keys[x] = KEYS[key_at + x]
-    end
-    for x = 1, arg_count do
-      args[x] = ARGV[arg_at + x]
-    end
-    key_at, arg_at = key_at + key_count, arg_at + arg_count
-    sluice_request_time(args)
-    local ok, reply = pcall(decide, keys, args)
-    if ok then
-      out[j] = reply
-    elseif type(reply) == 'table' and reply.err then
-      out[j] = tostring(reply.err)
+    local key_count = number(ARGV[2 + 2 * j])
+    local args = lists[number(ARGV[3 + 2 * j])]
+    local keys = slice(KEYS, key_at + 1, key_count)
+    key_at = key_at + key_count
+    if args == nil then
+      out[j] = 'ERR batch: request ' .. j .. ' names no argument list'
     else
-      out[j] = 'ERR ' .. tostring(reply)
+      sluice_request_time(args)
+      local ok, reply = pcall(decide, keys, args)
+      if ok then
+        out[j] = reply
+      elseif type(reply) == 'table' and reply.err then
+        out[j] = tostring(reply.err)
+      else
+        out[j] = 'ERR ' .. tostring(reply)
+      end
     end
   end
   return out

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Sends CALLS batch calls of Sluice's production script to a redis-server, pipelined, each
+holding M fixed_window decisions (one limit each, 10 000 clients) in the layout the Redis
+store sends (src/store/redis/lua/99_evaluate.lua, "A batch"); M = 1 sends today's unbatched
+call instead. Used by bench/redis_script_cost.sh."""
+import os
+import random
+import socket
+import sys
+
+LUA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "src", "store", "redis", "lua")
+
+
+def lua_script(lua_dir):
+    """The production script, composed as src/store/redis/redis_store.cpp does."""
+    names = sorted(f[:-4] for f in os.listdir(lua_dir) if f.endswith(".lua"))
+
+    def read(n):
+        with open(os.path.join(lua_dir, n + ".lua")) as f:
+            return f.read()
+    out = read("00_time_redis") + "\n"
+    for n in names:
+        if n.startswith("00_") or n == "99_evaluate":
+            continue
+        out += read(n) + "\n"
+    return out + read("99_evaluate")
+
+
+def encode(args):
+    parts = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(parts)
+
+
+def read_reply(f):
+    line = f.readline()
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind in (b"+", b":"):
+        return rest
+    if kind == b"$":
+        n = int(rest)
+        return None if n < 0 else f.read(n + 2)[:-2]
+    if kind == b"*":
+        return [read_reply(f) for _ in range(max(int(rest), 0))]
+    raise RuntimeError(f"unexpected reply {line!r}")
+
+
+def main():
+    port, calls, m = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    lua_dir = sys.argv[4] if len(sys.argv) > 4 else LUA_DIR
+    # "lists": the batch layout since bf593e6's successor (an argument list sent once per
+    # call); "per-request": the layout before it, to measure an older script.
+    layout = sys.argv[5] if len(sys.argv) > 5 else "lists"
+    sock = socket.create_connection(("127.0.0.1", port))
+    f = sock.makefile("rb")
+    sock.sendall(encode(["SCRIPT", "LOAD", lua_script(lua_dir)]))
+    sha = read_reply(f).decode()
+    rnd = random.Random(1)
+    # bench/rules' fixed_window_allow: L = W = 1 000 000 (us), cost 1, no quota group; the
+    # first argument is the test time slot, empty in production.
+    args = ["", "0", "1000000", "1000000", "1000000", "0", "0", "0", "1", "-1", "1"]
+
+    def key():
+        c = rnd.randrange(10000)
+        return f"sluice:{{c{c:05d}}}:c{c:05d}|bench:op=fixed_window_allow;i0;fw"
+
+    def call():
+        keys = [key() for _ in range(m)]
+        if m == 1:
+            return ["EVALSHA", sha, 1] + keys + args
+        if layout == "per-request":
+            return (["EVALSHA", sha, m] + keys + ["batch", m] + [1, len(args)] * m + args * m)
+        return ["EVALSHA", sha, m] + keys + ["batch", m, 1] + [1, 1] * m + [len(args)] + args
+    sock.sendall(b"".join(encode(call()) for _ in range(calls)))
+    for _ in range(calls):
+        reply = read_reply(f)
+        decisions = reply if m > 1 else [reply]
+        for d in decisions:
+            if not isinstance(d, list):
+                raise SystemExit(f"drive.py: the script answered {d!r}")
+    print(f"{calls} calls of {m}: every decision answered")
+
+
+if __name__ == "__main__":
+    main()
