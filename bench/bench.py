@@ -447,12 +447,12 @@ class Context:
         return self.prefix_counter
 
 
-def lua_script():
+def lua_script(lua_dir=LUA_DIR):
     """Sluice's production script, composed as src/store/redis/redis_store.cpp does."""
-    names = sorted(f[:-4] for f in os.listdir(LUA_DIR) if f.endswith(".lua"))
+    names = sorted(f[:-4] for f in os.listdir(lua_dir) if f.endswith(".lua"))
 
     def read(n):
-        with open(os.path.join(LUA_DIR, n + ".lua")) as f:
+        with open(os.path.join(lua_dir, n + ".lua")) as f:
             return f.read()
     out = read("00_time_redis") + "\n"
     for n in names:

@@ -8,23 +8,8 @@ import random
 import socket
 import sys
 
-LUA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "src", "store", "redis", "lua")
-
-
-def lua_script(lua_dir):
-    """The production script, composed as src/store/redis/redis_store.cpp does."""
-    names = sorted(f[:-4] for f in os.listdir(lua_dir) if f.endswith(".lua"))
-
-    def read(n):
-        with open(os.path.join(lua_dir, n + ".lua")) as f:
-            return f.read()
-    out = read("00_time_redis") + "\n"
-    for n in names:
-        if n.startswith("00_") or n == "99_evaluate":
-            continue
-        out += read(n) + "\n"
-    return out + read("99_evaluate")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench import LUA_DIR, lua_script  # noqa: E402  (bench/bench.py: the same composition)
 
 
 def encode(args):

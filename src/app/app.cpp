@@ -108,8 +108,8 @@ class SluiceServer {
     eventual.region = options.region;
     eventual.max_keys = options.eventual_max_keys;
     if (!options.regions.empty()) {
-      if (options.store != StoreKind::kRedis) {
-        std::cerr << "sluice: --regions: eventual regions need --store redis\n";
+      if (options.store != StoreKind::kRedis && options.store != StoreKind::kRedisCluster) {
+        std::cerr << "sluice: --regions: eventual regions need --store redis or redis_cluster\n";
         return kExitUsage;
       }
       auto regions =

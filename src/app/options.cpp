@@ -320,7 +320,8 @@ const std::vector<Flag>& flags() {
        }},
       {"regions", "NAME=URL,...",
        "eventual limits: the other regions' Redis, e.g. "
-       "eu=redis://10.1.0.5:6379/0,us=redis://10.2.0.5:6379/0 (default none)",
+       "eu=redis://10.1.0.5:6379/0,us=redis://10.2.0.5:6379/0; a region that is a Redis "
+       "Cluster: NAME=cluster:URL+URL... (its seeds) (default none)",
        [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.regions); }},
       {"eventual-max-keys", "N", "bound on the eventual keys a sidecar holds (default 200000)",
        countField<std::size_t>(&AppOptions::eventual_max_keys, 1, std::size_t{1} << 32)},

@@ -112,19 +112,34 @@ class Redis:
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="sluice-grpc-redis-")
-        self.port = free_port()
         self.process = None
-        self.start()
+        # A port picked free may be taken by a parallel test before redis-server binds it
+        # (it then exits at once, and a PING could reach the other test's server): the first
+        # start is retried on new ports, a few times.
+        for attempt in range(5):
+            self.port = free_port()
+            if self.start(may_fail=attempt < 4):
+                break
 
     def url(self):
         return "redis://127.0.0.1:%d/0" % self.port
 
-    def start(self):
+    def start(self, may_fail=False):
+        """Starts redis-server on self.port; True once it answers. A server that exits
+        before answering (its port taken) returns False if may_fail, else fails."""
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--enable-debug-command", "yes"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(self.ping, 10, "redis-server to answer PING")
+        wait_for(lambda: self.process.poll() is not None or self.ping(), 10,
+                 "redis-server to answer PING")
+        # Ours answered only if it is still running (and then it holds the port).
+        if self.process.poll() is None:
+            return True
+        if may_fail:
+            return False
+        raise AssertionError("redis-server exited on port %d (exit code %s)"
+                             % (self.port, self.process.returncode))
 
     def ping(self):
         try:

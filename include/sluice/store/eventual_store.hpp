@@ -19,10 +19,14 @@ class io_context;
 
 namespace sluice {
 
-/// One other region of `--regions NAME=URL`: its name and its Redis.
+/// One other region of `--regions NAME=URL`: its name and its Redis (one Redis, or a Redis
+/// Cluster reached through its seeds).
 struct EventualRegion {
   std::string name;
+  /// Its Redis; for a cluster, the first seed (credentials, timeouts, key prefix).
   RedisOptions redis;
+  /// `NAME=cluster:URL[+URL...]`: the region's Redis Cluster seeds. Empty: one Redis.
+  std::vector<RedisOptions> cluster_seeds;
 };
 
 /// Settings of `consistency: eventual` (docs/eventual.md).
@@ -44,12 +48,14 @@ struct EventualOptions {
   double safety = 2.0;
   /// `--store redis_cluster`: the cluster's seeds (`--redis`). Empty: the region's Redis is
   /// the one Redis given to makeEventualEngine(). On a cluster a sync sends one call per
-  /// master (the keys of every slot it serves), and `regions` must be empty.
+  /// master (the keys of every slot it serves).
   std::vector<RedisOptions> cluster_seeds;
 };
 
-/// Parses `--regions`: NAME=URL[,NAME=URL...] (each URL as parseRedisUrl, into `base`).
-/// Names are [A-Za-z0-9_.-]+, distinct, and differ from `own_region`.
+/// Parses `--regions`: NAME=URL[,NAME=URL...] (each URL as parseRedisUrl, into `base`); a
+/// region that is a Redis Cluster is NAME=cluster:URL[+URL...] (its seeds, as
+/// parseRedisClusterUrls). Names are [A-Za-z0-9_.-]+, distinct, and differ from `own_region`.
+/// Errors name the region and, for a cluster, the seed.
 Result<std::vector<EventualRegion>> parseEventualRegions(const std::string& text,
                                                          const std::string& own_region,
                                                          const RedisOptions& base);
@@ -69,7 +75,7 @@ using EventualEnginePtr = std::shared_ptr<EventualEngine>;
 /// last sync), eventual_syncs_total{result}, eventual_switched_to_strict_total,
 /// eventual_pending_hits, eventual_dropped_hits_total, eventual_local_decisions_total{mode},
 /// eventual_round_trips_total{reason}, eventual_replication_lag_seconds{region},
-/// eventual_replication_dropped_total{region}.
+/// eventual_replication_dropped_total{region}, eventual_region_unreachable_total{region}.
 EventualEnginePtr makeEventualEngine(const EventualOptions& options, const RedisOptions& local,
                                      const Clock& clock, Metrics& metrics);
 

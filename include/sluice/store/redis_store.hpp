@@ -79,9 +79,11 @@ StorePtr makeRedisStore(boost::asio::io_context& io, const RedisOptions& options
 /// Parses `--redis` for `--store redis_cluster`: one or more comma-separated seed URLs
 /// (redis://[user:password@]host:port, database 0), each into `base`. The seeds only serve
 /// to discover the cluster; every seed must carry the same user and password (used for
-/// every node). Errors name the seed.
+/// every node). Errors name the seed. `separator`: between the seeds (`--regions` joins a
+/// cluster region's seeds with '+', its regions being separated by commas).
 Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
-                                                        RedisOptions base = {});
+                                                        RedisOptions base = {},
+                                                        char separator = ',');
 
 /// A Redis Cluster store bound to one I/O thread's io_context, with the Redis store's
 /// semantics, script, deadline and local cache. It reads the slot map with CLUSTER SLOTS

@@ -186,12 +186,17 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
   metrics.describe("eventual_replication_dropped_total", Metrics::Type::kCounter,
                    "Per other region: updates dropped because the replication queue was full "
                    "(a later update of the same key covers them).");
+  metrics.describe("eventual_region_unreachable_total", Metrics::Type::kCounter,
+                   "Per other region: times its Redis (or a master of its cluster) stopped "
+                   "answering this region's replication (the updates wait for it).");
   for (const EventualRegion& config : options_.regions) {
     auto region = std::make_unique<Region>();
     region->config = config;
     region->lag = &metrics.gauge("eventual_replication_lag_seconds", {{"region", config.name}});
     region->dropped =
         &metrics.counter("eventual_replication_dropped_total", {{"region", config.name}});
+    region->unreachable =
+        &metrics.counter("eventual_region_unreachable_total", {{"region", config.name}});
     regions_.push_back(std::move(region));
   }
 }
@@ -205,21 +210,26 @@ void EventualEngine::start() {
   started_ = true;
   backend_ = makeBackendOn(io_);
   for (auto& region : regions_) {
-    redis::ConnectionOptions r;
-    r.redis = region->config.redis;
     // A region that comes back is used again within about one sync interval.
-    r.redis.max_reconnect_backoff = std::max(std::chrono::milliseconds(10), options_.sync_interval);
-    r.stall_timeout = region->config.redis.stall_timeout;
-    r.scripts.push_back(script_);
-    region->connection = redis::RedisConnection::create(io_, std::move(r));
+    const auto backoff = std::max(std::chrono::milliseconds(10), options_.sync_interval);
+    if (region->config.cluster_seeds.empty()) {
+      // One Redis: a plain connection (its failures are this engine's to report).
+      RedisOptions r = region->config.redis;
+      r.max_reconnect_backoff = backoff;
+      region->backend = redis::makeSingleNodeBackend(io_, r, nullptr, script_);
+    } else {
+      // A cluster: the router of the cluster store, outside this sidecar's health group.
+      std::vector<RedisOptions> seeds = region->config.cluster_seeds;
+      for (RedisOptions& seed : seeds) {
+        seed.max_reconnect_backoff = backoff;
+      }
+      region->backend_metrics = std::make_unique<Metrics>();
+      region->backend = redis::makeClusterBackend(io_, std::move(seeds), *region->backend_metrics,
+                                                  script_, region->config.name);
+    }
   }
   timer_ = std::make_unique<net::steady_timer>(io_);
-  net::post(io_, [this] {
-    for (auto& region : regions_) {
-      region->connection->start();
-    }
-    tick();
-  });
+  net::post(io_, [this] { tick(); });
   thread_ = std::thread([this] {
     auto guard = net::make_work_guard(io_);
     while (!stopped_.load(std::memory_order_acquire)) {
@@ -278,7 +288,7 @@ void EventualEngine::stop() {
   }
   backend_->stop();
   for (auto& region : regions_) {
-    region->connection->stop();
+    region->backend->stop();
   }
   io_.poll();
 }
@@ -479,8 +489,9 @@ void EventualEngine::fetchSketchSeed(std::function<void(Status)> done) {
     };
     std::vector<std::string> args = {"sketch-seed", redis::randomSketchSeed()};
     if (Region* home = seedRegion()) {
-      home->connection->evalScript(0, {key}, std::move(args), home->config.redis.request_timeout,
-                                   std::move(on_reply));
+      // One Redis, or the master of the seed key's slot of that region's cluster.
+      home->backend->evalScript({key}, std::move(args), home->config.redis.request_timeout,
+                                std::move(on_reply));
     } else {
       backend_->evalScript({key}, std::move(args), local_.request_timeout, std::move(on_reply));
     }
@@ -960,7 +971,7 @@ void EventualEngine::tick() {
   // With regions the sketch seed may live in another region's Redis: it is read as soon as
   // that link is up rather than by the first sketch request (which would fail meanwhile).
   if (Region* home = seedRegion();
-      home != nullptr && !seed_in_flight_ && !sketchHasher() && home->connection->ready()) {
+      home != nullptr && !seed_in_flight_ && !sketchHasher() && home->backend->ready()) {
     seed_in_flight_ = true;
     fetchSketchSeed([this](const Status&) { seed_in_flight_ = false; });
   }
@@ -1259,9 +1270,9 @@ void EventualEngine::replicate(Region& region) {
   region.lag->set(region.queue.empty() ? 0.0
                                        : static_cast<double>(steady - oldest) /
                                              static_cast<double>(kMicrosPerSecond));
-  if (region.connection->ready()) {
-    if (const std::uint64_t connects = region.connection->connectCount();
-        connects != region.connects_seen) {
+  redis::RedisBackend& backend = *region.backend;
+  if (backend.ready()) {
+    if (const std::uint64_t connects = backend.connectCount(); connects != region.connects_seen) {
       if (region.connects_seen != 0) {
         resendConfirmed(region);
       }
@@ -1271,85 +1282,152 @@ void EventualEngine::replicate(Region& region) {
   if (region.in_flight) {
     return;
   }
-  if (!region.connection->ready()) {
-    region.reachable.store(false, std::memory_order_relaxed);
+  const bool clustered = backend.clustered();
+  if (!backend.ready()) {
+    setRegionReachable(region, false, clustered ? "no slot map" : "not connected");
     return;
   }
   if (region.queue.empty()) {
-    // Connected with nothing to send (a failed send leaves its updates queued).
-    region.reachable.store(true, std::memory_order_relaxed);
+    // Connected with nothing to send (a failed send leaves its updates queued). A cluster:
+    // every master of its slot map connected and answering.
+    const bool up = !clustered || backend.health() == StoreHealth::kHealthy;
+    setRegionReachable(region, up, up ? "" : "a master of its cluster is not connected");
     return;
   }
+  // One call per kReplicasPerCall keys; a cluster: per master of their slots, the keys (of
+  // many slots) named in the arguments of a call without declared keys, as the sync does.
+  // A key whose slot moved meanwhile fails its call ("non local key"): the router reads the
+  // topology again and the update, back in the queue, goes to the new master next time.
+  struct Call {
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    std::size_t first = 0;  ///< its replicas: (*sent)[first, first + count)
+    std::size_t count = 0;
+    int slot = 0;  ///< a cluster: the slot of its first key
+  };
   const Micros now = clock_.nowMicros();
-  auto sent = std::make_shared<std::vector<Replica>>();
-  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> calls;
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;
-  for (auto it = region.queue.begin();
-       it != region.queue.end() && sent->size() < kReplicasPerTick;) {
-    if (sent->size() % kReplicasPerCall == 0) {
-      calls.emplace_back();
-      calls.back().second.push_back(std::to_string(now));
-      calls.back().second.push_back("r" + options_.region);
-      ranges.emplace_back(sent->size(), sent->size());
+  const std::string writer = "r" + options_.region;
+  std::unordered_map<int, std::vector<Replica>> by_master;  // one node: master 0
+  std::size_t taken = 0;
+  for (auto it = region.queue.begin(); it != region.queue.end() && taken < kReplicasPerTick;) {
+    int master = 0;
+    if (clustered) {
+      master = backend.masterOf(redis::keyHashSlot(it->second.hash));
+      if (master < 0) {
+        ++it;  // its slot has no master now: kept for a later step
+        continue;
+      }
     }
     Replica r = std::move(it->second);
     it = region.queue.erase(it);
     auto confirmed = region.confirmed.find(r.hash);
     r.acked = confirmed != region.confirmed.end() ? confirmed->second.value : 0;
-    auto& [keys, args] = calls.back();
-    keys.push_back(r.hash);
-    keys.push_back(r.hash);
-    const LimitParams& p = r.params;
-    for (std::int64_t value :
-         {std::int64_t{0}, static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst,
-          r.value, std::int64_t{0}, r.acked, std::int64_t{0}, std::int64_t{0}, std::int64_t{0},
-          std::int64_t{0}}) {
-      args.push_back(std::to_string(value));
+    by_master[master].push_back(std::move(r));
+    ++taken;
+  }
+  if (taken == 0) {
+    setRegionReachable(region, false, "no master for the slots of its updates");
+    return;
+  }
+  auto sent = std::make_shared<std::vector<Replica>>();
+  sent->reserve(taken);
+  std::vector<Call> calls;
+  for (auto& [master, replicas] : by_master) {
+    for (std::size_t i = 0; i < replicas.size(); ++i) {
+      Replica& r = replicas[i];
+      if (i % kReplicasPerCall == 0) {
+        Call& call = calls.emplace_back();
+        call.first = sent->size();
+        call.slot = clustered ? redis::keyHashSlot(r.hash) : 0;
+        call.args.reserve(2 + std::min(kReplicasPerCall, replicas.size() - i) *
+                                  (eventual::kScriptStride + 2));
+        call.args.push_back(std::to_string(now));
+        call.args.push_back(writer);
+      }
+      Call& call = calls.back();
+      call.keys.push_back(r.hash);
+      call.keys.push_back(r.hash);
+      const LimitParams& p = r.params;
+      for (std::int64_t value :
+           {std::int64_t{0}, static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst,
+            r.value, std::int64_t{0}, r.acked, std::int64_t{0}, std::int64_t{0}, std::int64_t{0},
+            std::int64_t{0}}) {
+        call.args.push_back(std::to_string(value));
+      }
+      ++call.count;
+      sent->push_back(std::move(r));
     }
-    sent->push_back(std::move(r));
-    ranges.back().second = sent->size();
   }
   region.in_flight = true;
   auto outstanding = std::make_shared<std::size_t>(calls.size());
+  auto failure = std::make_shared<std::string>();  // the first failed call's reason
   const Micros sent_steady = steadyMicros();
-  for (std::size_t c = 0; c < calls.size(); ++c) {
-    region.connection->evalScript(
-        0, std::move(calls[c].first), std::move(calls[c].second),
-        std::max(std::chrono::milliseconds(200), options_.sync_interval * 4),
-        [this, &region, sent, range = ranges[c], outstanding,
-         sent_steady](Result<redis::Reply> reply) {
-          std::vector<std::int64_t> values;
-          const bool ok = reply && parseReply(*reply, range.second - range.first, values).ok();
-          if (ok) {
-            // The slowest region counts; an old peak fades by a quarter per reply.
-            const Micros rtt = steadyMicros() - sent_steady;
-            const Micros old = replication_rtt_us_.load(std::memory_order_relaxed);
-            replication_rtt_us_.store(std::max(rtt, old - old / 4), std::memory_order_relaxed);
-          }
-          for (std::size_t i = range.first; i < range.second; ++i) {
-            Replica& r = (*sent)[i];
-            if (ok) {
-              auto [c, fresh] = region.confirmed.try_emplace(r.hash, r);
-              c->second.value = std::max(c->second.value, r.value);
-              c->second.params = r.params;
-              continue;
-            }
-            // Back into the queue unless a newer value of the same key is already there.
-            auto [it, inserted] = region.queue.try_emplace(r.hash, r);
-            if (!inserted) {
-              it->second.value = std::max(it->second.value, r.value);
-              it->second.since = std::min(it->second.since, r.since);
-            }
-          }
-          if (region.confirmed.size() > options_.replication_queue) {
-            region.confirmed.clear();
-          }
-          region.reachable.store(ok, std::memory_order_relaxed);
-          if (--*outstanding == 0) {
-            region.in_flight = false;
-          }
-        });
+  const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4);
+  for (Call& call : calls) {
+    auto on_reply = [this, &region, sent, first = call.first, count = call.count, outstanding,
+                     failure, sent_steady](Result<redis::Reply> reply) {
+      std::vector<std::int64_t> values;
+      const bool ok = reply && parseReply(*reply, count, values).ok();
+      if (ok) {
+        // The slowest region counts; an old peak fades by a quarter per reply.
+        const Micros rtt = steadyMicros() - sent_steady;
+        const Micros old = replication_rtt_us_.load(std::memory_order_relaxed);
+        replication_rtt_us_.store(std::max(rtt, old - old / 4), std::memory_order_relaxed);
+      } else if (failure->empty()) {
+        *failure = reply ? "unexpected reply" : reply.error().message;
+      }
+      for (std::size_t i = first; i < first + count; ++i) {
+        Replica& r = (*sent)[i];
+        if (ok) {
+          auto [c, fresh] = region.confirmed.try_emplace(r.hash, r);
+          c->second.value = std::max(c->second.value, r.value);
+          c->second.params = r.params;
+          continue;
+        }
+        // Back into the queue unless a newer value of the same key is already there.
+        auto [it, inserted] = region.queue.try_emplace(r.hash, r);
+        if (!inserted) {
+          it->second.value = std::max(it->second.value, r.value);
+          it->second.since = std::min(it->second.since, r.since);
+        }
+      }
+      if (region.confirmed.size() > options_.replication_queue) {
+        region.confirmed.clear();
+      }
+      if (--*outstanding == 0) {
+        // Reachable when every call of the step (every master of a cluster) answered.
+        setRegionReachable(region, failure->empty(), *failure);
+        region.in_flight = false;
+      }
+    };
+    if (clustered) {
+      call.args.insert(call.args.end(), std::make_move_iterator(call.keys.begin()),
+                       std::make_move_iterator(call.keys.end()));
+      region.backend->evalScriptOnMasterOf(call.slot, std::move(call.args), timeout,
+                                           std::move(on_reply));
+    } else {
+      region.backend->evalScript(std::move(call.keys), std::move(call.args), timeout,
+                                 std::move(on_reply));
+    }
   }
+}
+
+void EventualEngine::setRegionReachable(Region& region, bool reachable, const std::string& why) {
+  const bool was = region.reachable.exchange(reachable, std::memory_order_relaxed);
+  if (was == reachable) {
+    return;
+  }
+  if (!reachable) {
+    if (region.seen_reachable) {
+      region.unreachable->inc();
+      spdlog::warn("eventual limits: region {} unreachable ({}); its updates wait",
+                   region.config.name, why);
+    }
+  } else if (region.seen_reachable) {
+    spdlog::info("eventual limits: region {} reachable again; sending its updates",
+                 region.config.name);
+  }
+  region.seen_reachable = region.seen_reachable || reachable;
 }
 
 void EventualEngine::resendConfirmed(Region& region) {

@@ -170,16 +170,23 @@ class EventualEngine {
   };
   struct Region {
     EventualRegion config;
-    std::shared_ptr<redis::RedisConnection> connection;
+    /// Its Redis: one node, or its cluster's router (each replicated key goes to the master
+    /// of its slot).
+    std::shared_ptr<redis::RedisBackend> backend;
+    /// The router's own metrics (redirects, topology reads), kept apart from this region's
+    /// store's; not exported.
+    std::unique_ptr<Metrics> backend_metrics;
     std::unordered_map<std::string, Replica> queue;
     /// hash -> the last value that region confirmed (value) and its limit (params).
     std::unordered_map<std::string, Replica> confirmed;
-    /// connection->connectCount() when the confirmed values were last (re)sent.
+    /// backend->connectCount() when the confirmed values were last (re)sent.
     std::uint64_t connects_seen = 0;
     bool in_flight = false;
     Gauge* lag = nullptr;
     Counter* dropped = nullptr;
+    Counter* unreachable = nullptr;
     std::atomic<bool> reachable{false};
+    bool seen_reachable = false;  ///< reachable once: a loss after that is logged and counted
   };
 
   Shard& shardOf(std::string_view key);
@@ -225,6 +232,9 @@ class EventualEngine {
                 std::chrono::steady_clock::time_point started, Micros sent_at);
   void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
   void replicate(Region& region);
+  /// Records whether `region` answers; a loss (after it once answered) logs one warning and
+  /// counts eventual_region_unreachable_total, a return logs once.
+  void setRegionReachable(Region& region, bool reachable, const std::string& why);
   /// Queues every value `region` confirmed again (after its connection was renewed).
   void resendConfirmed(Region& region);
   void sweep();

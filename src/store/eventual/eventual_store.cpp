@@ -376,12 +376,35 @@ Result<std::vector<EventualRegion>> parseEventualRegions(const std::string& text
                          "region \"" + region.name + "\" is listed twice");
       }
     }
-    auto redis = parseRedisUrl(item.substr(eq + 1), base);
-    if (!redis) {
-      return makeError(ErrorKind::kInvalidArgument,
-                       "region \"" + region.name + "\": " + redis.error().message);
+    const std::string value = item.substr(eq + 1);
+    const std::string where = "region \"" + region.name + "\": ";
+    static constexpr std::string_view kCluster = "cluster:";
+    if (value.starts_with(kCluster)) {
+      // A Redis Cluster: its seeds joined by '+' (',' separates regions); a '+' inside a
+      // password is written %2B, as any reserved character of a URL.
+      const std::string seeds = value.substr(kCluster.size());
+      if (seeds.empty()) {
+        return makeError(ErrorKind::kInvalidArgument,
+                         where + "\"cluster:\" needs one or more seed URLs joined by '+' (e.g. " +
+                             region.name + "=cluster:redis://10.1.0.5:7000+redis://10.1.0.6:7000)");
+      }
+      auto parsed = parseRedisClusterUrls(seeds, base, '+');
+      if (!parsed) {
+        return makeError(ErrorKind::kInvalidArgument, where + "cluster " + parsed.error().message);
+      }
+      region.redis = parsed->front();
+      region.cluster_seeds = std::move(*parsed);
+    } else {
+      auto redis = parseRedisUrl(value, base);
+      if (!redis) {
+        std::string hint;
+        if (value.find('+') != std::string::npos) {
+          hint = " (a region that is a Redis Cluster is written NAME=cluster:URL+URL...)";
+        }
+        return makeError(ErrorKind::kInvalidArgument, where + redis.error().message + hint);
+      }
+      region.redis = std::move(*redis);
     }
-    region.redis = std::move(*redis);
     regions.push_back(std::move(region));
     if (comma == text.size()) {
       break;

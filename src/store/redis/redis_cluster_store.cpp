@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,18 +43,20 @@ constexpr std::chrono::milliseconds kFailedMasterRefresh{250};
 constexpr std::chrono::milliseconds kTryAgainPause{10};
 
 /// Topology changes are logged once per process, not once per I/O thread: every thread
-/// keeps its own slot map and sees the same change.
+/// keeps its own slot map and sees the same change. One log per cluster (`name`: this
+/// sidecar's, or another region's).
 class TopologyLog {
  public:
-  /// True when `description` differs from the last one logged (and records it).
-  static bool changed(const std::string& description) {
+  /// True when `description` differs from the last one logged for `name` (and records it).
+  static bool changed(const std::string& name, const std::string& description) {
     static std::mutex mutex;
-    static std::string last;
+    static std::map<std::string, std::string> last;
     std::lock_guard lock(mutex);
-    if (description == last) {
+    std::string& before = last[name];
+    if (description == before) {
       return false;
     }
-    last = description;
+    before = description;
     return true;
   }
 };
@@ -65,8 +68,10 @@ class ClusterBackend final : public redis::RedisBackend,
                              public std::enable_shared_from_this<ClusterBackend> {
  public:
   ClusterBackend(net::io_context& io, std::vector<RedisOptions> seeds, Metrics& metrics,
-                 std::string script)
+                 std::string script, std::string region)
       : io_(io),
+        region_(std::move(region)),
+        log_name_(region_.empty() ? "redis cluster" : "redis cluster of region " + region_),
         seeds_(std::move(seeds)),
         script_(std::move(script)),
         park_timer_(io),
@@ -74,7 +79,9 @@ class ClusterBackend final : public redis::RedisBackend,
         slots_(redis::kClusterSlots, -1),
         start_timer_(io),
         start_deadline_(Clock::now() + seeds_.front().connect_wait),
-        member_(store::StoreHealthGroup::of(metrics, "redis_cluster")),
+        member_(region_.empty() ? std::make_unique<store::StoreHealthGroup::Member>(
+                                      store::StoreHealthGroup::of(metrics, "redis_cluster"))
+                                : nullptr),
         reconnects_(redis::describeRedisMetrics(metrics).counter("redis_reconnects_total")),
         moved_(describe(metrics).counter("redis_cluster_redirects_total", {{"kind", "moved"}})),
         ask_(metrics.counter("redis_cluster_redirects_total", {{"kind", "ask"}})),
@@ -282,13 +289,13 @@ class ClusterBackend final : public redis::RedisBackend,
       options.ping_interval = options.redis.ping_interval;
       options.scripts.push_back(script_);
       options.on_connect_error = [weak = weak_from_this()](const Error& error) {
-        if (auto self = weak.lock()) {
-          self->member_.group().fault(redis::faultKind(error), error.message);
+        if (auto self = weak.lock(); self && self->member_) {
+          self->member_->group().fault(redis::faultKind(error), error.message);
         }
       };
       options.on_fault = [weak = weak_from_this()](const Error& error) {
-        if (auto self = weak.lock()) {
-          self->member_.group().fault(redis::faultKind(error), error.message);
+        if (auto self = weak.lock(); self && self->member_) {
+          self->member_->group().fault(redis::faultKind(error), error.message);
         }
       };
       options.on_health = [weak = weak_from_this()](StoreHealth, const std::string&) {
@@ -569,8 +576,8 @@ class ClusterBackend final : public redis::RedisBackend,
                                          : Result<redis::ClusterTopology>(reply.error());
                                if (!topology) {
                                  self->refreshes_failed_.inc();
-                                 spdlog::debug("redis cluster: CLUSTER SLOTS from {} failed: {}",
-                                               address, topology.error().message);
+                                 spdlog::debug("{}: CLUSTER SLOTS from {} failed: {}",
+                                               self->log_name_, address, topology.error().message);
                                  self->requestRefresh(kMinRefreshInterval);
                                  return;
                                }
@@ -628,12 +635,12 @@ class ClusterBackend final : public redis::RedisBackend,
     if (description != described_) {
       described_ = description;
       // Once per process: every I/O thread reads the same change.
-      if (TopologyLog::changed(description)) {
+      if (TopologyLog::changed(region_, description)) {
         for (const std::string& failover : failovers) {
-          spdlog::warn("redis cluster: failover detected: slots {}", failover);
+          spdlog::warn("{}: failover detected: slots {}", log_name_, failover);
         }
         failovers_.inc(static_cast<std::uint64_t>(failovers.size()));
-        spdlog::info("redis cluster: topology {}{}", description,
+        spdlog::info("{}: topology {}{}", log_name_, description,
                      complete_ ? "" : " (not every slot is served)");
       }
     }
@@ -711,10 +718,14 @@ class ClusterBackend final : public redis::RedisBackend,
                " ms after start: " + reason;
     }
     health_.store(next, std::memory_order_release);
-    member_.report(next, reason);
+    if (member_) {
+      member_->report(next, reason);
+    }
   }
 
   net::io_context& io_;
+  std::string region_;    ///< empty: this sidecar's cluster; else another region's
+  std::string log_name_;  ///< "redis cluster" or "redis cluster of region <name>"
   std::vector<RedisOptions> seeds_;
   std::string script_;
   net::steady_timer park_timer_;
@@ -734,7 +745,8 @@ class ClusterBackend final : public redis::RedisBackend,
   Clock::time_point start_deadline_;
   bool start_over_ = false;
   bool connected_once_ = false;  ///< every master of a complete map connected once
-  store::StoreHealthGroup::Member member_;
+  /// The `redis_cluster` health group (null: a backend outside it, another region's).
+  std::unique_ptr<store::StoreHealthGroup::Member> member_;
 
   std::vector<std::shared_ptr<Call>> parked_;
   std::optional<Clock::time_point> park_at_;
@@ -755,12 +767,12 @@ class ClusterBackend final : public redis::RedisBackend,
 
 }  // namespace
 
-Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
-                                                        RedisOptions base) {
+Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls, RedisOptions base,
+                                                        char separator) {
   std::vector<RedisOptions> seeds;
   std::size_t start = 0;
   while (start <= urls.size()) {
-    std::size_t comma = urls.find(',', start);
+    std::size_t comma = urls.find(separator, start);
     if (comma == std::string::npos) {
       comma = urls.size();
     }
@@ -790,9 +802,10 @@ Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls,
 
 std::shared_ptr<redis::RedisBackend> redis::makeClusterBackend(net::io_context& io,
                                                                std::vector<RedisOptions> seeds,
-                                                               Metrics& metrics,
-                                                               std::string script) {
-  auto backend = std::make_shared<ClusterBackend>(io, std::move(seeds), metrics, std::move(script));
+                                                               Metrics& metrics, std::string script,
+                                                               std::string region) {
+  auto backend = std::make_shared<ClusterBackend>(io, std::move(seeds), metrics, std::move(script),
+                                                  std::move(region));
   backend->start();
   return backend;
 }

@@ -94,10 +94,12 @@ std::shared_ptr<RedisBackend> makeSingleNodeBackend(boost::asio::io_context& io,
 
 /// The Redis Cluster backend (redis_cluster_store.cpp), started: routes by hash slot over one
 /// connection per master (made on io's thread), follows MOVED/ASK, re-reads the topology.
-/// `script` is the one script evalScript() runs. Joins the `redis_cluster` health group.
+/// `script` is the one script evalScript() runs. Joins the `redis_cluster` health group,
+/// unless it is another `region`'s cluster (--regions): that one's outages are the eventual
+/// engine's to report (they do not make this sidecar unready), and its logs name the region.
 std::shared_ptr<RedisBackend> makeClusterBackend(boost::asio::io_context& io,
                                                  std::vector<RedisOptions> seeds, Metrics& metrics,
-                                                 std::string script);
+                                                 std::string script, std::string region = {});
 
 /// A Redis store over `backend`; `kind` is "redis" or "redis_cluster" (Store::kind() and
 /// the store label of store_call_duration_seconds); `clock` as in makeRedisStore.
