@@ -13,9 +13,12 @@ constexpr Micros kNever = std::numeric_limits<Micros>::max();
 constexpr std::size_t kMinCells = 16;
 constexpr std::uint32_t kOffsetBits = 15;
 
+/// GCC's and Clang's 128-bit integer (`__extension__`: not ISO C++, so -Wpedantic would warn).
+__extension__ using Uint128 = unsigned __int128;
+
 /// The 64x64 -> 128-bit product of `a` and `b`, its halves folded together.
 std::uint64_t fold(std::uint64_t a, std::uint64_t b) {
-  const unsigned __int128 product = static_cast<unsigned __int128>(a) * b;
+  const Uint128 product = static_cast<Uint128>(a) * b;
   return static_cast<std::uint64_t>(product) ^ static_cast<std::uint64_t>(product >> 64);
 }
 
