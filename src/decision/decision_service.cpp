@@ -40,9 +40,13 @@ void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
   status.outcome = Outcome{};
 }
 
+/// This thread's spares. Of a decision only the storage worth keeping is kept (its
+/// descriptors, their limits and strings; the request-side limits): moving three vectors
+/// costs less than moving a whole Decision in and out.
 struct Spares {
   DecisionRequest request;
-  Decision decision;
+  std::vector<DescriptorStatus> descriptors;
+  std::vector<std::shared_ptr<const RateLimit>> request_limits;
   bool has_request = false;
   bool has_decision = false;
 };
@@ -75,13 +79,32 @@ struct LimitPosition {
   std::size_t limit = 0;
 };
 
+/// Readies `decision` for a new request with the storage of this thread's spare when there
+/// is one, else with its own (left by an earlier decision): its vectors and strings keep
+/// their capacity.
+void prepareDecision(Decision& decision) {
+  if (t_spares.has_decision) {
+    t_spares.has_decision = false;
+    decision.descriptors = std::move(t_spares.descriptors);
+    decision.request_limits = std::move(t_spares.request_limits);
+  }
+  decision.allowed = true;
+  decision.degraded = false;
+  decision.domain_known = true;
+  decision.domain = nullptr;
+  decision.rules.reset();
+  decision.metadata_json.clear();
+  decision.request_limits.clear();
+  // The descriptors stay: decide() resizes and refills them.
+}
+
 /// One decision between decide() and its answer, and the storage that building its store
 /// request needs. A service keeps these for reuse: the vectors and strings keep their
 /// capacity, so a warm thread builds the match, the store keys and the store request
 /// without allocating; and the store's callback captures only the service and the slot
-/// (two pointers: stored in place by std::function).
+/// (two pointers: stored in place by std::function). The decision is built in place, the
+/// request moved into it at once: each moves only when handed on.
 struct PendingDecision {
-  DecisionRequest request;
   Decision decision;
   DecisionService::Callback done;
   Micros started = 0;
@@ -95,26 +118,30 @@ class DecisionServiceImpl final : public DecisionService {
  public:
   explicit DecisionServiceImpl(DecisionServiceParts parts) : parts_(std::move(parts)) {}
 
-  void decide(DecisionRequest request, Callback done) override {
+  void decide(DecisionRequest&& incoming, Callback done) override {
     const Micros started = parts_.observers.empty() ? 0 : parts_.clock->nowMicros();
     RuleSetPtr rules = parts_.rules();
     if (!rules) {
-      finish(std::move(request), makeError(ErrorKind::kUnavailable, "rules are not loaded"),
-             started, done);
+      fail(incoming, makeError(ErrorKind::kUnavailable, "rules are not loaded"), started, done);
       return;
     }
-    Decision decision = takeSpareDecision();
+    PendingDecision& pending = takePending();
+    pending.started = started;
+    Decision& decision = pending.decision;
+    prepareDecision(decision);
+    decision.request = std::move(incoming);
+    const DecisionRequest& request = decision.request;
     decision.rules = std::move(rules);
     decision.domain = decision.rules->findDomain(request.domain);
     if (decision.domain == nullptr) {
       decision.domain_known = false;
       decision.descriptors.clear();
       decision.descriptors.resize(request.descriptors.size());
-      finish(std::move(request), std::move(decision), started, done);
+      succeed(pending, done);
+      releasePending(pending);
       return;
     }
 
-    PendingDecision& pending = takePending();
     RequestMatch& match = pending.match;
     matchRequestInto(*decision.domain, descriptorsToMatch(request, pending.without_overrides),
                      match);
@@ -178,27 +205,23 @@ class DecisionServiceImpl final : public DecisionService {
     }
     store_request.limits.resize(limits_used);
     if (store_request.limits.empty()) {
+      succeed(pending, done);
       releasePending(pending);
-      finish(std::move(request), std::move(decision), started, done);
       return;
     }
-    pending.request = std::move(request);
-    pending.decision = std::move(decision);
     pending.done = std::move(done);
-    pending.started = started;
     PendingDecision* slot = &pending;
     // The store may answer before evaluate() returns, or later (Redis); the slot is given
     // back only once its answer is handed on, so a decision started from inside the answer
     // takes another one.
-    parts_.store->evaluate(store_request, [this, slot](Result<StoreResponse> response) {
-      answer(*slot, std::move(response));
-    });
+    parts_.store->evaluate(
+        store_request, [this, slot](Result<StoreResponse>&& response) { answer(*slot, response); });
   }
 
  private:
-  void answer(PendingDecision& pending, Result<StoreResponse> response) {
+  void answer(PendingDecision& pending, Result<StoreResponse>& response) {
     if (!response) {
-      finish(std::move(pending.request), response.error(), pending.started, pending.done);
+      fail(pending.decision.request, response.error(), pending.started, pending.done);
       releasePending(pending);
       return;
     }
@@ -213,7 +236,7 @@ class DecisionServiceImpl final : public DecisionService {
     decision.degraded = r.degraded;
     decision.metadata_json = mergePassedMetadata(decision.descriptors);
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
-    finish(std::move(pending.request), std::move(decision), pending.started, pending.done);
+    succeed(pending, pending.done);
     releasePending(pending);
   }
 
@@ -234,15 +257,20 @@ class DecisionServiceImpl final : public DecisionService {
     free_.push_back(&pending);
   }
 
-  /// Every path ends here: the observers see the decision once, then the request moves
-  /// into it and the caller gets it.
-  void finish(DecisionRequest&& request, Result<Decision>&& result, Micros started,
-              const Callback& done) {
+  /// The paths end in one of these two: the observers see the decision once, then the
+  /// caller gets it. The decision moves out of the slot; the slot is released after.
+  void succeed(PendingDecision& pending, const Callback& done) {
+    Result<Decision> result(std::move(pending.decision));
+    for (DecisionObserver* observer : parts_.observers) {
+      observer->observe(result->request, result, pending.started);
+    }
+    done(std::move(result));
+  }
+
+  void fail(const DecisionRequest& request, Error error, Micros started, const Callback& done) {
+    Result<Decision> result(std::move(error));
     for (DecisionObserver* observer : parts_.observers) {
       observer->observe(request, result, started);
-    }
-    if (result) {
-      result->request = std::move(request);
     }
     done(std::move(result));
   }
@@ -270,18 +298,8 @@ DecisionRequest takeSpareRequest() {
 }
 
 Decision takeSpareDecision() {
-  if (!t_spares.has_decision) {
-    return Decision{};
-  }
-  t_spares.has_decision = false;
-  Decision decision = std::move(t_spares.decision);
-  decision.allowed = true;
-  decision.degraded = false;
-  decision.domain_known = true;
-  decision.domain = nullptr;
-  decision.metadata_json.clear();
-  decision.request_limits.clear();
-  // The descriptors stay: decide() resizes and refills them.
+  Decision decision;
+  prepareDecision(decision);
   return decision;
 }
 
@@ -293,7 +311,8 @@ void recycleDecision(Decision&& decision) {
     t_spares.has_request = true;
   }
   if (!t_spares.has_decision) {
-    t_spares.decision = std::move(decision);
+    t_spares.descriptors = std::move(decision.descriptors);
+    t_spares.request_limits = std::move(decision.request_limits);
     t_spares.has_decision = true;
   }
 }

@@ -1,6 +1,7 @@
 #include "http/rate_limit_headers.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <string>
 
@@ -61,14 +62,28 @@ template <std::size_t N>
   out.put("\r\n", 2);
 }
 
+/// The decimal digits of a number, formatted once for the headers that repeat it.
+class Digits {
+ public:
+  explicit Digits(std::int64_t value)
+      : size_(static_cast<std::size_t>(std::to_chars(text_, text_ + sizeof text_, value).ptr -
+                                       text_)) {}
+  std::string_view view() const { return {text_, size_}; }
+
+ private:
+  char text_[20];
+  std::size_t size_;
+};
+
 /// The parts of the headers that depend only on the limit (its name, limit and window),
 /// prepared once and reused while the thread answers for the same limit: the
-/// `RateLimit-Policy` line and the start of the `RateLimit` one. One entry per thread:
-/// answers for other limits rebuild it (the cost of building it each time, as before).
+/// `X-Ratelimit-Limit` and `RateLimit-Policy` lines and the start of the `RateLimit` one. One entry
+/// per thread: answers for other limits rebuild it (the cost of building it each time, as before).
 struct PreparedLimit {
   std::string name;
   std::int64_t limit = -1;
   std::int64_t window_s = -1;
+  std::string limit_line;       // X-Ratelimit-Limit: L\r\n
   std::string policy_line;      // RateLimit-Policy: "name";q=L;w=W\r\n
   std::string ratelimit_start;  // RateLimit: "name";r=
 };
@@ -84,8 +99,13 @@ const PreparedLimit& prepared(const LimitStatus& binding) {
   p.name.assign(binding.name);
   p.limit = binding.limit;
   p.window_s = window_s;
+  p.limit_line.clear();
   p.policy_line.clear();
   p.ratelimit_start.clear();
+  {
+    Appender out(p.limit_line);
+    appendHeader(out, "X-Ratelimit-Limit", binding.limit);
+  }
   {
     Appender out(p.policy_line);
     out.put("RateLimit-Policy: ");
@@ -117,18 +137,22 @@ std::string sfString(std::string_view text) {
 
 void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool denied) {
   const Outcome& outcome = binding.outcome;
-  std::int64_t remaining = std::max<std::int64_t>(0, outcome.remaining);
-  std::int64_t reset = ceilSeconds(outcome.reset_after_us);
-  Appender out(lines);
-  appendHeader(out, "X-Ratelimit-Limit", binding.limit);
-  appendHeader(out, "X-Ratelimit-Remaining", remaining);
-  appendHeader(out, "X-Ratelimit-Reset", reset);
+  // Each number is formatted once, though the headers carry it twice.
+  const Digits remaining(std::max<std::int64_t>(0, outcome.remaining));
+  const Digits reset(ceilSeconds(outcome.reset_after_us));
   const PreparedLimit& limit = prepared(binding);
+  Appender out(lines);
+  out.put(limit.limit_line);
+  out.put("X-Ratelimit-Remaining: ");
+  out.put(remaining.view());
+  out.put("\r\nX-Ratelimit-Reset: ");
+  out.put(reset.view());
+  out.put("\r\n");
   out.put(limit.policy_line);
   out.put(limit.ratelimit_start);
-  out.number(remaining);
+  out.put(remaining.view());
   out.put(";t=");
-  out.number(reset);
+  out.put(reset.view());
   out.put("\r\n");
   if (denied && !outcome.never) {
     std::int64_t retry = retryAfterSeconds(outcome.retry_after_us);

@@ -368,9 +368,10 @@ void Session::complete(std::uint64_t id, Response&& response) {
         std::chrono::duration<double>(Clock::now() - entry->started).count());
   }
   auto hold = response.hold;
-  // The place's previous answer (written) gives its storage to the next answer.
-  std::swap(entry->response, response);
-  recycleResponse(std::move(response));
+  // The place's previous answer (written) gives its storage to the next answer: two moves,
+  // where a swap and a recycle took four.
+  recycleResponse(std::move(entry->response));
+  entry->response = std::move(response);
   if (hold.count() > 0) {
     entry->hold_timer = std::make_unique<net::steady_timer>(socket_.get_executor());
     entry->hold_timer->expires_after(hold);

@@ -445,6 +445,38 @@ void loadFile(const std::string& name, const std::string& content, RuleSet& rule
   rules.domains.emplace(std::move(key), std::move(*domain));
 }
 
+/// Fills DescriptorNode::exact_prefix and RateLimit::exact_bucket_key under `level`, whose
+/// parent's prefix is `prefix`: the bucket keys of requests that meet the rules' own values,
+/// built once here rather than per request by the matcher.
+void prepareExactBucketKeys(std::vector<DescriptorNode>& level, const std::string& prefix) {
+  for (DescriptorNode& node : level) {
+    if (!node.value) {
+      continue;  // key-only: the request's value is part of the key, here and below
+    }
+    node.exact_prefix = prefix;
+    if (node.share_threshold) {
+      BucketKey::appendSharedEntry(node.exact_prefix, node.key, *node.value);
+    } else {
+      BucketKey::appendEntry(node.exact_prefix, node.key, *node.value);
+    }
+    for (RateLimit& limit : node.limits) {
+      limit.exact_bucket_key = node.exact_prefix;
+      BucketKey::appendLimit(limit.exact_bucket_key, limit.limit_id, limit.params.algorithm);
+    }
+    prepareExactBucketKeys(node.children, node.exact_prefix);
+  }
+}
+
+void prepareExactBucketKeys(DomainConfig& domain) {
+  std::string prefix;
+  BucketKey::appendDomain(prefix, domain.domain);
+  for (RateLimit& limit : domain.domain_limits) {
+    limit.exact_bucket_key = prefix;
+    BucketKey::appendLimit(limit.exact_bucket_key, limit.limit_id, limit.params.algorithm);
+  }
+  prepareExactBucketKeys(domain.descriptors, prefix);
+}
+
 /// Parses and validates every file as one set; stamps the result with `loaded_at_ms`.
 LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& files,
                        std::int64_t loaded_at_ms, const LoadOptions& options) {
@@ -468,6 +500,9 @@ LoadResult loadStrings(const std::vector<std::pair<std::string, std::string>>& f
   }
   if (!result.errors.empty()) {
     return result;
+  }
+  for (auto& [name, domain] : rules->domains) {
+    prepareExactBucketKeys(domain);
   }
   rules->hash = contentHash(files);
   rules->loaded_at_ms = loaded_at_ms;

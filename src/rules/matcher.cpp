@@ -89,9 +89,10 @@ void resetMatch(DescriptorMatch& match) {
 }
 
 /// Fills `match` with the limits of `node` (null: the domain-level ones), each bucket the
-/// prefix plus the limit's identity.
+/// prefix plus the limit's identity; `exact`: the prefix is the loader's (exact_prefix), and
+/// so is each limit's whole bucket key.
 void appendLimits(const std::vector<RateLimit>& limits, const DescriptorNode* node,
-                  std::string_view prefix, DescriptorMatch& match) {
+                  std::string_view prefix, bool exact, DescriptorMatch& match) {
   match.matched = true;
   match.node = node;
   std::size_t used = 0;
@@ -99,15 +100,28 @@ void appendLimits(const std::vector<RateLimit>& limits, const DescriptorNode* no
     MatchedLimit& matched = reuseNext(match.limits, used);
     matched.limit = &limit;
     matched.node = node;
+    if (exact && !limit.exact_bucket_key.empty()) {
+      matched.bucket_key.assign(limit.exact_bucket_key);
+      continue;
+    }
     matched.bucket_key.assign(prefix);
     BucketKey::appendLimit(matched.bucket_key, limit.limit_id, limit.params.algorithm);
   }
   match.limits.resize(used);
 }
 
+/// True when the loader's exact_prefix of `node` is the bucket prefix for `entry`: the
+/// node has a value, and the request's is that value (a wildcard node also matches
+/// others) or the node shares one counter among the values its pattern matches.
+bool exactPrefixApplies(const DescriptorNode& node, const Entry& entry) {
+  return !node.exact_prefix.empty() &&
+         (!node.wildcard || node.share_threshold || entry.value == *node.value);
+}
+
 /// Builds the bucket of BucketKey's grammar while walking the tree: the domain, then one
 /// entry per descriptor entry (the pattern instead of the value under share_threshold).
-/// `prefix` is scratch storage.
+/// While the nodes met have the loader's prefix for the request's entries, nothing is built;
+/// from the first that has not, `prefix` (scratch storage) is.
 void matchDescriptor(const DomainConfig& domain, const Descriptor& descriptor,
                      DescriptorMatch& match, std::string& prefix) {
   resetMatch(match);
@@ -117,23 +131,40 @@ void matchDescriptor(const DomainConfig& domain, const Descriptor& descriptor,
   }
   const std::vector<DescriptorNode>* level = &domain.descriptors;
   const DescriptorLevelIndex* index = &domain.descriptors_index;
-  prefix.clear();
-  BucketKey::appendDomain(prefix, domain.domain);
+  const DescriptorNode* exact = nullptr;  // the last node met whose exact_prefix applies
+  bool building = false;
   for (std::size_t i = 0; i < descriptor.size(); ++i) {
     const Entry& entry = descriptor[i];
     const DescriptorNode* node = findNode(*level, *index, entry);
     if (node == nullptr) {
       break;
     }
-    if (node->share_threshold && node->value) {
-      BucketKey::appendSharedEntry(prefix, entry.key, *node->value);
+    if (!building && exactPrefixApplies(*node, entry)) {
+      exact = node;
     } else {
-      BucketKey::appendEntry(prefix, entry.key, entry.value);
+      if (!building) {
+        building = true;
+        prefix.clear();
+        if (exact != nullptr) {
+          prefix.assign(exact->exact_prefix);
+        } else {
+          BucketKey::appendDomain(prefix, domain.domain);
+        }
+      }
+      if (node->share_threshold && node->value) {
+        BucketKey::appendSharedEntry(prefix, entry.key, *node->value);
+      } else {
+        BucketKey::appendEntry(prefix, entry.key, entry.value);
+      }
     }
     if (i + 1 == descriptor.size()) {
       // The request's depth equals this node's: its limits (if any) apply.
       if (!node->limits.empty()) {
-        appendLimits(node->limits, node, prefix, match);
+        if (building) {
+          appendLimits(node->limits, node, prefix, false, match);
+        } else {
+          appendLimits(node->limits, node, node->exact_prefix, true, match);
+        }
         return;
       }
       break;
@@ -165,7 +196,7 @@ void matchRequestInto(const DomainConfig& domain, const std::vector<Descriptor>&
     if (!domain.domain_limits.empty()) {
       out.scratch.clear();
       BucketKey::appendDomain(out.scratch, domain.domain);
-      appendLimits(domain.domain_limits, nullptr, out.scratch, match);
+      appendLimits(domain.domain_limits, nullptr, out.scratch, true, match);
     } else {
       match.limits.clear();
     }

@@ -72,14 +72,15 @@ struct Pipeline {
   std::optional<sluice::Decision> decide(const sluice::DecisionRequest& request) {
     std::optional<sluice::Decision> result;
     bool answered = false;
-    service->decide(request, [&](sluice::Result<sluice::Decision> decision) {
-      answered = true;
-      if (!decision) {
-        SLUICE_FUZZ_CHECK(decision.error().kind == sluice::ErrorKind::kInvalidArgument);
-        return;
-      }
-      result = std::move(*decision);
-    });
+    service->decide(
+        sluice::DecisionRequest(request), [&](sluice::Result<sluice::Decision> decision) {
+          answered = true;
+          if (!decision) {
+            SLUICE_FUZZ_CHECK(decision.error().kind == sluice::ErrorKind::kInvalidArgument);
+            return;
+          }
+          result = std::move(*decision);
+        });
     SLUICE_FUZZ_CHECK(answered);
     return result;
   }

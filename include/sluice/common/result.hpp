@@ -32,7 +32,10 @@ inline Error makeError(ErrorKind kind, std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  // Two overloads rather than one by value: a value moved in is moved once, not twice (the
+  // decision path moves large values through Results).
+  Result(T&& value) : v_(std::in_place_index<0>, std::move(value)) {}    // NOLINT: implicit
+  Result(const T& value) : v_(std::in_place_index<0>, value) {}          // NOLINT: implicit
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }

@@ -160,7 +160,7 @@ class DecisionService {
   /// Called on an I/O thread; the callback runs on the same thread (possibly before
   /// decide() returns). Errors: kUnavailable (rules not loaded), the store's (kTimeout,
   /// kConnection, ...) when the failure mode is `closed`.
-  virtual void decide(DecisionRequest request, Callback done) = 0;
+  virtual void decide(DecisionRequest&& request, Callback done) = 0;
 };
 
 /// Sees every decision once, on the deciding I/O thread, before the answer is handed back

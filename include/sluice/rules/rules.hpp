@@ -48,6 +48,10 @@ struct RateLimit {
   /// Identity of this limit within its node, part of the bucket key (BucketKey::limitId):
   /// index in `rate_limits:`, 0 for a single `rate_limit:`.
   std::string limit_id;
+  /// MatchedLimit::bucket_key for a request whose entries met this limit's node through
+  /// values written in the rules (DescriptorNode::exact_prefix): filled by the loader, so
+  /// the matcher copies it instead of building it; empty in a tree built by hand.
+  std::string exact_bucket_key;
   SourceLocation location;
 };
 
@@ -79,6 +83,10 @@ struct DescriptorNode {
   std::vector<RateLimit> limits;  ///< empty: no limit at this node
   std::vector<DescriptorNode> children;
   DescriptorLevelIndex children_index;
+  /// The bucket prefix (escaped domain and entries down to this node) when every node on
+  /// the way has a value and the request's values were those values (or shared patterns):
+  /// filled by the loader; empty for key-only nodes, those below them, and hand-built trees.
+  std::string exact_prefix;
   SourceLocation location;
 };
 

@@ -63,7 +63,7 @@ class ObservedDecisionsTest : public ::testing::Test {
     request.client_id = client;
     request.descriptors = {{{key, value}}};
     std::optional<Result<Decision>> out;
-    service_->decide(request, [&](Result<Decision> d) { out = std::move(d); });
+    service_->decide(std::move(request), [&](Result<Decision> d) { out = std::move(d); });
     EXPECT_TRUE(out && *out);
     return **out;
   }

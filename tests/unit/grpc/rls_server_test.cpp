@@ -21,7 +21,7 @@ namespace rls = ::envoy::service::ratelimit::v3;
 /// Answers every request allowed with one limit of 10, and counts the calls.
 class CountingDecisions final : public DecisionService {
  public:
-  void decide(DecisionRequest request, Callback done) override {
+  void decide(DecisionRequest&& request, Callback done) override {
     ++calls;
     Decision decision;
     LimitStatus status;

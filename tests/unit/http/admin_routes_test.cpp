@@ -75,7 +75,7 @@ class AdminRoutesTest : public ::testing::Test {
     request.client_id = client;
     request.descriptors = {{{"auth_type", value}}};
     std::optional<Result<Decision>> out;
-    decisions_->decide(request, [&](Result<Decision> d) { out = std::move(d); });
+    decisions_->decide(std::move(request), [&](Result<Decision> d) { out = std::move(d); });
     return out && *out && (*out)->allowed;
   }
 

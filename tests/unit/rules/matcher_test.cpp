@@ -340,6 +340,77 @@ TEST_F(MatcherTest, MatchedNodeIsReported) {
   EXPECT_EQ(match.descriptors[0].limits[0].node, match.descriptors[0].node);
 }
 
+/// Clears what the loader prepares for the matcher (the exact bucket keys) under `level`.
+void forgetExactBucketKeys(std::vector<DescriptorNode>& level) {
+  for (DescriptorNode& node : level) {
+    node.exact_prefix.clear();
+    for (RateLimit& limit : node.limits) {
+      limit.exact_bucket_key.clear();
+    }
+    forgetExactBucketKeys(node.children);
+  }
+}
+
+TEST_F(MatcherTest, BucketKeysPreparedByTheLoaderAreThoseBuiltPerRequest) {
+  load(R"(
+domain: "d|x"
+rate_limit: {unit: second, requests_per_unit: 1}
+descriptors:
+  - key: plan
+    value: "free tier"
+    rate_limits:
+      - {unit: second, requests_per_unit: 1}
+      - {name: "burst;1", unit: minute, requests_per_unit: 5, algorithm: token_bucket}
+    descriptors:
+      - key: route
+        rate_limit: {unit: second, requests_per_unit: 1}
+        descriptors:
+          - key: method
+            value: GET
+            rate_limit: {unit: second, requests_per_unit: 1}
+      - key: route
+        value: "/api/*"
+        rate_limit: {unit: second, requests_per_unit: 1}
+      - key: route
+        value: "/shared/*"
+        share_threshold: true
+        rate_limit: {unit: second, requests_per_unit: 1}
+  - key: user
+    rate_limit: {unit: second, requests_per_unit: 1}
+)");
+  const std::vector<std::vector<Descriptor>> requests{
+      {},
+      {desc({{"plan", "free tier"}})},
+      {desc({{"plan", "free tier"}, {"route", "/x"}})},
+      {desc({{"plan", "free tier"}, {"route", "/x"}, {"method", "GET"}})},
+      {desc({{"plan", "free tier"}, {"route", "/api/v1"}})},
+      {desc({{"plan", "free tier"}, {"route", "/api/*"}})},
+      {desc({{"plan", "free tier"}, {"route", "/shared/a"}})},
+      {desc({{"plan", "free tier"}, {"route", "/shared/*"}})},
+      {desc({{"user", "a:b=c"}}), desc({{"plan", "free tier"}})},
+  };
+  DomainConfig by_hand = *domain_;
+  for (RateLimit& limit : by_hand.domain_limits) {
+    limit.exact_bucket_key.clear();
+  }
+  forgetExactBucketKeys(by_hand.descriptors);
+  for (const auto& request : requests) {
+    const RequestMatch prepared = matchRequest(*domain_, request);
+    const RequestMatch built = matchRequest(by_hand, request);
+    ASSERT_EQ(prepared.descriptors.size(), built.descriptors.size());
+    for (std::size_t d = 0; d < built.descriptors.size(); ++d) {
+      ASSERT_EQ(prepared.descriptors[d].limits.size(), built.descriptors[d].limits.size());
+      ASSERT_FALSE(built.descriptors[d].limits.empty());
+      for (std::size_t l = 0; l < built.descriptors[d].limits.size(); ++l) {
+        EXPECT_EQ(prepared.descriptors[d].limits[l].bucket_key,
+                  built.descriptors[d].limits[l].bucket_key);
+      }
+    }
+  }
+  EXPECT_EQ(key(desc({{"plan", "free tier"}, {"route", "/x"}, {"method", "GET"}})),
+            "d%7Cx:plan=free%20tier:route=%2Fx:method=GET;i0;fw");
+}
+
 TEST(MatcherHandBuiltTest, UnindexedTreeMatchesWithTheSamePrecedence) {
   DomainConfig domain;
   domain.domain = "d";
