@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -41,18 +44,72 @@ std::string describeContextError(const redisContext* context) {
   return context->errstr[0] != '\0' ? std::string(context->errstr) : "unknown error";
 }
 
-/// Runs one command; the error text when it fails or Redis answers an error.
-std::optional<std::string> runCommand(redisContext* context, const std::vector<std::string>& argv) {
+using Clock = std::chrono::steady_clock;
+
+/// The time left until `deadline` as the socket's send and receive timeout; false once it
+/// has passed (a zero timeout would mean none at all).
+bool armTimeout(redisContext* context, Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) {
+    return false;
+  }
+  redisSetTimeout(context, toTimeval(left));
+  return true;
+}
+
+/// Sends what is buffered on `context` and reads one reply into `out`, the whole of it by
+/// `deadline`. The socket's timeout bounds one read only: a Redis that trickles a reply a
+/// byte at a time would otherwise hold the writer, and shutdown, which joins it, for ever.
+/// The error text when it fails (the connection is then unusable).
+std::optional<std::string> awaitReply(redisContext* context, Clock::time_point deadline,
+                                      std::chrono::milliseconds budget, ReplyPtr& out) {
+  const auto late = [&] {
+    return "no complete reply within " + std::to_string(budget.count()) + " ms";
+  };
+  const auto failed = [&] {
+    const bool timed_out = errno == EAGAIN || errno == EWOULDBLOCK;
+    return timed_out ? late() : describeContextError(context);
+  };
+  int flushed = 0;
+  while (flushed == 0) {
+    if (!armTimeout(context, deadline)) {
+      return late();
+    }
+    if (redisBufferWrite(context, &flushed) != REDIS_OK) {
+      return failed();
+    }
+  }
+  for (;;) {
+    void* raw = nullptr;
+    if (redisGetReplyFromReader(context, &raw) != REDIS_OK) {
+      return describeContextError(context);
+    }
+    if (raw != nullptr) {
+      out.reset(static_cast<redisReply*>(raw));
+      return std::nullopt;
+    }
+    if (!armTimeout(context, deadline)) {
+      return late();
+    }
+    if (redisBufferRead(context) != REDIS_OK) {
+      return failed();
+    }
+  }
+}
+
+/// Runs one command within `timeout`; the error text when it fails or Redis answers an error.
+std::optional<std::string> runCommand(redisContext* context, const std::vector<std::string>& argv,
+                                      std::chrono::milliseconds timeout) {
   std::vector<const char*> args;
   std::vector<std::size_t> lengths;
   for (const auto& a : argv) {
     args.push_back(a.data());
     lengths.push_back(a.size());
   }
-  ReplyPtr reply(static_cast<redisReply*>(
-      redisCommandArgv(context, static_cast<int>(args.size()), args.data(), lengths.data())));
-  if (!reply) {
-    return describeContextError(context);
+  redisAppendCommandArgv(context, static_cast<int>(args.size()), args.data(), lengths.data());
+  ReplyPtr reply;
+  if (auto error = awaitReply(context, Clock::now() + timeout, timeout, reply)) {
+    return error;
   }
   if (reply->type == REDIS_REPLY_ERROR) {
     return std::string(reply->str, reply->len);
@@ -159,13 +216,14 @@ class RedisEventPublisher final : public EventPublisher {
     }
     std::size_t confirmed = 0;
     std::optional<std::string> error;
+    // One round trip for the batch, and one deadline for all of it.
+    const auto deadline = Clock::now() + options_.command_timeout;
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      void* raw = nullptr;
-      if (redisGetReply(context_.get(), &raw) != REDIS_OK) {
-        error = describeContextError(context_.get());
+      ReplyPtr reply;
+      if (auto failed = awaitReply(context_.get(), deadline, options_.command_timeout, reply)) {
+        error = std::move(failed);
         break;
       }
-      ReplyPtr reply(static_cast<redisReply*>(raw));
       if (reply->type == REDIS_REPLY_ERROR) {
         // A command error (e.g. WRONGTYPE on the stream key) leaves the connection usable.
         error = std::string(reply->str, reply->len);
@@ -220,11 +278,13 @@ class RedisEventPublisher final : public EventPublisher {
     redisSetTimeout(context.get(), timeout);
     std::optional<std::string> error;
     if (!r.password.empty()) {
-      error = r.user.empty() ? runCommand(context.get(), {"AUTH", r.password})
-                             : runCommand(context.get(), {"AUTH", r.user, r.password});
+      error =
+          r.user.empty()
+              ? runCommand(context.get(), {"AUTH", r.password}, options_.command_timeout)
+              : runCommand(context.get(), {"AUTH", r.user, r.password}, options_.command_timeout);
     }
     if (!error && r.db != 0) {
-      error = runCommand(context.get(), {"SELECT", std::to_string(r.db)});
+      error = runCommand(context.get(), {"SELECT", std::to_string(r.db)}, options_.command_timeout);
     }
     if (error) {
       fail("Redis refused the events connection: " + *error);
