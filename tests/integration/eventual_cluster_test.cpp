@@ -1,5 +1,7 @@
 // `consistency: eventual` on `--store redis_cluster`: real `sluice` processes on a real Redis
 // Cluster (three masters started by each test).
+#include "support/eventual_cluster.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -112,23 +114,6 @@ std::int64_t clusterTotal(RedisCluster& cluster, const std::string& pattern = "s
     total += nodeTotal(cluster.byPort(port), pattern);
   }
   return total;
-}
-
-/// A client id whose counter key (hash tag "id|ev") lives on the master on `port`.
-std::string clientOn(RedisCluster& cluster, int port, const std::string& prefix) {
-  for (int i = 0; i < 10'000; ++i) {
-    std::string id = prefix + std::to_string(i);
-    if (cluster.ownerOf(redis::keyHashSlot(id + "|ev")) == port) {
-      return id;
-    }
-  }
-  throw std::runtime_error("no client id on port " + std::to_string(port));
-}
-
-double metric(SluiceProcess& sluice, const std::string& series) {
-  const std::string text = sluice.client().get("/metrics").body;
-  const std::size_t at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 2));
 }
 
 TEST(EventualClusterTest, ThreeSidecarsOnOneKeyAdmitWithinOnePercentAndEveryMasterIsSynced) {

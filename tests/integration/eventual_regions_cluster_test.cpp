@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "store/redis/cluster_slots.hpp"
+#include "support/eventual_cluster.hpp"
 #include "support/http_client.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_server.hpp"
@@ -59,13 +60,8 @@ std::string request(const std::string& client, const std::string& key = "k",
       .dump();
 }
 
-/// Waits until the UTC day has at least `margin` left (day windows: no edge mid-test).
-void awayFromMidnight(seconds margin = seconds(60)) {
-  const std::time_t into_day = std::time(nullptr) % 86'400;
-  if (86'400 - into_day < margin.count()) {
-    std::this_thread::sleep_for(seconds(86'400 - into_day + 1));
-  }
-}
+/// Waits until the UTC day has at least a minute left (day windows: no edge mid-test).
+void awayFromMidnight() { awayFromWindowBoundary(std::chrono::hours(24), seconds(60)); }
 
 /// `--regions` value of a region that is `cluster`: two of its nodes as seeds.
 std::string clusterRegion(const std::string& name, RedisCluster& cluster) {
@@ -154,23 +150,6 @@ std::int64_t clusterSum(RedisCluster& cluster, const std::string& region,
     total += region.empty() ? ownTotal(node, pattern) : regionTotal(node, region, pattern);
   }
   return total;
-}
-
-/// A client id whose counter key (hash tag "id|ev") lives on the master on `port`.
-std::string clientOn(RedisCluster& cluster, int port, const std::string& prefix) {
-  for (int i = 0; i < 10'000; ++i) {
-    std::string id = prefix + std::to_string(i);
-    if (cluster.ownerOf(redis::keyHashSlot(id + "|ev")) == port) {
-      return id;
-    }
-  }
-  throw std::runtime_error("no client id on port " + std::to_string(port));
-}
-
-double metric(SluiceProcess& sluice, const std::string& series) {
-  const std::string text = sluice.client().get("/metrics").body;
-  const std::size_t at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 2));
 }
 
 /// Sends `n` requests (each must be allowed).
