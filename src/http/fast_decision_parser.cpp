@@ -223,6 +223,29 @@ bool descriptors(Scanner& s, DecisionRequest& request, bool envoy) {
   return s.consume(']');
 }
 
+/// The fields of one object already read: each is accepted once (a repeated field goes to
+/// the complete parser, which words the error).
+class SeenFields {
+ public:
+  bool first(unsigned field) {
+    const bool fresh = (seen_ & field) == 0;
+    seen_ |= field;
+    return fresh;
+  }
+  bool has(unsigned field) const { return (seen_ & field) != 0; }
+
+ private:
+  unsigned seen_ = 0;
+};
+
+/// A request's `domain`: a non-empty string.
+bool readDomain(Scanner& s, DecisionRequest& request) {
+  std::string_view text;
+  const bool read = s.string(text) && !text.empty();
+  request.domain.assign(text);
+  return read;
+}
+
 /// One whole body that is a JSON object: calls `field(name)` with the scanner on each
 /// member's value (the field consumes it; false rejects the body). True when the object is
 /// well formed and nothing follows it.
@@ -261,32 +284,24 @@ bool parseDecisionRequestFastInto(std::string_view body, std::string_view defaul
                                   DecisionRequest& request) {
   Scanner s(body);
   enum : unsigned { kDomain = 1, kClient = 2, kDescriptors = 4, kHits = 8, kTimestamp = 16 };
-  unsigned seen = 0;
-  auto once = [&seen](unsigned field) {
-    bool fresh = (seen & field) == 0;
-    seen |= field;
-    return fresh;
-  };
+  SeenFields seen;
   const bool ok = objectBody(s, [&](std::string_view name) {
-    if (is(name, "domain") && once(kDomain)) {
-      std::string_view text;
-      const bool read = s.string(text) && !text.empty();
-      request.domain.assign(text);
-      return read;
+    if (is(name, "domain") && seen.first(kDomain)) {
+      return readDomain(s, request);
     }
-    if (is(name, "clientId") && once(kClient)) {
+    if (is(name, "clientId") && seen.first(kClient)) {
       std::string_view text;
       const bool read = s.string(text);
       request.client_id.assign(text);
       return read;
     }
-    if (is(name, "descriptors") && once(kDescriptors)) {
+    if (is(name, "descriptors") && seen.first(kDescriptors)) {
       return descriptors(s, request, false);
     }
-    if (is(name, "hits") && once(kHits)) {
+    if (is(name, "hits") && seen.first(kHits)) {
       return s.count(request.hits);
     }
-    if (is(name, "timestamp") && once(kTimestamp)) {
+    if (is(name, "timestamp") && seen.first(kTimestamp)) {
       std::string_view text;
       return s.string(text) && isIso8601DateTime(text);
     }
@@ -295,10 +310,10 @@ bool parseDecisionRequestFastInto(std::string_view body, std::string_view defaul
   if (!ok) {
     return false;
   }
-  if ((seen & kDomain) == 0) {
+  if (!seen.has(kDomain)) {
     request.domain.assign(default_domain);
   }
-  if ((seen & kDescriptors) == 0) {
+  if (!seen.has(kDescriptors)) {
     request.descriptors.clear();
   }
   return true;
@@ -315,23 +330,15 @@ std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {
 bool parseEnvoyRequestFastInto(std::string_view body, DecisionRequest& request) {
   Scanner s(body);
   enum : unsigned { kDomain = 1, kDescriptors = 2, kHits = 4 };
-  unsigned seen = 0;
-  auto once = [&seen](unsigned field) {
-    bool fresh = (seen & field) == 0;
-    seen |= field;
-    return fresh;
-  };
+  SeenFields seen;
   const bool ok = objectBody(s, [&](std::string_view name) {
-    if (is(name, "domain") && once(kDomain)) {
-      std::string_view text;
-      const bool read = s.string(text) && !text.empty();
-      request.domain.assign(text);
-      return read;
+    if (is(name, "domain") && seen.first(kDomain)) {
+      return readDomain(s, request);
     }
-    if (is(name, "descriptors") && once(kDescriptors)) {
+    if (is(name, "descriptors") && seen.first(kDescriptors)) {
       return descriptors(s, request, true);
     }
-    if ((is(name, "hits_addend") || is(name, "hitsAddend")) && once(kHits)) {
+    if ((is(name, "hits_addend") || is(name, "hitsAddend")) && seen.first(kHits)) {
       const bool read = s.count(request.hits);
       request.hits = std::max<std::int64_t>(1, request.hits);
       return read;
@@ -339,7 +346,7 @@ bool parseEnvoyRequestFastInto(std::string_view body, DecisionRequest& request) 
     return false;
   });
   // Both fields are required: their absence is an error, which the complete parser words.
-  return ok && (seen & kDomain) != 0 && !request.descriptors.empty();
+  return ok && seen.has(kDomain) && !request.descriptors.empty();
 }
 
 }  // namespace sluice::http
