@@ -15,9 +15,13 @@
 # `eventual` is --store redis with bench/eventual/rules (fixed_window_allow made
 # `consistency: eventual`, docs/eventual.md).
 #
+# With --callgrind, --rate R (default 300) and --connections C (default 4) set wrk's offered
+# rate and connections; --rate 0 sends as fast as Sluice answers, which is what lets the
+# Redis store batch its script calls as under real load (e.g. --rate 0 --connections 64).
+#
 # Usage: bench/profile.sh [memory|redis|eventual] [--sluice PATH] [--seconds N] [--clients N]
 #                         [--op fixed_window_allow] [--desc 1|3] [--callgraph] [--callgrind]
-#                         [--admin] [--out FILE]
+#                         [--rate R] [--connections C] [--admin] [--out FILE]
 #
 # --out FILE writes the report there instead, e.g. for a before/after comparison; the tracked
 # figures are refreshed on purpose only, with --out bench/results/profile-<store>[-callgrind].txt.
@@ -36,6 +40,8 @@ desc=1
 callgraph=()
 callgrind=0
 admin=0
+rate=300
+connections=4
 out=
 while (($#)); do
   case $1 in
@@ -47,6 +53,8 @@ while (($#)); do
     --callgraph) callgraph=(--call-graph dwarf,16384) ;;
     --callgrind) callgrind=1 ;;
     --admin) admin=1 ;;
+    --rate) rate=$2; shift ;;
+    --connections) connections=$2; shift ;;
     --out) out=$2; shift ;;
     *) echo "bench/profile.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -107,16 +115,21 @@ if ((callgrind)); then
   done
   # Start-up (rules loading, dynamic linking) is not what a request costs: zero the counters.
   callgrind_control -z "$spid" >/dev/null 2>&1 || true
-  BENCH_MODE=json BENCH_CLIENTS=$clients BENCH_OP=$op BENCH_DESC=$desc BENCH_RATE=300 \
-    wrk -t1 -c4 -d"${seconds}s" --timeout 10s -s "$here/wrk/decision.lua" \
+  BENCH_MODE=json BENCH_CLIENTS=$clients BENCH_OP=$op BENCH_DESC=$desc BENCH_RATE=$rate \
+    wrk -t1 -c"$connections" -d"${seconds}s" --timeout 10s -s "$here/wrk/decision.lua" \
     "http://127.0.0.1:$sport" >"$work/wrk.txt" 2>&1
   kill -TERM "$spid"
   wait "$spid" 2>/dev/null || true
+  script_calls=
+  if [[ -n ${rport:-} ]]; then
+    script_calls=$(redis-cli -p "$rport" info commandstats | tr -d '\r' |
+      sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p')
+  fi
   out=${out:-$here/results/tmp/profile/profile-$store-callgrind.txt}
   mkdir -p "$(dirname "$out")"
   {
     echo "# bench/profile.sh $store --callgrind: instructions of sluice under callgrind,"
-    echo "# 300 req/s for $seconds s, $clients clients, op=$op, $desc descriptor(s)$( ((admin)) && echo ', admin listener on')"
+    echo "# $( ((rate)) && echo "$rate req/s" || echo 'as fast as it answers') over $connections connections for $seconds s, $clients clients, op=$op, $desc descriptor(s)$( ((admin)) && echo ', admin listener on')"
     grep -E 'requests in' "$work/wrk.txt" | sed 's/^/# wrk: /'
     callgrind_annotate --threshold=100 "$work/callgrind.out" 2>/dev/null \
       | grep -E '^ *[0-9,]+ \( *[0-9.]+%\)' >"$work/flat.txt"
@@ -129,6 +142,9 @@ if ((callgrind)); then
     requests=$(grep -oE '[0-9]+ requests in' "$work/wrk.txt" | awk '{print $1}')
     if [[ -n $total && -n $requests && $requests -gt 0 ]]; then
       echo "# instructions per request: $((total / requests)) (counters zeroed after start-up)"
+      if [[ -n $script_calls && $script_calls -gt 0 ]]; then
+        echo "# script calls: $script_calls, $((requests * 10 / script_calls / 10)).$((requests * 10 / script_calls % 10)) decisions per call"
+      fi
     fi
     echo "# shares by kind (self instructions, start-up excluded):"
     awk '{

@@ -19,13 +19,13 @@
 #include "sluice/store/redis_store.hpp"
 
 struct redisAsyncContext;
-struct redisReply;
 
 namespace sluice::redis {
 
-/// An owned copy of a Redis reply (hiredis frees its own reply when the callback returns).
+/// A Redis reply, built by hiredis' reader in this type directly (redis_connection.cpp).
+/// kError appears only inside arrays: an error reply to a whole command is a typed Error.
 struct Reply {
-  enum class Type { kNil, kInteger, kString, kStatus, kArray };
+  enum class Type { kNil, kInteger, kString, kStatus, kArray, kError };
   Type type = Type::kNil;
   long long integer = 0;
   std::string str;
@@ -118,7 +118,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   /// Called by AsioSocket when hiredis releases the context (error, EOF, or our free).
   void onContextGone(AsioSocket* socket);
   /// The hiredis reply trampoline.
-  void onReply(std::uint64_t id, redisReply* reply, const redisAsyncContext* context);
+  void onReply(std::uint64_t id, Reply* reply, const redisAsyncContext* context);
 
  private:
   using Clock = std::chrono::steady_clock;
