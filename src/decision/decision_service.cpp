@@ -42,13 +42,19 @@ void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
 
 /// This thread's spares. Of a decision only the storage worth keeping is kept (its
 /// descriptors, their limits and strings; the request-side limits): moving three vectors
-/// costs less than moving a whole Decision in and out.
-struct Spares {
-  DecisionRequest request;
+/// costs less than moving a whole Decision in and out. A store that answers later (Redis)
+/// has many decisions in flight on a thread: the spares are a stack of up to kMaxSpares,
+/// so that each of them finds storage when the thread is warm.
+constexpr std::size_t kMaxSpares = 256;
+
+struct SpareDecision {
   std::vector<DescriptorStatus> descriptors;
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
-  bool has_request = false;
-  bool has_decision = false;
+};
+
+struct Spares {
+  std::vector<DecisionRequest> requests;
+  std::vector<SpareDecision> decisions;
 };
 
 thread_local Spares t_spares;
@@ -83,10 +89,11 @@ struct LimitPosition {
 /// is one, else with its own (left by an earlier decision): its vectors and strings keep
 /// their capacity.
 void prepareDecision(Decision& decision) {
-  if (t_spares.has_decision) {
-    t_spares.has_decision = false;
-    decision.descriptors = std::move(t_spares.descriptors);
-    decision.request_limits = std::move(t_spares.request_limits);
+  if (!t_spares.decisions.empty()) {
+    SpareDecision& spare = t_spares.decisions.back();
+    decision.descriptors = std::move(spare.descriptors);
+    decision.request_limits = std::move(spare.request_limits);
+    t_spares.decisions.pop_back();
   }
   decision.allowed = true;
   decision.degraded = false;
@@ -283,11 +290,11 @@ class DecisionServiceImpl final : public DecisionService {
 }  // namespace
 
 DecisionRequest takeSpareRequest() {
-  if (!t_spares.has_request) {
+  if (t_spares.requests.empty()) {
     return DecisionRequest{};
   }
-  t_spares.has_request = false;
-  DecisionRequest request = std::move(t_spares.request);
+  DecisionRequest request = std::move(t_spares.requests.back());
+  t_spares.requests.pop_back();
   request.domain.clear();
   request.client_id.clear();
   request.hits = 1;
@@ -306,14 +313,18 @@ Decision takeSpareDecision() {
 void recycleDecision(Decision&& decision) {
   decision.rules.reset();
   decision.request_limits.clear();
-  if (!t_spares.has_request) {
-    t_spares.request = std::move(decision.request);
-    t_spares.has_request = true;
+  if (t_spares.requests.size() < kMaxSpares) {
+    if (t_spares.requests.capacity() == 0) {
+      t_spares.requests.reserve(kMaxSpares);  // once per thread: no allocation afterwards
+    }
+    t_spares.requests.push_back(std::move(decision.request));
   }
-  if (!t_spares.has_decision) {
-    t_spares.descriptors = std::move(decision.descriptors);
-    t_spares.request_limits = std::move(decision.request_limits);
-    t_spares.has_decision = true;
+  if (t_spares.decisions.size() < kMaxSpares) {
+    if (t_spares.decisions.capacity() == 0) {
+      t_spares.decisions.reserve(kMaxSpares);
+    }
+    t_spares.decisions.push_back(
+        SpareDecision{std::move(decision.descriptors), std::move(decision.request_limits)});
   }
 }
 
