@@ -123,9 +123,16 @@ std::string_view BucketKey::hashTag(std::string_view store_key) {
 }
 
 std::string BucketKey::redisKey(std::string_view redis_prefix, std::string_view store_key) {
+  std::string key;
+  assignRedisKey(key, redis_prefix, store_key);
+  return key;
+}
+
+void BucketKey::assignRedisKey(std::string& key, std::string_view redis_prefix,
+                               std::string_view store_key) {
   const bool has_bar = store_key.find('|') != std::string_view::npos;
   const std::string_view tag = hashTag(store_key);
-  std::string key;
+  key.clear();
   key.reserve(redis_prefix.size() + store_key.size() + 5);
   key.append(redis_prefix);
   key += ":{";
@@ -135,7 +142,6 @@ std::string BucketKey::redisKey(std::string_view redis_prefix, std::string_view 
   key.append(tag);
   key += '}';
   key.append(store_key.substr(tag.size()));
-  return key;
 }
 
 }  // namespace sluice

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "sluice/common/object_pool.hpp"
 #include "sluice/store/redis_store.hpp"
 
 namespace sluice {
@@ -104,40 +105,17 @@ class FailoverStore final : public Store {
       answerLocally(request, std::move(done));
       return;
     }
-    std::shared_ptr<const StoreRequest> copy;
-    if (mode_ == FailureMode::kLocal || mode_ == FailureMode::kOpen) {
-      copy = std::make_shared<const StoreRequest>(request);
+    // The request may be gone when the primary answers (a caller's temporary): the failure
+    // modes that answer without the primary keep their own copy, in pooled storage that
+    // keeps its capacity (no allocation once warm). `closed` needs none.
+    Call* call = calls_.take();
+    call->done = std::move(done);
+    call->has_request = mode_ == FailureMode::kLocal || mode_ == FailureMode::kOpen;
+    if (call->has_request) {
+      call->request = request;
     }
     primary_->evaluate(request,
-                       [this, copy, done = std::move(done)](Result<StoreResponse> result) mutable {
-                         if (result) {
-                           // A cluster answers for some slots while a master is down: the
-                           // outage ends when the primary is healthy, not at the first success.
-                           if (primary_->health() == StoreHealth::kHealthy) {
-                             leaveFailure();
-                           }
-                           done(std::move(result));
-                           return;
-                         }
-                         const Error& error = result.error();
-                         errors_[static_cast<std::size_t>(kindIndex(error.kind))]->inc();
-                         enterFailure(error.message);
-                         switch (mode_) {
-                           case FailureMode::kClosed:
-                             done(std::move(result));
-                             return;
-                           case FailureMode::kOpen:
-                             done(allowAll(*copy));
-                             return;
-                           case FailureMode::kLocal:
-                             if (fallback_) {
-                               answerLocally(*copy, std::move(done));
-                             } else {
-                               done(allowAll(*copy));
-                             }
-                             return;
-                         }
-                       });
+                       [this, call](Result<StoreResponse> result) { onPrimary(*call, result); });
   }
 
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
@@ -160,6 +138,48 @@ class FailoverStore final : public Store {
   std::string_view kind() const override { return primary_->kind(); }
 
  private:
+  /// One call to the primary, from evaluate() until its answer.
+  struct Call {
+    StoreRequest request;  ///< a copy, for the failure mode (has_request)
+    bool has_request = false;
+    Callback done;
+  };
+
+  void onPrimary(Call& call, Result<StoreResponse>& result) {
+    Callback done = std::move(call.done);
+    call.done = nullptr;
+    if (result) {
+      calls_.give(&call);
+      // A cluster answers for some slots while a master is down: the outage ends when the
+      // primary is healthy, not at the first success.
+      if (primary_->health() == StoreHealth::kHealthy) {
+        leaveFailure();
+      }
+      done(std::move(result));
+      return;
+    }
+    const Error& error = result.error();
+    errors_[static_cast<std::size_t>(kindIndex(error.kind))]->inc();
+    enterFailure(error.message);
+    if (mode_ == FailureMode::kClosed) {
+      calls_.give(&call);
+      done(std::move(result));
+      return;
+    }
+    // The copy is given back only once the fallback is done with it (it may answer later).
+    if (mode_ == FailureMode::kLocal && fallback_) {
+      answerLocally(call.request,
+                    [this, &call, done = std::move(done)](Result<StoreResponse> local) {
+                      calls_.give(&call);
+                      done(std::move(local));
+                    });
+      return;
+    }
+    StoreResponse response = allowAll(call.request);
+    calls_.give(&call);
+    done(std::move(response));
+  }
+
   static Metrics& describe(Metrics& metrics) {
     metrics.describe("store_errors_total", Metrics::Type::kCounter,
                      "Failed store calls, by error kind.");
@@ -238,6 +258,7 @@ class FailoverStore final : public Store {
   Counter& degraded_;
   std::array<Counter*, kAllKinds.size()> errors_{};
   bool failing_ = false;  // this instance (one I/O thread)
+  ObjectPool<Call> calls_;
 };
 
 }  // namespace

@@ -60,6 +60,9 @@ class BucketKey {
   /// `redis_prefix` (already redisPrefix()) ":{" client "|" domain "}" rest. A store key
   /// without '|' (only hand-made ones) counts as one without client.
   static std::string redisKey(std::string_view redis_prefix, std::string_view store_key);
+  /// redisKey() written into `key`, whose capacity is reused (no allocation once warm).
+  static void assignRedisKey(std::string& key, std::string_view redis_prefix,
+                             std::string_view store_key);
   /// The hash tag of a store key: client "|" domain.
   static std::string_view hashTag(std::string_view store_key);
 };

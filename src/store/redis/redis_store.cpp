@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/common/object_pool.hpp"
 #include "sluice/limiter/sketch.hpp"
 #include "sluice/rules/rules.hpp"
 #include "store/redis/cluster_slots.hpp"
@@ -190,12 +191,15 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     if (options_.local_cache && answerFromCache(request, done)) {
       return;
     }
-    std::vector<std::string> keys;
+    std::vector<std::string> keys = takeList();
     keys.reserve(request.limits.size());
-    std::vector<std::string> args;
+    std::vector<std::string> args = takeList();
     args.reserve(2 + request.limits.size() * kValuesPerLimit);
     const Micros sent_at = clock_.nowMicros();
-    args.push_back(script_clock_ ? std::to_string(sent_at) : std::string());
+    args.emplace_back();
+    if (script_clock_) {
+      args.back() = std::to_string(sent_at);
+    }
     // A sketch's odd window string and cells go after every limit's own key and values.
     std::vector<std::string> sketch_keys;
     std::vector<std::string> sketch_args;
@@ -245,59 +249,39 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       args.insert(args.end(), sketch_args.begin(), sketch_args.end());
     }
     args.push_back(std::to_string(request.limits.size()));
+    // What the answer needs, in pooled storage: the callback below captures two pointers
+    // (std::function's small buffer) and nothing here allocates once the thread is warm.
+    InFlight* call = in_flight_.take();
+    call->n = request.limits.size();
+    call->sent_at = sent_at;
+    call->done = std::move(done);
     // The reply handler needs the keys and limits for the local cache only.
-    std::shared_ptr<CacheContext> cache_context;
-    if (options_.local_cache) {
-      cache_context = std::make_shared<CacheContext>();
-      cache_context->keys.reserve(request.limits.size());
-      for (const StoreLimit& limit : request.limits) {
+    call->cached = options_.local_cache;
+    if (call->cached) {
+      std::vector<std::string>& cache_keys = call->cache.keys;
+      cache_keys.resize(request.limits.size());
+      for (std::size_t i = 0; i < request.limits.size(); ++i) {
         // Per client, also for a sketch (whose Redis keys are shared by every client).
-        cache_context->keys.push_back(BucketKey::redisKey(prefix_, limit.key));
+        BucketKey::assignRedisKey(cache_keys[i], prefix_, request.limits[i].key);
       }
-      cache_context->limits.reserve(request.limits.size());
+      call->cache.limits.clear();
       for (const StoreLimit& limit : request.limits) {
-        cache_context->limits.push_back(
+        call->cache.limits.push_back(
             {limit.params, limit.costOr(request.cost), limit.shadow || limit.quota_group >= 0});
       }
     }
     // The sketches' gauges, fed from the script's reply (the window's totals in Redis).
-    std::shared_ptr<std::vector<SketchGauges*>> sketch_gauges;
+    call->sketch_gauges.clear();
     if (has_sketch) {
-      sketch_gauges = std::make_shared<std::vector<SketchGauges*>>();
       for (const StoreLimit& limit : request.limits) {
         if (isSketch(limit)) {
-          sketch_gauges->push_back(&gaugesOf(limit));
+          call->sketch_gauges.push_back(&gaugesOf(limit));
         }
       }
     }
-    const auto started = std::chrono::steady_clock::now();
-    const std::size_t n = request.limits.size();
-    submit(std::move(keys), std::move(args), started,
-           [this, n, started, sent_at, cache_context = std::move(cache_context),
-            sketch_gauges = std::move(sketch_gauges),
-            done = std::move(done)](Result<redis::Reply> reply) {
-             duration_.observe(
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-             if (!reply) {
-               health_group_->fault(redis::faultKind(reply.error()), reply.error().message);
-               done(reply.error());
-               return;
-             }
-             const std::size_t sketches = sketch_gauges ? sketch_gauges->size() : 0;
-             Result<StoreResponse> response = parse(*reply, n, sketches);
-             if (response) {
-               health_group_->success();
-               if (sketches > 0) {
-                 publishSketchStats(*reply, n, *sketch_gauges);
-               }
-             } else {
-               health_group_->fault(redis::faultKind(response.error()), response.error().message);
-             }
-             if (response && cache_context) {
-               remember(*cache_context, *response, sent_at);
-             }
-             done(std::move(response));
-           });
+    call->started = std::chrono::steady_clock::now();
+    submit(std::move(keys), std::move(args), call->started,
+           [this, call](Result<redis::Reply> reply) { answer(*call, reply); });
   }
 
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
@@ -467,6 +451,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     for (BatchedCall& call : batch) {
       std::move(call.keys.begin(), call.keys.end(), std::back_inserter(keys));
       handlers->push_back(std::move(call.done));
+      giveList(std::move(call.keys));
+      giveList(std::move(call.args));
     }
     backend_->evalScript(
         std::move(keys), std::move(args), timeout, [handlers](Result<redis::Reply> reply) {
@@ -597,7 +583,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
                                  "the script returned a non-integer");
       }
     }
-    StoreResponse response;
+    StoreResponse response = takeSpareStoreResponse();  // the caller recycles it
     response.allowed = reply.elements[0].integer != 0;
     response.outcomes.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -770,6 +756,66 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
                       });
   }
 
+  /// One request from evaluate() until Redis answers it.
+  struct InFlight {
+    std::size_t n = 0;
+    std::chrono::steady_clock::time_point started;
+    Micros sent_at = 0;
+    bool cached = false;  ///< cache is filled (the local cache is on)
+    CacheContext cache;
+    std::vector<SketchGauges*> sketch_gauges;
+    Callback done;
+  };
+  static constexpr std::size_t kMaxSpareLists = 1024;
+
+  void answer(InFlight& call, Result<redis::Reply>& reply) {
+    Callback done = std::move(call.done);
+    call.done = nullptr;
+    duration_.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - call.started).count());
+    if (!reply) {
+      in_flight_.give(&call);
+      health_group_->fault(redis::faultKind(reply.error()), reply.error().message);
+      done(reply.error());
+      return;
+    }
+    const std::size_t sketches = call.sketch_gauges.size();
+    Result<StoreResponse> response = parse(*reply, call.n, sketches);
+    if (response) {
+      health_group_->success();
+      if (sketches > 0) {
+        publishSketchStats(*reply, call.n, call.sketch_gauges);
+      }
+    } else {
+      health_group_->fault(redis::faultKind(response.error()), response.error().message);
+    }
+    if (response && call.cached) {
+      remember(call.cache, *response, call.sent_at);
+    }
+    in_flight_.give(&call);
+    done(std::move(response));
+  }
+
+  /// An empty string list with the capacity of one already sent (no allocation when warm).
+  std::vector<std::string> takeList() {
+    if (spare_lists_.empty()) {
+      return {};
+    }
+    std::vector<std::string> list = std::move(spare_lists_.back());
+    spare_lists_.pop_back();
+    list.clear();
+    return list;
+  }
+
+  void giveList(std::vector<std::string>&& list) {
+    if (list.capacity() > 0 && spare_lists_.size() < kMaxSpareLists) {
+      if (spare_lists_.capacity() == 0) {
+        spare_lists_.reserve(kMaxSpareLists);
+      }
+      spare_lists_.push_back(std::move(list));
+    }
+  }
+
   RedisOptions options_;
   Metrics& metrics_;
   std::string prefix_;
@@ -794,6 +840,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// request of each distinct argument list, and each request's list.
   std::vector<std::size_t> distinct_;
   std::vector<std::size_t> list_of_;
+  ObjectPool<InFlight> in_flight_;  ///< requests sent, until their answer
+  /// Key and argument lists of requests already sent, kept for their capacity.
+  std::vector<std::vector<std::string>> spare_lists_;
 };
 
 }  // namespace
