@@ -191,64 +191,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     if (options_.local_cache && answerFromCache(request, done)) {
       return;
     }
+    const Micros sent_at = clock_.nowMicros();
     std::vector<std::string> keys = takeList();
     keys.reserve(request.limits.size());
-    std::vector<std::string> args = takeList();
-    args.reserve(2 + request.limits.size() * kValuesPerLimit);
-    const Micros sent_at = clock_.nowMicros();
-    args.emplace_back();
-    if (script_clock_) {
-      args.back() = std::to_string(sent_at);
-    }
-    // A sketch's odd window string and cells go after every limit's own key and values.
-    std::vector<std::string> sketch_keys;
-    std::vector<std::string> sketch_args;
-    for (const StoreLimit& limit : request.limits) {
-      const LimitParams& p = limit.params;
-      std::string burst = std::to_string(p.burst);
-      std::string warmup = std::to_string(p.warmup_us);
-      if (isSketch(limit)) {
-        const std::string client_key = BucketKey::redisKey(prefix_, limit.key);
-        const redis::SketchPlacement place =
-            redis::placeSketch(prefix_, limit, sketch_hasher_->fingerprint(), clustered_,
-                               clustered_ ? redis::keyHashSlot(client_key) : 0);
-        keys.push_back(place.even_key);
-        sketch_keys.push_back(place.odd_key);
-        // Provisional positions, relative to the start of the sketch sections.
-        burst = std::to_string(sketch_args.size());
-        warmup = std::to_string(sketch_keys.size() - 1);
-        redis::appendSketchCells(sketch_args, place.geometry,
-                                 sketch_hasher_->cells(limit.key, place.geometry));
-      } else {
-        keys.push_back(BucketKey::redisKey(prefix_, limit.key));
-      }
-      args.push_back(std::to_string(static_cast<int>(p.algorithm)));
-      args.push_back(std::to_string(p.limit));
-      args.push_back(std::to_string(p.window_us));
-      args.push_back(std::move(burst));
-      args.push_back(std::to_string(p.min_interval_us));
-      args.push_back(std::to_string((p.count_rejected ? kFlagCountRejected : 0) |
-                                    (limit.shadow ? kFlagShadow : 0)));
-      args.push_back(std::move(warmup));
-      args.push_back(std::to_string(std::max<std::int64_t>(limit.costOr(request.cost), 0)));
-      args.push_back(std::to_string(std::max(limit.quota_group, -1)));
-    }
-    if (!sketch_keys.empty()) {
-      // Lua indices are 1-based: the sections start at #KEYS + 1 and #ARGV + 1.
-      const std::size_t first_key = keys.size() + 1;
-      const std::size_t first_arg = args.size() + 1;
-      for (std::size_t i = 0; i < request.limits.size(); ++i) {
-        if (isSketch(request.limits[i])) {
-          std::string& burst = args[1 + i * kValuesPerLimit + 3];
-          std::string& warmup = args[1 + i * kValuesPerLimit + 6];
-          burst = std::to_string(first_arg + std::stoull(burst));
-          warmup = std::to_string(first_key + std::stoull(warmup));
-        }
-      }
-      keys.insert(keys.end(), sketch_keys.begin(), sketch_keys.end());
-      args.insert(args.end(), sketch_args.begin(), sketch_args.end());
-    }
-    args.push_back(std::to_string(request.limits.size()));
+    // The argument list describes the limits and costs, not the client (who is in the
+    // keys): the requests of one rule share one list, built once (argumentsOf).
+    ArgList args =
+        has_sketch ? buildArguments(request, sent_at, &keys) : argumentsOf(request, sent_at, keys);
     // What the answer needs, in pooled storage: the callback below captures two pointers
     // (std::function's small buffer) and nothing here allocates once the thread is warm.
     InFlight* call = in_flight_.take();
@@ -302,10 +251,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
 
   bool healthy() const override { return backend_->health() == StoreHealth::kHealthy; }
 
+  /// A request's script arguments, shared by the requests of one rule (argumentsOf).
+  using ArgList = std::shared_ptr<const std::vector<std::string>>;
+
   /// One request's script call, waiting for the end of this event-loop turn.
   struct BatchedCall {
     std::vector<std::string> keys;
-    std::vector<std::string> args;
+    ArgList args;
     std::chrono::steady_clock::time_point started;  ///< its deadline runs from here
     redis::ReplyHandler done;
   };
@@ -328,7 +280,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// Sends one request's script call: alone when batching is off, else in the batch of its
   /// node (its hash slot in a cluster), which goes at the end of this event-loop turn or
   /// as soon as it holds max_batch calls.
-  void submit(std::vector<std::string> keys, std::vector<std::string> args,
+  void submit(std::vector<std::string> keys, ArgList args,
               std::chrono::steady_clock::time_point started, redis::ReplyHandler done) {
     int slot = 0;
     bool batchable = options_.max_batch > 1;
@@ -341,8 +293,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
     if (!batchable) {
       script_calls_.inc();
-      backend_->evalScript(std::move(keys), std::move(args), options_.request_timeout,
-                           std::move(done));
+      backend_->evalScript(std::move(keys), std::vector<std::string>(*args),
+                           options_.request_timeout, std::move(done));
       return;
     }
     Batch& batch = clustered_ ? batches_[slot] : single_;
@@ -407,7 +359,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     timeout = std::max(timeout, std::chrono::milliseconds(1));
     if (batch.size() == 1) {
       BatchedCall& call = batch.front();
-      backend_->evalScript(std::move(call.keys), std::move(call.args), timeout,
+      backend_->evalScript(std::move(call.keys), std::vector<std::string>(*call.args), timeout,
                            std::move(call.done));
       return;
     }
@@ -420,12 +372,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     for (std::size_t j = 0; j < batch.size(); ++j) {
       const BatchedCall& call = batch[j];
       key_count += call.keys.size();
-      auto same = std::find_if(distinct_.begin(), distinct_.end(),
-                               [&](std::size_t d) { return batch[d].args == call.args; });
+      auto same = std::find_if(distinct_.begin(), distinct_.end(), [&](std::size_t d) {
+        return batch[d].args == call.args || *batch[d].args == *call.args;
+      });
       if (same == distinct_.end()) {
         list_of_[j] = distinct_.size();
         distinct_.push_back(j);
-        arg_count += 1 + call.args.size();
+        arg_count += 1 + call.args->size();
       } else {
         list_of_[j] = static_cast<std::size_t>(same - distinct_.begin());
       }
@@ -442,9 +395,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       args.push_back(std::to_string(list_of_[j] + 1));
     }
     for (std::size_t d : distinct_) {
-      std::vector<std::string>& list = batch[d].args;
+      const std::vector<std::string>& list = *batch[d].args;
       args.push_back(std::to_string(list.size()));
-      std::move(list.begin(), list.end(), std::back_inserter(args));
+      args.insert(args.end(), list.begin(), list.end());
     }
     auto handlers = std::make_shared<std::vector<redis::ReplyHandler>>();
     handlers->reserve(batch.size());
@@ -452,7 +405,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       std::move(call.keys.begin(), call.keys.end(), std::back_inserter(keys));
       handlers->push_back(std::move(call.done));
       giveList(std::move(call.keys));
-      giveList(std::move(call.args));
+      call.args.reset();
     }
     backend_->evalScript(
         std::move(keys), std::move(args), timeout, [handlers](Result<redis::Reply> reply) {
@@ -767,6 +720,107 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     Callback done;
   };
   static constexpr std::size_t kMaxSpareLists = 1024;
+  static constexpr std::size_t kInternedLists = 16;
+
+  /// The script's keys and arguments of a request (99_evaluate.lua's layout): keys get
+  /// each limit's key (a sketch's even window key, its odd one after all the others).
+  ArgList buildArguments(const StoreRequest& request, Micros sent_at,
+                         std::vector<std::string>* keys) {
+    auto args = std::make_shared<std::vector<std::string>>();
+    args->reserve(2 + request.limits.size() * kValuesPerLimit);
+    args->emplace_back(script_clock_ ? std::to_string(sent_at) : std::string());
+    // A sketch's odd window string and cells go after every limit's own key and values.
+    std::vector<std::string> sketch_keys;
+    std::vector<std::string> sketch_args;
+    for (const StoreLimit& limit : request.limits) {
+      const LimitParams& p = limit.params;
+      std::string burst = std::to_string(p.burst);
+      std::string warmup = std::to_string(p.warmup_us);
+      if (isSketch(limit)) {
+        const std::string client_key = BucketKey::redisKey(prefix_, limit.key);
+        const redis::SketchPlacement place =
+            redis::placeSketch(prefix_, limit, sketch_hasher_->fingerprint(), clustered_,
+                               clustered_ ? redis::keyHashSlot(client_key) : 0);
+        keys->push_back(place.even_key);
+        sketch_keys.push_back(place.odd_key);
+        // Provisional positions, relative to the start of the sketch sections.
+        burst = std::to_string(sketch_args.size());
+        warmup = std::to_string(sketch_keys.size() - 1);
+        redis::appendSketchCells(sketch_args, place.geometry,
+                                 sketch_hasher_->cells(limit.key, place.geometry));
+      } else if (keys != nullptr) {
+        keys->push_back(BucketKey::redisKey(prefix_, limit.key));
+      }
+      args->push_back(std::to_string(static_cast<int>(p.algorithm)));
+      args->push_back(std::to_string(p.limit));
+      args->push_back(std::to_string(p.window_us));
+      args->push_back(std::move(burst));
+      args->push_back(std::to_string(p.min_interval_us));
+      args->push_back(std::to_string(flagsOf(limit)));
+      args->push_back(std::move(warmup));
+      args->push_back(std::to_string(costOf(limit, request)));
+      args->push_back(std::to_string(std::max(limit.quota_group, -1)));
+    }
+    if (!sketch_keys.empty()) {
+      // Lua indices are 1-based: the sections start at #KEYS + 1 and #ARGV + 1.
+      const std::size_t first_key = keys->size() + 1;
+      const std::size_t first_arg = args->size() + 1;
+      for (std::size_t i = 0; i < request.limits.size(); ++i) {
+        if (isSketch(request.limits[i])) {
+          std::string& burst = (*args)[1 + i * kValuesPerLimit + 3];
+          std::string& warmup = (*args)[1 + i * kValuesPerLimit + 6];
+          burst = std::to_string(first_arg + std::stoull(burst));
+          warmup = std::to_string(first_key + std::stoull(warmup));
+        }
+      }
+      keys->insert(keys->end(), sketch_keys.begin(), sketch_keys.end());
+      args->insert(args->end(), sketch_args.begin(), sketch_args.end());
+    }
+    args->push_back(std::to_string(request.limits.size()));
+    return args;
+  }
+
+  /// buildArguments() for a request without sketches, from the last kInternedLists lists
+  /// when one was built for the same limits and costs (compared as numbers, before any
+  /// string is made); keys are filled either way.
+  ArgList argumentsOf(const StoreRequest& request, Micros sent_at, std::vector<std::string>& keys) {
+    for (const StoreLimit& limit : request.limits) {
+      keys.push_back(BucketKey::redisKey(prefix_, limit.key));
+    }
+    signature_.clear();
+    if (script_clock_) {
+      signature_.push_back(sent_at);  // a test clock's time is an argument too
+    }
+    for (const StoreLimit& limit : request.limits) {
+      const LimitParams& p = limit.params;
+      signature_.insert(signature_.end(),
+                        {static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst,
+                         p.min_interval_us, flagsOf(limit), p.warmup_us, costOf(limit, request),
+                         std::max<std::int64_t>(limit.quota_group, -1)});
+    }
+    for (const InternedList& interned : interned_) {
+      if (interned.signature == signature_) {
+        return interned.args;
+      }
+    }
+    ArgList args = buildArguments(request, sent_at, nullptr);
+    if (interned_.size() < kInternedLists) {
+      interned_.push_back({signature_, args});
+    } else {
+      interned_[next_interned_] = {signature_, args};
+      next_interned_ = (next_interned_ + 1) % kInternedLists;
+    }
+    return args;
+  }
+
+  static std::int64_t flagsOf(const StoreLimit& limit) {
+    return (limit.params.count_rejected ? kFlagCountRejected : 0) |
+           (limit.shadow ? kFlagShadow : 0);
+  }
+
+  static std::int64_t costOf(const StoreLimit& limit, const StoreRequest& request) {
+    return std::max<std::int64_t>(limit.costOr(request.cost), 0);
+  }
 
   void answer(InFlight& call, Result<redis::Reply>& reply) {
     Callback done = std::move(call.done);
@@ -841,6 +895,14 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   std::vector<std::size_t> distinct_;
   std::vector<std::size_t> list_of_;
   ObjectPool<InFlight> in_flight_;  ///< requests sent, until their answer
+  /// The argument lists built last, by the numbers they were built from (argumentsOf).
+  struct InternedList {
+    std::vector<std::int64_t> signature;
+    ArgList args;
+  };
+  std::vector<InternedList> interned_;
+  std::size_t next_interned_ = 0;
+  std::vector<std::int64_t> signature_;  ///< argumentsOf()'s scratch
   /// Key and argument lists of requests already sent, kept for their capacity.
   std::vector<std::vector<std::string>> spare_lists_;
 };
