@@ -36,22 +36,30 @@ constexpr int kRequestsPerConnection = 25;
 
 /// A per-user limit small enough that users are denied (events, /limits/top), and an
 /// eventual limit that is never reached (the eventual engine's sync, with Redis). Daily
-/// windows: no window edge during the test (awayFromWindowBoundary).
-std::string rules(int per_user) {
-  return "domain: conc\n"
-         "descriptors:\n"
-         "  - key: user\n"
-         "    rate_limit:\n"
-         "      unit: day\n"
-         "      requests_per_unit: " +
-         std::to_string(per_user) +
-         "\n"
-         "  - key: shared\n"
-         "    value: ev\n"
-         "    rate_limit:\n"
-         "      unit: day\n"
-         "      requests_per_unit: 1000000\n"
-         "      consistency: eventual\n";
+/// windows: no window edge during the test (awayFromWindowBoundary). `variant` adds a rule
+/// the requests do not use: a reload that changes the set but leaves the users' counts.
+std::string rules(int variant) {
+  std::string yaml =
+      "domain: conc\n"
+      "descriptors:\n"
+      "  - key: user\n"
+      "    rate_limit:\n"
+      "      unit: day\n"
+      "      requests_per_unit: 20\n"
+      "  - key: shared\n"
+      "    value: ev\n"
+      "    rate_limit:\n"
+      "      unit: day\n"
+      "      requests_per_unit: 1000000\n"
+      "      consistency: eventual\n";
+  if (variant % 2 == 1) {
+    yaml +=
+        "  - key: unused\n"
+        "    rate_limit:\n"
+        "      unit: second\n"
+        "      requests_per_unit: 1\n";
+  }
+  return yaml;
 }
 
 std::string user(int i) { return "u" + std::to_string(i % kUsers); }
@@ -62,9 +70,11 @@ std::string decision(int i) {
          R"("}]},{"entries":[{"key":"shared","value":"ev"}]}]})";
 }
 
+/// Resets touch u0 to u4 only: u5 to u9 (60 requests each, 20 allowed) are surely denied.
 std::string reset(int i) {
-  return R"({"domain":"conc","clientId":")" + user(i) +
-         R"(","descriptors":[{"entries":[{"key":"user","value":")" + user(i) + R"("}]}]})";
+  const std::string who = user(i % (kUsers / 2));
+  return R"({"domain":"conc","clientId":")" + who +
+         R"(","descriptors":[{"entries":[{"key":"user","value":")" + who + R"("}]}]})";
 }
 
 enum class Backend { kMemory, kRedis };
@@ -83,7 +93,7 @@ TEST_P(ConcurrencyTest, DecisionsResetsReloadsViewsAndEventsAtOnceThenShutdown) 
     args.insert(args.end(), {"--store", "redis", "--redis", redis.url(), "--failure-mode", "closed",
                              "--redis-timeout-ms", "2000"});
   }
-  SluiceProcess sluice(withRules({{"conc.yaml", rules(20)}}, args));
+  SluiceProcess sluice(withRules({{"conc.yaml", rules(0)}}, args));
 
   std::atomic<bool> load_done{false};
   std::atomic<int> allowed{0};
@@ -147,7 +157,7 @@ TEST_P(ConcurrencyTest, DecisionsResetsReloadsViewsAndEventsAtOnceThenShutdown) 
   // Reloads: the file changes (the watcher's poll), and SIGHUP reloads on demand.
   threads.emplace_back([&] {
     for (int i = 0; !load_done.load(); ++i) {
-      sluice.writeRuleFile("conc.yaml", rules(20 + i % 2));
+      sluice.writeRuleFile("conc.yaml", rules(i + 1));
       sluice.signal(SIGHUP);
       reloads++;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // pacing, not a wait
