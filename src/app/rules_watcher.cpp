@@ -139,7 +139,10 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
     return outcome;
   }
   success_.inc();
-  current_.store(loaded.rules, std::memory_order_release);
+  {
+    std::lock_guard guard(current_mutex_);
+    current_ = loaded.rules;
+  }
   active_.set(static_cast<double>(loaded.rules->limitCount()));
   spdlog::info("rules: loaded {} ({} domain(s), {} limit(s), {} file(s), hash {})", options_.path,
                loaded.rules->domains.size(), loaded.rules->limitCount(), loaded.rules->files.size(),

@@ -46,10 +46,10 @@ namespace sluice::app {
 /// (the first load included; unchanged content counts nothing), gauge `rules_active` = the
 /// number of limits in the active set.
 ///
-/// Thread safety: current() is lock-free and may be called from any thread; reloadNow(),
-/// requestReload(), onReload(), start() and stop() may be called from any thread. Loads are
-/// serialized. The polling and requestReload() loads run on `executor`, in a strand, so it may
-/// be run by several threads (file reads and YAML parsing: give it a control executor rather
+/// Thread safety: current() may be called from any thread (a mutex held for a pointer copy);
+/// reloadNow(), requestReload(), onReload(), start() and stop() may be called from any thread.
+/// Loads are serialized. The polling and requestReload() loads run on `executor`, in a strand, so
+/// it may be run by several threads (file reads and YAML parsing: give it a control executor rather
 /// than an I/O thread's).
 class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
  public:
@@ -84,8 +84,12 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   RulesWatcher(const RulesWatcher&) = delete;
   RulesWatcher& operator=(const RulesWatcher&) = delete;
 
-  /// The active rules; null until a first valid load. Lock-free.
-  RuleSetPtr current() const noexcept { return current_.load(std::memory_order_acquire); }
+  /// The active rules; null until a first valid load. A copy taken under current_mutex_,
+  /// held for the copy only (see current_).
+  RuleSetPtr current() const {
+    std::lock_guard lock(current_mutex_);
+    return current_;
+  }
 
   /// Loads and validates now, on the calling thread; swaps when valid and changed; logs and
   /// counts the result. Callbacks registered with onReload() run (on this thread) after a swap.
@@ -117,7 +121,13 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   Counter& success_;
   Counter& failure_;
   Gauge& active_;
-  std::atomic<RuleSetPtr> current_;
+  /// Not std::atomic<RuleSetPtr>: GCC 12's libstdc++ implements it with a lock bit that
+  /// load() releases with a relaxed store, so nothing orders a reader's read of the pointer
+  /// before the next store()'s write to it (ThreadSanitizer reported exactly that pair, a
+  /// decision on an I/O thread against a reload: docs/quality.md). A mutex held for a
+  /// shared_ptr copy costs the same two atomic operations and orders both sides.
+  mutable std::mutex current_mutex_;
+  RuleSetPtr current_;
 
   std::mutex reload_mutex_;         // serializes loads; guards loaded_fingerprint_
   std::string loaded_fingerprint_;  // fingerprint taken just before the last load
