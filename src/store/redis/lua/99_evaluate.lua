@@ -306,10 +306,17 @@ if ARGV[1] == 'batch' then
   end
   local out = {}
   local key_at = 0
+  local one_key = {}  -- a one-key request's KEYS (decide keeps no reference to it)
   for j = 1, m do
     local key_count = number(ARGV[2 + 2 * j])
     local args = lists[number(ARGV[3 + 2 * j])]
-    local keys = slice(KEYS, key_at + 1, key_count)
+    local keys
+    if key_count == 1 then
+      one_key[1] = KEYS[key_at + 1]
+      keys = one_key
+    else
+      keys = slice(KEYS, key_at + 1, key_count)
+    end
     key_at = key_at + key_count
     if args == nil then
       out[j] = 'ERR batch: request ' .. j .. ' names no argument list'
