@@ -94,9 +94,9 @@ local function decide_plain(KEYS, ARGV, n)
     return nil
   end
   local cost = max(number(ARGV[9]), 0)
-  -- GET, not MGET: no array to build. A key of another type answers an error here (MGET
-  -- reads it as nil): read_state takes anything but a string for a fresh bucket.
-  local a, b = read_state(redis.pcall('GET', KEYS[1]))
+  -- MGET, not GET: a key of another type reads as nil, and the ACL docs/redis.md gives
+  -- Sluice's user has no +get (a GET refused with NOPERM must not read as a fresh bucket).
+  local a, b = read_state(redis.call('MGET', KEYS[1])[1])
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
       fixed_window(limit, window, false, a, b, sluice_now, cost)
   if ok then
