@@ -45,7 +45,7 @@ bool allVisible(const char* first, const char* last, bool blanks) {
   while (last - first >= 8) {
     std::uint64_t x = 0;
     std::memcpy(&x, first, 8);
-    const std::uint64_t under = (x - low_bound) & ~x & kHigh;  // a byte < low bound
+    const std::uint64_t under = (x - low_bound) & ~x & kHigh;              // a byte < low bound
     const std::uint64_t over = ((x + (0x7f - 0x7e) * kOnes) | x) & kHigh;  // a byte > 0x7e
     if ((under | over) != 0) {
       for (int k = 0; k < 8; ++k) {
@@ -62,6 +62,26 @@ bool allVisible(const char* first, const char* last, bool blanks) {
     }
   }
   return true;
+}
+
+/// `name` (a token) equals `lower`, a lower-case literal, ignoring case: a token's bytes
+/// that OR 0x20 onto a lower-case letter or '-' are that letter in either case, or '-'.
+bool isName(std::string_view name, std::string_view lower) {
+  if (name.size() != lower.size()) {
+    return false;
+  }
+  for (std::size_t k = 0; k < name.size(); ++k) {
+    if ((name[k] | 0x20) != lower[k]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// s = v, keeping s's capacity (append's path copies without std::string's general replace).
+void assign(std::string& s, std::string_view v) {
+  s.clear();
+  s.append(v.data(), v.size());
 }
 
 /// The first `c` in [first, last), or last.
@@ -155,9 +175,9 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
     const std::string_view value = data.substr(value_start, value_end - value_start);
 
     // The fields Beast interprets: only their plainest forms are read here.
-    switch (toLowerAscii(name.front())) {
+    switch (name.front() | 0x20) {
       case 'c':
-        if (name.size() == 14 && equalsIgnoreCase(name, "content-length")) {
+        if (isName(name, "content-length")) {
           if (has_length || value.empty() || value.size() > 18) {
             return 0;
           }
@@ -168,7 +188,7 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
             length = length * 10 + static_cast<std::uint64_t>(c - '0');
           }
           has_length = true;
-        } else if (name.size() == 10 && equalsIgnoreCase(name, "connection")) {
+        } else if (isName(name, "connection")) {
           // keepAlive(): the first Connection field decides.
           if (equalsIgnoreCase(value, "close")) {
             connection = connection == 0 ? 1 : connection;
@@ -180,17 +200,17 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
         }
         break;
       case 't':
-        if (equalsIgnoreCase(name, "transfer-encoding")) {
+        if (isName(name, "transfer-encoding")) {
           return 0;
         }
         break;
       case 'u':
-        if (equalsIgnoreCase(name, "upgrade")) {
+        if (isName(name, "upgrade")) {
           return 0;
         }
         break;
       case 'p':
-        if (equalsIgnoreCase(name, "proxy-connection")) {
+        if (isName(name, "proxy-connection")) {
           return 0;
         }
         break;
@@ -201,8 +221,8 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
       request.headers.emplace_back();
     }
     Header& header = request.headers[fields++];
-    header.name.assign(name);
-    header.value.assign(value);
+    assign(header.name, name);
+    assign(header.value, value);
   }
 
   // Body: exactly Content-Length bytes, all here.
@@ -213,9 +233,9 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
     return 0;
   }
   request.headers.resize(fields);
-  request.method.assign(data.substr(method_start, method_end - method_start));
-  request.target.assign(data.substr(target_start, target_end - target_start));
-  request.body.assign(data.substr(i, static_cast<std::size_t>(length)));
+  assign(request.method, data.substr(method_start, method_end - method_start));
+  assign(request.target, data.substr(target_start, target_end - target_start));
+  assign(request.body, data.substr(i, static_cast<std::size_t>(length)));
   version = 10 + minor;
   keep_alive = connection == 0 ? minor == 1 : connection == 2;
   return i + static_cast<std::size_t>(length);
