@@ -16,16 +16,16 @@ RequestParser::RequestParser(Request& request) : request_(request) {
   request_.body.clear();
 }
 
-bool RequestParser::keepAlive() const {
-  for (const Header& header : request_.headers) {
+bool keepAlive(const Request& request, unsigned version) {
+  for (const Header& header : request.headers) {
     if (equalsIgnoreCase(header.name, "Connection")) {
-      if (version_ < 11) {
+      if (version < 11) {
         return bhttp::token_list{header.value}.exists("keep-alive");
       }
       return !bhttp::token_list{header.value}.exists("close");
     }
   }
-  return version_ >= 11;
+  return version >= 11;
 }
 
 void RequestParser::on_request_impl(bhttp::verb, string_view method_string, string_view target,

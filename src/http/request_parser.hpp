@@ -8,6 +8,11 @@
 
 namespace sluice::http {
 
+/// The keep-alive semantics of beast::http::message::keep_alive() for a request of HTTP
+/// version `version` (10, 11): the first `Connection` field decides (HTTP/1.1: not `close`;
+/// HTTP/1.0: `keep-alive`), else the version.
+bool keepAlive(const Request& request, unsigned version);
+
 /// Beast's HTTP/1 request parser (basic_parser: the grammar, limits and errors of
 /// beast::http::request_parser) writing straight into a Request: the method, target, header
 /// fields and body land in the Request's strings, which keep their capacity from one request
@@ -21,9 +26,8 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   /// The request line's HTTP version (10, 11); 11 before it is read, as a Beast message.
   unsigned version() const { return version_; }
 
-  /// The keep-alive semantics of beast::http::message::keep_alive(): the first `Connection`
-  /// field decides (HTTP/1.1: not `close`; HTTP/1.0: `keep-alive`), else the version.
-  bool keepAlive() const;
+  /// keepAlive() of the request read.
+  bool keepAlive() const { return http::keepAlive(request_, version_); }
 
  private:
   using error_code = boost::beast::error_code;

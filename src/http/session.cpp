@@ -13,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+#include "http/plain_request.hpp"
 #include "http/worker.hpp"
 
 namespace sluice::http {
@@ -135,6 +136,28 @@ void Session::onFirstBytes(beast::error_code ec, std::size_t n) {
 
 void Session::readRequest() {
   phase_ = Phase::kRequest;
+  if (!parsing_inline_) {
+    // The usual case: a plain request, all of it in the buffer, read without Beast's parser
+    // (plain_request.hpp); anything else, or a request still arriving, is Beast's below.
+    unsigned version = 11;
+    bool keep_alive = true;
+    const auto data = buffer_.data();
+    const std::size_t used =
+        parsePlainRequest(std::string_view(static_cast<const char*>(data.data()), data.size()),
+                          PlainLimits{options_.max_header_bytes, options_.max_body_bytes}, request_,
+                          version, keep_alive);
+    if (used > 0) {
+      buffer_.consume(used);
+      clearDeadline(idle_deadline_);
+      reading_ = false;
+      // As below: a pipelined request behind this one is read by Beast's asynchronous read,
+      // whose completion is posted, so that a buffer full of them does not recurse.
+      parsing_inline_ = true;
+      handOn(version, keep_alive);
+      parsing_inline_ = false;
+      return;
+    }
+  }
   // The previous request has been answered or handed on: request_ can be refilled.
   parser_.reset();
   parser_.emplace(request_);
@@ -248,13 +271,18 @@ void Session::onRequest(beast::error_code ec) {
     onReadError(ec);
     return;
   }
+  const unsigned version = parser_->version();
+  const bool keep_alive = parser_->keepAlive();
+  parser_.reset();
+  handOn(version, keep_alive);
+}
+
+void Session::handOn(unsigned version, bool keep_alive) {
   {
     // request_ is refilled by the next request's parser: that read waits for the end of
     // this block (doRead()), also when an answer is written at once (maybeWrite()).
     dispatching_ = true;
-    unsigned version = parser_->version();
-    bool keep_alive = parser_->keepAlive() && !worker_.stopping;
-    parser_.reset();
+    keep_alive = keep_alive && !worker_.stopping;
     if (!keep_alive) {
       no_more_reads_ = true;
     }

@@ -71,6 +71,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void onRequest(boost::beast::error_code ec);
   void onReadError(boost::beast::error_code ec);
   void refuse(int status, const std::string& message, unsigned version);
+  /// A request read whole (request_): queued for its answer and dispatched; then the next.
+  void handOn(unsigned version, bool keep_alive);
 
   // Dispatching.
   QueuedResponse& enqueue(bool keep_alive, unsigned version);

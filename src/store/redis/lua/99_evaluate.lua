@@ -79,12 +79,48 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
               count_rejected, a, b, c, now, cost)
 end
 
+-- The most common request, decided without the general path's bookkeeping: one
+-- fixed_window limit (L > 0, W > 0) that is neither shadow, nor count_rejected, nor in a
+-- quota group. Its answer is the general path's: the request is allowed iff the limit
+-- allows; an allowed request charges it (SET with its ttl, DEL at ttl 0); a denied one
+-- writes nothing. Returns nil for any other request.
+local function decide_plain(KEYS, ARGV, n)
+  if n ~= 1 or ARGV[2] ~= '0' or ARGV[7] ~= '0' or ARGV[10] ~= '-1' then
+    return nil
+  end
+  local limit = number(ARGV[3])
+  local window = number(ARGV[4])
+  if limit == nil or window == nil or limit <= 0 or window <= 0 then
+    return nil
+  end
+  local cost = max(number(ARGV[9]), 0)
+  -- MGET, not GET: a key of another type reads as nil, and the ACL docs/redis.md gives
+  -- Sluice's user has no +get (a GET refused with NOPERM must not read as a fresh bucket).
+  local a, b = read_state(redis.call('MGET', KEYS[1])[1])
+  local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+      fixed_window(limit, window, false, a, b, sluice_now, cost)
+  if ok then
+    if ttl > 0 then
+      local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
+      redis.call('SET', KEYS[1], cmsgpack.pack(next_state), 'PX', ms_string(ms))
+    else
+      redis.call('DEL', KEYS[1])
+    end
+    return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+  end
+  return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+end
+
 -- One request (its own KEYS and ARGV, laid out as above), decided on sluice_now.
 local function decide(KEYS, ARGV)
   local now = sluice_now
   local n = number(ARGV[#ARGV])
   if n == 0 then
     return { 1 }
+  end
+  local plain = decide_plain(KEYS, ARGV, n)
+  if plain then
+    return plain
   end
 
   -- A sketch's strings are read with BITFIELD (60_sketch.lua), not with the buckets' MGET.
@@ -272,10 +308,17 @@ if ARGV[1] == 'batch' then
   end
   local out = {}
   local key_at = 0
+  local one_key = {}  -- a one-key request's KEYS (decide keeps no reference to it)
   for j = 1, m do
     local key_count = number(ARGV[2 + 2 * j])
     local args = lists[number(ARGV[3 + 2 * j])]
-    local keys = slice(KEYS, key_at + 1, key_count)
+    local keys
+    if key_count == 1 then
+      one_key[1] = KEYS[key_at + 1]
+      keys = one_key
+    else
+      keys = slice(KEYS, key_at + 1, key_count)
+    end
     key_at = key_at + key_count
     if args == nil then
       out[j] = 'ERR batch: request ' .. j .. ' names no argument list'

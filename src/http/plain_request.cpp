@@ -1,0 +1,244 @@
+#include "http/plain_request.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#include "common/ascii.hpp"
+
+namespace sluice::http {
+namespace {
+
+// tchar (RFC 9110 5.6.2): what a method and a field name are made of; the same set as
+// Beast's is_token.
+constexpr std::array<bool, 256> kToken = [] {
+  std::array<bool, 256> t{};
+  for (int c = '0'; c <= '9'; ++c) {
+    t[static_cast<std::size_t>(c)] = true;
+  }
+  for (int c = 'A'; c <= 'Z'; ++c) {
+    t[static_cast<std::size_t>(c)] = true;
+    t[static_cast<std::size_t>(c + 32)] = true;
+  }
+  for (char c : std::string_view("!#$%&'*+-.^_`|~")) {
+    t[static_cast<unsigned char>(c)] = true;
+  }
+  return t;
+}();
+
+bool isToken(char c) { return kToken[static_cast<unsigned char>(c)]; }
+bool isBlank(char c) { return c == ' ' || c == '\t'; }
+
+/// One byte of [first, last) checked: visible ASCII, or also SP or HTAB when `blanks`.
+bool visible(char c, bool blanks) {
+  const auto u = static_cast<unsigned char>(c);
+  return (u > 0x20 && u < 0x7f) || (blanks && (u == ' ' || u == '\t'));
+}
+
+/// True when every byte of [first, last) is visible ASCII, or also SP or HTAB when
+/// `blanks`. Eight bytes at a time: a word with no byte under 0x20 and none over 0x7e
+/// (SWAR) is all visible or SP; a word that may hold anything else is checked byte by byte.
+bool allVisible(const char* first, const char* last, bool blanks) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  const std::uint64_t low_bound = (blanks ? 0x20 : 0x21) * kOnes;
+  while (last - first >= 8) {
+    std::uint64_t x = 0;
+    std::memcpy(&x, first, 8);
+    const std::uint64_t under = (x - low_bound) & ~x & kHigh;              // a byte < low bound
+    const std::uint64_t over = ((x + (0x7f - 0x7e) * kOnes) | x) & kHigh;  // a byte > 0x7e
+    if ((under | over) != 0) {
+      for (int k = 0; k < 8; ++k) {
+        if (!visible(first[k], blanks)) {
+          return false;
+        }
+      }
+    }
+    first += 8;
+  }
+  for (; first != last; ++first) {
+    if (!visible(*first, blanks)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// `name` (a token) equals `lower`, a lower-case literal, ignoring case: a token's bytes
+/// that OR 0x20 onto a lower-case letter or '-' are that letter in either case, or '-'.
+bool isName(std::string_view name, std::string_view lower) {
+  if (name.size() != lower.size()) {
+    return false;
+  }
+  for (std::size_t k = 0; k < name.size(); ++k) {
+    if ((name[k] | 0x20) != lower[k]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// s = v, keeping s's capacity (append's path copies without std::string's general replace).
+void assign(std::string& s, std::string_view v) {
+  s.clear();
+  s.append(v.data(), v.size());
+}
+
+/// The first `c` in [first, last), or last.
+const char* find(const char* first, const char* last, char c) {
+  const void* at = std::memchr(first, c, static_cast<std::size_t>(last - first));
+  return at == nullptr ? last : static_cast<const char*>(at);
+}
+
+}  // namespace
+
+std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, Request& request,
+                              unsigned& version, bool& keep_alive) {
+  // Nothing past the header limit is looked at: a head that does not end before it is
+  // Beast's to refuse (431).
+  const std::size_t end = data.size() < limits.header_bytes ? data.size() : limits.header_bytes;
+  const char* p = data.data();
+  std::size_t i = 0;
+
+  // Request line.
+  const std::size_t method_start = i;
+  while (i < end && isToken(p[i])) {
+    ++i;
+  }
+  if (i == method_start || i >= end || p[i] != ' ') {
+    return 0;
+  }
+  const std::size_t method_end = i++;
+  const std::size_t target_start = i;
+  i = static_cast<std::size_t>(find(p + i, p + end, ' ') - p);
+  if (i == target_start || i >= end || !allVisible(p + target_start, p + i, false)) {
+    return 0;
+  }
+  const std::size_t target_end = i++;
+  constexpr std::string_view kHttp1 = "HTTP/1.";
+  if (end - i < kHttp1.size() + 3 || data.substr(i, kHttp1.size()) != kHttp1) {
+    return 0;
+  }
+  i += kHttp1.size();
+  if (p[i] != '0' && p[i] != '1') {
+    return 0;
+  }
+  const unsigned minor = static_cast<unsigned>(p[i] - '0');
+  if (p[i + 1] != '\r' || p[i + 2] != '\n') {
+    return 0;
+  }
+  i += 3;
+
+  // Header fields, into the request's spare ones.
+  std::size_t fields = 0;
+  int connection = 0;  // the first Connection field: 0 none, 1 close, 2 keep-alive
+  bool has_length = false;
+  std::uint64_t length = 0;
+  for (;;) {
+    if (i + 1 >= end) {
+      return 0;
+    }
+    if (p[i] == '\r') {
+      if (p[i + 1] != '\n') {
+        return 0;
+      }
+      i += 2;
+      break;
+    }
+    const std::size_t name_start = i;
+    while (i < end && isToken(p[i])) {
+      ++i;
+    }
+    if (i == name_start || i >= end || p[i] != ':') {
+      return 0;
+    }
+    const std::string_view name = data.substr(name_start, i - name_start);
+    ++i;
+    while (i < end && isBlank(p[i])) {
+      ++i;
+    }
+    const std::size_t value_start = i;
+    i = static_cast<std::size_t>(find(p + i, p + end, '\r') - p);
+    // Field values are visible ASCII, SP and HTAB (Beast also takes obs-text: Beast's).
+    if (!allVisible(p + value_start, p + i, true)) {
+      return 0;
+    }
+    std::size_t value_end = i;
+    while (value_end > value_start && isBlank(p[value_end - 1])) {
+      --value_end;
+    }
+    // CRLF, and a next line that does not start with a blank (obs-fold).
+    if (i + 2 >= end || p[i + 1] != '\n' || isBlank(p[i + 2])) {
+      return 0;
+    }
+    i += 2;
+    const std::string_view value = data.substr(value_start, value_end - value_start);
+
+    // The fields Beast interprets: only their plainest forms are read here.
+    switch (name.front() | 0x20) {
+      case 'c':
+        if (isName(name, "content-length")) {
+          if (has_length || value.empty() || value.size() > 18) {
+            return 0;
+          }
+          for (char c : value) {
+            if (c < '0' || c > '9') {
+              return 0;
+            }
+            length = length * 10 + static_cast<std::uint64_t>(c - '0');
+          }
+          has_length = true;
+        } else if (isName(name, "connection")) {
+          // keepAlive(): the first Connection field decides.
+          if (equalsIgnoreCase(value, "close")) {
+            connection = connection == 0 ? 1 : connection;
+          } else if (equalsIgnoreCase(value, "keep-alive")) {
+            connection = connection == 0 ? 2 : connection;
+          } else {
+            return 0;
+          }
+        }
+        break;
+      case 't':
+        if (isName(name, "transfer-encoding")) {
+          return 0;
+        }
+        break;
+      case 'u':
+        if (isName(name, "upgrade")) {
+          return 0;
+        }
+        break;
+      case 'p':
+        if (isName(name, "proxy-connection")) {
+          return 0;
+        }
+        break;
+      default:
+        break;
+    }
+    if (fields == request.headers.size()) {
+      request.headers.emplace_back();
+    }
+    Header& header = request.headers[fields++];
+    assign(header.name, name);
+    assign(header.value, value);
+  }
+
+  // Body: exactly Content-Length bytes, all here.
+  if (has_length && length >= limits.body_bytes) {
+    return 0;
+  }
+  if (data.size() - i < length) {
+    return 0;
+  }
+  request.headers.resize(fields);
+  assign(request.method, data.substr(method_start, method_end - method_start));
+  assign(request.target, data.substr(target_start, target_end - target_start));
+  assign(request.body, data.substr(i, static_cast<std::size_t>(length)));
+  version = 10 + minor;
+  keep_alive = connection == 0 ? minor == 1 : connection == 2;
+  return i + static_cast<std::size_t>(length);
+}
+
+}  // namespace sluice::http
