@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <iterator>
 #include <mutex>
+#include <new>
 
 #include "store/redis/redis_errors.hpp"
 
@@ -140,10 +141,7 @@ Reply& valueOf(const redisReadTask* task) {
 /// The object for `task`: a new root, or the slot its parent array made for it.
 void* place(const redisReadTask* task, Reply::Type type, Reply*& out) {
   if (task->parent == nullptr) {
-    auto* root = new (std::nothrow) RootReply;
-    if (root == nullptr) {
-      return nullptr;
-    }
+    auto* root = new RootReply;
     root->head.type = task->type;
     root->value.type = type;
     out = &root->value;
@@ -155,6 +153,25 @@ void* place(const redisReadTask* task, Reply::Type type, Reply*& out) {
   return out;
 }
 
+/// place(), then `fill(reply, object)`. These functions run inside hiredis (C): no exception
+/// may leave them. Out of memory they return null, which hiredis reports as an error of the
+/// connection, and a root made here is freed (hiredis only frees what it was given).
+template <typename Fill>
+void* build(const redisReadTask* task, Reply::Type type, Fill fill) {
+  void* obj = nullptr;
+  try {
+    Reply* reply = nullptr;
+    obj = place(task, type, reply);
+    fill(*reply, obj);
+    return obj;
+  } catch (const std::bad_alloc&) {
+    if (task->parent == nullptr) {
+      delete static_cast<RootReply*>(obj);
+    }
+    return nullptr;
+  }
+}
+
 void* createString(const redisReadTask* task, char* str, std::size_t len) {
   Reply::Type type = Reply::Type::kString;
   if (task->type == REDIS_REPLY_STATUS) {
@@ -162,40 +179,30 @@ void* createString(const redisReadTask* task, char* str, std::size_t len) {
   } else if (task->type == REDIS_REPLY_ERROR) {
     type = Reply::Type::kError;
   }
-  Reply* reply = nullptr;
-  void* obj = place(task, type, reply);
-  if (obj != nullptr) {
-    reply->str.assign(str, len);
+  return build(task, type, [&](Reply& reply, void* obj) {
+    reply.str.assign(str, len);
     if (task->parent == nullptr) {
       auto* root = static_cast<RootReply*>(obj);
       root->head.str = root->value.str.data();
       root->head.len = root->value.str.size();
     }
-  }
-  return obj;
+  });
 }
 
 void* createArray(const redisReadTask* task, int elements) {
-  Reply* reply = nullptr;
-  void* obj = place(task, Reply::Type::kArray, reply);
-  if (obj != nullptr && elements > 0) {
-    reply->elements.resize(static_cast<std::size_t>(elements));
-  }
-  return obj;
+  return build(task, Reply::Type::kArray, [&](Reply& reply, void*) {
+    if (elements > 0) {
+      reply.elements.resize(static_cast<std::size_t>(elements));
+    }
+  });
 }
 
 void* createInteger(const redisReadTask* task, long long value) {
-  Reply* reply = nullptr;
-  void* obj = place(task, Reply::Type::kInteger, reply);
-  if (obj != nullptr) {
-    reply->integer = value;
-  }
-  return obj;
+  return build(task, Reply::Type::kInteger, [&](Reply& reply, void*) { reply.integer = value; });
 }
 
 void* createNil(const redisReadTask* task) {
-  Reply* reply = nullptr;
-  return place(task, Reply::Type::kNil, reply);
+  return build(task, Reply::Type::kNil, [](Reply&, void*) {});
 }
 
 void freeObject(void* obj) { delete static_cast<RootReply*>(obj); }

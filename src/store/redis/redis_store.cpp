@@ -197,7 +197,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     // The argument list describes the limits and costs, not the client (who is in the
     // keys): the requests of one rule share one list, built once (argumentsOf).
     ArgList args =
-        has_sketch ? buildArguments(request, sent_at, &keys) : argumentsOf(request, sent_at, keys);
+        has_sketch ? buildArguments(request, sent_at, keys) : argumentsOf(request, sent_at, keys);
     // What the answer needs, in pooled storage: the callback below captures two pointers
     // (std::function's small buffer) and nothing here allocates once the thread is warm.
     InFlight* call = in_flight_.take();
@@ -725,7 +725,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// The script's keys and arguments of a request (99_evaluate.lua's layout): keys get
   /// each limit's key (a sketch's even window key, its odd one after all the others).
   ArgList buildArguments(const StoreRequest& request, Micros sent_at,
-                         std::vector<std::string>* keys) {
+                         std::vector<std::string>& keys) {
     auto args = std::make_shared<std::vector<std::string>>();
     args->reserve(2 + request.limits.size() * kValuesPerLimit);
     args->emplace_back(script_clock_ ? std::to_string(sent_at) : std::string());
@@ -741,15 +741,15 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         const redis::SketchPlacement place =
             redis::placeSketch(prefix_, limit, sketch_hasher_->fingerprint(), clustered_,
                                clustered_ ? redis::keyHashSlot(client_key) : 0);
-        keys->push_back(place.even_key);
+        keys.push_back(place.even_key);
         sketch_keys.push_back(place.odd_key);
         // Provisional positions, relative to the start of the sketch sections.
         burst = std::to_string(sketch_args.size());
         warmup = std::to_string(sketch_keys.size() - 1);
         redis::appendSketchCells(sketch_args, place.geometry,
                                  sketch_hasher_->cells(limit.key, place.geometry));
-      } else if (keys != nullptr) {
-        keys->push_back(BucketKey::redisKey(prefix_, limit.key));
+      } else {
+        keys.push_back(BucketKey::redisKey(prefix_, limit.key));
       }
       args->push_back(std::to_string(static_cast<int>(p.algorithm)));
       args->push_back(std::to_string(p.limit));
@@ -763,7 +763,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
     if (!sketch_keys.empty()) {
       // Lua indices are 1-based: the sections start at #KEYS + 1 and #ARGV + 1.
-      const std::size_t first_key = keys->size() + 1;
+      const std::size_t first_key = keys.size() + 1;
       const std::size_t first_arg = args->size() + 1;
       for (std::size_t i = 0; i < request.limits.size(); ++i) {
         if (isSketch(request.limits[i])) {
@@ -773,7 +773,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
           warmup = std::to_string(first_key + std::stoull(warmup));
         }
       }
-      keys->insert(keys->end(), sketch_keys.begin(), sketch_keys.end());
+      keys.insert(keys.end(), sketch_keys.begin(), sketch_keys.end());
       args->insert(args->end(), sketch_args.begin(), sketch_args.end());
     }
     args->push_back(std::to_string(request.limits.size()));
@@ -784,9 +784,6 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// when one was built for the same limits and costs (compared as numbers, before any
   /// string is made); keys are filled either way.
   ArgList argumentsOf(const StoreRequest& request, Micros sent_at, std::vector<std::string>& keys) {
-    for (const StoreLimit& limit : request.limits) {
-      keys.push_back(BucketKey::redisKey(prefix_, limit.key));
-    }
     signature_.clear();
     if (script_clock_) {
       signature_.push_back(sent_at);  // a test clock's time is an argument too
@@ -800,10 +797,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
     for (const InternedList& interned : interned_) {
       if (interned.signature == signature_) {
+        for (const StoreLimit& limit : request.limits) {
+          keys.push_back(BucketKey::redisKey(prefix_, limit.key));
+        }
         return interned.args;
       }
     }
-    ArgList args = buildArguments(request, sent_at, nullptr);
+    ArgList args = buildArguments(request, sent_at, keys);
     if (interned_.size() < kInternedLists) {
       interned_.push_back({signature_, args});
     } else {

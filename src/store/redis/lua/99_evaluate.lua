@@ -79,6 +79,16 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
               count_rejected, a, b, c, now, cost)
 end
 
+-- Writes a charged limit's next state: SET with its ttl (ceil to ms), DEL at ttl 0.
+local function write_state(key, state, ttl)
+  if ttl > 0 then
+    local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
+    redis.call('SET', key, cmsgpack.pack(state), 'PX', ms_string(ms))
+  else
+    redis.call('DEL', key)
+  end
+end
+
 -- The most common request, decided without the general path's bookkeeping: one
 -- fixed_window limit (L > 0, W > 0) that is neither shadow, nor count_rejected, nor in a
 -- quota group. Its answer is the general path's: the request is allowed iff the limit
@@ -100,12 +110,7 @@ local function decide_plain(KEYS, ARGV, n)
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
       fixed_window(limit, window, false, a, b, sluice_now, cost)
   if ok then
-    if ttl > 0 then
-      local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
-      redis.call('SET', KEYS[1], cmsgpack.pack(next_state), 'PX', ms_string(ms))
-    else
-      redis.call('DEL', KEYS[1])
-    end
+    write_state(KEYS[1], next_state, ttl)
     return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
   end
   return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
@@ -254,11 +259,8 @@ local function decide(KEYS, ARGV)
         state()
       elseif state == 'none' then
         -- a sketch limit with nothing to record (a check, or a cost that can never pass)
-      elseif ttl > 0 then
-        local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
-        redis.call('SET', KEYS[i], cmsgpack.pack(pending[p]), 'PX', ms_string(ms))
       else
-        redis.call('DEL', KEYS[i])
+        write_state(KEYS[i], state, ttl)
       end
     end
   end
