@@ -42,9 +42,14 @@ RedisCluster::RedisCluster(int masters, int replicas_per_master, const std::stri
   const int total = masters * (1 + replicas_per_master);
   for (int i = 0; i < total; ++i) {
     RedisServerOptions options;
-    // A short node timeout: a killed master is replaced within a few seconds.
-    options.extra_args = {"--cluster-enabled",      "yes", "--cluster-config-file", "nodes.conf",
-                          "--cluster-node-timeout", "1000"};
+    // With replicas, a short node timeout: a killed master is replaced within a few seconds.
+    // Without, Redis' default: no replica could take over, and a node that misses its pings
+    // for node-timeout (a process starved for a second on a loaded 2-core machine) is
+    // declared failed, which takes the whole cluster down (CLUSTERDOWN) until it is back.
+    const std::string node_timeout = replicas_per_master > 0 ? "2000" : "15000";
+    options.extra_args = {"--cluster-enabled",      "yes",
+                          "--cluster-config-file",  "nodes.conf",
+                          "--cluster-node-timeout", node_timeout};
     if (!password.empty()) {
       options.password = password;
       options.extra_args.insert(options.extra_args.end(), {"--masterauth", password});
