@@ -21,6 +21,7 @@ import http.client
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import socket
@@ -119,6 +120,12 @@ def cpu_ticks(pid):
         return int(fields[11]) + int(fields[12])
     except OSError:
         return 0
+
+
+def children_cpu_s():
+    """User + system CPU seconds of this process' waited-for children so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def rss_bytes(pid):
@@ -395,7 +402,9 @@ def run_wrk(ctx, system, wl, duration, rate=0, connections=None, prefix=None, se
     redis_pid = ctx.redis.proc.pid if (ctx.redis and system.uses_redis) else None
     c0 = sum(cpu_ticks(p) for p in pids)
     r0 = cpu_ticks(redis_pid) if redis_pid else 0
+    w0 = children_cpu_s()
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=duration + 60)
+    w1 = children_cpu_s()
     c1 = sum(cpu_ticks(p) for p in pids)
     r1 = cpu_ticks(redis_pid) if redis_pid else 0
     if res.returncode != 0 or not os.path.exists(out):
@@ -412,6 +421,10 @@ def run_wrk(ctx, system, wl, duration, rate=0, connections=None, prefix=None, se
         "cpu_us_per_decision": (c1 - c0) / CLK_TCK * 1e6 / n,
         "cpu_share": (c1 - c0) / CLK_TCK / secs,
         "redis_cpu_us_per_decision": ((r1 - r0) / CLK_TCK * 1e6 / n) if redis_pid else None,
+        # wrk's own CPU (taskset execs it: it is the waited-for child). Near 1.0 of its core,
+        # the rate is the load generator's, not the system's.
+        "load_cpu_us_per_request": (w1 - w0) * 1e6 / n,
+        "load_cpu_share": (w1 - w0) / secs,
     })
     return s
 
@@ -543,7 +556,8 @@ def bench_ceiling(ctx, results):
 
 def point(runs):
     keys = ["rps", "p50_us", "p99_us", "p999_us", "cpu_us_per_decision",
-            "redis_cpu_us_per_decision", "denied_share", "server_p99_le_us"]
+            "redis_cpu_us_per_decision", "denied_share", "server_p99_le_us", "cpu_share",
+            "load_cpu_us_per_request", "load_cpu_share"]
     return {"summary": {k: summarize([r.get(k) for r in runs]) for k in keys}, "runs": runs}
 
 
@@ -567,7 +581,9 @@ def bench_throughput(ctx, systems, results):
                 runs[s.name].append(r)
                 log(f"{wl['id']:<28} {s.name:<20} run {i + 1}: {r['rps']:>10,.0f} req/s "
                     f"p99 {r['p99_us'] / 1000:6.2f} ms  denied {r['denied_share'] * 100:5.1f}%  "
-                    f"cpu {r['cpu_us_per_decision']:6.1f} us/req"
+                    f"cpu {r['cpu_us_per_decision']:6.1f} us/req, "
+                    f"wrk {r['load_cpu_us_per_request']:5.1f} us/req "
+                    f"({r['load_cpu_share'] * 100:3.0f}% of CPU {LOAD_CPU})"
                     + (f" socket errors {r['socket_errors']}" if r["socket_errors"] else ""))
                 if s.name.startswith("sluice") and r["requests"] == 0:
                     raise BenchError(f"{s.name} answered no request under load")

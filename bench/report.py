@@ -48,6 +48,60 @@ def ratio(a, b):
     return a / b
 
 
+def busy(point, key):
+    v = med(point, key)
+    return None if v is None else v
+
+
+def bound_lines(doc, wls, present):
+    """Which core each system's rate was bound by: a ratio of two rates measured while the
+    load generator's core was full is a ratio of the load generator's costs, not of the
+    systems'. Runs of bench.py before the load generator's CPU was recorded have none."""
+    tp = doc["throughput"]
+    st = doc["settings"]
+    if not any(med(tp[w["id"]].get(s), "load_cpu_share") is not None for w in wls
+               for s in present):
+        return []
+    lines = ["", f"## What bounds each rate: busy share of CPU {st['server_cpu']} (the system) "
+             f"and CPU {st['load_cpu']} (wrk, and redis-server for Redis-backed systems)", "",
+             "| workload | " + " | ".join(TITLES[s] for s in present
+                                      if not s.startswith("redis-benchmark")) + " |",
+             "|---|" + "---:|" * len([s for s in present if not s.startswith("redis-benchmark")])]
+    full = 0.95
+    for w in wls:
+        row = tp[w["id"]]
+        cells = []
+        for s in present:
+            if s.startswith("redis-benchmark"):
+                continue
+            p = row.get(s)
+            server = busy(p, "cpu_share")
+            load = busy(p, "load_cpu_share")
+            if server is None or load is None:
+                cells.append("—")
+                continue
+            redis_us = busy(p, "redis_cpu_us_per_decision") or 0.0
+            load += redis_us * med(p) / 1e6
+            verdict = ("CPU " + st["load_cpu"] if load >= full and load >= server
+                       else "CPU " + st["server_cpu"] if server >= full else "neither")
+            cells.append(f"{server * 100:.0f}% / {load * 100:.0f}%: {verdict}")
+        lines.append(f"| {w['label']} | " + " | ".join(cells) + " |")
+    lines += ["", f"Each cell: CPU {st['server_cpu']} / CPU {st['load_cpu']} busy (medians of "
+              f"utime+stime over the run), then the core at ≥ {full * 100:.0f}% that bounds the "
+              f"rate. Where it is CPU {st['load_cpu']}, the rate is what wrk (and redis-server) "
+              "can offer, and a ratio between two such rates compares the load generator's cost "
+              "for each protocol (Sluice's JSON POST and its answer against a GET with a header "
+              "and a status line), not the systems; compare their CPU per decision instead. "
+              "wrk's CPU per request: " + "; ".join(
+                  f"{TITLES[s]} " + "/".join(
+                      f"{med(tp[w['id']].get(s), 'load_cpu_us_per_request'):.1f}"
+                      for w in wls if med(tp[w["id"]].get(s), "load_cpu_us_per_request"))
+                  for s in present if not s.startswith("redis-benchmark")
+                  and any(med(tp[w["id"]].get(s), "load_cpu_us_per_request") for w in wls))
+              + " µs (workloads in the table's order)."]
+    return lines
+
+
 def markdown(doc):
     tp = doc["throughput"]
     wls = [w for w in doc["workloads"] if w["id"] in tp]
@@ -97,6 +151,9 @@ def markdown(doc):
                 cells.append(f"{r:.2f}×{mark}")
         lines.append(f"| {w['label']} | " + " | ".join(cells) + " |")
 
+    bound = bound_lines(doc, wls, present)
+    if bound:
+        lines += bound
     deny = tp.get("10k_deny", {})
     if deny:
         lines += ["", "Denied share in the mostly-denied workload: " + ", ".join(
@@ -131,9 +188,12 @@ def markdown(doc):
                   "the decisions were ready (from the complete request to the answer, before the "
                   "kernel and the load generator)."]
 
-    base = tp.get("10k_allow", {})
-    if base:
-        lines += ["", "## CPU per decision (10k clients, all allowed, at maximum load)", "",
+    for wid, title in (("10k_allow", "10k clients, all allowed"),
+                       ("10k_deny", "10k clients, mostly denied")):
+        base = tp.get(wid, {})
+        if not base:
+            continue
+        lines += ["", f"## CPU per decision ({title}, at maximum load)", "",
                   "| system | µs CPU / decision (server) | µs CPU / decision (redis-server) | "
                   "total |", "|---|---:|---:|---:|"]
         for s in SYSTEMS:
@@ -144,6 +204,7 @@ def markdown(doc):
             tot = (a or 0) + (r or 0)
             lines.append(f"| {TITLES[s]} | {'—' if a is None else f'{a:.1f}'} | "
                          f"{'—' if r is None else f'{r:.1f}'} | {tot:.1f} |")
+    if tp.get("10k_allow") or tp.get("10k_deny"):
         lines += ["", "From utime+stime in /proc/<pid>/stat over each run, divided by the "
                   "requests answered (redis-benchmark: redis-server only)."]
 
