@@ -48,11 +48,6 @@ def ratio(a, b):
     return a / b
 
 
-def busy(point, key):
-    v = med(point, key)
-    return None if v is None else v
-
-
 def bound_lines(doc, wls, present):
     """Which core each system's rate was bound by: a ratio of two rates measured while the
     load generator's core was full is a ratio of the load generator's costs, not of the
@@ -75,12 +70,12 @@ def bound_lines(doc, wls, present):
             if s.startswith("redis-benchmark"):
                 continue
             p = row.get(s)
-            server = busy(p, "cpu_share")
-            load = busy(p, "load_cpu_share")
+            server = med(p, "cpu_share")
+            load = med(p, "load_cpu_share")
             if server is None or load is None:
                 cells.append("—")
                 continue
-            redis_us = busy(p, "redis_cpu_us_per_decision") or 0.0
+            redis_us = med(p, "redis_cpu_us_per_decision") or 0.0
             load += redis_us * med(p) / 1e6
             verdict = ("CPU " + st["load_cpu"] if load >= full and load >= server
                        else "CPU " + st["server_cpu"] if server >= full else "neither")
