@@ -140,8 +140,10 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
   }
   success_.inc();
   {
+    static std::atomic<std::uint64_t> next_generation{0};
     std::lock_guard guard(current_mutex_);
     current_ = loaded.rules;
+    generation_.store(++next_generation, std::memory_order_release);
   }
   active_.set(static_cast<double>(loaded.rules->limitCount()));
   spdlog::info("rules: loaded {} ({} domain(s), {} limit(s), {} file(s), hash {})", options_.path,

@@ -46,7 +46,7 @@ namespace sluice::app {
 /// (the first load included; unchanged content counts nothing), gauge `rules_active` = the
 /// number of limits in the active set.
 ///
-/// Thread safety: current() may be called from any thread (a mutex held for a pointer copy);
+/// Thread safety: current() may be called from any thread (each keeps a copy, see current());
 /// reloadNow(), requestReload(), onReload(), start() and stop() may be called from any thread.
 /// Loads are serialized. The polling and requestReload() loads run on `executor`, in a strand, so
 /// it may be run by several threads (file reads and YAML parsing: give it a control executor rather
@@ -84,11 +84,21 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   RulesWatcher(const RulesWatcher&) = delete;
   RulesWatcher& operator=(const RulesWatcher&) = delete;
 
-  /// The active rules; null until a first valid load. A copy taken under current_mutex_,
-  /// held for the copy only (see current_).
+  /// The active rules; null until a first valid load. Every decision asks, on every I/O
+  /// thread: each thread keeps its own copy and takes current_mutex_ only when a swap has
+  /// changed generation_ since (an acquire load otherwise, no lock shared between threads).
+  /// A thread's copy keeps the set it last saw alive until its next call.
   RuleSetPtr current() const {
-    std::lock_guard lock(current_mutex_);
-    return current_;
+    struct Copy {
+      std::uint64_t generation = 0;  // 0: no set loaded, whichever watcher
+      RuleSetPtr rules;
+    };
+    thread_local Copy copy;
+    if (copy.generation != generation_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(current_mutex_);
+      copy = {generation_.load(std::memory_order_relaxed), current_};
+    }
+    return copy.rules;
   }
 
   /// Loads and validates now, on the calling thread; swaps when valid and changed; logs and
@@ -124,10 +134,13 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   /// Not std::atomic<RuleSetPtr>: GCC 12's libstdc++ implements it with a lock bit that
   /// load() releases with a relaxed store, so nothing orders a reader's read of the pointer
   /// before the next store()'s write to it (ThreadSanitizer reported exactly that pair, a
-  /// decision on an I/O thread against a reload: docs/quality.md). A mutex held for a
-  /// shared_ptr copy costs the same two atomic operations and orders both sides.
+  /// decision on an I/O thread against a reload: docs/quality.md). The pointer is copied
+  /// under a mutex, which orders both sides; current() does so once per swap and thread.
   mutable std::mutex current_mutex_;
   RuleSetPtr current_;
+  /// current_'s generation, written under current_mutex_ with each swap: unique in the process
+  /// (a process-wide counter), so a thread's copy can never be taken for another watcher's set.
+  std::atomic<std::uint64_t> generation_{0};
 
   std::mutex reload_mutex_;         // serializes loads; guards loaded_fingerprint_
   std::string loaded_fingerprint_;  // fingerprint taken just before the last load

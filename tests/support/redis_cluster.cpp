@@ -42,6 +42,7 @@ RedisCluster::RedisCluster(int masters, int replicas_per_master, const std::stri
   const int total = masters * (1 + replicas_per_master);
   for (int i = 0; i < total; ++i) {
     RedisServerOptions options;
+    options.cluster_bus = true;
     // With replicas, a short node timeout: a killed master is replaced within a few seconds.
     // Without, Redis' default: no replica could take over, and a node that misses its pings
     // for node-timeout (a process starved for a second on a loaded 2-core machine) is

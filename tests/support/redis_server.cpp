@@ -73,6 +73,11 @@ RedisServer::RedisServer(RedisServerOptions options)
   }
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
     port_ = freePort();
+    if (options_.cluster_bus) {
+      do {
+        bus_port_ = freePort();
+      } while (bus_port_ == port_);
+    }
     launch();
     if (waitForPing(options_.start_timeout)) {
       return;
@@ -106,6 +111,9 @@ void RedisServer::launch() {
   }
   if (!options_.password.empty()) {
     args.insert(args.end(), {"--requirepass", options_.password});
+  }
+  if (options_.cluster_bus) {
+    args.insert(args.end(), {"--cluster-port", std::to_string(bus_port_)});
   }
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   std::vector<char*> argv;

@@ -35,6 +35,10 @@ struct RedisServerOptions {
   bool unix_socket = false;             ///< also listen on <tempdir>/redis.sock
   std::string password;                 ///< requirepass (default user)
   std::vector<std::string> extra_args;  ///< e.g. {"--user", "alice on >pw ~* +@all"}
+  /// A Redis Cluster node: its cluster bus gets a free port of its own (`--cluster-port`).
+  /// Redis' default, port + 10 000, is refused above 65 535 (a fifth of the ephemeral ports)
+  /// and may be taken by anyone.
+  bool cluster_bus = false;
   std::chrono::milliseconds start_timeout{5000};
 };
 
@@ -80,6 +84,7 @@ class RedisServer {
   std::string dir_;
   std::string unix_path_;
   int port_ = 0;
+  int bus_port_ = 0;  ///< the cluster bus's, with options_.cluster_bus
   pid_t pid_ = -1;
   ContextPtr client_;
 };
