@@ -65,7 +65,8 @@ TEST(FlagTableTest, EveryEnvoyVariableIsDeclaredByTheFlagItSets) {
       const std::string rest = line.substr(arrow + 6);
       const Flag* flag = registry.find(rest.substr(0, rest.find(' ')));
       ASSERT_NE(flag, nullptr) << line;
-      for (std::string_view source : splitList(line.substr(0, arrow), '+')) {
+      const std::string sources = line.substr(0, arrow);
+      for (std::string_view source : splitList(sources, '+')) {
         const std::string name(trimSpaces(source.substr(0, source.find('='))));
         EXPECT_NE(flag->envoy_variables.find(name), std::string_view::npos)
             << "--" << flag->name << " does not declare " << name;
