@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/logging.hpp"
 #include "sluice/common/clock.hpp"
+#include "sluice/common/logging.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/decision/decision.hpp"
 

@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "app/access_log.hpp"
-#include "http/admin_server.hpp"
-#include "http/routes.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/decision/limit_reset.hpp"
+#include "sluice/http/admin_server.hpp"
+#include "sluice/http/routes.hpp"
 #include "sluice/store/event_stream.hpp"
 #include "sluice/store/store.hpp"
 

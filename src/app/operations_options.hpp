@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/logging.hpp"
 #include "sluice/common/flag_registry.hpp"
+#include "sluice/common/logging.hpp"
 #include "sluice/common/result.hpp"
 
 namespace sluice::app {

@@ -126,7 +126,6 @@ Status applyConfigFile(const FlagRegistry& registry, AppOptions& options) {
   if (auto status = applyConfigKeys(registry, root, options); !status) {
     return status;
   }
-  options.config_root = std::make_shared<const YAML::Node>(root);
   return {};
 }
 

@@ -7,17 +7,13 @@
 
 #include "app/envoy_environment.hpp"
 #include "app/operations_options.hpp"
-#include "grpc/grpc_flags.hpp"
-#include "http/http_flags.hpp"
 #include "sluice/common/flag_registry.hpp"
 #include "sluice/common/result.hpp"
+#include "sluice/grpc/grpc_flags.hpp"
+#include "sluice/http/http_flags.hpp"
 #include "sluice/rules/rules_flags.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "sluice/store/store_flags.hpp"
-
-namespace YAML {
-class Node;
-}
 
 namespace sluice::app {
 
@@ -33,9 +29,6 @@ struct AppOptions : http::HttpSettings, RulesSettings, StoreSettings, grpc::Grpc
   /// --redis parsed once every source is applied (with redis_prefix and redis_timeout):
   /// one node for `redis`, the seeds for `redis_cluster`, empty for `memory`.
   std::vector<RedisOptions> redis_nodes;
-  /// The server YAML's root when --config was given: its sections that belong to other
-  /// modules (kDelegatedSections) are parsed by their owners, with their own locations.
-  std::shared_ptr<const YAML::Node> config_root;
   OperationsOptions operations;  ///< log format, access log, events, admin listener
   /// envoyproxy/ratelimit variables found in the environment and what they became (logged
   /// at start-up).

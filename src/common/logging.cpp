@@ -1,4 +1,4 @@
-#include "common/logging.hpp"
+#include "sluice/common/logging.hpp"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>

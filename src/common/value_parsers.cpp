@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "common/ascii.hpp"
+#include "sluice/common/ascii.hpp"
 
 namespace sluice {
 namespace {

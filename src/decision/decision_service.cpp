@@ -304,12 +304,6 @@ DecisionRequest takeSpareRequest() {
   return request;
 }
 
-Decision takeSpareDecision() {
-  Decision decision;
-  prepareDecision(decision);
-  return decision;
-}
-
 void recycleDecision(Decision&& decision) {
   decision.rules.reset();
   decision.request_limits.clear();

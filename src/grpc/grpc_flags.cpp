@@ -1,4 +1,4 @@
-#include "grpc/grpc_flags.hpp"
+#include "sluice/grpc/grpc_flags.hpp"
 
 namespace sluice::grpc {
 

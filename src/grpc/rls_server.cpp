@@ -1,4 +1,4 @@
-#include "grpc/rls_server.hpp"
+#include "sluice/grpc/rls_server.hpp"
 
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>

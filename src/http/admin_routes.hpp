@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "http/router.hpp"
-#include "http/routes.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/decision/limit_reset.hpp"
+#include "sluice/http/router.hpp"
+#include "sluice/http/routes.hpp"
 #include "sluice/rules/rules.hpp"
 
 /// The admin listener's endpoints (`--admin-listen`): the state-changing actions, which the

@@ -1,4 +1,4 @@
-#include "http/admin_server.hpp"
+#include "sluice/http/admin_server.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -6,6 +6,8 @@
 #include <boost/asio/post.hpp>
 #include <thread>
 #include <utility>
+
+#include "http/admin_routes.hpp"
 
 namespace sluice::http {
 namespace net = boost::asio;

@@ -3,10 +3,10 @@
 #include <string>
 #include <string_view>
 
-#include "http/message.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/decision/request_shape.hpp"
+#include "sluice/http/message.hpp"
 
 /// JSON in and out of the decision endpoints: Sluice's own `POST /shouldAllowRequest`
 /// (README.md, "HTTP API") and envoyproxy/ratelimit's `POST /json`. Pure functions; every parse

@@ -1,12 +1,12 @@
 #pragma once
 
-#include "http/forward_auth_config.hpp"
-#include "http/ip_network.hpp"
-#include "http/message.hpp"
 #include "http/request_attributes.hpp"
-#include "http/router.hpp"
-#include "http/routes.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/http/forward_auth_config.hpp"
+#include "sluice/http/ip_network.hpp"
+#include "sluice/http/message.hpp"
+#include "sluice/http/router.hpp"
+#include "sluice/http/routes.hpp"
 
 /// The forward-auth endpoint `/check` (docs/deployment.md): nginx `auth_request`, Envoy
 /// `ext_authz` (HTTP service) and Traefik `ForwardAuth` ask it about a request they are

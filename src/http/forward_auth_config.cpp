@@ -1,4 +1,4 @@
-#include "http/forward_auth_config.hpp"
+#include "sluice/http/forward_auth_config.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -451,26 +451,6 @@ FlagSetter parsedInto(T& target, Parse parse) {
 }
 
 }  // namespace
-
-std::string_view attributeSourceName(AttributeSource source) {
-  switch (source) {
-    case AttributeSource::kPath:
-      return "path";
-    case AttributeSource::kMethod:
-      return "method";
-    case AttributeSource::kHeader:
-      return "header";
-    case AttributeSource::kCookie:
-      return "cookie";
-    case AttributeSource::kQuery:
-      return "query";
-    case AttributeSource::kClientIp:
-      return "client_ip";
-    case AttributeSource::kLiteral:
-      return "value";
-  }
-  return "unknown";
-}
 
 Result<ForwardAuthConfig> parseForwardAuthConfig(const YAML::Node& node, std::string_view file) {
   try {

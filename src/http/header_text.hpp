@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "common/ascii.hpp"
+#include "sluice/common/ascii.hpp"
 
 /// Small text helpers for header names and values. Header names compare with the one
 /// case-insensitive comparison, sluice::equalsIgnoreCase (common/ascii.hpp).

@@ -1,4 +1,4 @@
-#include "http/http_flags.hpp"
+#include "sluice/http/http_flags.hpp"
 
 namespace sluice::http {
 namespace {

@@ -1,4 +1,4 @@
-#include "http/ip_network.hpp"
+#include "sluice/http/ip_network.hpp"
 
 #include <arpa/inet.h>
 

@@ -1,4 +1,4 @@
-#include "http/message.hpp"
+#include "sluice/http/message.hpp"
 
 #include <nlohmann/json.hpp>
 

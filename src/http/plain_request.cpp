@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/ascii.hpp"
+#include "sluice/common/ascii.hpp"
 
 namespace sluice::http {
 namespace {

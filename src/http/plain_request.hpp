@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "http/message.hpp"
+#include "sluice/http/message.hpp"
 
 namespace sluice::http {
 

@@ -5,9 +5,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/hex.hpp"
 #include "http/header_text.hpp"
-#include "http/ip_network.hpp"
+#include "sluice/common/hex.hpp"
+#include "sluice/http/ip_network.hpp"
 
 namespace sluice::http {
 namespace {

@@ -4,9 +4,9 @@
 #include <string>
 #include <string_view>
 
-#include "http/forward_auth_config.hpp"
-#include "http/message.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/http/forward_auth_config.hpp"
+#include "sluice/http/message.hpp"
 
 /// The request attributes forward auth decides from: the original method, path (normalized)
 /// and query, headers, cookies and the client address, and the decision request built from

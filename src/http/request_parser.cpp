@@ -4,7 +4,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <limits>
 
-#include "common/ascii.hpp"
+#include "sluice/common/ascii.hpp"
 
 namespace sluice::http {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "http/message.hpp"
+#include "sluice/http/message.hpp"
 
 namespace sluice::http {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "http/message.hpp"
+#include "sluice/http/message.hpp"
 
 /// The answers of one connection in request order (HTTP/1.1 pipelining), as the queue of
 /// Beast's advanced_server example: a request takes its place when it is read, its answer

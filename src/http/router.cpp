@@ -1,4 +1,4 @@
-#include "http/router.hpp"
+#include "sluice/http/router.hpp"
 
 #include <algorithm>
 #include <utility>

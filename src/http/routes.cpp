@@ -1,4 +1,4 @@
-#include "http/routes.hpp"
+#include "sluice/http/routes.hpp"
 
 #include <memory>
 #include <nlohmann/json.hpp>

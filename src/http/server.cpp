@@ -1,4 +1,4 @@
-#include "http/server.hpp"
+#include "sluice/http/server.hpp"
 
 #include <pthread.h>
 #include <spdlog/spdlog.h>

@@ -14,10 +14,10 @@
 #include <optional>
 #include <string>
 
-#include "http/message.hpp"
 #include "http/request_parser.hpp"
 #include "http/response_queue.hpp"
-#include "http/server.hpp"
+#include "sluice/http/message.hpp"
+#include "sluice/http/server.hpp"
 
 namespace sluice::http {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "http/message.hpp"
+#include "sluice/http/message.hpp"
 
 /// The HTTP/1.1 response serializer of the sessions: Responses become bytes on the wire
 /// without Beast's message types, appended to one buffer per write.

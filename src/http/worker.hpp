@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "http/listener.hpp"
-#include "http/router.hpp"
-#include "http/server.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/http/router.hpp"
+#include "sluice/http/server.hpp"
 
 namespace sluice::http {
 

@@ -95,14 +95,7 @@ class GcraView {
   State& state_;
 };
 
-/// floor(a / b) for b > 0 (C++ division truncates towards zero).
-inline std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
-  std::int64_t q = a / b;
-  if ((a % b != 0) && (a < 0)) {
-    --q;
-  }
-  return q;
-}
+using ::sluice::floorDiv;
 
 /// Start of the epoch-aligned window of length `window` containing `now`.
 inline Micros windowStart(Micros now, Micros window) { return floorDiv(now, window) * window; }

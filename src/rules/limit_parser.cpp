@@ -5,9 +5,9 @@
 #include <limits>
 #include <utility>
 
-#include "rules/consistency.hpp"
 #include "rules/sketch_rules.hpp"
 #include "rules/suggest.hpp"
+#include "sluice/rules/consistency.hpp"
 
 namespace sluice::rules_detail {
 namespace {

@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "common/ascii.hpp"
+#include "sluice/common/ascii.hpp"
 #include "sluice/common/value_parsers.hpp"
 #include "sluice/rules/rules.hpp"
 

@@ -1,8 +1,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "rules/consistency.hpp"
 #include "sluice/limiter/sketch.hpp"
+#include "sluice/rules/consistency.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {

@@ -1,3 +1,5 @@
+#include "sluice/store/failover_store.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <array>

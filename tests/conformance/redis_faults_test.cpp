@@ -12,6 +12,7 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/rules/bucket_key.hpp"
+#include "sluice/store/failover_store.hpp"
 #include "sluice/store/memory_store.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "support/redis_server.hpp"

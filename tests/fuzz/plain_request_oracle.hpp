@@ -10,9 +10,9 @@
 #include <optional>
 #include <string_view>
 
-#include "http/message.hpp"
 #include "http/plain_request.hpp"
 #include "http/request_parser.hpp"
+#include "sluice/http/message.hpp"
 
 namespace sluice::http::testing {
 

@@ -139,13 +139,13 @@ std::string_view limitOutcomeWord(const LimitStatus& limit);
 /// "key=value,key=value" (descriptor values as sent).
 std::string describeDescriptor(const Descriptor& descriptor);
 
-/// This thread's spare request and decision, whose vectors and strings keep the capacity of
-/// a decision already answered: a transport that parses into takeSpareRequest() and gives
-/// each answered decision back with recycleDecision() decides without allocating for them
-/// once the thread is warm (the HTTP decision endpoints do). Each returns an empty value
-/// (hits 1, no descriptors) whose storage is the spare's; a new one when there is none.
+/// This thread's spare request, whose vectors and strings keep the capacity of a decision
+/// already answered: a transport that parses into takeSpareRequest() and gives each answered
+/// decision back with recycleDecision() decides without allocating for them once the thread
+/// is warm (the HTTP decision endpoints do; the DecisionService takes the spare decisions
+/// itself). It returns an empty request (hits 1, no descriptors) whose storage is the
+/// spare's; a new one when there is none.
 DecisionRequest takeSpareRequest();
-Decision takeSpareDecision();
 /// Keeps `decision` (and its request) as this thread's spares; drops its rules snapshot.
 void recycleDecision(Decision&& decision);
 

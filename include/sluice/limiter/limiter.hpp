@@ -52,6 +52,16 @@ struct LimitParams {
 /// Outcome::retry_after_us of a request that can never pass (cost > limit or > burst).
 inline constexpr Micros kRetryNever = -1;
 
+/// floor(a / b) for b > 0 (C++ division truncates towards zero): with a time and a window
+/// length, the number of the epoch-aligned window that holds the time.
+inline std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && (a < 0)) {
+    --q;
+  }
+  return q;
+}
+
 /// B for token_bucket / leaky_bucket: `burst`, or L when burst is 0.
 inline std::int64_t effectiveBurst(const LimitParams& params) {
   return params.burst > 0 ? params.burst : params.limit;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "sluice/common/flag_registry.hpp"
+#include "sluice/store/failover_store.hpp"
 #include "sluice/store/redis_store.hpp"
 
 namespace sluice {

@@ -14,7 +14,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "limiter/algorithms.hpp"
 #include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "sluice/store/request_verdict.hpp"
@@ -886,7 +885,7 @@ void EventualEngine::absorbOne(Shard& shard, Slot& slot, std::string_view key, S
                                const std::int64_t* v, Micros sent_at, Micros now) {
   // The window the call was built for is the one of its send time.
   const std::int64_t window =
-      isWindowed(slot.params) ? limiter_detail::floorDiv(sent_at, slot.params.window_us) : 0;
+      isWindowed(slot.params) ? floorDiv(sent_at, slot.params.window_us) : 0;
   eventual::KeyReading reading = readingOf(v, window);
   const std::int64_t charged = op == ScriptOp::kDecide ? v[kCharged] : 0;
   if (charged > 0) {

@@ -62,10 +62,16 @@ struct CacheEntry {
   LimitParams params;  ///< a reload that changes the limit invalidates the entry
 };
 
+/// Every field of the limit, so that a reload changing any of them invalidates the entry.
 bool sameParams(const LimitParams& a, const LimitParams& b) {
+  const SketchParams& x = a.sketch;
+  const SketchParams& y = b.sketch;
   return a.algorithm == b.algorithm && a.limit == b.limit && a.window_us == b.window_us &&
          a.burst == b.burst && a.min_interval_us == b.min_interval_us &&
-         a.count_rejected == b.count_rejected && a.warmup_us == b.warmup_us;
+         a.count_rejected == b.count_rejected && a.warmup_us == b.warmup_us && a.shape == b.shape &&
+         a.consistency == b.consistency && x.width == y.width && x.depth == y.depth &&
+         x.counter_bits == y.counter_bits && x.bloom_bits == y.bloom_bits &&
+         x.bloom_hashes == y.bloom_hashes && x.identity == y.identity;
 }
 
 /// The single-node backend: one pipelined connection.

@@ -2,7 +2,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/hex.hpp"
+#include "sluice/common/hex.hpp"
 #include "sluice/store/redis_store.hpp"
 
 namespace sluice {

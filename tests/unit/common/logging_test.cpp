@@ -1,4 +1,4 @@
-#include "common/logging.hpp"
+#include "sluice/common/logging.hpp"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>

@@ -1,4 +1,4 @@
-#include "grpc/rls_server.hpp"
+#include "sluice/grpc/rls_server.hpp"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>

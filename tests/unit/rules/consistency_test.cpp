@@ -1,4 +1,4 @@
-#include "rules/consistency.hpp"
+#include "sluice/rules/consistency.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "sluice/store/failover_store.hpp"
 #include "sluice/store/redis_store.hpp"
 
 namespace sluice {

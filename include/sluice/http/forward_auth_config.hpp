@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "http/ip_network.hpp"
 #include "sluice/common/flag_registry.hpp"
 #include "sluice/common/result.hpp"
+#include "sluice/http/ip_network.hpp"
 
 namespace YAML {
 class Node;
@@ -32,9 +32,6 @@ enum class AttributeSource : std::uint8_t {
   kClientIp,  ///< the client address (see ForwardAuthConfig::trusted_proxies)
   kLiteral,   ///< a fixed value (`name` holds it), like envoy's generic_key action
 };
-
-/// "path", "method", "header", ...
-std::string_view attributeSourceName(AttributeSource source);
 
 struct Attribute {
   AttributeSource source = AttributeSource::kPath;

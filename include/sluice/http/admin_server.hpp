@@ -2,10 +2,11 @@
 
 #include <memory>
 
-#include "http/admin_routes.hpp"
-#include "http/server.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/common/top_denials.hpp"
 #include "sluice/decision/limit_reset.hpp"
+#include "sluice/http/routes.hpp"
+#include "sluice/http/server.hpp"
 
 namespace sluice::http {
 

@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <vector>
 
-#include "http/forward_auth_config.hpp"
-#include "http/server.hpp"
 #include "sluice/common/flag_registry.hpp"
+#include "sluice/http/forward_auth_config.hpp"
+#include "sluice/http/server.hpp"
 
 namespace sluice::http {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "http/router.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/result.hpp"
+#include "sluice/http/router.hpp"
 
 namespace boost::asio {
 class io_context;

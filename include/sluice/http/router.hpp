@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "http/message.hpp"
+#include "sluice/http/message.hpp"
 
 namespace sluice::http {
 

@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "http/router.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/decision/decision_service.hpp"
+#include "sluice/http/router.hpp"
 #include "sluice/store/store.hpp"
 
 namespace sluice::http {
