@@ -8,7 +8,9 @@ packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhired
           libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev
           # gRPC (src/grpc, proto/): grpc++'s CMake package needs all four; libgrpc++-dev
           # also brings grpc++_reflection. src/grpc includes abseil's mutex.h itself.
-          libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev)
+          libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev
+          # The gRPC listener's own HTTP/2 (nghttp2) and its TLS (OpenSSL through Asio).
+          libnghttp2-dev libssl-dev)
 if [[ $level == test || $level == bench ]]; then
   packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose
              # tests/grpc: a real gRPC client, run by /usr/bin/python3.
