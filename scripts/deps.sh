@@ -14,7 +14,9 @@ packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhired
 if [[ $level == test || $level == bench ]]; then
   packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose
              # tests/grpc: a real gRPC client, run by /usr/bin/python3.
-             python3 python3-grpcio python3-protobuf)
+             python3 python3-grpcio python3-protobuf
+             # tests/grpc/test_rls_hostile.py: HPACK for the raw HTTP/2 client's frames.
+             python3-hpack)
   # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
   # real `prometheus` server scraping Sluice (Debian's package has both executables).
   packages+=(prometheus)

@@ -41,8 +41,9 @@ rls::RateLimitResponse::RateLimit::Unit envoyUnit(const LimitStatus& limit);
 /// limit_remaining, duration_until_reset; an unlimited-only descriptor answers OK with
 /// limit_remaining 4294967295; no rule: OK alone); dynamic_metadata the same object as
 /// /json's dynamicMetadata (http::envoyDynamicMetadataJson: the request, and the rules
-/// `metadata` of the descriptors that passed under `metadata`); when `headers` is true, response_headers_to_add carries the same rate-limit
-/// headers as /shouldAllowRequest (those of Decision::binding()).
+/// `metadata` of the descriptors that passed under `metadata`); when `headers` is true,
+/// response_headers_to_add carries the same rate-limit headers as /shouldAllowRequest (those of
+/// Decision::binding()).
 void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& response);
 
 }  // namespace sluice::grpc

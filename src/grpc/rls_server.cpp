@@ -15,6 +15,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
@@ -42,10 +44,12 @@ using tcp = net::ip::tcp;
 using GenericSocket = net::generic::stream_protocol::socket;
 using GenericAcceptor = net::basic_socket_acceptor<net::generic::stream_protocol>;
 using Clock = std::chrono::steady_clock;
+using TlsStream = net::ssl::stream<GenericSocket>;
 
 constexpr std::string_view kCallsMetric = "grpc_calls_total";
 constexpr std::string_view kInFlightMetric = "grpc_calls_in_flight";
 constexpr std::string_view kCancelledMetric = "grpc_calls_cancelled_total";
+constexpr std::string_view kTlsReloadsMetric = "grpc_tls_reloads_total";
 constexpr std::string_view kUnixPrefix = "unix:";
 constexpr std::size_t kReadChunk = 16 << 10;
 /// Output a connection may have queued before it stops reading its client.
@@ -107,6 +111,8 @@ struct RlsShared {
     }
     cancelled_queued = &metrics.counter(kCancelledMetric, {{"stage", "queued"}});
     cancelled_deciding = &metrics.counter(kCancelledMetric, {{"stage", "deciding"}});
+    tls_reloaded = &metrics.counter(kTlsReloadsMetric, {{"result", "reloaded"}});
+    tls_rejected = &metrics.counter(kTlsReloadsMetric, {{"result", "rejected"}});
     limits.max_message_bytes = options.max_message_bytes;
     limits.request_timeout = options.request_timeout;
     state.reflection = options.reflection;
@@ -125,6 +131,8 @@ struct RlsShared {
   std::array<Counter*, 17> counters{};
   Counter* cancelled_queued = nullptr;
   Counter* cancelled_deciding = nullptr;
+  Counter* tls_reloaded = nullptr;
+  Counter* tls_rejected = nullptr;
   GrpcServerState state;
   GrpcLimits limits;
   std::atomic<std::size_t> next_worker{0};
@@ -133,6 +141,13 @@ struct RlsShared {
   std::mutex mutex;
   std::condition_variable changed;
   std::size_t live_sessions = 0;  // under mutex
+  /// The TLS context new connections get (null: plaintext); swapped by a reload.
+  std::shared_ptr<net::ssl::context> tls_context;  // under mutex
+
+  std::shared_ptr<net::ssl::context> currentTls() {
+    std::lock_guard lock(mutex);
+    return tls_context;
+  }
 };
 
 /// A call decided on another thread than its connection's (the server's own I/O thread
@@ -156,6 +171,10 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
         socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         connection_(*this, shared_->state, shared_->limits, Clock::now()) {
+    if (auto context = shared_->currentTls()) {
+      tls_context_ = std::move(context);
+      tls_.emplace(std::move(socket_), *tls_context_);
+    }
     google::protobuf::ArenaOptions arena_options;
     arena_options.initial_block = arena_block_.data();
     arena_options.initial_block_size = arena_block_.size();
@@ -169,9 +188,37 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
       ++shared_->live_sessions;
     }
     boost::system::error_code ec;
-    socket_.non_blocking(true, ec);
+    socket().non_blocking(true, ec);
     const auto now = Clock::now();
     age_at_ = now + shared_->options.max_connection_age;
+    if (tls_) {
+      // The handshake has the request timeout; HTTP/2 starts once it is done.
+      handshake_until_ = now + shared_->options.request_timeout;
+      armTimer();
+      tls_->async_handshake(
+          net::ssl::stream_base::server,
+          [self = shared_from_this()](boost::system::error_code hec) { self->onHandshake(hec); });
+      return;
+    }
+    begin();
+  }
+
+  void onHandshake(boost::system::error_code ec) {
+    handshake_until_.reset();
+    if (closed_) {
+      return;
+    }
+    if (ec) {
+      // A client without a valid certificate, a wrong SAN, not TLS at all: logged at debug
+      // (a scanner must not fill the log), refused.
+      spdlog::debug("gRPC: TLS handshake refused: {}", ec.message());
+      close();
+      return;
+    }
+    begin();
+  }
+
+  void begin() {
     if (shared_->stopping) {
       connection_.goAway();
     }
@@ -179,6 +226,8 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
     armTimer();
     doRead();
   }
+
+  GenericSocket& socket() { return tls_ ? tls_->next_layer() : socket_; }
 
   /// The server is stopping: GOAWAY, serve what was received, then close.
   void goAway() {
@@ -211,8 +260,8 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
     dispatched_.clear();
     boost::system::error_code ignored;
     timer_.cancel();
-    socket_.shutdown(net::socket_base::shutdown_both, ignored);
-    socket_.close(ignored);
+    socket().shutdown(net::socket_base::shutdown_both, ignored);
+    socket().close(ignored);
     slot_.sessions.erase(this);
     std::lock_guard lock(shared_->mutex);
     --shared_->live_sessions;
@@ -227,7 +276,12 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
     dispatched_[stream] = deadline;
     in_call_ = true;
     auto* request = google::protobuf::Arena::CreateMessage<rls::RateLimitRequest>(&*arena_);
-    if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
+    if (deadline && *deadline <= Clock::now()) {
+      // Its deadline passed while it was read (a grpc-timeout of a few nanoseconds): not
+      // decided, nothing charged.
+      shared_->cancelled_queued->inc();
+      answerError(stream, StatusCode::kDeadlineExceeded, "deadline passed before decided");
+    } else if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
       answerError(stream, StatusCode::kInternal, "cannot parse RateLimitRequest");
     } else if (auto parsed = toDecisionRequest(*request); !parsed) {
       answerError(stream, StatusCode::kInvalidArgument, parsed.error().message);
@@ -427,9 +481,14 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
       return;
     }
     reading_ = true;
-    socket_.async_read_some(net::buffer(input_),
-                            [self = shared_from_this()](boost::system::error_code ec,
-                                                        std::size_t n) { self->onRead(ec, n); });
+    auto done = [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+      self->onRead(ec, n);
+    };
+    if (tls_) {
+      tls_->async_read_some(net::buffer(input_), std::move(done));
+    } else {
+      socket_.async_read_some(net::buffer(input_), std::move(done));
+    }
   }
 
   void onRead(boost::system::error_code ec, std::size_t n) {
@@ -467,25 +526,31 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
       return;
     }
     connection_.output(pending_);
-    if (writing_ || pending_.empty()) {
+    if (writing_ || pending_.empty() || handshake_until_) {
       return;
     }
-    boost::system::error_code ec;
-    const std::size_t sent = socket_.write_some(net::buffer(pending_), ec);
-    if (ec && ec != net::error::would_block && ec != net::error::try_again) {
-      close();
-      return;
-    }
-    pending_.erase(0, sent);
-    if (pending_.empty()) {
-      return;
+    if (!tls_) {
+      boost::system::error_code ec;
+      const std::size_t sent = socket_.write_some(net::buffer(pending_), ec);
+      if (ec && ec != net::error::would_block && ec != net::error::try_again) {
+        close();
+        return;
+      }
+      pending_.erase(0, sent);
+      if (pending_.empty()) {
+        return;
+      }
     }
     writing_ = true;
     writing_buffer_.swap(pending_);
-    net::async_write(socket_, net::buffer(writing_buffer_),
-                     [self = shared_from_this()](boost::system::error_code wec, std::size_t) {
-                       self->onWrite(wec);
-                     });
+    auto done = [self = shared_from_this()](boost::system::error_code wec, std::size_t) {
+      self->onWrite(wec);
+    };
+    if (tls_) {
+      net::async_write(*tls_, net::buffer(writing_buffer_), std::move(done));
+    } else {
+      net::async_write(socket_, net::buffer(writing_buffer_), std::move(done));
+    }
   }
 
   void onWrite(boost::system::error_code ec) {
@@ -529,6 +594,9 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
     if (auto call = connection_.nextTimer(); call && *call < next) {
       next = *call;
     }
+    if (handshake_until_ && *handshake_until_ < next) {
+      next = *handshake_until_;
+    }
     if (timer_armed_ && timer_at_ <= next) {
       return;
     }
@@ -546,6 +614,10 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
     }
     timer_armed_ = false;
     const auto now = Clock::now();
+    if (handshake_until_ && *handshake_until_ <= now) {
+      close();  // no TLS handshake within the request timeout
+      return;
+    }
     connection_.onTimer(now);
     if (grace_at_ && *grace_at_ <= now) {
       // The calls still open after the grace are cut off.
@@ -565,7 +637,10 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
 
   std::shared_ptr<RlsShared> shared_;
   IoSlot& slot_;
-  GenericSocket socket_;
+  GenericSocket socket_;  // plaintext; with TLS, moved into tls_
+  std::shared_ptr<net::ssl::context> tls_context_;
+  std::optional<TlsStream> tls_;
+  std::optional<Clock::time_point> handshake_until_;
   net::steady_timer timer_;
   GrpcConnection connection_;
   std::array<char, kReadChunk> input_{};
@@ -694,6 +769,45 @@ struct RlsServer::Impl {
   std::mutex mutex;
   bool started = false;
   bool shut_down = false;
+  // The TLS files' watcher: a thread of its own (reading files is no I/O thread's work).
+  std::thread tls_watcher;
+  std::mutex tls_mutex;
+  std::condition_variable tls_wake;
+  bool tls_stop = false;
+
+  void watchTls() {
+    const TlsFiles files = *shared->options.tls;
+    std::string stamp = tlsFilesStamp(files);
+    std::string rejected;
+    std::unique_lock lock(tls_mutex);
+    while (!tls_wake.wait_for(lock, shared->options.tls_reload_interval,
+                              [this] { return tls_stop; })) {
+      const std::string now = tlsFilesStamp(files);
+      if (now == stamp || now == rejected) {
+        continue;
+      }
+      auto context = makeServerTlsContext(files);
+      if (!context) {
+        // Often a rotation half done (the certificate written, not yet its key): tried
+        // again when the files change next.
+        spdlog::warn("gRPC TLS: the changed files do not load, keeping the previous ones: {}",
+                     context.error().message);
+        shared->tls_rejected->inc();
+        rejected = now;
+        continue;
+      }
+      {
+        std::lock_guard swap(shared->mutex);
+        shared->tls_context = std::move(*context);
+      }
+      stamp = now;
+      rejected.clear();
+      shared->tls_reloaded->inc();
+      spdlog::info("gRPC TLS: reloaded {} and {}{}; new connections use them", files.cert_file,
+                   files.key_file,
+                   files.client_ca_file.empty() ? "" : " and " + files.client_ca_file);
+    }
+  }
 };
 
 RlsServer::RlsServer(RlsServerOptions options, std::vector<RlsWorker> workers, Metrics& metrics)
@@ -706,6 +820,13 @@ Status RlsServer::start() {
   RlsShared& shared = *impl.shared;
   if (shared.workers.empty()) {
     return makeError(ErrorKind::kInternal, "gRPC: no I/O thread to decide on");
+  }
+  if (shared.options.tls) {
+    auto context = makeServerTlsContext(*shared.options.tls);
+    if (!context) {
+      return context.error();
+    }
+    shared.tls_context = std::move(*context);
   }
   if (shared.options.serve_on_workers) {
     for (std::size_t i = 0; i < shared.workers.size(); ++i) {
@@ -803,6 +924,9 @@ Status RlsServer::start() {
     impl.own_guard.emplace(impl.own_io->get_executor());
     impl.own_thread = std::thread([io = impl.own_io.get()] { io->run(); });
   }
+  if (shared.options.tls) {
+    impl.tls_watcher = std::thread([&impl] { impl.watchTls(); });
+  }
   {
     std::lock_guard lock(impl.mutex);
     impl.started = true;
@@ -845,6 +969,14 @@ void RlsServer::shutdown() {
   RlsShared& shared = *impl.shared;
   shared.state.serving = false;
   shared.stopping = true;
+  if (impl.tls_watcher.joinable()) {
+    {
+      std::lock_guard lock(impl.tls_mutex);
+      impl.tls_stop = true;
+    }
+    impl.tls_wake.notify_all();
+    impl.tls_watcher.join();
+  }
   // The socket files go first: while the acceptor is open, no other server takes them for
   // stale.
   for (const auto& socket : impl.owned_sockets) {
@@ -897,6 +1029,10 @@ void describeGrpcMetrics(Metrics& metrics) {
                    "gRPC ShouldRateLimit calls the client gave up on (cancel, deadline, lost "
                    "connection) before their answer, by stage: queued (not decided, nothing "
                    "charged) or deciding (the store's decision stands; the answer is dropped).");
+  metrics.describe(kTlsReloadsMetric, Metrics::Type::kCounter,
+                   "Changes of the gRPC listener's TLS files seen, by result: reloaded (new "
+                   "connections use them) or rejected (they did not load; the previous ones "
+                   "stay in use).");
   metrics.describe(kInFlightMetric, Metrics::Type::kGauge,
                    "gRPC ShouldRateLimit calls received and not answered yet.");
 }

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "grpc/tls_context.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/decision/decision.hpp"
@@ -45,6 +47,12 @@ struct RlsServerOptions {
   /// thread that read it (the server's mode). Without it the server runs an I/O thread of
   /// its own and posts each call to a worker (round-robin), the answer coming back.
   bool serve_on_workers = false;
+  /// TLS (ALPN h2) on every address, mutual when tls->client_ca_file is set. The files are
+  /// checked every tls_reload_interval and reloaded when they change: new connections get
+  /// the new certificate, open ones keep theirs; a set that does not load is logged and the
+  /// previous one stays in use.
+  std::optional<TlsFiles> tls;
+  std::chrono::milliseconds tls_reload_interval{1000};
 };
 
 /// Where calls are decided: one per I/O thread. The decision service is used only on its
@@ -75,7 +83,8 @@ class RlsServer {
   RlsServer& operator=(const RlsServer&) = delete;
 
   /// Binds every address and starts serving (health SERVING). Errors (kUnavailable) name
-  /// the address: in use, a live unix socket, not a socket file, cannot bind.
+  /// the address: in use, a live unix socket, not a socket file, cannot bind; a TLS file
+  /// that does not load (kInvalidArgument) is named with the reason.
   Status start();
 
   /// The bound addresses, as given but with the actual port for port 0.
