@@ -261,6 +261,15 @@ class SluiceServer {
     rls_options.max_message_bytes = options_.max_body_bytes;
     rls_options.drain_timeout = options_.drain_timeout;
     rls_options.serve_on_workers = true;
+    if (const grpc::TlsFiles& tls = options_.grpc_tls;
+        !tls.cert_file.empty() || !tls.key_file.empty() || !tls.client_ca_file.empty() ||
+        !tls.client_san.empty()) {
+      if (tls.cert_file.empty() || tls.key_file.empty()) {
+        return makeError(ErrorKind::kInvalidArgument,
+                         "gRPC TLS needs both --grpc-tls-cert and --grpc-tls-key");
+      }
+      rls_options.tls = tls;
+    }
     rls_options.request_timeout = options_.request_timeout;
     std::vector<grpc::RlsWorker> workers;
     for (unsigned i = 0; i < threads_.size(); ++i) {

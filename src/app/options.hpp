@@ -12,6 +12,7 @@
 
 #include "app/envoy_environment.hpp"
 #include "app/operations_options.hpp"
+#include "grpc/tls_context.hpp"
 #include "http/forward_auth.hpp"
 #include "http/server.hpp"
 #include "sluice/common/result.hpp"
@@ -70,6 +71,8 @@ struct AppOptions {
   std::chrono::milliseconds grpc_max_connection_age_grace{std::chrono::hours(1)};
   bool grpc_response_headers = true;  ///< rate-limit headers in response_headers_to_add
   bool grpc_reflection = false;       ///< grpc.reflection.v1alpha on the gRPC listener
+  /// --grpc-tls-*: TLS on the gRPC listener when cert_file is set (mutual with client_ca_file).
+  grpc::TlsFiles grpc_tls;
   /// `consistency: eventual` (docs/eventual.md): sync interval, own region, other regions
   /// (NAME=URL,...; parsed at start-up against the Redis options), bound on eventual keys.
   std::chrono::milliseconds sync_interval{50};

@@ -100,7 +100,11 @@ Result<std::shared_ptr<ssl::context>> makeServerTlsContext(const TlsFiles& files
     return fileError("--grpc-tls-key", files.key_file, "cannot read: " + why);
   }
   if (SSL_CTX_use_PrivateKey_file(native, files.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    return fileError("--grpc-tls-key", files.key_file, "not a PEM private key: " + openSslReason());
+    const std::string reason = openSslReason();
+    return fileError("--grpc-tls-key", files.key_file,
+                     reason.find("mismatch") != std::string::npos
+                         ? "does not match the certificate of " + files.cert_file + ": " + reason
+                         : "not a PEM private key: " + reason);
   }
   if (SSL_CTX_check_private_key(native) != 1) {
     return fileError(
