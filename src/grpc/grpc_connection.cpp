@@ -426,12 +426,14 @@ struct Callbacks {
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         std::array<nghttp2_nv, 3> trailers{};
         std::size_t count = 0;
-        const auto code = static_cast<int>(stream->final_status);
-        const int digits =
-            std::snprintf(stream->status_digits.data(), stream->status_digits.size(), "%d", code);
-        trailers[count++] = constantHeader(
-            "grpc-status",
-            std::string_view(stream->status_digits.data(), static_cast<std::size_t>(digits)));
+        const auto code = static_cast<unsigned>(stream->final_status);
+        std::size_t digits = 0;
+        if (code >= 10) {
+          stream->status_digits[digits++] = static_cast<char>('0' + code / 10);
+        }
+        stream->status_digits[digits++] = static_cast<char>('0' + code % 10);
+        trailers[count++] =
+            constantHeader("grpc-status", std::string_view(stream->status_digits.data(), digits));
         if (!stream->status_text.empty()) {
           trailers[count++] = constantHeader("grpc-message", stream->status_text);
         }

@@ -1,11 +1,11 @@
 #include "grpc/rls_server.hpp"
 
-#include <google/protobuf/arena.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/basic_socket_acceptor.hpp>
@@ -175,10 +175,6 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
       tls_context_ = std::move(context);
       tls_.emplace(std::move(socket_), *tls_context_);
     }
-    google::protobuf::ArenaOptions arena_options;
-    arena_options.initial_block = arena_block_.data();
-    arena_options.initial_block_size = arena_block_.size();
-    arena_.emplace(arena_options);
   }
 
   void start() {
@@ -273,9 +269,12 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
   void onCall(std::int32_t stream, std::string_view message,
               std::optional<Clock::time_point> deadline) override {
     shared_->in_flight.add(1);
-    dispatched_[stream] = deadline;
+    dispatched_.emplace_back(stream, deadline);
     in_call_ = true;
-    auto* request = google::protobuf::Arena::CreateMessage<rls::RateLimitRequest>(&*arena_);
+    // One request message per connection, refilled by each call: protobuf's Clear() keeps
+    // the strings and repeated fields it allocated, so a warm connection parses without
+    // allocating (cheaper than an arena, which registers a destructor per string).
+    rls::RateLimitRequest* request = &request_;
     if (deadline && *deadline <= Clock::now()) {
       // Its deadline passed while it was read (a grpc-timeout of a few nanoseconds): not
       // decided, nothing charged.
@@ -291,14 +290,13 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
       post(stream, std::move(*parsed), deadline);
     }
     in_call_ = false;
-    arena_->Reset();
   }
 
   void onCallAbandoned(std::int32_t stream, StatusCode code) override {
     std::optional<Clock::time_point> deadline;
-    if (auto it = dispatched_.find(stream); it != dispatched_.end()) {
+    if (auto it = findDispatched(stream); it != dispatched_.end()) {
       deadline = it->second;
-      dispatched_.erase(it);
+      forgetDispatched(it);
     }
     if (code == StatusCode::kDeadlineExceeded) {
       // Answered DEADLINE_EXCEEDED by the connection: that is what its client saw.
@@ -336,32 +334,35 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
     if (!connection_.waiting(stream)) {
       return;
     }
-    dispatched_.erase(stream);
+    if (auto it = findDispatched(stream); it != dispatched_.end()) {
+      forgetDispatched(it);
+    }
     shared_->count(code);
     shared_->in_flight.add(-1);
     connection_.fail(stream, code, message);
   }
 
   void answer(std::int32_t stream, std::string&& framed, bool degraded) {
-    dispatched_.erase(stream);
+    if (auto it = findDispatched(stream); it != dispatched_.end()) {
+      forgetDispatched(it);
+    }
     shared_->count(StatusCode::kOk);
     shared_->in_flight.add(-1);
     connection_.replyFramed(stream, std::move(framed), degraded);
   }
 
-  /// The response message behind its gRPC prefix.
-  static std::string encode(const Decision& decision, bool headers,
-                            google::protobuf::Arena& arena) {
-    auto* response = google::protobuf::Arena::CreateMessage<rls::RateLimitResponse>(&arena);
-    toResponse(decision, headers, *response);
-    const std::size_t size = response->ByteSizeLong();
-    std::string framed(5 + size, '\0');
+  /// The response message behind its gRPC prefix, in `framed` (its capacity reused).
+  static void encode(const Decision& decision, bool headers, rls::RateLimitResponse& response,
+                     std::string& framed) {
+    response.Clear();
+    toResponse(decision, headers, response);
+    const std::size_t size = response.ByteSizeLong();
+    framed.assign(5 + size, '\0');
     framed[1] = static_cast<char>((size >> 24) & 0xff);
     framed[2] = static_cast<char>((size >> 16) & 0xff);
     framed[3] = static_cast<char>((size >> 8) & 0xff);
     framed[4] = static_cast<char>(size & 0xff);
-    response->SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(framed.data() + 5));
-    return framed;
+    response.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(framed.data() + 5));
   }
 
   void decideHere(std::int32_t stream, DecisionRequest&& request) {
@@ -386,12 +387,12 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
     if (!decision) {
       answerError(stream, statusCodeOf(decision.error()), decision.error().message);
     } else {
-      answer(stream, encode(*decision, shared_->options.response_headers, *arena_),
-             decision->degraded);
+      encode(*decision, shared_->options.response_headers, response_, framed_);
+      // replyFramed() swaps: framed_ gets the stream's spent buffer, capacity and all.
+      answer(stream, std::move(framed_), decision->degraded);
       recycleDecision(std::move(*decision));
     }
     if (!in_call_) {
-      arena_->Reset();
       flush();
       armTimer();
     }
@@ -434,8 +435,8 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
     std::optional<Error> error;
     bool degraded = false;
     if (decision) {
-      google::protobuf::Arena arena;
-      framed = encode(*decision, posted->shared->options.response_headers, arena);
+      rls::RateLimitResponse response;
+      encode(*decision, posted->shared->options.response_headers, response, framed);
       degraded = decision->degraded;
       recycleDecision(std::move(*decision));
     } else {
@@ -501,7 +502,6 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
       return;
     }
     const bool ok = connection_.receive(std::string_view(input_.data(), n), Clock::now());
-    arena_->Reset();
     flush();
     if (!ok) {
       closing_ = true;  // written what is pending (a GOAWAY), then closed
@@ -646,10 +646,22 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
   std::array<char, kReadChunk> input_{};
   std::string pending_;
   std::string writing_buffer_;
-  std::array<char, 8192> arena_block_{};
-  std::optional<google::protobuf::Arena> arena_;
+  rls::RateLimitRequest request_;
+  rls::RateLimitResponse response_;
+  std::string framed_;
   /// Calls handed to onCall() and not answered, with their deadline.
-  std::unordered_map<std::int32_t, std::optional<Clock::time_point>> dispatched_;
+  /// (A vector: it holds one or two calls, and a map would allocate a node per call.)
+  std::vector<std::pair<std::int32_t, std::optional<Clock::time_point>>> dispatched_;
+
+  using DispatchedIt = decltype(dispatched_)::iterator;
+  DispatchedIt findDispatched(std::int32_t stream) {
+    return std::find_if(dispatched_.begin(), dispatched_.end(),
+                        [stream](const auto& call) { return call.first == stream; });
+  }
+  void forgetDispatched(DispatchedIt it) {
+    *it = dispatched_.back();
+    dispatched_.pop_back();
+  }
   std::unordered_map<std::int32_t, std::shared_ptr<PostedCall>> posted_;
   /// Calls whose client went away while they were decided: their deadline, if any.
   std::unordered_map<std::int32_t, std::optional<Clock::time_point>> gone_;
