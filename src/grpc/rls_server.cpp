@@ -298,17 +298,23 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
       deadline = it->second;
       forgetDispatched(it);
     }
+    auto posted = posted_.find(stream);
+    if (posted != posted_.end()) {
+      posted->second->gone = true;
+    }
     if (code == StatusCode::kDeadlineExceeded) {
       // Answered DEADLINE_EXCEEDED by the connection: that is what its client saw.
       shared_->count(code);
       shared_->in_flight.add(-1);
+    } else if (posted != posted_.end()) {
+      // Waiting in a worker's queue (or decided there): counted now, as what its client saw.
+      const bool expired = deadline && *deadline <= Clock::now();
+      shared_->count(expired ? StatusCode::kDeadlineExceeded : StatusCode::kCancelled);
+      shared_->in_flight.add(-1);
     } else {
-      // The client went away while the call was being decided: counted once the decision
-      // is in, as what the client saw by then (DEADLINE_EXCEEDED once its deadline passed).
+      // The client went away while the store decided it here: counted once the decision is
+      // in, as what the client saw by then (DEADLINE_EXCEEDED once its deadline passed).
       gone_[stream] = deadline;
-    }
-    if (auto it = posted_.find(stream); it != posted_.end()) {
-      it->second->gone = true;
     }
   }
 
