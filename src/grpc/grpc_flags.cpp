@@ -58,13 +58,7 @@ void addGrpcFlags(FlagRegistry& registry, GrpcSettings& settings) {
     registry.add({.name = name,
                   .metavar = metavar,
                   .help = help,
-                  .set = [&field](std::string_view value) -> Status {
-                    if (value.empty()) {
-                      return makeError(ErrorKind::kInvalidArgument, "must not be empty");
-                    }
-                    field = std::string(value);
-                    return {};
-                  },
+                  .set = flag_setters::text(field),
                   .envoy_variables = envoy});
   };
   file("grpc-tls-cert", "FILE", "TLS on the gRPC listener: its PEM certificate chain (default off)",
