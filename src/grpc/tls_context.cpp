@@ -1,4 +1,4 @@
-#include "grpc/tls_context.hpp"
+#include "sluice/grpc/tls_context.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -13,7 +13,8 @@ What it holds every file to (quoted includes; angle includes are third-party):
   dependency of a module it links).
 - Tests include public headers, and the private headers of the one module they test only:
   `tests/unit/<module>/` that module; `tests/conformance/` the store (the stores checked
-  against each other); `tests/fuzz/` http (the harnesses drive the HTTP codecs). Integration
+  against each other); `tests/fuzz/` http and grpc (the harnesses drive the transports'
+  codecs). Integration
   tests and their support drive the binary from outside; the one private header they may
   include is the store's Redis Cluster hash-slot function (`store/redis/cluster_slots.hpp`),
   to place test keys on chosen nodes. bench/ includes public headers only.
@@ -104,7 +105,7 @@ def test_private_rule(relative):
     if parts[:2] == ("tests", "conformance"):
         return {"store"}, set()
     if parts[:2] == ("tests", "fuzz"):
-        return {"http"}, set()
+        return {"http", "grpc"}, set()
     if parts[:2] in (("tests", "integration"), ("tests", "support")):
         return set(), {"store/redis/cluster_slots.hpp"}
     return set(), set()

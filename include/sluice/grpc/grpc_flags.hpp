@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "grpc/tls_context.hpp"
 #include "sluice/common/flag_registry.hpp"
+#include "sluice/grpc/tls_context.hpp"
 
 namespace sluice::grpc {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "grpc/tls_context.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/grpc/tls_context.hpp"
 
 namespace boost::asio {
 class io_context;
