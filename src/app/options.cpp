@@ -152,7 +152,62 @@ const std::vector<Flag>& flags() {
          return {};
        }},
       {"rules", "PATH", "a rules file or a directory of *.yaml (default config/rules)",
-       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.rules); }},
+       [](AppOptions& o, std::string_view v) {
+         o.rules_set = true;
+         return nonEmpty(v, o.rules);
+       }},
+      {"rules-xds", "HOST:PORT",
+       "take the rules from this xDS management server (State of the World over ADS, "
+       "RateLimitConfig resources) instead of files (default off)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.rules_xds); }},
+      {"xds-node-id", "ID", "--rules-xds: the node id sent to the server (default \"default\")",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.xds_node_id); }},
+      {"xds-node-metadata", "K=V,...", "--rules-xds: the node's metadata (default none)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         o.xds_node_metadata = std::string(v);
+         return {};
+       }},
+      {"xds-backoff-initial-ms", "MS", "--rules-xds: first reconnection delay (default 10000)",
+       millisField(&AppOptions::xds_backoff_initial, 1, 3'600'000)},
+      {"xds-backoff-max-ms", "MS", "--rules-xds: longest reconnection delay (default 60000)",
+       millisField(&AppOptions::xds_backoff_max, 1, 3'600'000)},
+      {"xds-backoff-random-factor", "F",
+       "--rules-xds: each delay is drawn within +-F of itself, 0 to 1 (default 0.5)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         double f = -1;
+         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
+         if (v.empty() || ec != std::errc() || end != v.data() + v.size() || f < 0 || f > 1) {
+           return invalid("must be a number from 0 to 1, got \"" + std::string(v) + "\"");
+         }
+         o.xds_backoff_random_factor = f;
+         return {};
+       }},
+      {"xds-backoff-jitter", "BOOL", "--rules-xds: randomize the delays (default true)",
+       [](AppOptions& o, std::string_view v) { return boolean(v, o.xds_backoff_jitter); }},
+      {"xds-tls", "BOOL", "--rules-xds: connect over TLS (default false)",
+       [](AppOptions& o, std::string_view v) { return boolean(v, o.xds_tls); }},
+      {"xds-tls-ca", "FILE",
+       "--xds-tls: CA bundle the server's certificate must chain to "
+       "(default: the system's)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.xds_tls_ca); }},
+      {"xds-tls-cert", "FILE", "--xds-tls: client certificate, for mutual TLS (default none)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.xds_tls_cert); }},
+      {"xds-tls-key", "FILE", "--xds-tls: the client certificate's key (default none)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.xds_tls_key); }},
+      {"xds-tls-server-name", "NAME",
+       "--xds-tls: the name the server's certificate must carry (default: the host of "
+       "--rules-xds)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.xds_tls_server_name); }},
+      {"xds-max-message-bytes", "N", "--rules-xds: largest response accepted (default 16777216)",
+       countField<std::size_t>(&AppOptions::xds_max_message_bytes, 1024, 1U << 30)},
+      {"force-start-without-initial-config", "BOOL",
+       "--rules-xds: serve with no rules until the first set arrives; by default /readyz "
+       "is 503 until then (default false)",
+       [](AppOptions& o, std::string_view v) { return boolean(v, o.force_start_without_rules); }},
+      {"metrics-listen", "HOST:PORT",
+       "also serve GET /metrics on this address; a bare :PORT binds every address "
+       "(default off)",
+       [](AppOptions& o, std::string_view v) { return nonEmpty(v, o.metrics_listen); }},
       {"merge-domain-config", "",
        "merge rules files that share a domain (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG; "
        "default off: a domain in two files is an error); SLUICE_MERGE_DOMAIN_CONFIG=true|false",
@@ -668,6 +723,9 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
     if (auto status = flag->apply(options, value); !status) {
       return invalid("--" + std::string(flag->name) + ": " + status.error().message);
     }
+  }
+  if (!options.rules_xds.empty() && options.rules_set) {
+    return invalid("--rules and --rules-xds are two sources of the rules: give one of them");
   }
   if (!options.validate) {
     if (auto status = parseRedisNodes(options); !status) {

@@ -42,6 +42,27 @@ struct AppOptions {
   /// --merge-domain-config: rules files that share a domain are merged (envoyproxy/ratelimit's
   /// MERGE_DOMAIN_CONFIG); off, a domain in two files is an error.
   bool merge_domain_config = false;
+  bool rules_set = false;  ///< --rules was given (by any source): exclusive with --rules-xds
+  /// --rules-xds HOST:PORT: the rules come from this xDS management server instead of files
+  /// (docs/envoy.md, "Rules over xDS"); the --xds-* options below shape the client.
+  std::string rules_xds;
+  std::string xds_node_id = "default";
+  std::string xds_node_metadata;  ///< "k1=v1,k2=v2"
+  std::chrono::milliseconds xds_backoff_initial{10'000};
+  std::chrono::milliseconds xds_backoff_max{60'000};
+  double xds_backoff_random_factor = 0.5;
+  bool xds_backoff_jitter = true;
+  bool xds_tls = false;
+  std::string xds_tls_ca;
+  std::string xds_tls_cert;
+  std::string xds_tls_key;
+  std::string xds_tls_server_name;
+  std::size_t xds_max_message_bytes = 16U * 1024U * 1024U;
+  /// Serve (with no rules) before the first xDS set arrives; otherwise not ready until then.
+  bool force_start_without_rules = false;
+  /// --metrics-listen HOST:PORT: GET /metrics also there (envoyproxy/ratelimit's
+  /// PROMETHEUS_ADDR); empty: only on --listen and the admin listener.
+  std::string metrics_listen;
   StoreKind store = StoreKind::kMemory;
   std::string redis_url = "redis://127.0.0.1:6379/0";  ///< --redis as given
   /// --redis parsed once every source is applied (with redis_prefix and redis_timeout):

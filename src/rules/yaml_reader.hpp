@@ -19,8 +19,10 @@
 /// with its file, line and column, and the per-file budgets that bound what a file costs.
 namespace sluice::rules_detail {
 
-inline constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "rate_limit",
-                                                           "rate_limits"};
+/// `name` is RateLimitConfig's own name (envoyproxy/ratelimit's xDS resource; Envoy Gateway
+/// writes it into its YAML too): accepted and not used.
+inline constexpr std::array<std::string_view, 5> kRootKeys{"domain", "descriptors", "rate_limit",
+                                                           "rate_limits", "name"};
 inline constexpr std::array<std::string_view, 11> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
