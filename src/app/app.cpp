@@ -60,6 +60,9 @@ void logEnvoyEnvironment(const EnvoyEnvironment& environment) {
     }
     spdlog::info("envoyproxy/ratelimit environment: {}", line);
   }
+  for (const auto& note : environment.notes) {
+    spdlog::info("envoyproxy/ratelimit environment: {}", note);
+  }
   for (const auto& unhonoured : environment.unhonoured) {
     spdlog::warn("envoyproxy/ratelimit environment not honoured: {}", unhonoured);
   }
@@ -141,14 +144,9 @@ class MetricsListener {
  private:
   static http::ServerOptions listenerOptions(const AppOptions& options) {
     http::ServerOptions server;
-    std::string text = options.metrics_listen;
-    if (!text.empty() && text.front() == ':') {
-      text = "0.0.0.0" + text;  // Go's ":PORT": every address
-    }
-    std::string host;
-    std::uint16_t port = 0;
-    if (auto status = parseListen(text, host, port); status) {
-      server.listen = {http::ListenAddress::tcp(host, port)};
+    // Checked by the flag's setter: HOST:PORT, ":PORT" already made "0.0.0.0:PORT".
+    if (auto address = parseHostPort(options.metrics_listen)) {
+      server.listen = {http::ListenAddress::tcp(address->host, address->port)};
     }
     server.threads = 1;
     server.max_body_bytes = 4096;

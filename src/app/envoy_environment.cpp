@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "sluice/common/value_parsers.hpp"
+
 namespace sluice::app {
 namespace {
 
@@ -65,7 +67,7 @@ constexpr Unhonoured kUnhonoured[] = {
     {"GRPC_SERVER_TLS_KEY", "", "TLS on the gRPC listener is not supported"},
     {"GRPC_CLIENT_TLS_CACERT", "", "TLS on the gRPC listener is not supported"},
     {"GRPC_CLIENT_TLS_SAN", "", "TLS on the gRPC listener is not supported"},
-    {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "",
+    {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s",
      "Sluice retries the xDS stream with XDS_CLIENT_BACKOFF_* only"},
     {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "", "no extra headers on the xDS stream"},
     {"USE_STATSD", "false", "no statsd: metrics are Prometheus text on GET /metrics of --listen"},
@@ -218,7 +220,7 @@ class Mapper {
   }
 
   /// A variable that is set and read, but changes nothing here (logged with the mappings).
-  void note(std::string text) { out_.mapped.push_back(std::move(text)); }
+  void note(std::string text) { out_.notes.push_back(std::move(text)); }
 
   EnvoyEnvironment take() { return std::move(out_); }
 
@@ -308,6 +310,17 @@ Status mapRules(Mapper& m) {
     }
     if (kind != "file") {
       return invalid("CONFIG_TYPE", *type, "must be FILE or GRPC_XDS_SOTW");
+    }
+  }
+  for (std::string_view name :
+       {"CONFIG_GRPC_XDS_SERVER_URL", "CONFIG_GRPC_XDS_NODE_ID", "CONFIG_GRPC_XDS_NODE_METADATA",
+        "CONFIG_GRPC_XDS_SERVER_USE_TLS", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT",
+        "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
+        "CONFIG_GRPC_XDS_SERVER_TLS_SAN", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
+        "XDS_CLIENT_BACKOFF_MAX_INTERVAL", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR",
+        "XDS_CLIENT_BACKOFF_JITTER", "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES"}) {
+    if (auto value = m.get(name)) {
+      m.note(std::string(name) + "=" + *value + " not used: CONFIG_TYPE is FILE");
     }
   }
   auto root = m.get("RUNTIME_ROOT");
@@ -435,19 +448,12 @@ Status mapRedis(Mapper& m) {
     }
     sluice_url = "unix://" + user_info + address;
   } else {
-    std::string_view rest = address;
-    while (true) {
-      auto comma = rest.find(',');
-      std::string_view node = rest.substr(0, comma);
+    for (std::string_view node : splitList(address)) {
       if (node.empty()) {
         return invalid("REDIS_URL", address, "expected host:port[,host:port...]");
       }
       sluice_url +=
           (sluice_url.empty() ? "" : ",") + std::string("redis://") + user_info + std::string(node);
-      if (comma == std::string_view::npos) {
-        break;
-      }
-      rest.remove_prefix(comma + 1);
     }
   }
   std::string source;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/common/flag_registry.hpp"
 #include "sluice/common/result.hpp"
 
 /// envoyproxy/ratelimit's environment variables (its README's settings), so that its
@@ -27,12 +28,15 @@ struct EnvoyEnvironment {
   /// One entry per variable set that Sluice does not honour, with the reason (each logged
   /// as a warning at start-up).
   std::vector<std::string> unhonoured;
+  /// Variables that are set and understood but change nothing in the chosen mode (e.g.
+  /// RUNTIME_ROOT with CONFIG_TYPE=GRPC_XDS_SOTW), logged after the mappings.
+  std::vector<std::string> notes;
 
-  bool empty() const { return mapped.empty() && unhonoured.empty(); }
+  bool empty() const { return mapped.empty() && unhonoured.empty() && notes.empty(); }
 };
 
 /// Reads an environment variable; nullopt when unset.
-using EnvironmentLookup = std::function<std::optional<std::string>(std::string_view name)>;
+using sluice::EnvironmentLookup;
 
 /// Maps every envoyproxy/ratelimit variable that is set. HOST, PORT, LOG_LEVEL and LOG_FORMAT
 /// are so common that they are read only when a variable proper to envoyproxy/ratelimit
