@@ -3,7 +3,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <utility>
+
+#include "sluice/common/yaml_document.hpp"
 
 namespace sluice::app {
 namespace {
@@ -57,19 +61,26 @@ void addGeneralFlags(FlagRegistry& registry, AppOptions& o) {
 }
 
 std::string location(const std::string& file, const YAML::Mark& mark) {
-  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+  const SourceLocation at = yamlLocation(file, mark);
+  return at.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
 }
 
 Status applyConfigFile(const FlagRegistry& registry, AppOptions& options) {
   const std::string& file = options.config_file;
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file);
-  } catch (const YAML::BadFile&) {
-    return invalid(file + ": cannot read the server config file");
-  } catch (const YAML::Exception& e) {
-    return invalid(location(file, e.mark) + ": " + e.msg);
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream content;
+  if (in) {
+    content << in.rdbuf();
   }
+  if (!in || in.bad()) {
+    return invalid(file + ": cannot read the server config file");
+  }
+  YamlDocument document =
+      parseYamlDocument(file, content.str(), "only one YAML document per server config file");
+  if (document.error) {
+    return invalid(document.error->toString());
+  }
+  const YAML::Node& root = document.root;
   if (root.IsNull()) {
     return {};
   }

@@ -60,16 +60,6 @@ std::optional<TimeUnit> parseUnit(std::string_view text) {
 
 std::optional<Micros> parseDuration(std::string_view text) { return parseDurationMicros(text); }
 
-std::string RuleError::toString() const {
-  std::string out = location.file;
-  if (location.line > 0) {
-    out += ':' + std::to_string(location.line) + ':' + std::to_string(location.column);
-  }
-  out += ": ";
-  out += message;
-  return out;
-}
-
 const DomainConfig* RuleSet::findDomain(std::string_view domain) const {
   const auto it = domains.find(domain);
   return it == domains.end() ? nullptr : &it->second;

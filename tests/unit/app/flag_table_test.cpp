@@ -82,7 +82,6 @@ TEST(FlagTableTest, EveryEnvoyVariableIsDeclaredByTheFlagItSets) {
       const std::string rest = line.substr(arrow + 6);
       const Flag* flag = registry.find(rest.substr(0, rest.find(' ')));
       ASSERT_NE(flag, nullptr) << line;
-      // Named: splitList's views must not outlive the text they point into.
       const std::string sources = line.substr(0, arrow);
       for (std::string_view source : splitList(sources, '+')) {
         const std::string name(trimSpaces(source.substr(0, source.find('='))));
