@@ -11,12 +11,15 @@ packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhired
           libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev)
 if [[ $level == test || $level == bench ]]; then
   packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose
-             # tests/grpc: a real gRPC client, run by /usr/bin/python3.
-             python3 python3-grpcio python3-protobuf)
+             # tests/grpc: a real gRPC client, run by /usr/bin/python3; the xDS management
+             # server of tests/grpc/xds_server.py reads fixtures with python3-yaml and its
+             # tests make certificates with openssl.
+             python3 python3-grpcio python3-protobuf openssl)
   # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
   # real `prometheus` server scraping Sluice (Debian's package has both executables).
   packages+=(prometheus)
-  # python3-yaml: the differential YAML check (tests/unit/rules/yaml_syntax_test.cpp);
+  # python3-yaml: the differential YAML check (tests/unit/rules/yaml_syntax_test.cpp) and
+  # tests/grpc/test_xds_rules.py;
   # stress-ng: the CPU hog of the stress run (docs/quality.md).
   packages+=(python3-yaml stress-ng)
 fi

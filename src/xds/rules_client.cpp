@@ -104,6 +104,11 @@ class RulesClientImpl final : public RulesClient {
     args.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
                 static_cast<int>(std::min<std::int64_t>(options_.backoff.initial.count(), 1'000)));
+    // A server that vanishes without closing the connection is noticed by keepalive pings.
+    // Five minutes: grpc servers (C core and Go alike) refuse pings on a quiet stream that
+    // come more often, with GOAWAY "too_many_pings".
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 300'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
     if (!options_.tls.server_name.empty()) {
       args.SetSslTargetNameOverride(options_.tls.server_name);
     }

@@ -496,8 +496,9 @@ class EnvoyGatewayEnvironment(unittest.TestCase):
         env["CONFIG_GRPC_XDS_SERVER_TLS_SAN"] = "envoy-gateway"
         self.sluice = SluiceXds(None, env=env)
         s = self.sluice
-        # FORCE_START_WITHOUT_INITIAL_CONFIG: ready at once, with no rules.
-        self.assertEqual(s.readyz()[0], 200)
+        # FORCE_START_WITHOUT_INITIAL_CONFIG: ready with no rules (once Redis is connected).
+        wait_for(lambda: s.readyz()[0] == 200, 10, "ready before any rule set")
+        self.assertEqual(s.readyz()[1]["rules_version"], "")
         log = s.log()
         self.assertIn("CONFIG_TYPE=GRPC_XDS_SOTW + CONFIG_GRPC_XDS_SERVER_URL=localhost:%d -> "
                       "--rules-xds localhost:%d" % (self.xds.port, self.xds.port), log)
