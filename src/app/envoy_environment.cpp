@@ -62,11 +62,6 @@ struct Unhonoured {
 constexpr Unhonoured kUnhonoured[] = {
     {"DEBUG_HOST", "", "Sluice has no debug listener (its /rules, /metrics are on --listen)"},
     {"DEBUG_PORT", "", "Sluice has no debug listener (its /rules, /metrics are on --listen)"},
-    {"GRPC_SERVER_USE_TLS", "false", "TLS on the gRPC listener is not supported"},
-    {"GRPC_SERVER_TLS_CERT", "", "TLS on the gRPC listener is not supported"},
-    {"GRPC_SERVER_TLS_KEY", "", "TLS on the gRPC listener is not supported"},
-    {"GRPC_CLIENT_TLS_CACERT", "", "TLS on the gRPC listener is not supported"},
-    {"GRPC_CLIENT_TLS_SAN", "", "TLS on the gRPC listener is not supported"},
     {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s",
      "Sluice retries the xDS stream with XDS_CLIENT_BACKOFF_* only"},
     {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "", "no extra headers on the xDS stream"},
@@ -188,7 +183,13 @@ class Mapper {
                                   "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES",
                                   "FORCE_START_WITHOUT_INITIAL_CONFIG",
                                   "USE_PROMETHEUS",
-                                  "PROMETHEUS_ADDR"}) {
+                                  "PROMETHEUS_ADDR",
+                                  "GRPC_SERVER_USE_TLS",
+                                  "GRPC_SERVER_TLS_CERT",
+                                  "GRPC_SERVER_TLS_KEY",
+                                  "GRPC_CLIENT_TLS_CACERT",
+                                  "GRPC_CLIENT_TLS_SAN"}) {
+
       envoy_specific_ = envoy_specific_ || env_(name).has_value();
     }
   }
@@ -542,6 +543,32 @@ Status mapMisc(Mapper& m) {
       return invalid("MERGE_DOMAIN_CONFIG", *merge, "must be true or false");
     }
     m.flag("MERGE_DOMAIN_CONFIG=" + *merge, "merge-domain-config", *on ? "true" : "false");
+  }
+  // TLS on the gRPC listener, mutual with GRPC_CLIENT_TLS_CACERT; envoy reads the files only
+  // when GRPC_SERVER_USE_TLS is true.
+  bool grpc_tls = false;
+  if (auto use = m.get("GRPC_SERVER_USE_TLS")) {
+    auto on = parseGoBool(*use);
+    if (!on) {
+      return invalid("GRPC_SERVER_USE_TLS", *use, "must be true or false");
+    }
+    grpc_tls = *on;
+    if (grpc_tls && (!m.get("GRPC_SERVER_TLS_CERT") || !m.get("GRPC_SERVER_TLS_KEY"))) {
+      return invalid("GRPC_SERVER_USE_TLS", *use,
+                     "needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");
+    }
+  }
+  for (auto [name, flag] : {std::pair{"GRPC_SERVER_TLS_CERT", "grpc-tls-cert"},
+                            std::pair{"GRPC_SERVER_TLS_KEY", "grpc-tls-key"},
+                            std::pair{"GRPC_CLIENT_TLS_CACERT", "grpc-tls-client-ca"},
+                            std::pair{"GRPC_CLIENT_TLS_SAN", "grpc-tls-client-san"}}) {
+    if (auto value = m.get(name); value && !value->empty()) {
+      if (grpc_tls) {
+        m.flag(std::string(name) + "=" + *value, flag, *value);
+      } else {
+        m.unhonoured(name, *value, "GRPC_SERVER_USE_TLS is not true (envoy ignores it too)");
+      }
+    }
   }
   for (const Unhonoured& u : kUnhonoured) {
     auto value = m.get(u.name);
