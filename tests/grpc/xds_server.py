@@ -72,6 +72,7 @@ class _Stream:
         self.outbox = queue.Queue()
         self.requests = []
         self.closed = False
+        self.sent_version = None
 
 
 class _Service(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
@@ -92,10 +93,15 @@ class _Service(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
                         owner.requests.append(request)
                         snapshot = owner.snapshot
                         owner.cond.notify_all()
-                    # A stream's first request, or a version that differs: the snapshot.
+                    # A stream's first request with another version gets the snapshot,
+                    # unless set_snapshot() already pushed it to this stream.
                     if len(stream.requests) == 1 and snapshot is not None and \
                             request.version_info != snapshot[0]:
-                        stream.outbox.put(owner.make_response(*snapshot))
+                        with owner.lock:
+                            already = stream.sent_version == snapshot[0]
+                            stream.sent_version = snapshot[0]
+                        if not already:
+                            stream.outbox.put(owner.make_response(*snapshot))
             except grpc.RpcError:
                 pass
             finally:
@@ -170,6 +176,8 @@ class XdsServer:
             streams = list(self.streams)
         nonces = []
         for stream in streams:
+            with self.lock:
+                stream.sent_version = version
             message = self.make_response(version, configs, type_url)
             nonces.append(message.nonce)
             stream.outbox.put(message)
