@@ -516,18 +516,25 @@ class EnvoyGatewayEnvironment(unittest.TestCase):
         status, text = s.get("/metrics", port=metrics_port)
         self.assertEqual(status, 200)
         self.assertIn("rules_xds_connected 1", text)
-        # Envoy's ShouldRateLimit: over mutual TLS once the gRPC listener honours
-        # GRPC_SERVER_USE_TLS, else (said in the log) over plaintext.
-        if "not honoured: GRPC_SERVER_USE_TLS" in log:
-            channel = grpc.insecure_channel("127.0.0.1:%d" % s.grpc_port)
-        else:
-            credentials = grpc.ssl_channel_credentials(
-                root_certificates=open(os.path.join(self.dir, "ca.crt"), "rb").read(),
-                private_key=open(os.path.join(self.dir, "client.key"), "rb").read(),
-                certificate_chain=open(os.path.join(self.dir, "client.crt"), "rb").read())
-            channel = grpc.secure_channel(
-                "127.0.0.1:%d" % s.grpc_port, credentials,
-                options=[("grpc.ssl_target_name_override", "envoy-ratelimit")])
+        # Envoy's ShouldRateLimit over TLS (GRPC_SERVER_USE_TLS with the mounted certificate;
+        # Envoy Gateway's GRPC_SERVER_TLS_CA_CERT is not envoy's variable: no client
+        # certificate is asked for, one is presented all the same, as Envoy does).
+        self.assertIn("-> --grpc-tls-cert", log)
+        self.assertNotIn("not honoured: GRPC_SERVER_USE_TLS", log)
+        with self.assertRaises(grpc.RpcError):  # plaintext is refused
+            plain = grpc.insecure_channel("127.0.0.1:%d" % s.grpc_port)
+            try:
+                rls_pb2_grpc.RateLimitServiceStub(plain).ShouldRateLimit(
+                    request("first-listener", [[("first-route", "first-route")]]), timeout=2)
+            finally:
+                plain.close()
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=open(os.path.join(self.dir, "ca.crt"), "rb").read(),
+            private_key=open(os.path.join(self.dir, "client.key"), "rb").read(),
+            certificate_chain=open(os.path.join(self.dir, "client.crt"), "rb").read())
+        channel = grpc.secure_channel(
+            "127.0.0.1:%d" % s.grpc_port, credentials,
+            options=[("grpc.ssl_target_name_override", "envoy-ratelimit")])
         stub = rls_pb2_grpc.RateLimitServiceStub(channel)
         entries = [("first-route", "first-route"), ("rule-0-match-0", "user-1")]
         codes = [stub.ShouldRateLimit(request("first-listener", [entries]), timeout=5).overall_code
