@@ -35,7 +35,8 @@ LAYERS = {
     "decision": ["common", "limiter", "rules", "store"],
     "http": ["common", "limiter", "rules", "store", "decision"],
     "grpc": ["common", "limiter", "rules", "store", "decision"],
-    "app": ["common", "limiter", "rules", "store", "decision", "http", "grpc"],
+    "xds": ["common", "limiter", "rules"],
+    "app": ["common", "limiter", "rules", "store", "decision", "http", "grpc", "xds"],
 }
 
 # Third-party include prefixes and the CMake target that brings each.
@@ -55,6 +56,8 @@ THIRD_PARTY = {
 EXTERNAL_PUBLIC = {
     "sluice_rls_proto": ["gRPC::grpc++_reflection", "absl::synchronization"],
     "gRPC::grpc++_reflection": ["absl::synchronization", "sluice_rls_proto"],
+    "sluice_xds_proto": ["gRPC::grpc++", "sluice_rls_proto"],
+    "gRPC::grpc++": ["gRPC::grpc++_reflection", "sluice_rls_proto"],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
