@@ -100,8 +100,6 @@ constexpr Unhonoured kUnhonoured[] = {
     {"LOCAL_CACHE_SIZE_IN_BYTES", "",
      "the local over-limit cache is always on and bounded by keys, not bytes"},
     {"NEAR_LIMIT_RATIO", "0.8", "near_limit_total counts at 80% of a limit, fixed"},
-    {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true",
-     "Sluice never charges a denied request (unless the rule sets count_rejected)"},
     {"LIMIT_LIMIT_HEADER", "",
      "header names are fixed: X-Ratelimit-*, RateLimit-Policy, RateLimit (see README)"},
     {"LIMIT_REMAINING_HEADER", "",
@@ -174,7 +172,7 @@ class Mapper {
           "GRPC_HOST", "GRPC_PORT", "GRPC_UDS", "GRPC_MAX_CONNECTION_AGE",
           "GRPC_MAX_CONNECTION_AGE_GRACE", "REDIS_TYPE", "REDIS_SOCKET_TYPE", "REDIS_URL",
           "REDIS_AUTH", "REDIS_TIMEOUT", "CACHE_KEY_PREFIX", "LIMIT_RESPONSE_HEADERS_ENABLED",
-          "MERGE_DOMAIN_CONFIG"}) {
+          "MERGE_DOMAIN_CONFIG", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"}) {
       envoy_specific_ = envoy_specific_ || env_(name).has_value();
     }
   }
@@ -420,6 +418,14 @@ Status mapMisc(Mapper& m) {
     }
     m.flag("LIMIT_RESPONSE_HEADERS_ENABLED=" + *headers, "grpc-response-headers",
            *on ? "true" : "false");
+  }
+  if (auto stop = m.get("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")) {
+    auto on = parseGoBool(*stop);
+    if (!on) {
+      return invalid("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", *stop, "must be true or false");
+    }
+    m.flag("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=" + *stop, "envoy-charge",
+           *on ? "all-or-nothing" : "every");
   }
   if (auto merge = m.get("MERGE_DOMAIN_CONFIG")) {
     auto on = parseGoBool(*merge);

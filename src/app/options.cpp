@@ -283,6 +283,20 @@ const std::vector<Flag>& flags() {
       {"grpc-response-headers", "BOOL",
        "gRPC answers carry the rate-limit headers in response_headers_to_add (default true)",
        [](AppOptions& o, std::string_view v) { return boolean(v, o.grpc_response_headers); }},
+      {"envoy-charge", "MODE",
+       "how POST /json and gRPC RLS charge a request's limits: every (each matched limit is "
+       "counted, denied or not, as envoyproxy/ratelimit does) or all-or-nothing (a denied "
+       "request charges nothing) (default every; docs/refunds.md)",
+       [](AppOptions& o, std::string_view v) -> Status {
+         if (v == "every") {
+           o.envoy_charge = Charge::kEvery;
+         } else if (v == "all-or-nothing") {
+           o.envoy_charge = Charge::kAllOrNothing;
+         } else {
+           return invalid("must be every or all-or-nothing, got \"" + std::string(v) + "\"");
+         }
+         return {};
+       }},
       {"grpc-reflection", "BOOL",
        "gRPC server reflection (grpc.reflection.v1alpha, for grpcurl) on the gRPC listener "
        "(default false)",

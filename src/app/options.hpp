@@ -69,7 +69,9 @@ struct AppOptions {
   std::chrono::milliseconds grpc_max_connection_age{std::chrono::hours(24)};
   std::chrono::milliseconds grpc_max_connection_age_grace{std::chrono::hours(1)};
   bool grpc_response_headers = true;  ///< rate-limit headers in response_headers_to_add
-  bool grpc_reflection = false;       ///< grpc.reflection.v1alpha on the gRPC listener
+  /// How /json and gRPC RLS charge a request's limits (--envoy-charge; docs/refunds.md).
+  Charge envoy_charge = Charge::kEvery;
+  bool grpc_reflection = false;  ///< grpc.reflection.v1alpha on the gRPC listener
   /// `consistency: eventual` (docs/eventual.md): sync interval, own region, other regions
   /// (NAME=URL,...; parsed at start-up against the Redis options), bound on eventual keys.
   std::chrono::milliseconds sync_interval{50};
