@@ -123,11 +123,11 @@ class Counting(unittest.TestCase):
                       "all-or-nothing", self.sluice.log())
         self.assertEqual(self.token_quota(4), 4)
 
-    def test_multiservice_token_quota_script(self):
-        # multiservice-tokenquota.sh: the request path checks both services with hits 0;
-        # the rules metadata of the services that passed names the one to use (the first);
-        # the stream end charges 1 to the service that served.
-        self.start()
+    def multiservice(self):
+        """multiservice-tokenquota.sh: the request path checks both services with hits 0;
+        the rules metadata of the services that passed names the one to use (the first);
+        the stream end charges 1 to the service that served. Returns who served each of 6
+        requests (None: denied)."""
         served_by = []
         for _ in range(6):
             check = self.call("rl", [
@@ -140,8 +140,18 @@ class Counting(unittest.TestCase):
             name = metadata.fields["service_with_quota"].struct_value.fields["name"].string_value
             served_by.append(name)
             self.call("rl", [{"entries": [("service", name)], "hits_addend": 1}])
-        self.assertEqual(served_by, ["service_1", "service_1", "service_2", "service_2",
-                                     "service_2", None])
+        return served_by
+
+    def test_multiservice_token_quota_script(self):
+        self.start()
+        self.assertEqual(self.multiservice(), ["service_1", "service_1", "service_2",
+                                               "service_2", "service_2", None])
+
+    def test_multiservice_all_or_nothing_never_runs_out(self):
+        # service_1's charge at stream end crosses its limit of 1 and is refused: it serves
+        # every request.
+        self.start(["--envoy-charge", "all-or-nothing"])
+        self.assertEqual(self.multiservice(), ["service_1"] * 6)
 
     def two_keys(self):
         """testBasicBaseConfig's second loop: key2 (20/minute) and key3 (10/hour) in one

@@ -152,7 +152,7 @@ TEST(DecisionCodecTest, EveryMalformedShapeNamesTheField) {
       "descriptors[0].hits_addend: must be an integer from 0 to 1000000000");
   EXPECT_EQ(parseError(R"({"descriptor":[]})"),
             "body: unknown field \"descriptor\" (expected domain, clientId, descriptors, hits, "
-            "timestamp)");
+            "refund, report, timestamp)");
 }
 
 TEST(DecisionCodecTest, BoundsAreEnforced) {
