@@ -44,6 +44,14 @@ Status applyOperationsOption(OperationsOptions& options, std::string_view name,
     options.access_log = value == "off" ? std::string() : std::string(value);
     return {};
   }
+  if (name == "access-log-format") {
+    auto format = parseLogFormat(value);
+    if (!format) {
+      return format.error();
+    }
+    options.access_log_format = *format;
+    return {};
+  }
   if (name == "events") {
     if (value != "redis-stream" && value != "off") {
       return invalid("must be redis-stream or off, got \"" + std::string(value) + "\"");

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,8 +14,10 @@ namespace sluice::app {
 /// The operators' flags (docs/operations.md): log format, access log, denied-request events, admin
 /// listener. Each is also SLUICE_<NAME> and a key of the --config YAML, like every flag.
 struct OperationsOptions {
-  LogFormat log_format = LogFormat::kPlain;      ///< --log-format plain|json
-  std::string access_log;                        ///< --access-log PATH|- ("" off, the default)
+  LogFormat log_format = LogFormat::kPlain;  ///< --log-format plain|json
+  std::string access_log;                    ///< --access-log PATH|- ("" off, the default)
+  /// --access-log-format plain|json; nullopt: as --log-format.
+  std::optional<LogFormat> access_log_format;
   bool events = false;                           ///< --events redis-stream|off (default off)
   std::string events_redis;                      ///< --events-redis URL ("" : the store's --redis)
   std::string events_stream = "sluice:denials";  ///< --events-stream NAME
@@ -26,7 +29,8 @@ struct OperationsOptions {
   std::size_t top_capacity = 100;       ///< --top-capacity N (Space-Saving counters)
 };
 
-/// Applies one flag by its name without dashes ("log-format", "access-log", "events",
+/// Applies one flag by its name without dashes ("log-format", "access-log",
+/// "access-log-format", "events",
 /// "events-redis", "events-stream", "events-maxlen", "admin-listen", "top-window-ms",
 /// "top-capacity"). A bare PORT for
 /// --admin-listen binds 127.0.0.1. Errors (kInvalidArgument) say what is wrong.

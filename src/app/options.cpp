@@ -333,6 +333,11 @@ const std::vector<Flag>& flags() {
        [](AppOptions& o, std::string_view v) {
          return applyOperationsOption(o.operations, "access-log", v);
        }},
+      {"access-log-format", "FORMAT",
+       "plain | json: json is the line `sluice simulate` replays (default: --log-format)",
+       [](AppOptions& o, std::string_view v) {
+         return applyOperationsOption(o.operations, "access-log-format", v);
+       }},
       {"events", "KIND", "redis-stream: append each denial to a Redis Stream (default off)",
        [](AppOptions& o, std::string_view v) {
          return applyOperationsOption(o.operations, "events", v);

@@ -98,6 +98,9 @@ struct Decision {
   bool allowed = true;
   bool degraded = false;  ///< decided by a failure mode, not by the store
   bool domain_known = true;
+  /// When the store evaluated the limits (StoreResponse::at_us); 0 when it does not say or
+  /// no limit was evaluated.
+  Micros decided_at_us = 0;
   std::vector<DescriptorStatus> descriptors;
   RuleSetPtr rules;  ///< the snapshot used from start to end
   /// The request's domain in `rules`; null when unknown (or the rules are not loaded).
