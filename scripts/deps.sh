@@ -5,7 +5,7 @@ set -euo pipefail
 level=${1:-build}
 
 packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhiredis-dev
-          libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev
+          libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev
           # gRPC (src/grpc, proto/): grpc++'s CMake package needs all four; libgrpc++-dev
           # also brings grpc++_reflection. src/grpc includes abseil's mutex.h itself.
           libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev)
@@ -19,6 +19,9 @@ if [[ $level == test || $level == bench ]]; then
   # python3-yaml: the differential YAML check (tests/unit/rules/yaml_syntax_test.cpp);
   # stress-ng: the CPU hog of the stress run (docs/quality.md).
   packages+=(python3-yaml stress-ng)
+  # tests/browser: the what-if HTML report in headless Chromium; zlib: gzip logs for
+  # `sluice simulate` (also a build dependency, below).
+  packages+=(chromium)
 fi
 if [[ $level == bench ]]; then
   # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as

@@ -47,7 +47,7 @@ void TimeSeries::alignTo(Micros start, Micros width) {
 std::uint64_t RuleStats::clientsNewlyDenied() const {
   std::uint64_t n = 0;
   for (const auto& [who, c] : clients) {
-    n += c.denied_new > 0 && c.denied_old == 0 ? 1 : 0;
+    n += c.newly_denied > 0 ? 1 : 0;
   }
   return n;
 }
@@ -55,85 +55,13 @@ std::uint64_t RuleStats::clientsNewlyDenied() const {
 std::uint64_t RuleStats::clientsNoLongerDenied() const {
   std::uint64_t n = 0;
   for (const auto& [who, c] : clients) {
-    n += c.denied_old > 0 && c.denied_new == 0 ? 1 : 0;
+    n += c.no_longer_denied > 0 ? 1 : 0;
   }
   return n;
 }
 
-namespace {
-
-void appendEntry(std::string& out, const Entry& entry) {
-  if (!out.empty()) {
-    out += ',';
-  }
-  out += entry.key;
-  out += '=';
-  out += entry.value;
-}
-
-/// True when the rules give `entry` a node of its own value at this level (the bucket holds
-/// the value every request of that node has) or a wildcard whose values share one counter.
-const DescriptorNode* fixedNode(const std::vector<DescriptorNode>& level, const Entry& entry,
-                                bool& fixed) {
-  const DescriptorNode* counted = nullptr;
-  for (const DescriptorNode& node : level) {
-    if (node.key != entry.key) {
-      continue;
-    }
-    if (node.value && !node.wildcard && *node.value == entry.value) {
-      fixed = true;
-      return &node;
-    }
-    if (node.value && node.wildcard) {
-      const std::string_view pattern = *node.value;
-      const std::string_view prefix = pattern.substr(0, pattern.find('*'));
-      if (std::string_view(entry.value).substr(0, prefix.size()) == prefix && counted == nullptr) {
-        fixed = node.share_threshold;
-        counted = &node;
-      }
-    } else if (!node.value && counted == nullptr) {
-      fixed = false;
-      counted = &node;
-    }
-  }
-  return counted;
-}
-
-}  // namespace
-
 void Differ::identity(const Decision& decision, std::size_t descriptor, std::string& out) {
-  out.clear();
-  const DecisionRequest& request = decision.request;
-  if (!request.client_id.empty()) {
-    out = request.client_id;
-    return;
-  }
-  if (descriptor >= request.descriptors.size()) {
-    return;
-  }
-  const Descriptor& entries = request.descriptors[descriptor];
-  const std::vector<DescriptorNode>* level =
-      decision.domain != nullptr ? &decision.domain->descriptors : nullptr;
-  for (const Entry& entry : entries) {
-    if (level == nullptr) {
-      appendEntry(out, entry);
-      continue;
-    }
-    bool fixed = false;
-    const DescriptorNode* node = fixedNode(*level, entry, fixed);
-    if (node == nullptr) {
-      break;  // the rules go no deeper: later entries are not part of the bucket
-    }
-    if (!fixed) {
-      appendEntry(out, entry);
-    }
-    level = &node->children;
-  }
-  if (out.empty()) {
-    for (const Entry& entry : entries) {
-      appendEntry(out, entry);
-    }
-  }
+  assignBucketIdentity(out, decision, descriptor);
 }
 
 namespace {
@@ -260,6 +188,11 @@ void Differ::add(Micros at, const Decision* old_decision, const Decision& new_de
       ++rule.denied_new;
       ++client.denied_new;
       rule.series_new.add(at, 1);
+    }
+    if (t.new_denied && !t.old_denied) {
+      ++client.newly_denied;
+    } else if (t.old_denied && !t.new_denied) {
+      ++client.no_longer_denied;
     }
     if (rule.window_us > 0) {
       const Micros window = at - at % rule.window_us;

@@ -35,6 +35,8 @@ struct ClientStats {
   std::uint64_t matched = 0;
   std::uint64_t denied_old = 0;
   std::uint64_t denied_new = 0;
+  std::uint64_t newly_denied = 0;      ///< requests denied under the new rules only
+  std::uint64_t no_longer_denied = 0;  ///< requests denied under the baseline only
   std::int64_t peak = 0;     ///< most hits in one window of the rule (its new window if any)
   Micros peak_at = 0;        ///< that window's start
   Micros window_start = -1;  ///< the window being counted
@@ -64,6 +66,7 @@ struct RuleStats {
   TimeSeries series_old;
   TimeSeries series_new;
 
+  /// Clients with at least one request this rule newly denies / no longer denies.
   std::uint64_t clientsNewlyDenied() const;
   std::uint64_t clientsNoLongerDenied() const;
 };

@@ -65,7 +65,7 @@ std::string svgChart(const std::string& id, const std::string& title, std::vecto
   constexpr int kWidth = 760;
   constexpr int kHeight = 240;
   constexpr int kLeft = 60;
-  constexpr int kRight = 16;
+  constexpr int kRight = 40;
   constexpr int kTop = 28;
   constexpr int kBottom = 36;
   Micros start = 0;
@@ -369,26 +369,27 @@ std::string HtmlRecorder::render(const Differ& differ, std::uint64_t malformed,
   out +=
       "<h2>Newly denied clients</h2>\n<table class=\"sortable\" id=\"newly-denied\"><thead>"
       "<tr><th>client</th><th>rule</th><th>requests</th><th>denied (baseline)</th>"
-      "<th>denied (new)</th><th>peak per window</th><th>limit</th></tr></thead><tbody>";
+      "<th>denied (new)</th><th>newly denied</th><th>peak per "
+      "window</th><th>limit</th></tr></thead><tbody>";
   for (const RuleStats* rule : differ.rules()) {
     std::vector<std::pair<const std::string*, const ClientStats*>> rows;
     for (const auto& [who, c] : rule->clients) {
-      if (c.denied_new > c.denied_old) {
+      if (c.newly_denied > 0) {
         rows.emplace_back(&who, &c);
       }
     }
     const std::size_t keep = std::min(rows.size(), top * 10);
     std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(keep), rows.end(),
                       [](const auto& a, const auto& b) {
-                        return a.second->denied_new - a.second->denied_old >
-                               b.second->denied_new - b.second->denied_old;
+                        return a.second->newly_denied > b.second->newly_denied;
                       });
     rows.resize(keep);
     for (const auto& [who, c] : rows) {
       out += "<tr><td>" + html(who->empty() ? "\"\"" : *who) + "</td><td>" + html(rule->name) +
              "</td><td class=\"n\">" + std::to_string(c->matched) + "</td><td class=\"n\">" +
              std::to_string(c->denied_old) + "</td><td class=\"n\">" +
-             std::to_string(c->denied_new) + "</td><td class=\"n\">" + std::to_string(c->peak) +
+             std::to_string(c->denied_new) + "</td><td class=\"n\">" +
+             std::to_string(c->newly_denied) + "</td><td class=\"n\">" + std::to_string(c->peak) +
              " / " + html(rule->window_name) + "</td><td class=\"n\">" +
              std::to_string(rule->limit_value) + "</td></tr>";
     }

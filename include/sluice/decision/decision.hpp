@@ -142,6 +142,15 @@ std::string_view limitOutcomeWord(const LimitStatus& limit);
 /// "key=value,key=value" (descriptor values as sent).
 std::string describeDescriptor(const Descriptor& descriptor);
 
+/// "Who" a limit of request descriptor `descriptor` is charged to, written into `out`
+/// (replacing it, keeping its capacity): the request's client id where there is one, else
+/// the descriptor entries that make the bucket distinct, those the rules count per value
+/// (`user=mallory`, not the `path=/login` all such buckets share); all the descriptor's
+/// entries when none does (a bucket shared by everyone); "" for the domain-level limit of a
+/// request without client id. /limits/top, the denial events and `sluice simulate` name
+/// clients so.
+void assignBucketIdentity(std::string& out, const Decision& decision, std::size_t descriptor);
+
 /// This thread's spare request and decision, whose vectors and strings keep the capacity of
 /// a decision already answered: a transport that parses into takeSpareRequest() and gives
 /// each answered decision back with recycleDecision() decides without allocating for them
