@@ -18,6 +18,7 @@
 #include "simulate/log_map.hpp"
 #include "simulate/log_source.hpp"
 #include "simulate/replayer.hpp"
+#include "sluice/common/value_parsers.hpp"
 
 namespace sluice::simulate {
 namespace {
@@ -101,13 +102,11 @@ Result<Arguments> parseArguments(const std::vector<std::string>& args) {
       } else if (name == "--client") {
         a.client = *v;
       } else if (name == "--top") {
-        std::size_t n = 0;
-        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-        if (ec != std::errc() || end != v->data() + v->size() || n < 1 || n > 1000) {
-          return makeError(ErrorKind::kInvalidArgument,
-                           "--top must be an integer from 1 to 1000, got \"" + *v + "\"");
+        auto n = parseInteger<std::size_t>(*v, 1, 1000);
+        if (!n) {
+          return makeError(ErrorKind::kInvalidArgument, "--top " + n.error().message);
         }
-        a.top = n;
+        a.top = *n;
       } else {
         double pct = 0;
         if (!parsePercent(*v, pct)) {
