@@ -29,18 +29,24 @@ done
 packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhiredis-dev
           libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev
           # gRPC (src/grpc, proto/): grpc++'s CMake package needs all four; libgrpc++-dev
-          # also brings grpc++_reflection. src/grpc includes abseil's mutex.h itself.
+          # also brings grpc++_reflection; gRPC's CMake package needs abseil's.
           libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev
           # scripts/test.sh compiles through ccache, and so does the image's build stage when
           # the test mounts that cache into it (tests/container/).
-          ccache)
+          ccache
+          # The gRPC listener's own HTTP/2 (nghttp2) and its TLS (OpenSSL through Asio).
+          libnghttp2-dev libssl-dev)
 if [[ $level == runtime ]]; then
   # What build/sluice links (Boost.Asio/Beast and nlohmann_json are header-only;
   # libgrpc++1.51 brings libgrpc29, abseil, upb, c-ares, re2). The image checks the binary
   # with ldd, so this list cannot fall behind unnoticed.
   packages=(libhiredis0.14 libyaml-cpp0.7 libspdlog1.10 libfmt9 libgrpc++1.51 libprotobuf32
+<<<<<<< HEAD
             # zlib: `sluice simulate` reads gzip logs.
             zlib1g)
+=======
+            libnghttp2-14 libssl3)
+>>>>>>> main
 fi
 if [[ $level == unit || $level == test || $level == bench ]]; then
   # GoogleTest; the Redis store's unit tests start their own redis-server;
@@ -50,7 +56,9 @@ fi
 if [[ $level == test || $level == bench ]]; then
   packages+=(redis-tools curl nginx-light wrk docker-compose
              # tests/grpc: a real gRPC client, run by /usr/bin/python3.
-             python3-grpcio python3-protobuf)
+             python3-grpcio python3-protobuf
+             # tests/grpc/test_rls_hostile.py: HPACK for the raw HTTP/2 client's frames.
+             python3-hpack)
   # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
   # real `prometheus` server scraping Sluice (Debian's package has both executables).
   packages+=(prometheus)
