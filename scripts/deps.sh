@@ -41,12 +41,9 @@ if [[ $level == runtime ]]; then
   # libgrpc++1.51 brings libgrpc29, abseil, upb, c-ares, re2). The image checks the binary
   # with ldd, so this list cannot fall behind unnoticed.
   packages=(libhiredis0.14 libyaml-cpp0.7 libspdlog1.10 libfmt9 libgrpc++1.51 libprotobuf32
-<<<<<<< HEAD
+            libnghttp2-14 libssl3
             # zlib: `sluice simulate` reads gzip logs.
             zlib1g)
-=======
-            libnghttp2-14 libssl3)
->>>>>>> main
 fi
 if [[ $level == unit || $level == test || $level == bench ]]; then
   # GoogleTest; the Redis store's unit tests start their own redis-server;
