@@ -50,8 +50,10 @@ if [[ $level == unit || $level == test || $level == bench ]]; then
 fi
 if [[ $level == test || $level == bench ]]; then
   packages+=(redis-tools curl nginx-light wrk docker-compose
-             # tests/grpc: a real gRPC client, run by /usr/bin/python3.
-             python3-grpcio python3-protobuf
+             # tests/grpc: a real gRPC client, run by /usr/bin/python3; the xDS tests
+             # (tests/grpc/test_xds_rules.py) make certificates with openssl and read Envoy
+             # Gateway's fixtures with python3-yaml (unit level).
+             python3-grpcio python3-protobuf openssl
              # tests/grpc/test_rls_hostile.py: HPACK for the raw HTTP/2 client's frames.
              python3-hpack)
   # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
