@@ -25,6 +25,7 @@
 #include "http/routes.hpp"
 #include "http/server.hpp"
 #include "rules/consistency.hpp"
+#include "simulate/simulate_command.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision_service.hpp"
@@ -568,6 +569,10 @@ int serve(const AppOptions& options) {
 
 int runMain(int argc, char** argv) {
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (!args.empty() && args.front() == "simulate") {
+    args.erase(args.begin());
+    return simulate::runSimulate(args, std::cout, std::cerr);
+  }
   auto options = parseOptions(args, [](std::string_view name) -> std::optional<std::string> {
     const char* value = std::getenv(std::string(name).c_str());
     return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
