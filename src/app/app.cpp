@@ -20,6 +20,7 @@
 #include "app/operations.hpp"
 #include "app/options.hpp"
 #include "app/rules_watcher.hpp"
+#include "sluice/simulate/simulate_command.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision_service.hpp"
@@ -503,6 +504,7 @@ class SluiceServer {
     parts.rules = [this] { return watcher_->current(); };
     parts.store = t.store;
     parts.clock = &clock_;
+    parts.envoy_charge = options_.envoy_charge;
     parts.observers.push_back(t.metrics.get());
     for (DecisionObserver* observer : operations_->observers()) {
       parts.observers.push_back(observer);
@@ -568,6 +570,10 @@ int serve(const AppOptions& options) {
 
 int runMain(int argc, char** argv) {
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (!args.empty() && args.front() == "simulate") {
+    args.erase(args.begin());
+    return simulate::runSimulate(args, std::cout, std::cerr);
+  }
   auto options = parseOptions(args, [](std::string_view name) -> std::optional<std::string> {
     const char* value = std::getenv(std::string(name).c_str());
     return value != nullptr ? std::optional<std::string>(value) : std::nullopt;

@@ -36,7 +36,8 @@ LAYERS = {
     "http": ["common", "limiter", "rules", "store", "decision"],
     "grpc": ["common", "limiter", "rules", "store", "decision"],
     "xds": ["common", "limiter", "rules"],
-    "app": ["common", "limiter", "rules", "store", "decision", "http", "grpc", "xds"],
+    "simulate": ["common", "limiter", "rules", "store", "decision"],
+    "app": ["common", "limiter", "rules", "store", "decision", "simulate", "http", "grpc", "xds"],
 }
 
 # Third-party include prefixes and the CMake target that brings each.

@@ -14,6 +14,7 @@
 #include "sluice/common/result.hpp"
 #include "sluice/limiter/limiter.hpp"
 #include "sluice/rules/rules.hpp"
+#include "sluice/store/store.hpp"
 
 namespace sluice {
 
@@ -45,6 +46,22 @@ struct DecisionRequest {
   /// Per-descriptor limit overrides (envoy's descriptor-level `limit`); empty or one per
   /// descriptor. A descriptor with an override is not matched against the rules.
   std::vector<std::optional<LimitOverride>> descriptor_limits;
+  /// A refund: every limit is given its hits back instead of charged (docs/refunds.md).
+  bool refund = false;
+  /// Per-descriptor refunds (Envoy's descriptor-level `is_negative_hits`); empty or one
+  /// per descriptor. A refunded descriptor's limits never deny the request.
+  std::vector<bool> descriptor_refunds;
+  /// How the limits that are not refunded are charged (store.hpp, Charge): all or nothing,
+  /// every limit whatever the verdict (envoy's counting), or a report (never denies).
+  Charge charge = Charge::kAllOrNothing;
+  /// The request came through Envoy's API (POST /json, gRPC RLS): a request charged all or
+  /// nothing is charged as DecisionServiceParts::envoy_charge says instead.
+  bool envoy_api = false;
+
+  /// True when descriptor `d` is refunded.
+  bool refunds(std::size_t d) const {
+    return refund || (d < descriptor_refunds.size() && descriptor_refunds[d]);
+  }
 };
 
 /// The status of one limit of one descriptor.
@@ -98,6 +115,9 @@ struct Decision {
   bool allowed = true;
   bool degraded = false;  ///< decided by a failure mode, not by the store
   bool domain_known = true;
+  /// When the store evaluated the limits (StoreResponse::at_us); 0 when it does not say or
+  /// no limit was evaluated.
+  Micros decided_at_us = 0;
   std::vector<DescriptorStatus> descriptors;
   RuleSetPtr rules;  ///< the snapshot used from start to end
   /// The request's domain in `rules`; null when unknown (or the rules are not loaded).
@@ -138,6 +158,15 @@ std::string_view limitOutcomeWord(const LimitStatus& limit);
 
 /// "key=value,key=value" (descriptor values as sent).
 std::string describeDescriptor(const Descriptor& descriptor);
+
+/// "Who" a limit of request descriptor `descriptor` is charged to, written into `out`
+/// (replacing it, keeping its capacity): the request's client id where there is one, else
+/// the descriptor entries that make the bucket distinct, those the rules count per value
+/// (`user=mallory`, not the `path=/login` all such buckets share); all the descriptor's
+/// entries when none does (a bucket shared by everyone); "" for the domain-level limit of a
+/// request without client id. /limits/top, the denial events and `sluice simulate` name
+/// clients so.
+void assignBucketIdentity(std::string& out, const Decision& decision, std::size_t descriptor);
 
 /// This thread's spare request, whose vectors and strings keep the capacity of a decision
 /// already answered: a transport that parses into takeSpareRequest() and gives each answered
