@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "sluice/common/value_parsers.hpp"
+
 namespace sluice::app {
 namespace {
 
@@ -353,19 +355,12 @@ Status mapRedis(Mapper& m) {
     }
     sluice_url = "unix://" + user_info + address;
   } else {
-    std::string_view rest = address;
-    while (true) {
-      auto comma = rest.find(',');
-      std::string_view node = rest.substr(0, comma);
+    for (std::string_view node : splitList(address)) {
       if (node.empty()) {
         return invalid("REDIS_URL", address, "expected host:port[,host:port...]");
       }
       sluice_url +=
           (sluice_url.empty() ? "" : ",") + std::string("redis://") + user_info + std::string(node);
-      if (comma == std::string_view::npos) {
-        break;
-      }
-      rest.remove_prefix(comma + 1);
     }
   }
   std::string source;

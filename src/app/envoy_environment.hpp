@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/common/flag_registry.hpp"
 #include "sluice/common/result.hpp"
 
 /// envoyproxy/ratelimit's environment variables (its README's settings), so that its
@@ -32,7 +33,7 @@ struct EnvoyEnvironment {
 };
 
 /// Reads an environment variable; nullopt when unset.
-using EnvironmentLookup = std::function<std::optional<std::string>(std::string_view name)>;
+using sluice::EnvironmentLookup;
 
 /// Maps every envoyproxy/ratelimit variable that is set. HOST, PORT, LOG_LEVEL and LOG_FORMAT
 /// are so common that they are read only when a variable proper to envoyproxy/ratelimit

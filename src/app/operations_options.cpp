@@ -1,102 +1,109 @@
 #include "app/operations_options.hpp"
 
-#include <charconv>
-#include <limits>
-
-#include "app/options.hpp"
-
 namespace sluice::app {
 namespace {
-
-Error invalid(std::string message) {
-  return makeError(ErrorKind::kInvalidArgument, std::move(message));
-}
 
 constexpr std::size_t kMaxStreamLength = std::size_t{1} << 40;
 constexpr std::int64_t kMaxTopWindowMs = 24LL * 3600 * 1000;
 constexpr std::size_t kMaxTopCapacity = 10'000;
 
-template <typename T>
-Status parseBounded(std::string_view value, T low, T high, T& out) {
-  T n = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (ec != std::errc() || end != value.data() + value.size() || n < low || n > high) {
-    return invalid("must be an integer from " + std::to_string(low) + " to " +
-                   std::to_string(high) + ", got \"" + std::string(value) + "\"");
+Status setLogFormat(OperationsOptions& options, std::string_view value) {
+  auto format = parseLogFormat(value);
+  if (!format) {
+    return format.error();
   }
-  out = n;
+  options.log_format = *format;
+  return {};
+}
+
+Status setEvents(OperationsOptions& options, std::string_view value) {
+  if (value != "redis-stream" && value != "off") {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "must be redis-stream or off, got \"" + std::string(value) + "\"");
+  }
+  options.events = value == "redis-stream";
+  return {};
+}
+
+/// "off", "HOST:PORT", or a bare PORT, which stays on loopback.
+Status setAdminListen(OperationsOptions& options, std::string_view value) {
+  if (value == "off") {
+    options.admin = false;
+    return {};
+  }
+  const std::string text = value.find(':') == std::string_view::npos
+                               ? "127.0.0.1:" + std::string(value)
+                               : std::string(value);
+  auto address = parseHostPort(text);
+  if (!address) {
+    return address.error();
+  }
+  options.admin_host = std::move(address->host);
+  options.admin_port = address->port;
+  options.admin = true;
   return {};
 }
 
 }  // namespace
 
+void addOperationsFlags(FlagRegistry& registry, OperationsOptions& o) {
+  namespace set = flag_setters;
+  registry.section("Operations (docs/operations.md)");
+  registry.add({.name = "log-format",
+                .metavar = "FORMAT",
+                .help = "plain | json: one JSON object per log line (default plain)",
+                .set = [&o](std::string_view v) { return setLogFormat(o, v); },
+                .envoy_variables = "LOG_FORMAT"});
+  registry.add({.name = "access-log",
+                .metavar = "PATH",
+                .help = "one line per decision to PATH, - for stdout (default off)",
+                .set = [&o](std::string_view v) -> Status {
+                  o.access_log = v == "off" ? std::string() : std::string(v);
+                  return {};
+                }});
+  registry.add({.name = "events",
+                .metavar = "KIND",
+                .help = "redis-stream: append each denial to a Redis Stream (default off)",
+                .set = [&o](std::string_view v) { return setEvents(o, v); }});
+  registry.add({.name = "events-redis",
+                .metavar = "URL",
+                .help = "Redis of the events stream (default: --redis)",
+                .set = set::text(o.events_redis)});
+  registry.add({.name = "events-stream",
+                .metavar = "NAME",
+                .help = "stream key of the events (default sluice:denials)",
+                .set = set::text(o.events_stream)});
+  registry.add({.name = "events-maxlen",
+                .metavar = "N",
+                .help = "XADD MAXLEN ~ N caps the stream (default 100000)",
+                .set = set::integer<std::size_t>(o.events_maxlen, 1, kMaxStreamLength)});
+  registry.add({.name = "admin-listen",
+                .metavar = "HOST:PORT",
+                .help = "admin listener: DELETE /limits, GET /limits/top plus the read-only "
+                        "views; a bare PORT binds 127.0.0.1 (default off)",
+                .set = [&o](std::string_view v) { return setAdminListen(o, v); }});
+  registry.add({.name = "top-window-ms",
+                .metavar = "MS",
+                .help = "GET /limits/top: window of the most-denied counts; the answer covers "
+                        "the previous and the current window (default 60000)",
+                .set = set::integer<std::int64_t>(o.top_window_ms, 1000, kMaxTopWindowMs)});
+  registry.add({.name = "top-capacity",
+                .metavar = "N",
+                .help = "GET /limits/top: clients counted per rule, window and I/O thread; "
+                        "counts are within denials/N (default 100)",
+                .set = set::integer<std::size_t>(o.top_capacity, 1, kMaxTopCapacity)});
+}
+
 Status applyOperationsOption(OperationsOptions& options, std::string_view name,
                              std::string_view value) {
-  if (name == "log-format") {
-    auto format = parseLogFormat(value);
-    if (!format) {
-      return format.error();
-    }
-    options.log_format = *format;
-    return {};
+  FlagRegistry registry;
+  addOperationsFlags(registry, options);
+  const Flag* flag = registry.find(name);
+  if (flag == nullptr) {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "unknown operations option \"" + std::string(name) + "\"");
   }
-  if (name == "access-log") {
-    options.access_log = value == "off" ? std::string() : std::string(value);
-    return {};
-  }
-  if (name == "events") {
-    if (value != "redis-stream" && value != "off") {
-      return invalid("must be redis-stream or off, got \"" + std::string(value) + "\"");
-    }
-    options.events = value == "redis-stream";
-    return {};
-  }
-  if (name == "events-redis") {
-    if (value.empty()) {
-      return invalid("must not be empty");
-    }
-    options.events_redis = std::string(value);
-    return {};
-  }
-  if (name == "events-stream") {
-    if (value.empty()) {
-      return invalid("must not be empty");
-    }
-    options.events_stream = std::string(value);
-    return {};
-  }
-  if (name == "events-maxlen") {
-    std::size_t n = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > kMaxStreamLength) {
-      return invalid("must be an integer from 1 to " + std::to_string(kMaxStreamLength) +
-                     ", got \"" + std::string(value) + "\"");
-    }
-    options.events_maxlen = n;
-    return {};
-  }
-  if (name == "admin-listen") {
-    if (value == "off") {
-      options.admin = false;
-      return {};
-    }
-    std::string text(value);
-    if (text.find(':') == std::string::npos) {
-      text = "127.0.0.1:" + text;  // a bare port stays on loopback
-    }
-    if (auto status = parseListen(text, options.admin_host, options.admin_port); !status) {
-      return status;
-    }
-    options.admin = true;
-    return {};
-  }
-  if (name == "top-window-ms") {
-    return parseBounded<std::int64_t>(value, 1000, kMaxTopWindowMs, options.top_window_ms);
-  }
-  if (name == "top-capacity") {
-    return parseBounded<std::size_t>(value, 1, kMaxTopCapacity, options.top_capacity);
-  }
-  return invalid("unknown operations option \"" + std::string(name) + "\"");
+  return flag->set(value);
 }
 
 }  // namespace sluice::app

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/logging.hpp"
+#include "sluice/common/flag_registry.hpp"
 #include "sluice/common/result.hpp"
 
 namespace sluice::app {
@@ -26,10 +27,12 @@ struct OperationsOptions {
   std::size_t top_capacity = 100;       ///< --top-capacity N (Space-Saving counters)
 };
 
-/// Applies one flag by its name without dashes ("log-format", "access-log", "events",
-/// "events-redis", "events-stream", "events-maxlen", "admin-listen", "top-window-ms",
-/// "top-capacity"). A bare PORT for
-/// --admin-listen binds 127.0.0.1. Errors (kInvalidArgument) say what is wrong.
+/// Adds the operators' flags ("Operations" in --help), bound to `options`.
+void addOperationsFlags(FlagRegistry& registry, OperationsOptions& options);
+
+/// Applies one of those flags by its name without dashes ("log-format", "admin-listen",
+/// ...). A bare PORT for --admin-listen binds 127.0.0.1. Errors (kInvalidArgument) say what
+/// is wrong.
 Status applyOperationsOption(OperationsOptions& options, std::string_view name,
                              std::string_view value);
 

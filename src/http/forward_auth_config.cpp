@@ -8,6 +8,7 @@
 
 #include "http/decision_codec.hpp"
 #include "http/header_text.hpp"
+#include "sluice/common/value_parsers.hpp"
 
 namespace sluice::http {
 namespace {
@@ -367,12 +368,13 @@ Result<ForwardAuthConfig> readConfig(const YAML::Node& node, std::string_view fi
 
 Result<std::vector<Attribute>> parseClientList(std::string_view text) {
   std::vector<Attribute> sources;
-  while (!text.empty()) {
-    std::size_t comma = text.find(',');
-    std::string_view item = trim(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-    std::size_t colon = item.find(':');
-    std::string_view kind = item.substr(0, colon);
+  for (std::string_view item : splitList(text)) {
+    item = trim(item);
+    if (item.empty()) {
+      continue;
+    }
+    const std::size_t colon = item.find(':');
+    const std::string_view kind = item.substr(0, colon);
     auto source = parseSource(kind);
     if (!source || !isClientSource(*source)) {
       return invalid("unknown client source '" + std::string(item) +
@@ -394,6 +396,43 @@ Result<std::vector<Attribute>> parseClientList(std::string_view text) {
     return invalid("the client source list is empty");
   }
   return sources;
+}
+
+Result<std::vector<IpNetwork>> parseNetworkList(std::string_view text) {
+  std::vector<IpNetwork> networks;
+  for (std::string_view item : splitList(text)) {
+    if (trim(item).empty()) {
+      continue;
+    }
+    auto network = parseIpNetwork(trim(item));
+    if (!network) {
+      return network.error();
+    }
+    networks.push_back(*network);
+  }
+  return networks;
+}
+
+Result<int> parseDenyStatus(std::string_view text) {
+  auto status = parseInteger<int>(trim(text), 400, 599);
+  if (!status || trim(text).size() != 3) {
+    return invalid("forward-auth deny status '" + std::string(text) +
+                   "' must be an HTTP error status, 400..599 (403 for nginx auth_request)");
+  }
+  return *status;
+}
+
+/// A setter that parses with `parse` and stores the value in `target`.
+template <typename T, typename Parse>
+FlagSetter parsedInto(T& target, Parse parse) {
+  return [&target, parse](std::string_view value) -> Status {
+    auto parsed = parse(value);
+    if (!parsed) {
+      return parsed.error();
+    }
+    target = std::move(*parsed);
+    return {};
+  };
 }
 
 }  // namespace
@@ -427,51 +466,44 @@ Result<ForwardAuthConfig> parseForwardAuthConfig(const YAML::Node& node, std::st
   }
 }
 
+void addForwardAuthFlags(FlagRegistry& registry, ForwardAuthConfig& config) {
+  registry.section("Forward auth (/check; the forward_auth: section of --config has more)");
+  registry.add({.name = "forward-auth-domain",
+                .metavar = "NAME",
+                .help = "/check: the domain (default: forward_auth.domain, else the default "
+                        "domain)",
+                .set = [&config](std::string_view value) -> Status {
+                  config.domain = std::string(trim(value));
+                  return {};
+                }});
+  registry.add({.name = "forward-auth-deny-status",
+                .metavar = "STATUS",
+                .help = "/check: the answer to a denied request (default 429; 403 for nginx "
+                        "auth_request)",
+                .set = parsedInto(config.deny_status, parseDenyStatus)});
+  registry.add({.name = "forward-auth-client",
+                .metavar = "SOURCES",
+                .help = "/check: the client id, first source with a value, e.g. "
+                        "header:X-User-Id,cookie:sid,ip (default ip)",
+                .set = parsedInto(config.client, parseClientList)});
+  registry.add({.name = "trusted-proxies",
+                .metavar = "CIDRS",
+                .help = "/check: peers whose X-Forwarded-For is believed, e.g. "
+                        "10.0.0.0/8,127.0.0.1 (default none)",
+                .set = parsedInto(config.trusted_proxies, parseNetworkList)});
+}
+
 Status applyForwardAuthOption(ForwardAuthConfig& config, std::string_view option,
                               std::string_view value) {
-  if (option == "domain") {
-    config.domain = std::string(trim(value));
-    return {};
+  FlagRegistry registry;
+  addForwardAuthFlags(registry, config);
+  const std::string name =
+      option == "trusted-proxies" ? std::string(option) : "forward-auth-" + std::string(option);
+  const Flag* flag = registry.find(name);
+  if (flag == nullptr) {
+    return invalid("unknown forward-auth option '" + std::string(option) + "'");
   }
-  if (option == "deny-status") {
-    std::string_view digits = trim(value);
-    int status = 0;
-    bool ok = digits.size() == 3 && std::all_of(digits.begin(), digits.end(),
-                                                [](char ch) { return ch >= '0' && ch <= '9'; });
-    if (ok) {
-      status = std::stoi(std::string(digits));
-    }
-    if (!ok || status < 400 || status > 599) {
-      return invalid("forward-auth deny status '" + std::string(value) +
-                     "' must be an HTTP error status, 400..599 (403 for nginx auth_request)");
-    }
-    config.deny_status = status;
-    return {};
-  }
-  if (option == "trusted-proxies") {
-    std::vector<IpNetwork> networks;
-    std::string_view rest = value;
-    while (!trim(rest).empty()) {
-      std::size_t comma = rest.find(',');
-      auto network = parseIpNetwork(trim(rest.substr(0, comma)));
-      if (!network) {
-        return network.error();
-      }
-      networks.push_back(*network);
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    }
-    config.trusted_proxies = std::move(networks);
-    return {};
-  }
-  if (option == "client") {
-    auto sources = parseClientList(value);
-    if (!sources) {
-      return sources.error();
-    }
-    config.client = std::move(*sources);
-    return {};
-  }
-  return invalid("unknown forward-auth option '" + std::string(option) + "'");
+  return flag->set(value);
 }
 
 }  // namespace sluice::http

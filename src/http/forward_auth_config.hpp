@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "http/ip_network.hpp"
+#include "sluice/common/flag_registry.hpp"
 #include "sluice/common/result.hpp"
 
 namespace YAML {
@@ -90,7 +91,10 @@ struct ForwardAuthConfig {
 /// errors (kInvalidArgument) as "file:line:column: forward_auth.<path>: message".
 Result<ForwardAuthConfig> parseForwardAuthConfig(const YAML::Node& node, std::string_view file);
 
-/// Sets one option from a command-line flag or environment variable:
+/// Adds the --forward-auth-* and --trusted-proxies flags, bound to `config`.
+void addForwardAuthFlags(FlagRegistry& registry, ForwardAuthConfig& config);
+
+/// Sets one of those flags by its name without the "forward-auth-" prefix:
 /// `domain`, `deny-status`, `trusted-proxies` (comma-separated CIDRs) or `client`
 /// (comma-separated sources: `header:X-User-Id`, `cookie:session`, `ip`).
 Status applyForwardAuthOption(ForwardAuthConfig& config, std::string_view option,

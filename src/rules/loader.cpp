@@ -1,4 +1,3 @@
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -17,7 +16,7 @@
 #include "rules/domain_merge.hpp"
 #include "rules/limit_parser.hpp"
 #include "rules/yaml_reader.hpp"
-#include "rules/yaml_syntax.hpp"
+#include "sluice/common/yaml_document.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
@@ -346,85 +345,19 @@ std::optional<std::string> readWholeFile(const fs::path& path, std::vector<RuleE
   return content.str();
 }
 
-/// Sees where each document of a stream starts, and nothing else.
-class DocumentProbe final : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
-  void OnAlias(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
-  void OnScalar(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
-                const std::string& /*value*/) override {}
-  void OnSequenceStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/,
-                       YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
-                  YAML::EmitterStyle::value /*style*/) override {}
-  void OnMapEnd() override {}
-
-  YAML::Mark start;
-};
-
-SourceLocation locationOf(const std::string& file, const YAML::Mark& mark) {
-  if (mark.is_null() || mark.line < 0) {
-    return SourceLocation{file, 1, 1};
-  }
-  return SourceLocation{file, mark.line + 1, mark.column + 1};
-}
-
-/// The first document of a file, or an error. Not YAML::LoadAll: yaml-cpp 0.7 loops forever,
-/// allocating, on a stray ',' outside a flow collection (jbeder/yaml-cpp#1040, fixed upstream
-/// in 0.8.0). A probe pass looks at most at two documents and notices when the parser stops
-/// making progress. Throws YAML::Exception on syntax errors.
-std::variant<YAML::Node, RuleError> firstDocument(const std::string& file,
-                                                  const std::string& content) {
-  std::istringstream stream(content);
-  YAML::Parser parser(stream);
-  DocumentProbe probe;
-  if (!parser.HandleNextDocument(probe)) {
-    return YAML::Node();
-  }
-  const YAML::Mark first = probe.start;
-  if (parser.HandleNextDocument(probe)) {
-    if (probe.start.pos == first.pos) {
-      const char found = first.pos >= 0 && static_cast<std::size_t>(first.pos) < content.size()
-                             ? content[static_cast<std::size_t>(first.pos)]
-                             : '?';
-      return RuleError{locationOf(file, first),
-                       std::string("YAML syntax error: unexpected '") + found + "'"};
-    }
-    return RuleError{locationOf(file, probe.start), "only one YAML document (one domain) per file"};
-  }
-  return YAML::Load(content);
-}
-
 /// Parses one file into `rules`; reports into `errors`. yaml-cpp's exceptions stop here.
 void loadFile(const std::string& name, const std::string& content, RuleSet& rules,
               std::map<std::string, SourceLocation, std::less<>>& domain_origin,
               std::vector<RuleError>& errors, const LoadOptions& options) {
-  // What YAML forbids but yaml-cpp 0.7 accepts (src/rules/yaml_syntax.hpp).
-  if (auto error = checkYamlSyntax(name, content)) {
-    errors.push_back(std::move(*error));
-    return;
-  }
-  YAML::Node document;
-  try {
-    auto first = firstDocument(name, content);
-    if (auto* error = std::get_if<RuleError>(&first)) {
-      errors.push_back(std::move(*error));
-      return;
-    }
-    document = std::get<YAML::Node>(std::move(first));
-  } catch (const YAML::ParserException& e) {
-    SourceLocation location = locationOf(name, e.mark);
-    errors.push_back(RuleError{std::move(location), "YAML syntax error: " + e.msg});
-    return;
-  } catch (const YAML::Exception& e) {
-    errors.push_back(RuleError{{name, 1, 1}, "YAML error: " + e.msg});
+  // Strict: what YAML forbids but yaml-cpp 0.7 accepts is an error too.
+  YamlDocument document =
+      parseYamlDocument(name, content, "only one YAML document (one domain) per file");
+  if (document.error) {
+    errors.push_back(std::move(*document.error));
     return;
   }
   FileParser parser(name, errors);
-  auto domain = parser.parseDocument(document);
+  auto domain = parser.parseDocument(document.root);
   if (!domain) {
     return;
   }

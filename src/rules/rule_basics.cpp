@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/ascii.hpp"
+#include "sluice/common/value_parsers.hpp"
 #include "sluice/rules/rules.hpp"
 
 namespace sluice {
@@ -57,51 +58,7 @@ std::optional<TimeUnit> parseUnit(std::string_view text) {
   return std::nullopt;
 }
 
-std::optional<Micros> parseDuration(std::string_view text) {
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
-    ++digits;
-  }
-  if (digits == 0) {
-    return std::nullopt;
-  }
-  std::int64_t amount = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, amount);
-  if (ec != std::errc{} || end != text.data() + digits) {
-    return std::nullopt;
-  }
-  const std::string_view suffix = text.substr(digits);
-  Micros scale = 0;
-  if (suffix == "us") {
-    scale = 1;
-  } else if (suffix == "ms") {
-    scale = kMicrosPerMilli;
-  } else if (suffix == "s") {
-    scale = kMicrosPerSecond;
-  } else if (suffix == "m") {
-    scale = 60 * kMicrosPerSecond;
-  } else if (suffix == "h") {
-    scale = 3'600 * kMicrosPerSecond;
-  } else if (suffix == "d") {
-    scale = kDayMicros;
-  } else {
-    return std::nullopt;
-  }
-  if (amount > std::numeric_limits<Micros>::max() / scale) {
-    return std::nullopt;
-  }
-  return amount * scale;
-}
-
-std::string RuleError::toString() const {
-  std::string out = location.file;
-  if (location.line > 0) {
-    out += ':' + std::to_string(location.line) + ':' + std::to_string(location.column);
-  }
-  out += ": ";
-  out += message;
-  return out;
-}
+std::optional<Micros> parseDuration(std::string_view text) { return parseDurationMicros(text); }
 
 const DomainConfig* RuleSet::findDomain(std::string_view domain) const {
   const auto it = domains.find(domain);

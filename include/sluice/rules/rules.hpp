@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sluice/common/located_error.hpp"
 #include "sluice/limiter/limiter.hpp"
 #include "sluice/rules/bucket_key.hpp"
 
@@ -25,13 +26,6 @@ Micros unitMicros(TimeUnit unit);
 std::string_view unitName(TimeUnit unit);
 /// Case-insensitive parse; nullopt when unknown.
 std::optional<TimeUnit> parseUnit(std::string_view text);
-
-/// Where something is in a rules file; line and column are 1-based.
-struct SourceLocation {
-  std::string file;
-  int line = 0;
-  int column = 0;
-};
 
 /// One rate limit (a `rate_limit:` block, one item of `rate_limits:`, or a domain-level one).
 struct RateLimit {
@@ -115,11 +109,7 @@ using RuleSetPtr = std::shared_ptr<const RuleSet>;
 
 /// A validation error; toString() is "file:line:column: message" ("file: message" for an
 /// error without a position, such as an unreadable file; line is then 0).
-struct RuleError {
-  SourceLocation location;
-  std::string message;
-  std::string toString() const;
-};
+using RuleError = LocatedError;
 
 struct LoadResult {
   RuleSetPtr rules;               ///< null when errors is not empty

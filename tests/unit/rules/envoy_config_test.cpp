@@ -195,17 +195,12 @@ TEST(EnvoyConfigTest, ReplacesEmpty) {
 TEST(EnvoyConfigTest, BadYamlIsASyntaxErrorAtTheUnterminatedQuote) {
   // The file is `'''`: a single-quoted scalar that never ends. envoy: "yaml: line 2: found
   // unexpected end of stream"; Sluice must say the same thing, not complain about shape.
-  // yaml-cpp 0.7 accepts the unterminated quote; the YAML 1.2 syntax checker of issue 13
-  // (src/rules/yaml_syntax.hpp, another branch) refuses it for that reason.
+  // yaml-cpp 0.7 accepts the unterminated quote; the YAML syntax checker
+  // (include/sluice/common/yaml_syntax.hpp) refuses it for that reason.
   RuleError e = firstError({"config/bad_yaml.yaml"});
   EXPECT_EQ(e.location.line, 1) << e.toString();
-#if __has_include("rules/yaml_syntax.hpp")
   EXPECT_NE(e.message.find("YAML syntax error"), std::string::npos) << e.toString();
   EXPECT_NE(e.message.find("quote"), std::string::npos) << e.toString();
-#else
-  GTEST_SKIP() << "refused, but for the right reason only with the YAML syntax checker: "
-               << e.toString();
-#endif
 }
 
 TEST(EnvoyConfigTest, MisspelledKeys) {

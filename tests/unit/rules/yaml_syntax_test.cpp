@@ -1,7 +1,7 @@
-// YAML that the spec forbids but yaml-cpp 0.7 accepts (src/rules/yaml_syntax.hpp): each is
-// rejected with file:line:column, and a differential check against PyYAML (python3-yaml)
-// keeps the checker honest both ways on the same inputs.
-#include "rules/yaml_syntax.hpp"
+// YAML that the spec forbids but yaml-cpp 0.7 accepts (include/sluice/common/yaml_syntax.hpp): each
+// is rejected with file:line:column, and a differential check against PyYAML (python3-yaml) keeps
+// the checker honest both ways on the same inputs.
+#include "sluice/common/yaml_syntax.hpp"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>

@@ -4,13 +4,14 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/rules/rules.hpp"
+#include "sluice/common/located_error.hpp"
 
 namespace sluice {
 
 /// Finds what the YAML 1.2 spec forbids but yaml-cpp 0.7 accepts silently (each found by
 /// fuzzing and by a differential check against PyYAML, tests/unit/rules/yaml_syntax_test.cpp),
-/// so that a broken rules file is rejected instead of losing part of its content:
+/// so that a broken YAML file (rules, server YAML) is rejected instead of losing part of its
+/// content:
 ///   - a quoted scalar ('...' or "...") never closed (yaml-cpp ends it at the end of input);
 ///   - a character YAML does not allow in a stream (C0 controls other than tab, LF and CR,
 ///     DEL, C1 controls other than NEL, U+FFFE/U+FFFF) or bytes that are not UTF-8;
@@ -21,6 +22,6 @@ namespace sluice {
 ///   - a directive (`%YAML`, `%TAG`) not followed by `---`.
 /// Returns the first problem with its file:line:column (1-based), nullopt when none. Only
 /// the lexical and indentation level is checked; yaml-cpp parses the rest.
-std::optional<RuleError> checkYamlSyntax(const std::string& file, std::string_view content);
+std::optional<LocatedError> checkYamlSyntax(const std::string& file, std::string_view content);
 
 }  // namespace sluice

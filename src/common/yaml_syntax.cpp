@@ -1,4 +1,4 @@
-#include "rules/yaml_syntax.hpp"
+#include "sluice/common/yaml_syntax.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -24,7 +24,7 @@ std::string hexCode(std::uint32_t c) {
 }
 
 /// The first byte sequence that is not UTF-8 or not c-printable.
-std::optional<RuleError> checkCharacters(const std::string& file, std::string_view s) {
+std::optional<LocatedError> checkCharacters(const std::string& file, std::string_view s) {
   int line = 1;
   int column = 1;
   for (std::size_t i = 0; i < s.size();) {
@@ -49,14 +49,14 @@ std::optional<RuleError> checkCharacters(const std::string& file, std::string_vi
         c = (c << 6) | (cont & 0x3F);
       }
       if (!ok || c < min || (c >= 0xD800 && c <= 0xDFFF)) {
-        return RuleError{{file, line, column}, "YAML syntax error: bytes that are not UTF-8"};
+        return LocatedError{{file, line, column}, "YAML syntax error: bytes that are not UTF-8"};
       }
     }
     if (!printable(c)) {
-      return RuleError{{file, line, column},
-                       "YAML syntax error: character " + hexCode(c) +
-                           " is not allowed in YAML (control characters other than tab, "
-                           "line feed and carriage return)"};
+      return LocatedError{{file, line, column},
+                          "YAML syntax error: character " + hexCode(c) +
+                              " is not allowed in YAML (control characters other than tab, "
+                              "line feed and carriage return)"};
     }
     if (c == '\n') {
       ++line;
@@ -110,7 +110,7 @@ class StructureScanner {
  public:
   explicit StructureScanner(const std::string& file) : file_(file) {}
 
-  std::optional<RuleError> scan(std::string_view content) {
+  std::optional<LocatedError> scan(std::string_view content) {
     int number = 0;
     std::size_t start = 0;
     while (start <= content.size()) {
@@ -132,19 +132,19 @@ class StructureScanner {
       start = end + 1;
     }
     if (quote_ != 0) {
-      return RuleError{{file_, quote_line_, quote_column_ + 1},
-                       std::string("YAML syntax error: unterminated quoted scalar (the ") + quote_ +
-                           " opened here is never closed)"};
+      return LocatedError{{file_, quote_line_, quote_column_ + 1},
+                          std::string("YAML syntax error: unterminated quoted scalar (the ") +
+                              quote_ + " opened here is never closed)"};
     }
     if (directive_line_ != 0) {
-      return RuleError{{file_, directive_line_, 1},
-                       "YAML syntax error: a directive must be followed by '---'"};
+      return LocatedError{{file_, directive_line_, 1},
+                          "YAML syntax error: a directive must be followed by '---'"};
     }
     return std::nullopt;
   }
 
  private:
-  std::optional<RuleError> scanLine(std::string_view line, int number) {
+  std::optional<LocatedError> scanLine(std::string_view line, int number) {
     int indent = 0;
     while (indent < static_cast<int>(line.size()) &&
            line[static_cast<std::size_t>(indent)] == ' ') {
@@ -167,13 +167,13 @@ class StructureScanner {
         return std::nullopt;
       }
       if (rest.front() == '\t') {
-        return RuleError{{file_, number, indent + 1},
-                         "YAML syntax error: a tab in the indentation (indent with spaces)"};
+        return LocatedError{{file_, number, indent + 1},
+                            "YAML syntax error: a tab in the indentation (indent with spaces)"};
       }
       if (directive_line_ != 0) {
         if (!(indent == 0 && rest.starts_with("---"))) {
-          return RuleError{{file_, directive_line_, 1},
-                           "YAML syntax error: a directive must be followed by '---'"};
+          return LocatedError{{file_, directive_line_, 1},
+                              "YAML syntax error: a directive must be followed by '---'"};
         }
         directive_line_ = 0;
       }
@@ -191,7 +191,7 @@ class StructureScanner {
   }
 
   /// A line that starts in block context: sequence indicators, then one node.
-  std::optional<RuleError> scanBlockLine(std::string_view line, int indent, int number) {
+  std::optional<LocatedError> scanBlockLine(std::string_view line, int indent, int number) {
     std::size_t pos = static_cast<std::size_t>(indent);
     bool dashed = false;
     while (pos < line.size() && line[pos] == '-' &&
@@ -224,7 +224,7 @@ class StructureScanner {
     // A line that may continue a plain scalar: a quote at its start is plain text.
     continuation_ = !dashed && !levels_.empty() && levels_.back().kind == Kind::kPlain;
     bool key = false;
-    std::optional<RuleError> error = scanTokens(line, pos, number, &key);
+    std::optional<LocatedError> error = scanTokens(line, pos, number, &key);
     if (error) {
       return error;
     }
@@ -255,24 +255,25 @@ class StructureScanner {
         levels_.pop_back();
         if (levels_.empty() || levels_.back().column != column ||
             levels_.back().kind != Kind::kKey || kind != Kind::kKey) {
-          return RuleError{{file_, number, column + 1},
-                           "YAML syntax error: expected '- ' (a sequence item) at this "
-                           "indentation"};
+          return LocatedError{{file_, number, column + 1},
+                              "YAML syntax error: expected '- ' (a sequence item) at this "
+                              "indentation"};
         }
       }
     }
     if (!levels_.empty() && levels_.back().column == column) {
       const Level& level = levels_.back();
       if (level.kind == Kind::kKey && kind == Kind::kPlain) {
-        return RuleError{{file_, number, column + 1},
-                         "YAML syntax error: could not find expected ':' (a plain scalar stands "
-                         "where the mapping's next key should; a value continued on another "
-                         "line must be indented more than its key)"};
+        return LocatedError{{file_, number, column + 1},
+                            "YAML syntax error: could not find expected ':' (a plain scalar stands "
+                            "where the mapping's next key should; a value continued on another "
+                            "line must be indented more than its key)"};
       }
       if (level.kind == Kind::kPlain && kind == Kind::kKey) {
-        return RuleError{{file_, level.line, column + 1},
-                         "YAML syntax error: could not find expected ':' (line " +
-                             std::to_string(number) + " is a key at the indentation of this line)"};
+        return LocatedError{{file_, level.line, column + 1},
+                            "YAML syntax error: could not find expected ':' (line " +
+                                std::to_string(number) +
+                                " is a key at the indentation of this line)"};
       }
       return std::nullopt;
     }
@@ -291,21 +292,21 @@ class StructureScanner {
     return popped;
   }
 
-  RuleError cannotStart(int number, int column, char c) const {
-    return RuleError{{file_, number, column + 1},
-                     std::string("YAML syntax error: unexpected '") + c + "'"};
+  LocatedError cannotStart(int number, int column, char c) const {
+    return LocatedError{{file_, number, column + 1},
+                        std::string("YAML syntax error: unexpected '") + c + "'"};
   }
 
-  RuleError badIndentation(int number, int column) const {
-    return RuleError{{file_, number, column + 1},
-                     "YAML syntax error: bad indentation (less indented than the line before, "
-                     "but not lined up with an enclosing key or sequence item)"};
+  LocatedError badIndentation(int number, int column) const {
+    return LocatedError{{file_, number, column + 1},
+                        "YAML syntax error: bad indentation (less indented than the line before, "
+                        "but not lined up with an enclosing key or sequence item)"};
   }
 
   /// Quotes, flow brackets and comments from `pos` on; sets *key when a block mapping's
   /// ':' is found outside them (and notes a block scalar header after it).
-  std::optional<RuleError> scanTokens(std::string_view line, std::size_t pos, int number,
-                                      bool* key) {
+  std::optional<LocatedError> scanTokens(std::string_view line, std::size_t pos, int number,
+                                         bool* key) {
     const bool block_start = quote_ == 0 && flow_depth_ == 0;
     // A quote opens a quoted scalar only where a node starts: inside a plain scalar
     // ("it's", "a 'b'") it is an ordinary character.
@@ -405,7 +406,7 @@ class StructureScanner {
 
 }  // namespace
 
-std::optional<RuleError> checkYamlSyntax(const std::string& file, std::string_view content) {
+std::optional<LocatedError> checkYamlSyntax(const std::string& file, std::string_view content) {
   if (auto error = checkCharacters(file, content)) {
     return error;
   }

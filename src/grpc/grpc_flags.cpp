@@ -1,0 +1,58 @@
+#include "grpc/grpc_flags.hpp"
+
+namespace sluice::grpc {
+
+void addGrpcFlags(FlagRegistry& registry, GrpcSettings& settings) {
+  namespace set = flag_setters;
+  using std::chrono::milliseconds;
+  registry.section("gRPC (Envoy's Rate Limit Service)");
+  registry.add({.name = "grpc-listen",
+                .metavar = "ADDRESS",
+                .help = "Envoy's gRPC Rate Limit Service v3 on HOST:PORT and/or unix:/PATH; "
+                        "repeat the flag or separate with commas (default off)",
+                .set = [&settings](std::string_view value) -> Status {
+                  // gRPC's unix: URIs are absolute; an address repeated is served once.
+                  auto list = parseListenList(
+                      value,
+                      ListenListRules{.absolute_unix_paths = true, .duplicates_are_errors = false});
+                  if (!list) {
+                    return list.error();
+                  }
+                  settings.grpc_listen.clear();
+                  for (const ListenTarget& target : *list) {
+                    settings.grpc_listen.push_back(target.text);
+                  }
+                  return {};
+                },
+                .repeatable = true,
+                .envoy_variables = "GRPC_UDS, GRPC_HOST, GRPC_PORT"});
+  registry.add({.name = "grpc-unix-mode",
+                .metavar = "MODE",
+                .help = "permissions of a gRPC unix socket, octal (default 0660)",
+                .set = set::fileMode(settings.grpc_unix_mode)});
+  registry.add({.name = "grpc-max-connection-age-ms",
+                .metavar = "MS",
+                .help = "gRPC connections get GOAWAY after this age (default 86400000, 24 h)",
+                .set = set::milliseconds(settings.grpc_max_connection_age, milliseconds(1),
+                                         milliseconds(2'147'483'647)),
+                .envoy_variables = "GRPC_MAX_CONNECTION_AGE"});
+  registry.add({.name = "grpc-max-connection-age-grace-ms",
+                .metavar = "MS",
+                .help = "then calls still running get this long (default 3600000, 1 h)",
+                .set = set::milliseconds(settings.grpc_max_connection_age_grace, milliseconds(1),
+                                         milliseconds(2'147'483'647)),
+                .envoy_variables = "GRPC_MAX_CONNECTION_AGE_GRACE"});
+  registry.add({.name = "grpc-response-headers",
+                .metavar = "BOOL",
+                .help = "gRPC answers carry the rate-limit headers in response_headers_to_add "
+                        "(default true)",
+                .set = set::boolean(settings.grpc_response_headers),
+                .envoy_variables = "LIMIT_RESPONSE_HEADERS_ENABLED"});
+  registry.add({.name = "grpc-reflection",
+                .metavar = "BOOL",
+                .help = "gRPC server reflection (grpc.reflection.v1alpha, for grpcurl) on the "
+                        "gRPC listener (default false)",
+                .set = set::boolean(settings.grpc_reflection)});
+}
+
+}  // namespace sluice::grpc

@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "app/options.hpp"
+#include "sluice/common/flag_registry.hpp"
+
+namespace sluice::app {
+namespace {
+
+EnvLookup envFrom(std::map<std::string, std::string> vars) {
+  return [vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+TEST(FlagTableTest, EveryFlagHasHelpAndIsListedInTheHelpText) {
+  AppOptions options;
+  FlagRegistry registry;
+  addAppFlags(registry, options);
+  const std::string help = helpText();
+  ASSERT_GE(registry.flags().size(), 45u);
+  for (const Flag* flag : registry.flags()) {
+    EXPECT_FALSE(flag->help.empty()) << flag->name;
+    EXPECT_NE(help.find("  --" + std::string(flag->name) + " "), std::string::npos) << flag->name;
+  }
+}
+
+TEST(FlagTableTest, EveryEnvoyVariableIsDeclaredByTheFlagItSets) {
+  // Every mapping of envoy_environment.cpp, each variable set.
+  const std::vector<std::map<std::string, std::string>> environments{
+      {{"RUNTIME_ROOT", "/d"},
+       {"RUNTIME_SUBDIRECTORY", "s"},
+       {"RUNTIME_APPDIRECTORY", "a"},
+       {"HOST", "0.0.0.0"},
+       {"PORT", "9000"},
+       {"GRPC_HOST", "0.0.0.0"},
+       {"GRPC_PORT", "9001"},
+       {"GRPC_MAX_CONNECTION_AGE", "1h"},
+       {"GRPC_MAX_CONNECTION_AGE_GRACE", "1m"},
+       {"REDIS_TYPE", "single"},
+       {"REDIS_SOCKET_TYPE", "tcp"},
+       {"REDIS_URL", "r:6379"},
+       {"REDIS_AUTH", "pw"},
+       {"REDIS_TIMEOUT", "1s"},
+       {"CACHE_KEY_PREFIX", "p"},
+       {"LOG_LEVEL", "debug"},
+       {"LOG_FORMAT", "json"},
+       {"LIMIT_RESPONSE_HEADERS_ENABLED", "false"},
+       {"MERGE_DOMAIN_CONFIG", "true"}},
+      {{"GRPC_UDS", "/run/rl.sock"}},
+  };
+  AppOptions defaults;
+  FlagRegistry registry;
+  addAppFlags(registry, defaults);
+  std::size_t checked = 0;
+  for (const auto& vars : environments) {
+    auto o = parseOptions({}, envFrom(vars));
+    ASSERT_TRUE(o.ok()) << o.error().message;
+    // "A=1 + B=2 -> --flag value": each of A, B is declared by --flag.
+    for (const std::string& line : o->envoy_environment.mapped) {
+      const auto arrow = line.find(" -> --");
+      ASSERT_NE(arrow, std::string::npos) << line;
+      const std::string rest = line.substr(arrow + 6);
+      const Flag* flag = registry.find(rest.substr(0, rest.find(' ')));
+      ASSERT_NE(flag, nullptr) << line;
+      const std::string sources = line.substr(0, arrow);
+      for (std::string_view source : splitList(sources, '+')) {
+        const std::string name(trimSpaces(source.substr(0, source.find('='))));
+        EXPECT_NE(flag->envoy_variables.find(name), std::string_view::npos)
+            << "--" << flag->name << " does not declare " << name;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 20u);
+}
+
+}  // namespace
+}  // namespace sluice::app
