@@ -6,7 +6,7 @@
 #   docker run --rm -p 8080:8080 -e SLUICE_STORE=redis \
 #       -e SLUICE_REDIS=redis://redis-host:6379/0 sluice
 #
-# Every setting is a SLUICE_* variable mirroring a command-line flag (DESIGN.md §2a);
+# Every setting is a SLUICE_* variable mirroring a command-line flag (docs/deployment.md);
 # arguments after the image name are passed to sluice as flags. envoyproxy/ratelimit's
 # variables (RUNTIME_ROOT, PORT, GRPC_PORT, REDIS_URL, ...) work too and win over the
 # SLUICE_* defaults below (docs/envoy.md).
@@ -15,41 +15,62 @@
 ARG BASE_IMAGE=debian:bookworm-slim
 
 FROM ${BASE_IMAGE} AS build
-# Parallel compile jobs; lower it on a small builder.
-ARG BUILD_JOBS=2
 # An ARG, not an ENV: it applies to this stage's commands and stays out of the image.
 ARG DEBIAN_FRONTEND=noninteractive
-WORKDIR /src
-# deps.sh alone first, so the package layer is reused while only sources change. The unit
-# tests need GoogleTest, and the Redis store's start their own redis-server.
-COPY scripts/deps.sh scripts/deps.sh
-RUN scripts/deps.sh build \
- && apt-get install -y -qq --no-install-recommends libgtest-dev redis-server \
- && rm -rf /var/lib/apt/lists/*
+# scripts/deps.sh alone first, so the package layer is reused while only sources change. Its
+# `unit` level is what the build and the unit tests below need (one list: scripts/deps.sh).
+COPY scripts/deps.sh /usr/local/sbin/sluice-deps
+RUN sluice-deps unit && rm -rf /var/lib/apt/lists/*
+# Parallel compile jobs; lower it on a small builder.
+ARG BUILD_JOBS=2
+# on: build the unit-test programs and run them (ctest -L '^unit/'), so that no image is
+# built from code whose unit tests fail. off: only for a builder that has just run those
+# tests on the same sources (CI does, before it builds the image).
+ARG UNIT_TESTS=on
+# Where the sources are built. A builder that mounts a ccache directory at /ccache
+# (podman build -v ...:/ccache) sets it to the path its own build used, so that the compile
+# commands match and the cache answers (tests/container/build-image.sh).
+ARG SRC_DIR=/src
+WORKDIR ${SRC_DIR}
 COPY . .
-# Build the binary and the unit-test executables only (the integration tests drive real
-# processes, nginx and docker-compose; CI runs them outside the image), then run them.
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=ON \
- && unit_targets=$(cmake --build build --target help | sed -n 's/^\(unit_[a-z_]*\):.*/\1/p') \
- && cmake --build build -j "${BUILD_JOBS}" --target sluice ${unit_targets} \
- && ctest --test-dir build -L '^unit/' --output-on-failure -j "${BUILD_JOBS}" \
- && strip build/sluice
+# Build the binary and, with UNIT_TESTS=on, the unit-test executables only (the integration
+# tests drive real processes, nginx and compose; CI runs them outside the image).
+RUN set -e; \
+    case "${UNIT_TESTS}" in on | off) ;; *) echo "UNIT_TESTS must be on or off" >&2; exit 2 ;; esac; \
+    launcher=""; \
+    if [ -d /ccache ]; then \
+      export CCACHE_DIR=/ccache CCACHE_BASEDIR="${SRC_DIR}" CCACHE_MAXSIZE=0 \
+             CCACHE_STATSLOG=/tmp/ccache-stats.log; \
+      launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"; \
+    fi; \
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=ON ${launcher}; \
+    targets=sluice; \
+    if [ "${UNIT_TESTS}" = on ]; then \
+      targets="sluice $(cmake --build build --target help | sed -n 's/^\(unit_[a-z_]*\):.*/\1/p')"; \
+    fi; \
+    cmake --build build -j "${BUILD_JOBS}" --target ${targets}; \
+    if [ -n "${launcher}" ]; then ccache --show-log-stats | sed -n '/Hits:/p;/Misses:/p'; fi; \
+    if [ "${UNIT_TESTS}" = on ]; then \
+      ctest --test-dir build -L '^unit/' --output-on-failure -j "${BUILD_JOBS}"; \
+    fi; \
+    strip build/sluice; \
+    mv build/sluice /usr/local/bin/sluice; \
+    rm -rf build
 
 FROM ${BASE_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
-# The shared libraries build/sluice links (Boost.Asio/Beast and nlohmann_json are
-# header-only; libgrpc++1.51 brings libgrpc29, abseil, upb, c-ares, re2); the ldd check
-# below fails the build if this list ever falls behind.
+# The shared libraries build/sluice links: scripts/deps.sh's `runtime` level. The ldd check
+# below fails the build if that list ever falls behind.
 # apt's caches (/var/cache/apt/*.bin, ~78 MB, and the package lists) go in the same layer.
-RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends \
-      libhiredis0.14 libyaml-cpp0.7 libspdlog1.10 libfmt9 libgrpc++1.51 libprotobuf32 \
+COPY scripts/deps.sh /usr/local/sbin/sluice-deps
+RUN sluice-deps runtime \
+ && rm /usr/local/sbin/sluice-deps \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
  && groupadd --system --gid 10001 sluice \
  && useradd --system --uid 10001 --gid sluice --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin sluice
-COPY --from=build /src/build/sluice /usr/local/bin/sluice
+COPY --from=build /usr/local/bin/sluice /usr/local/bin/sluice
 COPY docker/healthcheck.sh /usr/local/bin/sluice-healthcheck
 COPY config/ /etc/sluice/
 RUN if ldd /usr/local/bin/sluice | grep 'not found'; then exit 1; fi \

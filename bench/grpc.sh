@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# gRPC decisions per second per core (Envoy's ShouldRateLimit) beside the HTTP path
-# (/shouldAllowRequest), same binary, same rules, same load generator.
+# What a gRPC answer costs beside an HTTP one, as CPU time of the server per answer (utime +
+# stime of the whole process from /proc/<pid>/stat, so the figure does not depend on an idle
+# core), in one run that prints the ratios:
+#   gRPC ShouldRateLimit / HTTP/1.1 /shouldAllowRequest   the same decision (goal <= 1.5x)
+#   gRPC grpc.health.v1 Check / HTTP /healthz             answers deciding nothing (<= 1.2x)
+#   each of them / nginx `return 200`                     an HTTP answer doing no work
 #
 #   bench/grpc.sh [--duration S] [--connections N] [--rounds R] [--build-dir DIR]...
 #
-# Sluice runs with one I/O thread, pinned with all its threads (grpc++ adds its own) to
-# CPU 0; h2load (nghttp2-client) runs on CPU 1 with N connections, one request in flight
-# on each: HTTP/2 with a pre-framed gRPC body for gRPC, --h1 for HTTP. Workload: bench's
-# "1 hot key" (domain bench, op=fixed_window_allow, every request allowed, memory store).
-# Each path is run R times (default 3), alternated; the median is reported, with Sluice's
-# CPU time per decision (from /proc/<pid>/stat), so the figure does not depend on an idle
-# CPU 0. With several --build-dir (e.g. a build of the previous commit and one of this
-# commit), one Sluice of each runs and every round loads each in turn: before/after in one
-# run, under the same load from the rest of the machine.
-# Needs: h2load, protoc, taskset (scripts/deps.sh bench).
+# Sluice runs with one I/O thread, pinned with all its threads to CPU 0, nginx (one worker)
+# too; h2load (nghttp2-client) runs on CPU 1 with N connections, one request in flight on
+# each: HTTP/2 with a pre-framed gRPC body for gRPC, --h1 for HTTP. Workload: bench's "1 hot
+# key" (domain bench, op=fixed_window_allow, every request allowed, memory store). Paths are
+# alternated within each round, R rounds (default 3), and the median is reported. With several
+# --build-dir (e.g. a build of the previous commit and one of this commit), one Sluice of
+# each runs and every round loads each in turn: before/after in one run, under the same load
+# from the rest of the machine.
+# Needs: h2load, protoc, taskset, nginx (scripts/deps.sh bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +35,7 @@ while (($#)); do
   esac
 done
 ((${#build_dirs[@]})) || build_dirs=("${SLUICE_BUILD_DIR:-build}")
-for tool in h2load protoc taskset; do
+for tool in h2load protoc taskset nginx; do
   command -v $tool >/dev/null || { echo "$tool is missing (scripts/deps.sh bench)" >&2; exit 1; }
 done
 for dir in "${build_dirs[@]}"; do
@@ -63,6 +66,14 @@ import struct, sys
 message = open(sys.argv[1], "rb").read()
 open(sys.argv[2], "wb").write(b"\x00" + struct.pack(">I", len(message)) + message)
 EOF
+printf 'service: "ratelimit"\n' |
+  protoc -I tests/grpc/proto --encode=grpc.health.v1.HealthCheckRequest \
+    grpc_health/v1/health.proto >"$work/health.bin"
+python3 - "$work/health.bin" "$work/health.grpc" <<'EOF'
+import struct, sys
+message = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(b"\x00" + struct.pack(">I", len(message)) + message)
+EOF
 printf '{"domain":"bench","descriptors":[{"entries":[{"key":"op","value":"fixed_window_allow"}]}]}' \
   >"$work/http.json"
 
@@ -80,10 +91,42 @@ for i in "${!build_dirs[@]}"; do
     sleep 0.1
   done
   curl -fsS "http://127.0.0.1:$http_port/healthz" >/dev/null || { cat "$work/sluice-$i.log"; exit 1; }
-  # Pin every thread, including those grpc++ started after exec.
+  # Pin every thread, including any a library started after exec.
   for task in /proc/${pids[$i]}/task/*; do taskset -pc 0 "${task##*/}" >/dev/null; done
   http_ports+=("$http_port")
   grpc_ports+=("$grpc_port")
+done
+
+# nginx `return 200`: one worker, pinned beside Sluice, no logging.
+nginx_port=$(free_port)
+mkdir -p "$work/nginx"
+cat >"$work/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+master_process off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 10000000;
+  client_body_temp_path $work/nginx;
+  proxy_temp_path $work/nginx;
+  fastcgi_temp_path $work/nginx;
+  uwsgi_temp_path $work/nginx;
+  scgi_temp_path $work/nginx;
+  server {
+    listen 127.0.0.1:$nginx_port backlog=4096;
+    location / { return 200 "ok\n"; }
+  }
+}
+EOF
+taskset -c 0 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" >"$work/nginx/out.log" 2>&1 &
+nginx_pid=$!
+pids+=($nginx_pid)
+for _ in $(seq 100); do
+  curl -fsS "http://127.0.0.1:$nginx_port/" >/dev/null 2>&1 && break
+  sleep 0.1
 done
 
 hz=$(getconf CLK_TCK)
@@ -102,15 +145,19 @@ run() {  # <pid> <label> <h2load args...>: prints "<label> <requests/s> <cpu us 
 }
 
 results=$work/results
+grpc_call=(-H 'content-type: application/grpc' -H 'te: trailers')
 for round in $(seq "$rounds"); do
   for i in "${!build_dirs[@]}"; do
-    run "${pids[$i]}" "grpc:$i" -d "$work/grpc.bin" -H 'content-type: application/grpc' \
-      -H 'te: trailers' \
+    run "${pids[$i]}" "grpc:$i" -d "$work/grpc.bin" "${grpc_call[@]}" \
       "http://127.0.0.1:${grpc_ports[$i]}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" \
       >>"$results"
     run "${pids[$i]}" "http:$i" --h1 -d "$work/http.json" -H 'content-type: application/json' \
       "http://127.0.0.1:${http_ports[$i]}/shouldAllowRequest" >>"$results"
+    run "${pids[$i]}" "health:$i" -d "$work/health.grpc" "${grpc_call[@]}" \
+      "http://127.0.0.1:${grpc_ports[$i]}/grpc.health.v1.Health/Check" >>"$results"
+    run "${pids[$i]}" "healthz:$i" --h1 "http://127.0.0.1:${http_ports[$i]}/healthz" >>"$results"
   done
+  run "$nginx_pid" "nginx" --h1 "http://127.0.0.1:$nginx_port/" >>"$results"
 done
 
 python3 - "$results" "$connections" "$duration" "$rounds" "${build_dirs[@]}" <<'EOF'
@@ -119,19 +166,25 @@ rows = [line.split() for line in open(sys.argv[1])]
 connections, duration, rounds, dirs = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 def median(label, column):
     return statistics.median(float(r[column]) for r in rows if r[0] == label)
-print("h2load -c %s -m 1, %s s x %s runs each, Sluice --threads 1 on CPU 0, h2load on CPU 1"
+print("h2load -c %s -m 1, %s s x %s alternated rounds, servers on CPU 0 (Sluice --threads 1, "
+      "nginx one worker), h2load on CPU 1; CPU = utime+stime of the server per answer"
       % (connections, duration, rounds))
-print("| build | path | decisions/s (median) | Sluice CPU per decision | decisions per CPU-second |")
-print("|---|---|---:|---:|---:|")
+print("| build | what | answers/s (median) | server CPU per answer |")
+print("|---|---|---:|---:|")
+nginx_cpu = median("nginx", 2)
 summary = []
 for i, name in enumerate(dirs):
-    grpc, http = median("grpc:%d" % i, 1), median("http:%d" % i, 1)
-    grpc_cpu, http_cpu = median("grpc:%d" % i, 2), median("http:%d" % i, 2)
-    for label, rps, cpu in (("gRPC ShouldRateLimit", grpc, grpc_cpu),
-                            ("HTTP /shouldAllowRequest", http, http_cpu)):
-        print("| %s | %s | %s | %.1f us | %s |" % (name, label, format(int(rps), ","), cpu,
-                                                   format(int(1e6 / cpu), ",") if cpu else "-"))
-    summary.append("%s: gRPC / HTTP %.2fx (throughput), %.2fx (per CPU-second)"
-                   % (name, grpc / http, http_cpu / grpc_cpu if grpc_cpu else 0))
+    cpu = {}
+    for key, label in (("grpc", "gRPC ShouldRateLimit"), ("http", "HTTP/1.1 /shouldAllowRequest"),
+                       ("health", "gRPC health Check"), ("healthz", "HTTP/1.1 /healthz")):
+        cpu[key] = median("%s:%d" % (key, i), 2)
+        rate = format(int(median("%s:%d" % (key, i), 1)), ",")
+        print("| %s | %s | %s | %.1f us |" % (name, label, rate, cpu[key]))
+    summary.append("%s: gRPC decision / HTTP decision %.2fx (goal <= 1.5x); gRPC health / "
+                   "HTTP /healthz %.2fx (goal <= 1.2x); HTTP decision / nginx return 200 %.2fx; "
+                   "gRPC decision / nginx %.2fx"
+                   % (name, cpu["grpc"] / cpu["http"], cpu["health"] / cpu["healthz"],
+                      cpu["http"] / nginx_cpu, cpu["grpc"] / nginx_cpu))
+print("| nginx | return 200 | %s | %.1f us |" % (format(int(median("nginx", 1)), ","), nginx_cpu))
 print("\n".join(summary))
 EOF

@@ -1,32 +1,24 @@
 #!/usr/bin/env bash
-# Image smoke test: builds the Sluice image (its build stage compiles Sluice and runs the
-# unit tests, so this is slow and CPU-heavy), starts it with --network host against a
-# local redis-server, and checks what a user sees: the health check, 200s turning into a
-# 429 on /shouldAllowRequest and on the forward-auth endpoint /check, a non-root process,
-# and a clean exit on SIGTERM. Not part of scripts/test.sh.
+# Image smoke test: builds the Sluice image (docker/build-image.sh: its build stage compiles
+# Sluice and runs the unit tests, so this is slow and CPU-heavy), starts it with
+# --network host against a local redis-server, and checks what a user sees: the health
+# check, 200s turning into a 429 on /shouldAllowRequest and on the forward-auth endpoint
+# /check, a non-root process, and a clean exit on SIGTERM. scripts/test.sh runs it (after
+# building the image once) through tests/container/run.sh.
 #
 # Usage: docker/smoke-test.sh [--prepare-base | --no-build]
 #   --prepare-base   only build and cache the Debian base (podman path), then exit.
 #   --no-build       skip the build and check the image already tagged SLUICE_SMOKE_IMAGE.
 # Engine: docker when a Docker engine answers, otherwise podman with a Debian 12 base made
-# by debootstrap (cached in docker/.cache/, gitignored), since a machine without an engine
-# cannot pull debian:bookworm-slim. Needs root for debootstrap and podman there, and runc
-# (apt-get install podman runc debootstrap): podman's default crun fails on hosts with
-# cgroups in hybrid mode. Prints the image's size at the end.
-# Environment: SLUICE_SMOKE_IMAGE (default sluice:smoke), SLUICE_SMOKE_JOBS (compile jobs,
-# default 2), SLUICE_SMOKE_CONTEXT (the build context, default the checkout; e.g. a
-# `git archive HEAD` export to test only what is committed), DEBIAN_MIRROR (default
-# http://deb.debian.org/debian).
+# by debootstrap (docker/build-image.sh, which lists its settings: SLUICE_IMAGE_JOBS,
+# SLUICE_UNIT_TESTS, SLUICE_BUILD_CONTEXT, DEBIAN_MIRROR, ...). Needs root for debootstrap
+# and podman there, and runc (apt-get install podman runc debootstrap): podman's default
+# crun fails on hosts with cgroups in hybrid mode. Prints the image's size at the end.
+# Environment: SLUICE_SMOKE_IMAGE (default sluice:local, the compose file's image).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-image=${SLUICE_SMOKE_IMAGE:-sluice:smoke}
-jobs=${SLUICE_SMOKE_JOBS:-2}
-context=${SLUICE_SMOKE_CONTEXT:-.}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-cache_dir=docker/.cache
-base_tarball=$cache_dir/bookworm-minbase.tar
-base_image=localhost/sluice-base:bookworm
+image=${SLUICE_SMOKE_IMAGE:-sluice:local}
 container=sluice-smoke-$$
 work_dir=$(mktemp -d /tmp/sluice-smoke.XXXXXX)
 redis_pid=""
@@ -64,61 +56,29 @@ free_port() {  # a loopback port nobody answers on
   done
 }
 
-# A Debian 12 minbase root filesystem as a tarball, made once and reused.
-prepare_base() {
-  if [[ ! -s $base_tarball ]]; then
-    command -v debootstrap >/dev/null || fail "debootstrap is missing: apt-get install debootstrap"
-    mkdir -p "$cache_dir"
-    log "debootstrap bookworm (minbase) from $mirror ..."
-    debootstrap --variant=minbase bookworm "$work_dir/rootfs" "$mirror" >"$work_dir/debootstrap.log" 2>&1 ||
-      { tail -n 20 "$work_dir/debootstrap.log" >&2; fail "debootstrap failed"; }
-    rm -rf "$work_dir"/rootfs/var/cache/apt/archives/*.deb "$work_dir"/rootfs/var/cache/apt/*.bin \
-      "$work_dir"/rootfs/var/lib/apt/lists/*
-    tar --numeric-owner -C "$work_dir/rootfs" -cf "$base_tarball.tmp" .
-    mv "$base_tarball.tmp" "$base_tarball"
-    rm -rf "$work_dir/rootfs"
-  fi
-  if ! podman image exists "$base_image"; then
-    log "podman import $base_tarball -> $base_image"
-    podman import --quiet --change 'CMD ["/bin/bash"]' "$base_tarball" "$base_image" >/dev/null
-  fi
-}
-
 build=true
 case ${1:-} in
   --prepare-base)
-    prepare_base
-    log "base ready: $base_image"
-    exit 0
+    rm -rf "$work_dir"
+    exec docker/build-image.sh --base-only
     ;;
   --no-build) build=false ;;
   "") ;;
   *) fail "unknown argument $1 (see the usage at the top of $0)" ;;
 esac
 
-# --- Build -------------------------------------------------------------------------------
+# --- Build ---------------------------------------------------------------------------------
+if $build; then
+  SLUICE_IMAGE=$image docker/build-image.sh || fail "image build"
+fi
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
   engine=(docker)
-  if $build; then
-    log "building $image with docker"
-    docker build --build-arg BUILD_JOBS="$jobs" -t "$image" "$context" || fail "docker build"
-  fi
   run_flags=(--network host)
 elif command -v podman >/dev/null; then
-  # Debian's podman depends on crun, which refuses hosts with cgroups in hybrid mode.
   command -v runc >/dev/null || fail "runc is missing: apt-get install runc (podman's crun fails on cgroups in hybrid mode)"
-  # What works without a container engine or systemd: chroot isolation for the build
-  # steps, runc, the host network, explicit ulimits.
-  common=(--runtime runc --cgroup-manager cgroupfs --events-backend file)
-  engine=(podman "${common[@]}")
-  if $build; then
-    prepare_base
-    log "building $image with podman (chroot isolation) from $base_image"
-    podman "${common[@]}" build --isolation=chroot --network host --format docker \
-      --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
-      --build-arg BASE_IMAGE="$base_image" --build-arg BUILD_JOBS="$jobs" \
-      -t "$image" "$context" || fail "podman build"
-  fi
+  # What works without a container engine or systemd: runc, cgroupfs, the host network,
+  # explicit ulimits.
+  engine=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
   # Podman schedules health checks with systemd timers; the check is run by hand below.
   run_flags=(--network host --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 --no-healthcheck)
 else

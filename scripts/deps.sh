@@ -1,24 +1,69 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Sluice needs that are missing; quick when none are.
-# Usage: scripts/deps.sh [build|test|bench]   (each level includes the ones before it)
+# The one list of Sluice's packages: the container image installs its levels from here too.
+#
+# Usage: scripts/deps.sh [LEVEL] [--list]
+#   build    compile Sluice (the default)
+#   unit     + what the unit tests (ctest -L '^unit/') need. The image's build stage installs
+#            exactly this level and runs those tests, so a unit test's dependency goes here.
+#   test     + everything else the test command (scripts/test.sh) needs, the container
+#            image, smoke and compose steps included
+#   bench    + the benchmarks' tools
+#   runtime  only the shared libraries build/sluice links: the image's runtime stage
+#   --list   print the level's packages, one a line, and install nothing
+# Each of build, unit, test, bench includes the levels before it.
 set -euo pipefail
-level=${1:-build}
+level=build
+list_only=false
+for arg in "$@"; do
+  case $arg in
+    runtime | build | unit | test | bench) level=$arg ;;
+    --list) list_only=true ;;
+    *)
+      echo "scripts/deps.sh: unknown argument '$arg' (levels: runtime build unit test bench; --list)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhiredis-dev
           libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev
           # gRPC (src/grpc, proto/): grpc++'s CMake package needs all four; libgrpc++-dev
-          # also brings grpc++_reflection. src/grpc includes abseil's mutex.h itself.
-          libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev)
+          # also brings grpc++_reflection; gRPC's CMake package needs abseil's.
+          libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev
+          # scripts/test.sh compiles through ccache, and so does the image's build stage when
+          # the test mounts that cache into it (tests/container/).
+          ccache
+          # The gRPC listener's own HTTP/2 (nghttp2) and its TLS (OpenSSL through Asio).
+          libnghttp2-dev libssl-dev)
+if [[ $level == runtime ]]; then
+  # What build/sluice links (Boost.Asio/Beast and nlohmann_json are header-only;
+  # libgrpc++1.51 brings libgrpc29, abseil, upb, c-ares, re2). The image checks the binary
+  # with ldd, so this list cannot fall behind unnoticed.
+  packages=(libhiredis0.14 libyaml-cpp0.7 libspdlog1.10 libfmt9 libgrpc++1.51 libprotobuf32
+            libnghttp2-14 libssl3)
+fi
+if [[ $level == unit || $level == test || $level == bench ]]; then
+  # GoogleTest; the Redis store's unit tests start their own redis-server;
+  # python3-yaml: the differential YAML check (tests/unit/rules/yaml_syntax_test.cpp).
+  packages+=(libgtest-dev redis-server python3 python3-yaml)
+fi
 if [[ $level == test || $level == bench ]]; then
-  packages+=(libgtest-dev redis-server redis-tools curl nginx-light wrk docker-compose
+  packages+=(redis-tools curl nginx-light wrk docker-compose
              # tests/grpc: a real gRPC client, run by /usr/bin/python3.
-             python3 python3-grpcio python3-protobuf)
+             python3-grpcio python3-protobuf
+             # tests/grpc/test_rls_hostile.py: HPACK for the raw HTTP/2 client's frames.
+             python3-hpack)
   # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
   # real `prometheus` server scraping Sluice (Debian's package has both executables).
   packages+=(prometheus)
-  # python3-yaml: the differential YAML check (tests/unit/rules/yaml_syntax_test.cpp);
   # stress-ng: the CPU hog of the stress run (docs/quality.md).
-  packages+=(python3-yaml stress-ng)
+  packages+=(stress-ng)
+  # The container steps of scripts/test.sh (tests/container/): podman builds the image from
+  # a Debian 12 base made by debootstrap; runc because podman's default crun fails on hosts
+  # with cgroups in hybrid mode; docker-compose (above) drives podman's Docker API in the
+  # compose test (Debian 12's podman-compose 1.0.3 ignores profiles and fixed addresses).
+  packages+=(podman runc debootstrap)
 fi
 if [[ $level == bench ]]; then
   # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as
@@ -32,6 +77,11 @@ if [[ $level == bench ]]; then
   if ! command -v npm >/dev/null 2>&1; then
     packages+=(npm)
   fi
+fi
+
+if $list_only; then
+  printf '%s\n' "${packages[@]}" | awk '!seen[$0]++'
+  exit 0
 fi
 
 missing=()

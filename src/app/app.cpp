@@ -260,6 +260,17 @@ class SluiceServer {
     rls_options.reflection = options_.grpc_reflection;
     rls_options.max_message_bytes = options_.max_body_bytes;
     rls_options.drain_timeout = options_.drain_timeout;
+    rls_options.serve_on_workers = true;
+    if (const grpc::TlsFiles& tls = options_.grpc_tls;
+        !tls.cert_file.empty() || !tls.key_file.empty() || !tls.client_ca_file.empty() ||
+        !tls.client_san.empty()) {
+      if (tls.cert_file.empty() || tls.key_file.empty()) {
+        return makeError(ErrorKind::kInvalidArgument,
+                         "gRPC TLS needs both --grpc-tls-cert and --grpc-tls-key");
+      }
+      rls_options.tls = tls;
+    }
+    rls_options.request_timeout = options_.request_timeout;
     std::vector<grpc::RlsWorker> workers;
     for (unsigned i = 0; i < threads_.size(); ++i) {
       workers.push_back(grpc::RlsWorker{&server_.ioContext(i), threads_[i].decisions.get()});
@@ -268,8 +279,8 @@ class SluiceServer {
     if (auto status = rls_->start(); !status) {
       return status;
     }
-    // gRPC's Shutdown() blocks until every call is finished, and calls are finished from
-    // the I/O threads: it runs on a thread of its own while they keep going.
+    // shutdown() blocks until every call is finished, and calls are finished on the I/O
+    // threads: it runs on a thread of its own while they keep going.
     server_.setStopParticipant([this](std::function<void()> release) {
       rls_drain_ = std::thread([this, release = std::move(release)] {
         rls_->shutdown();

@@ -62,11 +62,6 @@ struct Unhonoured {
 constexpr Unhonoured kUnhonoured[] = {
     {"DEBUG_HOST", "", "Sluice has no debug listener (its /rules, /metrics are on --listen)"},
     {"DEBUG_PORT", "", "Sluice has no debug listener (its /rules, /metrics are on --listen)"},
-    {"GRPC_SERVER_USE_TLS", "false", "TLS on the gRPC listener is not supported"},
-    {"GRPC_SERVER_TLS_CERT", "", "TLS on the gRPC listener is not supported"},
-    {"GRPC_SERVER_TLS_KEY", "", "TLS on the gRPC listener is not supported"},
-    {"GRPC_CLIENT_TLS_CACERT", "", "TLS on the gRPC listener is not supported"},
-    {"GRPC_CLIENT_TLS_SAN", "", "TLS on the gRPC listener is not supported"},
     {"CONFIG_TYPE", "FILE", "rules come from files only (no xDS)"},
     {"CONFIG_GRPC_XDS_SERVER_URL", "", "rules come from files only (no xDS)"},
     {"CONFIG_GRPC_XDS_NODE_ID", "", "rules come from files only (no xDS)"},
@@ -171,12 +166,28 @@ class Mapper {
     for (const Unhonoured& u : kUnhonoured) {
       envoy_specific_ = envoy_specific_ || env_(u.name).has_value();
     }
-    for (std::string_view name :
-         {"RUNTIME_ROOT", "RUNTIME_SUBDIRECTORY", "RUNTIME_APPDIRECTORY", "RUNTIME_WATCH_ROOT",
-          "GRPC_HOST", "GRPC_PORT", "GRPC_UDS", "GRPC_MAX_CONNECTION_AGE",
-          "GRPC_MAX_CONNECTION_AGE_GRACE", "REDIS_TYPE", "REDIS_SOCKET_TYPE", "REDIS_URL",
-          "REDIS_AUTH", "REDIS_TIMEOUT", "CACHE_KEY_PREFIX", "LIMIT_RESPONSE_HEADERS_ENABLED",
-          "MERGE_DOMAIN_CONFIG"}) {
+    for (std::string_view name : {"RUNTIME_ROOT",
+                                  "RUNTIME_SUBDIRECTORY",
+                                  "RUNTIME_APPDIRECTORY",
+                                  "RUNTIME_WATCH_ROOT",
+                                  "GRPC_HOST",
+                                  "GRPC_PORT",
+                                  "GRPC_UDS",
+                                  "GRPC_MAX_CONNECTION_AGE",
+                                  "GRPC_MAX_CONNECTION_AGE_GRACE",
+                                  "REDIS_TYPE",
+                                  "REDIS_SOCKET_TYPE",
+                                  "REDIS_URL",
+                                  "REDIS_AUTH",
+                                  "REDIS_TIMEOUT",
+                                  "CACHE_KEY_PREFIX",
+                                  "LIMIT_RESPONSE_HEADERS_ENABLED",
+                                  "MERGE_DOMAIN_CONFIG",
+                                  "GRPC_SERVER_USE_TLS",
+                                  "GRPC_SERVER_TLS_CERT",
+                                  "GRPC_SERVER_TLS_KEY",
+                                  "GRPC_CLIENT_TLS_CACERT",
+                                  "GRPC_CLIENT_TLS_SAN"}) {
       envoy_specific_ = envoy_specific_ || env_(name).has_value();
     }
   }
@@ -422,6 +433,32 @@ Status mapMisc(Mapper& m) {
       return invalid("MERGE_DOMAIN_CONFIG", *merge, "must be true or false");
     }
     m.flag("MERGE_DOMAIN_CONFIG=" + *merge, "merge-domain-config", *on ? "true" : "false");
+  }
+  // TLS on the gRPC listener, mutual with GRPC_CLIENT_TLS_CACERT; envoy reads the files only
+  // when GRPC_SERVER_USE_TLS is true.
+  bool grpc_tls = false;
+  if (auto use = m.get("GRPC_SERVER_USE_TLS")) {
+    auto on = parseGoBool(*use);
+    if (!on) {
+      return invalid("GRPC_SERVER_USE_TLS", *use, "must be true or false");
+    }
+    grpc_tls = *on;
+    if (grpc_tls && (!m.get("GRPC_SERVER_TLS_CERT") || !m.get("GRPC_SERVER_TLS_KEY"))) {
+      return invalid("GRPC_SERVER_USE_TLS", *use,
+                     "needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY");
+    }
+  }
+  for (auto [name, flag] : {std::pair{"GRPC_SERVER_TLS_CERT", "grpc-tls-cert"},
+                            std::pair{"GRPC_SERVER_TLS_KEY", "grpc-tls-key"},
+                            std::pair{"GRPC_CLIENT_TLS_CACERT", "grpc-tls-client-ca"},
+                            std::pair{"GRPC_CLIENT_TLS_SAN", "grpc-tls-client-san"}}) {
+    if (auto value = m.get(name); value && !value->empty()) {
+      if (grpc_tls) {
+        m.flag(std::string(name) + "=" + *value, flag, *value);
+      } else {
+        m.unhonoured(name, *value, "GRPC_SERVER_USE_TLS is not true (envoy ignores it too)");
+      }
+    }
   }
   for (const Unhonoured& u : kUnhonoured) {
     auto value = m.get(u.name);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <utility>
 
 #include "app/options.hpp"
@@ -84,7 +86,8 @@ std::vector<DecisionObserver*> Operations::observers() {
 
 void Operations::addResetTarget(boost::asio::io_context& io, Store& store,
                                 const http::HandlerContext& context) {
-  targets_.push_back(http::AdminResetTarget{&io, &store});
+  targets_.push_back(ResetTarget{
+      [io = &io](std::function<void()> task) { boost::asio::post(*io, std::move(task)); }, &store});
   admin_context_ = context;
   admin_context_.decisions = nullptr;  // the admin port decides nothing
 }
@@ -96,7 +99,8 @@ Status Operations::start() {
   if (!admin_enabled_) {
     return {};
   }
-  admin_ = std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, targets_,
+  reset_ = makeLimitReset(admin_context_.rules, targets_);
+  admin_ = std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, *reset_,
                                                  &top_);
   if (auto status = admin_->listen(); !status) {
     return makeError(status.error().kind, "--admin-listen: " + status.error().message);
@@ -117,7 +121,5 @@ void Operations::stop() {
     events_->stop();
   }
 }
-
-std::uint16_t Operations::adminPort() const { return admin_ ? admin_->port() : 0; }
 
 }  // namespace sluice::app

@@ -11,6 +11,7 @@
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/decision/limit_reset.hpp"
 #include "sluice/store/event_stream.hpp"
 #include "sluice/store/store.hpp"
 
@@ -59,9 +60,6 @@ class Operations {
   /// Stops the admin listener and flushes the event publisher. Idempotent.
   void stop();
 
-  /// The admin listener's bound port (0 when off).
-  std::uint16_t adminPort() const;
-
  private:
   Operations(const AppOptions& options, Metrics& metrics, const Clock& clock);
 
@@ -74,8 +72,9 @@ class Operations {
   std::vector<std::unique_ptr<DecisionObserver>> observers_;
   TopDenialsBoard top_;                                           // one TopDenials per thread
   std::vector<std::unique_ptr<DecisionObserver>> top_observers_;  // their recorders
-  std::vector<http::AdminResetTarget> targets_;
+  std::vector<ResetTarget> targets_;
   http::HandlerContext admin_context_;
+  std::unique_ptr<LimitReset> reset_;  // DELETE /limits over targets_, built by start()
   std::unique_ptr<http::AdminListener> admin_;
 };
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sluice/common/yaml_document.hpp"
+#include "sluice/common/yaml_reader.hpp"
 
 namespace sluice::app {
 namespace {
@@ -48,6 +49,58 @@ std::string location(const std::string& file, const YAML::Mark& mark) {
   return at.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
 }
 
+/// The server YAML's keys: every flag that is not for the command line only, in both
+/// spellings (max-body-bytes, max_body_bytes), and the sections other modules read.
+std::vector<std::string> configKeys(const FlagRegistry& registry) {
+  std::vector<std::string> keys(std::begin(kDelegatedSections), std::end(kDelegatedSections));
+  for (const Flag* flag : registry.flags()) {
+    if (!flag->command_line_only) {
+      std::string key(flag->name);
+      keys.push_back(key);
+      std::replace(key.begin(), key.end(), '-', '_');
+      keys.push_back(std::move(key));
+    }
+  }
+  return keys;
+}
+
+/// Sets each key of the server YAML's root mapping with its flag; the first error, located.
+Status applyConfigKeys(const FlagRegistry& registry, const YAML::Node& root, AppOptions& options) {
+  const std::string& file = options.config_file;
+  std::vector<LocatedError> errors;
+  YamlReader reader(file, errors, YamlReader::Naming::kPath);
+  const std::vector<std::string> names = configKeys(registry);
+  const std::vector<std::string_view> allowed(names.begin(), names.end());
+  const KeySet keys{allowed, "in the server config", [](const std::string& key) {
+                      return "unknown key \"" + key + "\" (the keys are the flags of --help)";
+                    }};
+  const Fields fields = reader.readFields(root, keys);
+  for (const auto& [key, field] : fields) {
+    if (!errors.empty()) {
+      break;
+    }
+    if (key == "forward_auth") {
+      auto forward_auth = http::parseForwardAuthConfig(field.value, file);
+      if (!forward_auth) {
+        return forward_auth.error();
+      }
+      options.forward_auth = std::move(*forward_auth);
+      continue;
+    }
+    auto value = reader.readString(field, key);
+    if (!value) {
+      continue;
+    }
+    if (auto status = registry.findConfigKey(key)->set(*value); !status) {
+      reader.error(reader.at(field), key + ": " + status.error().message);
+    }
+  }
+  if (!errors.empty()) {
+    return invalid(errors.front().toString());
+  }
+  return {};
+}
+
 Status applyConfigFile(const FlagRegistry& registry, AppOptions& options) {
   const std::string& file = options.config_file;
   std::ifstream in(file, std::ios::binary);
@@ -70,28 +123,8 @@ Status applyConfigFile(const FlagRegistry& registry, AppOptions& options) {
   if (!root.IsMap()) {
     return invalid(location(file, root.Mark()) + ": the server config must be a mapping");
   }
-  for (const auto& item : root) {
-    const std::string key = item.first.as<std::string>("");
-    if (key == "forward_auth") {
-      auto forward_auth = http::parseForwardAuthConfig(item.second, file);
-      if (!forward_auth) {
-        return forward_auth.error();
-      }
-      options.forward_auth = std::move(*forward_auth);
-      continue;
-    }
-    const Flag* flag = registry.findConfigKey(key);
-    if (flag == nullptr) {
-      return invalid(location(file, item.first.Mark()) + ": unknown key \"" + key +
-                     "\" (the keys are the flags of --help)");
-    }
-    if (!item.second.IsScalar()) {
-      return invalid(location(file, item.second.Mark()) + ": " + key + ": must be a scalar");
-    }
-    if (auto status = flag->set(item.second.Scalar()); !status) {
-      return invalid(location(file, item.second.Mark()) + ": " + key + ": " +
-                     status.error().message);
-    }
+  if (auto status = applyConfigKeys(registry, root, options); !status) {
+    return status;
   }
   options.config_root = std::make_shared<const YAML::Node>(root);
   return {};

@@ -53,6 +53,22 @@ void addGrpcFlags(FlagRegistry& registry, GrpcSettings& settings) {
                 .help = "gRPC server reflection (grpc.reflection.v1alpha, for grpcurl) on the "
                         "gRPC listener (default false)",
                 .set = set::boolean(settings.grpc_reflection)});
+  auto file = [&registry](const char* name, const char* metavar, const char* help,
+                          std::string& field, const char* envoy) {
+    registry.add({.name = name,
+                  .metavar = metavar,
+                  .help = help,
+                  .set = flag_setters::text(field),
+                  .envoy_variables = envoy});
+  };
+  file("grpc-tls-cert", "FILE", "TLS on the gRPC listener: its PEM certificate chain (default off)",
+       settings.grpc_tls.cert_file, "GRPC_SERVER_USE_TLS, GRPC_SERVER_TLS_CERT");
+  file("grpc-tls-key", "FILE", "the PEM private key of --grpc-tls-cert", settings.grpc_tls.key_file,
+       "GRPC_SERVER_TLS_KEY");
+  file("grpc-tls-client-ca", "FILE", "mutual TLS: clients need a certificate signed by this CA",
+       settings.grpc_tls.client_ca_file, "GRPC_CLIENT_TLS_CACERT");
+  file("grpc-tls-client-san", "NAME", "mutual TLS: the client certificate must have this SAN",
+       settings.grpc_tls.client_san, "GRPC_CLIENT_TLS_SAN");
 }
 
 }  // namespace sluice::grpc

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "grpc/tls_context.hpp"
 #include "sluice/common/flag_registry.hpp"
 
 namespace sluice::grpc {
@@ -18,6 +19,8 @@ struct GrpcSettings {
   std::chrono::milliseconds grpc_max_connection_age_grace{std::chrono::hours(1)};
   bool grpc_response_headers = true;  ///< rate-limit headers in response_headers_to_add
   bool grpc_reflection = false;       ///< grpc.reflection.v1alpha on the gRPC listener
+  /// --grpc-tls-*: TLS on the gRPC listener when cert_file is set (mutual with client_ca_file).
+  TlsFiles grpc_tls;
 };
 
 /// Adds the --grpc-* flags, bound to `settings`.

@@ -8,15 +8,14 @@
 #include <string_view>
 #include <utility>
 
-#include "http/decision_codec.hpp"
-#include "http/rate_limit_headers.hpp"
+#include "sluice/decision/envoy_response.hpp"
+#include "sluice/decision/rate_limit_headers.hpp"
+#include "sluice/decision/request_shape.hpp"
 
 namespace sluice::grpc {
 namespace {
 
 using Unit = rls::RateLimitResponse::RateLimit::Unit;
-
-constexpr std::uint32_t kUnlimitedRemaining = std::numeric_limits<std::uint32_t>::max();
 
 Error invalid(std::string field, std::string_view what) {
   return makeError(ErrorKind::kInvalidArgument, std::move(field) + ": " + std::string(what));
@@ -93,57 +92,29 @@ std::optional<TimeUnit> timeUnitOf(::envoy::type::v3::RateLimitUnit unit) {
 
 Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
                                           const RequestBounds& bounds) {
-  if (request.domain().empty()) {
-    return invalid("domain", "is required (a non-empty string)");
-  }
-  if (request.domain().size() > bounds.max_string_bytes) {
-    return invalid("domain",
-                   "is longer than " + std::to_string(bounds.max_string_bytes) + " bytes");
-  }
-  if (request.descriptors().empty()) {
-    return invalid("descriptors", "must not be empty");
-  }
+  // The count first, so that a message with more descriptors than the bounds is not copied.
   if (static_cast<std::size_t>(request.descriptors_size()) > bounds.max_descriptors) {
     return invalid("descriptors",
-                   "more than " + std::to_string(bounds.max_descriptors) + " descriptors");
+                   "must have at most " + std::to_string(bounds.max_descriptors) + " descriptors");
   }
   DecisionRequest out;
   out.domain = request.domain();
   out.hits = std::max<std::int64_t>(1, request.hits_addend());
-  if (out.hits > bounds.max_hits) {
-    return invalid("hits_addend", "is larger than " + std::to_string(bounds.max_hits));
-  }
   out.descriptors.reserve(request.descriptors_size());
   bool any_descriptor_hits = false;
   bool any_descriptor_limits = false;
   for (int d = 0; d < request.descriptors_size(); ++d) {
     const auto& descriptor = request.descriptors(d);
-    std::string where = "descriptors[" + std::to_string(d) + "]";
-    if (static_cast<std::size_t>(descriptor.entries_size()) > bounds.max_entries) {
-      return invalid(where + ".entries",
-                     "more than " + std::to_string(bounds.max_entries) + " entries");
-    }
     Descriptor entries;
     entries.reserve(descriptor.entries_size());
-    for (int e = 0; e < descriptor.entries_size(); ++e) {
-      const auto& entry = descriptor.entries(e);
-      std::string entry_where = where + ".entries[" + std::to_string(e) + "]";
-      if (entry.key().empty()) {
-        return invalid(entry_where + ".key", "must be a non-empty string");
-      }
-      if (entry.key().size() > bounds.max_string_bytes ||
-          entry.value().size() > bounds.max_string_bytes) {
-        return invalid(entry_where, "key or value longer than " +
-                                        std::to_string(bounds.max_string_bytes) + " bytes");
-      }
+    for (const auto& entry : descriptor.entries()) {
       entries.push_back(Entry{entry.key(), entry.value()});
     }
     out.descriptors.push_back(std::move(entries));
     if (descriptor.has_hits_addend()) {
-      std::uint64_t hits = descriptor.hits_addend().value();
-      if (hits > static_cast<std::uint64_t>(bounds.max_hits)) {
-        return invalid(where + ".hits_addend", "is larger than " + std::to_string(bounds.max_hits));
-      }
+      // Above the bounds (or int64) it stays out of range, so checkDecisionRequest() names it.
+      std::uint64_t hits = std::min<std::uint64_t>(descriptor.hits_addend().value(),
+                                                   static_cast<std::uint64_t>(bounds.max_hits) + 1);
       out.descriptor_hits.resize(d + 1);
       out.descriptor_hits[d] = static_cast<std::int64_t>(hits);
       any_descriptor_hits = true;
@@ -152,7 +123,7 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
       // envoy's RateLimitOverride: this descriptor is limited by the request, not the rules.
       auto unit = timeUnitOf(descriptor.limit().unit());
       if (!unit) {
-        return invalid(where + ".limit.unit",
+        return invalid("descriptors[" + std::to_string(d) + "].limit.unit",
                        "must be SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR");
       }
       out.descriptor_limits.resize(d + 1);
@@ -166,6 +137,9 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
   }
   if (any_descriptor_limits) {
     out.descriptor_limits.resize(out.descriptors.size());
+  }
+  if (Status shape = checkDecisionRequest(out, RequestApi::kEnvoy, bounds); !shape) {
+    return shape.error();
   }
   return out;
 }
@@ -195,7 +169,7 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
       bool unlimited = std::any_of(d.limits.begin(), d.limits.end(),
                                    [](const LimitStatus& l) { return l.unlimited; });
       if (unlimited) {
-        status->set_limit_remaining(kUnlimitedRemaining);
+        status->set_limit_remaining(static_cast<std::uint32_t>(kEnvoyUnlimitedRemaining));
       }
       continue;
     }
@@ -209,9 +183,9 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
     limit->set_unit(envoyUnit(*binding));
     status->set_limit_remaining(clampUint32(binding->outcome.remaining));
     status->mutable_duration_until_reset()->set_seconds(
-        http::ceilSeconds(binding->outcome.reset_after_us));
+        ceilSeconds(binding->outcome.reset_after_us));
   }
-  if (std::string json = http::envoyDynamicMetadataJson(decision); !json.empty()) {
+  if (std::string json = envoyDynamicMetadataJson(decision); !json.empty()) {
     // Built by the same code as /json's dynamicMetadata, so both APIs answer alike.
     if (!::google::protobuf::util::JsonStringToMessage(json, response.mutable_dynamic_metadata())
              .ok()) {
@@ -221,7 +195,7 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
   if (headers) {
     if (const LimitStatus* binding = decision.binding()) {
       std::string lines;
-      http::appendRateLimitHeaders(lines, *binding, !decision.allowed);
+      appendRateLimitHeaders(lines, *binding, !decision.allowed);
       addHeaderLines(lines, response);
     }
   }

@@ -6,6 +6,7 @@
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "sluice/common/result.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/decision/request_shape.hpp"
 
 /// Envoy's Rate Limit Service v3 messages to and from Sluice's decisions. Pure functions:
 /// no gRPC, no I/O.
@@ -13,21 +14,17 @@ namespace sluice::grpc {
 
 namespace rls = ::envoy::service::ratelimit::v3;
 
-/// Bounds on one call, the same as on an HTTP body (http/decision_codec.hpp).
-struct RequestBounds {
-  std::size_t max_descriptors = 64;
-  std::size_t max_entries = 32;
-  std::size_t max_string_bytes = 1024;
-  std::int64_t max_hits = 1'000'000'000;
-};
+/// Bounds on one call: the decision layer's, the same as on an HTTP body.
+using RequestBounds = ::sluice::RequestBounds;
 
 /// A RateLimitRequest as a DecisionRequest: `hits_addend` 0 means 1 (as envoy does); a
 /// descriptor's own `hits_addend` (even 0) overrides it for that descriptor; its `limit`
 /// (RateLimitOverride) replaces the rules for it (DecisionRequest::descriptor_limits). Errors
-/// (kInvalidArgument, answered INVALID_ARGUMENT) name the field: an empty domain, no
-/// descriptors, an empty key, more descriptors/entries or longer strings than the bounds.
+/// (kInvalidArgument, answered INVALID_ARGUMENT) name the field: an override's unknown unit
+/// here, the rest (an empty domain, no descriptors, an empty key, more descriptors or entries
+/// or longer strings than the bounds) from checkDecisionRequest(), in the words /json uses.
 Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
-                                          const RequestBounds& bounds = {});
+                                          const RequestBounds& bounds = kRequestBounds);
 
 /// The unit and requests_per_unit that describe a limit in envoy's terms. A window that is
 /// exactly one envoy unit is that unit (60 x second is MINUTE, 7 x day is WEEK); any other
@@ -40,9 +37,10 @@ rls::RateLimitResponse::RateLimit::Unit envoyUnit(const LimitStatus& limit);
 /// status per request descriptor in order (its own binding limit: code, current_limit,
 /// limit_remaining, duration_until_reset; an unlimited-only descriptor answers OK with
 /// limit_remaining 4294967295; no rule: OK alone); dynamic_metadata the same object as
-/// /json's dynamicMetadata (http::envoyDynamicMetadataJson: the request, and the rules
-/// `metadata` of the descriptors that passed under `metadata`); when `headers` is true, response_headers_to_add carries the same rate-limit
-/// headers as /shouldAllowRequest (those of Decision::binding()).
+/// /json's dynamicMetadata (envoyDynamicMetadataJson(): the request, and the rules `metadata`
+/// of the descriptors that passed under `metadata`); when `headers` is true,
+/// response_headers_to_add carries the same rate-limit headers as /shouldAllowRequest
+/// (appendRateLimitHeaders() of Decision::binding()).
 void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& response);
 
 }  // namespace sluice::grpc

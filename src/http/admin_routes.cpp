@@ -65,32 +65,6 @@ std::string topDenialsJson(const TopDenialsReport& report, const TopDenialsOptio
   return body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-Result<std::vector<std::string>> resetKeyPrefixes(const RuleSet& rules,
-                                                  const DecisionRequest& request) {
-  const DomainConfig* domain = rules.findDomain(request.domain);
-  if (domain == nullptr) {
-    return makeError(ErrorKind::kNotFound, "domain: unknown domain \"" + request.domain + "\"");
-  }
-  std::vector<std::string> prefixes;
-  if (request.descriptors.empty()) {
-    return BucketKey::domainPrefixes(request.client_id, domain->domain);
-  }
-  RequestMatch match = matchRequest(*domain, request.descriptors);
-  for (const DescriptorMatch& descriptor : match.descriptors) {
-    for (const MatchedLimit& limit : descriptor.limits) {
-      if (!limit.limit->unlimited) {
-        prefixes.push_back(BucketKey::storeKey(request.client_id, limit.bucket_key));
-      }
-    }
-  }
-  if (prefixes.empty()) {
-    return makeError(
-        ErrorKind::kInvalidArgument,
-        "descriptors: no rule with a limit matches them in domain \"" + request.domain + "\"");
-  }
-  return prefixes;
-}
-
 void addAdminRoutes(Router& router, const AdminContext& context) {
   router.add("DELETE", "/limits", [context](const Request& request, Respond respond) {
     Result<DecisionRequest> parsed =
@@ -99,20 +73,8 @@ void addAdminRoutes(Router& router, const AdminContext& context) {
       respond(jsonError(400, parsed.error().message));
       return;
     }
-    RuleSetPtr rules = context.operations.rules();
-    if (!rules) {
-      respond(jsonError(503, "rules: not loaded"));
-      return;
-    }
-    auto prefixes = resetKeyPrefixes(*rules, *parsed);
-    if (!prefixes) {
-      respond(jsonError(prefixes.error().kind == ErrorKind::kNotFound ? 404 : 400,
-                        prefixes.error().message));
-      return;
-    }
-    context.reset(std::move(*prefixes), [domain = parsed->domain, client = parsed->client_id,
-                                         peer = request.peer, respond = std::move(respond)](
-                                            Result<std::size_t> removed) {
+    auto answer = [domain = parsed->domain, client = parsed->client_id, peer = request.peer,
+                   respond](Result<std::size_t> removed) {
       if (!removed) {
         spdlog::warn("admin: reset of client \"{}\" in domain {} from {} failed: {}", client,
                      domain, peer, removed.error().message);
@@ -126,7 +88,25 @@ void addAdminRoutes(Router& router, const AdminContext& context) {
                                  {"domain", domain},
                                  {"clientId", client},
                                  {"buckets_removed", *removed}}));
-    });
+    };
+    Status started =
+        context.reset->reset(*parsed, [answer = std::move(answer), post = context.answer_on](
+                                          Result<std::size_t> removed) mutable {
+          if (!post) {
+            answer(std::move(removed));
+            return;
+          }
+          post([answer = std::move(answer), removed = std::move(removed)]() mutable {
+            answer(std::move(removed));
+          });
+        });
+    if (!started) {
+      const ErrorKind kind = started.error().kind;
+      respond(jsonError(kind == ErrorKind::kNotFound      ? 404
+                        : kind == ErrorKind::kUnavailable ? 503
+                                                          : 400,
+                        started.error().message));
+    }
   });
   if (context.top != nullptr) {
     router.add("GET", "/limits/top", [top = context.top](const Request& request, Respond respond) {

@@ -4,82 +4,29 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <mutex>
-#include <optional>
 #include <thread>
 #include <utility>
 
 namespace sluice::http {
-namespace {
-
 namespace net = boost::asio;
 
-/// One DELETE /limits fanned out to every decision thread's store.
-struct ResetFanOut {
-  std::mutex mutex;
-  std::size_t pending = 0;
-  std::size_t removed = 0;
-  std::optional<Error> error;
-  std::function<void(Result<std::size_t>)> done;
-  net::io_context* reply_io = nullptr;
-
-  void arrive(Result<std::size_t> result, const std::shared_ptr<ResetFanOut>& self) {
-    std::lock_guard lock(mutex);
-    if (result) {
-      removed += *result;
-    } else if (!error) {
-      error = result.error();
-    }
-    if (--pending != 0) {
-      return;
-    }
-    Result<std::size_t> total = error ? Result<std::size_t>(*error) : Result<std::size_t>(removed);
-    // The answer belongs to the admin thread that received the request.
-    net::post(*reply_io,
-              [self, total = std::move(total)]() mutable { self->done(std::move(total)); });
-  }
-};
-
-}  // namespace
-
 struct AdminListener::Impl {
-  Impl(ServerOptions options, Metrics& metrics, std::vector<AdminResetTarget> targets)
-      : server(std::move(options), metrics), targets(std::move(targets)) {}
-
-  void reset(std::vector<std::string> prefixes, std::function<void(Result<std::size_t>)> done) {
-    if (targets.empty()) {
-      done(std::size_t{0});
-      return;
-    }
-    auto fan_out = std::make_shared<ResetFanOut>();
-    fan_out->pending = targets.size();
-    fan_out->done = std::move(done);
-    fan_out->reply_io = &server.ioContext(0);
-    auto shared_prefixes = std::make_shared<const std::vector<std::string>>(std::move(prefixes));
-    for (const AdminResetTarget& target : targets) {
-      net::post(*target.io, [store = target.store, shared_prefixes, fan_out] {
-        store->reset(*shared_prefixes, [fan_out](Result<std::size_t> result) {
-          fan_out->arrive(std::move(result), fan_out);
-        });
-      });
-    }
-  }
+  explicit Impl(ServerOptions options, Metrics& metrics) : server(std::move(options), metrics) {}
 
   Server server;
-  std::vector<AdminResetTarget> targets;
   std::thread thread;
 };
 
 AdminListener::AdminListener(ServerOptions options, Metrics& metrics, HandlerContext operations,
-                             std::vector<AdminResetTarget> targets, const TopDenialsBoard* top) {
+                             const LimitReset& reset, const TopDenialsBoard* top) {
   options.threads = 1;
-  impl_ = std::make_unique<Impl>(std::move(options), metrics, std::move(targets));
+  impl_ = std::make_unique<Impl>(std::move(options), metrics);
   AdminContext context;
   context.operations = std::move(operations);
   context.top = top;
-  context.reset = [impl = impl_.get()](std::vector<std::string> prefixes,
-                                       std::function<void(Result<std::size_t>)> done) {
-    impl->reset(std::move(prefixes), std::move(done));
+  context.reset = &reset;
+  context.answer_on = [io = &impl_->server.ioContext(0)](std::function<void()> task) {
+    net::post(*io, std::move(task));
   };
   auto router = std::make_shared<Router>();
   addAdminRoutes(*router, context);

@@ -9,16 +9,15 @@
 #include <utility>
 
 #include "http/fast_decision_parser.hpp"
-#include "http/json_writer.hpp"
-#include "http/rate_limit_headers.hpp"
+#include "sluice/common/json_writer.hpp"
+#include "sluice/decision/envoy_response.hpp"
+#include "sluice/decision/rate_limit_headers.hpp"
+#include "sluice/decision/request_shape.hpp"
 
 namespace sluice::http {
 namespace {
 
 using Json = nlohmann::json;
-
-/// envoyproxy/ratelimit's limitRemaining for an unlimited descriptor (math.MaxUint32).
-constexpr std::int64_t kEnvoyUnlimitedRemaining = 4294967295;
 
 Error fieldError(const std::string& path, std::string_view what) {
   return makeError(ErrorKind::kInvalidArgument, path + ": " + std::string(what));
@@ -47,7 +46,7 @@ Result<Json> parseBody(std::string_view body) {
   }
 }
 
-/// A bounded string field; `allow_empty` for descriptor values.
+/// A string field; `allow_empty` for descriptor values. Its length is checkDecisionRequest()'s.
 Result<std::string> stringField(const Json& value, const std::string& path, bool allow_empty) {
   if (!value.is_string()) {
     return fieldError(path, allow_empty ? "must be a string" : "must be a non-empty string");
@@ -55,9 +54,6 @@ Result<std::string> stringField(const Json& value, const std::string& path, bool
   const auto& text = value.get_ref<const std::string&>();
   if (text.empty() && !allow_empty) {
     return fieldError(path, "must be a non-empty string");
-  }
-  if (text.size() > kMaxStringBytes) {
-    return fieldError(path, "must be at most " + std::to_string(kMaxStringBytes) + " bytes");
   }
   return text;
 }
@@ -119,9 +115,6 @@ Result<Entry> parseEntry(const Json& json, const std::string& path) {
 Result<Descriptor> parseEntries(const Json& json, const std::string& path) {
   if (!json.is_array()) {
     return fieldError(path, "must be an array of {\"key\", \"value\"} objects");
-  }
-  if (json.size() > kMaxEntries) {
-    return fieldError(path, "must have at most " + std::to_string(kMaxEntries) + " entries");
   }
   Descriptor descriptor;
   descriptor.reserve(json.size());
@@ -277,10 +270,6 @@ Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) 
   if (!json.is_array()) {
     return fieldError("descriptors", "must be an array");
   }
-  if (json.size() > kMaxDescriptors) {
-    return fieldError("descriptors",
-                      "must have at most " + std::to_string(kMaxDescriptors) + " descriptors");
-  }
   bool any_hits = false;
   bool any_limit = false;
   for (std::size_t i = 0; i < json.size(); ++i) {
@@ -301,26 +290,6 @@ Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) 
     request.descriptor_limits.clear();
   }
   return {};
-}
-
-std::string_view envoyUnit(TimeUnit unit) {
-  switch (unit) {
-    case TimeUnit::kSecond:
-      return "SECOND";
-    case TimeUnit::kMinute:
-      return "MINUTE";
-    case TimeUnit::kHour:
-      return "HOUR";
-    case TimeUnit::kDay:
-      return "DAY";
-    case TimeUnit::kWeek:
-      return "WEEK";
-    case TimeUnit::kMonth:
-      return "MONTH";
-    case TimeUnit::kYear:
-      return "YEAR";
-  }
-  return "UNKNOWN";
 }
 
 /// The parts of a limit's JSON that depend only on the limit (its name; its limit, unit,
@@ -420,63 +389,9 @@ void writeLimit(JsonWriter& w, const LimitStatus& limit) {
   w.endObject();
 }
 
-// The loader stores `metadata` as compact JSON; an unparsable text is passed on as a string.
-void writeMetadata(JsonWriter& w, const std::string& text) {
-  if (Json::accept(text)) {
-    w.raw(text);
-  } else {
-    w.value(text);
-  }
-}
-
 bool isUnlimited(const DescriptorStatus& d) {
   return !d.limits.empty() &&
          std::all_of(d.limits.begin(), d.limits.end(), [](const auto& l) { return l.unlimited; });
-}
-
-/// Whether a decision has envoy dynamic metadata: some matched rule node has `metadata`
-/// (envoyResponse's `dynamicMetadata`, envoyDynamicMetadataJson, gRPC's dynamic_metadata).
-bool hasEnvoyDynamicMetadata(const Decision& decision) {
-  return std::any_of(decision.descriptors.begin(), decision.descriptors.end(),
-                     [](const DescriptorStatus& d) { return !d.metadata_json.empty(); });
-}
-
-/// envoyproxy/ratelimit's response dynamic metadata: the domain, the request's descriptors
-/// (entries as "key=value", the request-side limit, the descriptor's hits), the request's
-/// hits when not 1, and `metadata`, the rules metadata of the descriptors that passed.
-void writeEnvoyDynamicMetadata(JsonWriter& w, const DecisionRequest& request,
-                               const Decision& decision) {
-  w.beginObject();
-  w.field("domain", request.domain);
-  w.key("descriptors");
-  w.beginArray();
-  for (std::size_t i = 0; i < request.descriptors.size(); ++i) {
-    w.beginObject();
-    w.key("entries");
-    w.beginArray();
-    for (const Entry& e : request.descriptors[i]) {
-      w.value(e.key + "=" + e.value);
-    }
-    w.endArray();
-    if (i < request.descriptor_limits.size() && request.descriptor_limits[i]) {
-      const LimitOverride& limit = *request.descriptor_limits[i];
-      w.field("limit", "requests_per_unit:" + std::to_string(limit.requests_per_unit) +
-                           " unit:" + std::string(envoyUnit(limit.unit)));
-    }
-    if (i < request.descriptor_hits.size() && request.descriptor_hits[i]) {
-      w.field("hitsAddend", *request.descriptor_hits[i]);
-    }
-    w.endObject();
-  }
-  w.endArray();
-  if (request.hits != 1) {
-    w.field("hitsAddend", request.hits);
-  }
-  if (!decision.metadata_json.empty()) {
-    w.key("metadata");
-    writeMetadata(w, decision.metadata_json);
-  }
-  w.endObject();
 }
 
 bool digits(std::string_view text, std::size_t pos, std::size_t count, int& out) {
@@ -593,6 +508,9 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
                            "\" (expected domain, clientId, descriptors, hits, timestamp)");
     }
   }
+  if (Status shape = checkDecisionRequest(request, RequestApi::kSluice); !shape) {
+    return shape.error();
+  }
   return request;
 }
 
@@ -611,7 +529,6 @@ Result<DecisionRequest> parseEnvoyRequestComplete(std::string_view body) {
   }
   const Json& json = *parsed;
   DecisionRequest request;
-  bool has_descriptors = false;
   for (const auto& [name, value] : json.items()) {
     if (value.is_null()) {
       continue;
@@ -626,7 +543,6 @@ Result<DecisionRequest> parseEnvoyRequestComplete(std::string_view body) {
       if (auto status = parseDescriptors(value, true, request); !status) {
         return status.error();
       }
-      has_descriptors = !request.descriptors.empty();
     } else if (name == "hits_addend" || name == "hitsAddend") {
       auto hits = hitsField(value, name, true);
       if (!hits) {
@@ -639,11 +555,8 @@ Result<DecisionRequest> parseEnvoyRequestComplete(std::string_view body) {
           "body: unknown field \"" + name + "\" (expected domain, descriptors, hits_addend)");
     }
   }
-  if (request.domain.empty()) {
-    return fieldError("domain", "is required (a non-empty string)");
-  }
-  if (!has_descriptors) {
-    return fieldError("descriptors", "must be a non-empty array");
+  if (Status shape = checkDecisionRequest(request, RequestApi::kEnvoy); !shape) {
+    return shape.error();
   }
   return request;
 }
@@ -709,7 +622,7 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     w.endArray();
     if (!d.metadata_json.empty()) {
       w.key("metadata");
-      writeMetadata(w, d.metadata_json);
+      writeRulesMetadata(w, d.metadata_json);
     }
     w.endObject();
   }
@@ -762,7 +675,7 @@ Response envoyResponse(const Decision& decision) {
       w.field("name", binding->name);
     }
     w.field("requestsPerUnit", binding->limit);
-    w.field("unit", envoyUnit(binding->unit));
+    w.field("unit", envoyUnitName(binding->unit));
     w.endObject();
     w.field("limitRemaining", std::max<std::int64_t>(0, binding->outcome.remaining));
     w.field("durationUntilReset",
@@ -772,7 +685,7 @@ Response envoyResponse(const Decision& decision) {
   w.endArray();
   if (hasEnvoyDynamicMetadata(decision)) {
     w.key("dynamicMetadata");
-    writeEnvoyDynamicMetadata(w, decision.request, decision);
+    writeEnvoyDynamicMetadata(w, decision);
   }
   w.endObject();
   w.text("\n");
@@ -781,17 +694,6 @@ Response envoyResponse(const Decision& decision) {
     response.headers.push_back({"X-Sluice-Degraded", "true"});
   }
   return response;
-}
-
-std::string envoyDynamicMetadataJson(const Decision& decision) {
-  if (!hasEnvoyDynamicMetadata(decision)) {
-    return {};
-  }
-  std::string json;
-  JsonWriter w(json);
-  writeEnvoyDynamicMetadata(w, decision.request, decision);
-  w.finish();
-  return json;
 }
 
 }  // namespace sluice::http

@@ -6,18 +6,13 @@
 #include "http/message.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/decision/request_shape.hpp"
 
 /// JSON in and out of the decision endpoints: Sluice's own `POST /shouldAllowRequest`
 /// (README.md, "HTTP API") and envoyproxy/ratelimit's `POST /json`. Pure functions; every parse
 /// error is kInvalidArgument with a message that starts with the offending field's path,
 /// e.g. `descriptors[0].entries[1].key: must be a non-empty string`.
 namespace sluice::http {
-
-/// Bounds on one request, so that a single body cannot cost unbounded work.
-inline constexpr std::size_t kMaxDescriptors = 64;
-inline constexpr std::size_t kMaxEntries = 32;
-inline constexpr std::size_t kMaxStringBytes = 1024;
-inline constexpr std::int64_t kMaxHits = 1'000'000'000;
 
 /// Parses a /shouldAllowRequest body. A missing `domain` becomes `default_domain`.
 /// Common bodies take a single-pass fast path (fast_decision_parser.hpp); everything else,
@@ -51,12 +46,6 @@ Result<DecisionRequest> parseEnvoyRequestComplete(std::string_view body);
 /// dynamic metadata (written when a matched rule node has `metadata`) reads the request
 /// from Decision::request.
 Response envoyResponse(const Decision& decision);
-
-/// envoyproxy/ratelimit's dynamic metadata as a JSON object: `domain`, `descriptors` (the
-/// request's), `hitsAddend` when not 1, and `metadata` (Decision::metadata_json: the rules
-/// `metadata` of the descriptors that passed, first wins). "" when no matched rule node has
-/// `metadata`. The same object is /json's `dynamicMetadata` and gRPC's dynamic_metadata.
-std::string envoyDynamicMetadataJson(const Decision& decision);
 
 /// True for an ISO-8601 / RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.frac][Z|±HH:MM]`
 /// with calendar ranges checked (leap years included).

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
+#include <span>
 #include <utility>
 
 #include "http/decision_codec.hpp"
 #include "http/header_text.hpp"
 #include "sluice/common/value_parsers.hpp"
+#include "sluice/common/yaml_reader.hpp"
 
 namespace sluice::http {
 namespace {
@@ -43,19 +46,16 @@ bool isClientSource(AttributeSource source) {
 
 // --- YAML ---------------------------------------------------------------------------
 
-// Reads the `forward_auth:` mapping; every error carries its location and key path.
+// Reads the `forward_auth:` mapping with the common YAML reader (its typed reads, key checks
+// and locations); stops at the first error, which names its location and key path.
 class ConfigReader {
  public:
-  explicit ConfigReader(std::string_view file) : file_(file) {}
+  explicit ConfigReader(std::string_view file)
+      : reader_(std::string(file), errors_, YamlReader::Naming::kPath) {}
 
   Error error(const YAML::Node& node, std::string_view path, std::string_view message) const {
-    const YAML::Mark mark = node.Mark();
-    std::string where = std::string(file_);
-    if (mark.line >= 0) {
-      where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-    }
-    return invalid(where + ": forward_auth" + (path.empty() ? "" : ".") + std::string(path) + ": " +
-                   std::string(message));
+    return invalid(
+        LocatedError{reader_.at(node), qualified(path) + ": " + std::string(message)}.toString());
   }
 
   Status expectKeys(const YAML::Node& node, std::string_view path,
@@ -63,46 +63,47 @@ class ConfigReader {
     if (!node.IsMap()) {
       return error(node, path, "must be a mapping");
     }
-    for (const auto& item : node) {
-      const std::string key = item.first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        std::string expected;
-        for (std::string_view name : allowed) {
-          expected += expected.empty() ? "" : ", ";
-          expected += name;
-        }
-        return error(item.first, join(path, key),
-                     "unknown key (expected one of: " + expected + ")");
-      }
+    std::string expected;
+    for (std::string_view name : allowed) {
+      expected += expected.empty() ? "" : ", ";
+      expected += name;
     }
-    return {};
+    const std::string where = "in " + qualified(path);
+    const KeySet keys{
+        std::span(allowed.begin(), allowed.size()), where, [&](const std::string& key) {
+          return qualified(join(path, key)) + ": unknown key (expected one of: " + expected + ")";
+        }};
+    reader_.readFields(node, keys);
+    return firstError();
   }
 
   Result<std::string> string(const YAML::Node& node, std::string_view path,
                              bool allow_empty = false) const {
-    if (!node.IsScalar()) {
-      return error(node, path, "must be a string");
+    auto text = reader_.readString(Field{node, node}, qualified(path));
+    if (!text) {
+      return firstError().error();
     }
-    if (!allow_empty && node.Scalar().empty()) {
+    if (!allow_empty && text->empty()) {
       return error(node, path, "must not be empty");
     }
-    return node.Scalar();
+    return std::move(*text);
   }
 
   Result<bool> boolean(const YAML::Node& node, std::string_view path) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-      return error(node, path, "must be true or false");
+    auto value = reader_.readBool(Field{node, node}, qualified(path));
+    if (!value) {
+      return firstError().error();
     }
-    return value;
+    return *value;
   }
 
   Result<int> integer(const YAML::Node& node, std::string_view path) const {
-    int value = 0;
-    if (!node.IsScalar() || !YAML::convert<int>::decode(node, value)) {
-      return error(node, path, "must be an integer");
+    auto value =
+        reader_.readInteger(Field{node, node}, qualified(path), 1, std::numeric_limits<int>::max());
+    if (!value) {
+      return firstError().error();
     }
-    return value;
+    return static_cast<int>(*value);
   }
 
   Result<std::vector<std::string>> strings(const YAML::Node& node, std::string_view path) const {
@@ -225,7 +226,21 @@ class ConfigReader {
   }
 
  private:
-  std::string_view file_;
+  static std::string qualified(std::string_view path) {
+    return path.empty() ? std::string("forward_auth") : "forward_auth." + std::string(path);
+  }
+  /// The first error the reader reported, as a Status.
+  Status firstError() const {
+    if (errors_.empty()) {
+      return {};
+    }
+    return invalid(errors_.front().toString());
+  }
+
+  // The reader reports into errors_; both are mutable because reading is not a change of
+  // the ConfigReader's meaning (its methods are const for its callers).
+  mutable std::vector<LocatedError> errors_;
+  mutable YamlReader reader_;
 };
 
 // The domain, the deny status and where the original request is read from.

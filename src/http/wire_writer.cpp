@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "http/json_writer.hpp"
+#include "sluice/common/json_writer.hpp"
 
 namespace sluice::http {
 namespace {

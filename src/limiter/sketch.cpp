@@ -9,7 +9,7 @@
 
 namespace sluice {
 
-// sketch (DESIGN.md §4, docs/sketch.md). For one client, with C and P the minimum of its d
+// sketch (docs/algorithms.md, docs/sketch.md). For one client, with C and P the minimum of its d
 // counters in the current and the previous window's sketch (a saturated counter reads as
 // 2^53; a sketch stamped with another window reads as 0; with the Bloom gate, a client in
 // neither window's filter reads C = P = 0):

@@ -13,10 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "sluice/common/yaml_reader.hpp"
 #include "sluice/rules/rules.hpp"
 
-/// Reading helpers for rules files: typed reads of YAML values that report every problem
-/// with its file, line and column, and the per-file budgets that bound what a file costs.
+/// Reading helpers for rules files: their keys and sections over the common YAML reader
+/// (sluice/common/yaml_reader.hpp), and the conversion of `metadata` to JSON.
 namespace sluice::rules_detail {
 
 inline constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "rate_limit",
@@ -47,19 +48,10 @@ enum class Section { kRoot, kDescriptor, kLimit, kReplaces };
 
 bool contains(std::span<const std::string_view> list, std::string_view word);
 
-/// `text` between single quotes, as error messages quote names and values.
-std::string inQuotes(std::string_view text);
-
-/// A YAML boolean (true/false, yes/no, on/off, any case; not a quoted "!" scalar), or
-/// nullopt for anything else.
-std::optional<bool> yamlBool(const YAML::Node& node);
-
-/// One `key: value` pair of a YAML mapping, with both nodes for their positions.
-struct Field {
-  YAML::Node key;
-  YAML::Node value;
-};
-using Fields = std::map<std::string, Field, std::less<>>;
+using sluice::Field;
+using sluice::Fields;
+using sluice::inQuotes;
+using sluice::yamlBool;
 
 /// Bounds on `metadata`: YAML aliases can make a node refer to itself or repeat a subtree
 /// exponentially, so the conversion stops at this depth or number of nodes.
@@ -70,56 +62,22 @@ inline constexpr std::size_t kMaxMetadataNodes = 10'000;
 /// stay strings. nullopt when it exceeds the bounds above; `budget` counts nodes down.
 std::optional<nlohmann::json> yamlToJson(const YAML::Node& node, int depth, std::size_t& budget);
 
-/// Reads the values of one rules file and collects its errors (at most kMaxErrors, then one
-/// "too many errors" line) instead of stopping at the first one. Not thread-safe: one
-/// reader per file being parsed.
-class YamlReader {
+/// The reader of one rules file (sluice/common/yaml_reader.hpp) with the rules' sections:
+/// their keys, and did-you-mean hints for a misspelled or misplaced key.
+class YamlReader : public sluice::YamlReader {
  public:
-  YamlReader(std::string file, std::vector<RuleError>& errors)
-      : file_(std::move(file)), errors_(errors) {}
+  using sluice::YamlReader::readDuration;
+  using sluice::YamlReader::readFields;
+  using sluice::YamlReader::YamlReader;
 
-  const std::string& file() const { return file_; }
-  /// How many errors the output holds; a parse step compares it before and after.
-  std::size_t errorsReported() const { return errors_.size(); }
-
-  void error(SourceLocation location, std::string message);
-
-  SourceLocation at(const YAML::Mark& mark) const;
-  SourceLocation at(const YAML::Node& node) const { return at(node.Mark()); }
-  /// The value's position, or the key's when the value is empty (yaml-cpp places an empty
-  /// value at the start of the next token, often on the next line).
-  SourceLocation at(const Field& field) const;
-
-  /// Reads a mapping's fields; reports unknown keys (with a did-you-mean), non-string keys
-  /// and keys given twice.
+  /// Reads a mapping's fields against the keys of `section`.
   Fields readFields(const YAML::Node& map, Section section);
-
-  std::optional<std::string> readString(const Field& field, std::string_view name);
-  std::optional<bool> readBool(const Field& field, std::string_view name);
-  std::optional<std::int64_t> readInteger(const Field& field, std::string_view name,
-                                          std::int64_t min, std::int64_t max);
+  /// A duration of at most kMaxRuleSpanMicros (10 years).
   std::optional<Micros> readDuration(const Field& field, std::string_view name);
-
-  /// "mapping", "list", "null" or "string": how errors name a node's kind.
-  static std::string kindOf(const YAML::Node& node);
-  /// A node as errors show it: its quoted text, or its kind.
-  static std::string describe(const YAML::Node& node);
-
-  /// Counts one descriptor or limit against the file's budget; reports (once) and returns
-  /// false when it is spent. Aliases can repeat a subtree exponentially: this keeps a small
-  /// file from taking the reload thread's time and memory.
-  bool spendNode(const YAML::Node& node);
-
- private:
-  static std::string unknownKeyMessage(const std::string& name, Section section);
-
-  static constexpr std::size_t kMaxNodes = 100'000;
-  static constexpr std::size_t kMaxErrors = 1'000;
-  std::size_t nodes_ = 0;
-  std::size_t error_count_ = 0;
-
-  std::string file_;
-  std::vector<RuleError>& errors_;
+  /// Counts one descriptor or limit against the file's budget.
+  bool spendNode(const YAML::Node& node) {
+    return sluice::YamlReader::spendNode(node, "descriptors and limits");
+  }
 };
 
 }  // namespace sluice::rules_detail

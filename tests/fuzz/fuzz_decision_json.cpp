@@ -35,21 +35,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const sluice::DecisionRequest& request = *parsed;
   SLUICE_FUZZ_CHECK(!request.domain.empty());
-  SLUICE_FUZZ_CHECK(request.hits >= 0 && request.hits <= sluice::http::kMaxHits);
-  SLUICE_FUZZ_CHECK(request.client_id.size() <= sluice::http::kMaxStringBytes);
-  SLUICE_FUZZ_CHECK(request.descriptors.size() <= sluice::http::kMaxDescriptors);
+  SLUICE_FUZZ_CHECK(request.hits >= 0 && request.hits <= sluice::kMaxHits);
+  SLUICE_FUZZ_CHECK(request.client_id.size() <= sluice::kMaxStringBytes);
+  SLUICE_FUZZ_CHECK(request.descriptors.size() <= sluice::kMaxDescriptors);
   SLUICE_FUZZ_CHECK(request.descriptor_hits.empty() ||
                     request.descriptor_hits.size() == request.descriptors.size());
   for (const auto& hits : request.descriptor_hits) {
-    SLUICE_FUZZ_CHECK(!hits || (*hits >= 0 && *hits <= sluice::http::kMaxHits));
+    SLUICE_FUZZ_CHECK(!hits || (*hits >= 0 && *hits <= sluice::kMaxHits));
   }
   for (const auto& descriptor : request.descriptors) {
     // An empty descriptor ({}, "entries": [] or []) is valid: it matches no rule
     // (DecisionCodecTest.SluiceRequestsAcceptMissingValuesAndEmptyDescriptorsButNoLimits).
-    SLUICE_FUZZ_CHECK(descriptor.size() <= sluice::http::kMaxEntries);
+    SLUICE_FUZZ_CHECK(descriptor.size() <= sluice::kMaxEntries);
     for (const auto& entry : descriptor) {
-      SLUICE_FUZZ_CHECK(!entry.key.empty() && entry.key.size() <= sluice::http::kMaxStringBytes);
-      SLUICE_FUZZ_CHECK(entry.value.size() <= sluice::http::kMaxStringBytes);
+      SLUICE_FUZZ_CHECK(!entry.key.empty() && entry.key.size() <= sluice::kMaxStringBytes);
+      SLUICE_FUZZ_CHECK(entry.value.size() <= sluice::kMaxStringBytes);
     }
   }
   return 0;

@@ -38,14 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const sluice::DecisionRequest& request = *parsed;
   SLUICE_FUZZ_CHECK(!request.domain.empty());
   SLUICE_FUZZ_CHECK(!request.descriptors.empty());
-  SLUICE_FUZZ_CHECK(request.descriptors.size() <= sluice::http::kMaxDescriptors);
-  SLUICE_FUZZ_CHECK(request.hits >= 1 && request.hits <= sluice::http::kMaxHits);
+  SLUICE_FUZZ_CHECK(request.descriptors.size() <= sluice::kMaxDescriptors);
+  SLUICE_FUZZ_CHECK(request.hits >= 1 && request.hits <= sluice::kMaxHits);
   SLUICE_FUZZ_CHECK(request.descriptor_hits.empty() ||
                     request.descriptor_hits.size() == request.descriptors.size());
   for (const auto& descriptor : request.descriptors) {
     // An empty descriptor ({}, "entries": [] or []) is valid: it matches no rule
     // (DecisionCodecTest.SluiceRequestsAcceptMissingValuesAndEmptyDescriptorsButNoLimits).
-    SLUICE_FUZZ_CHECK(descriptor.size() <= sluice::http::kMaxEntries);
+    SLUICE_FUZZ_CHECK(descriptor.size() <= sluice::kMaxEntries);
     for (const auto& entry : descriptor) {
       SLUICE_FUZZ_CHECK(!entry.key.empty());
     }

@@ -1,6 +1,6 @@
 // The limiter on everything a valid rules file and a request can give it
 // (sluice::evaluate, src/limiter/): L up to 2^32-1, windows, full buckets, min_interval and
-// warmup up to kMaxRuleSpanMicros (the loader's bounds), costs up to http::kMaxHits, and a
+// warmup up to kMaxRuleSpanMicros (the loader's bounds), costs up to kMaxHits, and a
 // run of requests over time. Checks the contract of include/sluice/limiter/limiter.hpp; UBSan
 // catches overflow in the arithmetic.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -17,7 +17,7 @@
 namespace {
 
 constexpr std::int64_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
-constexpr std::int64_t kMaxHits = 1'000'000'000;  // http::kMaxHits
+constexpr std::int64_t kMaxHits = 1'000'000'000;  // sluice::kMaxHits (sluice/decision/request_shape.hpp)
 constexpr int kMaxSteps = 48;
 /// 2128: later instants are not worth a finding.
 constexpr sluice::Micros kLatest = 5'000'000'000'000'000;

@@ -1,4 +1,4 @@
-// Every algorithm over real HTTP against the real binary (issue 4, DESIGN.md §2 and §4): what a
+// Every algorithm over real HTTP against the real binary (docs/algorithms.md): what a
 // caller sees in status codes, rate-limit headers and the body's per-limit fields. Each case
 // runs on the memory store and on `--store redis` with a real redis-server (the Lua scripts
 // must make the same decisions).

@@ -1,4 +1,4 @@
-// Heap allocations on the request path of the real binary (issue 17, part 4): sluice runs
+// Heap allocations on the request path of the real binary (docs/benchmarks.md): sluice runs
 // with tests/tools/alloc_counter.cpp preloaded, which counts the allocations of its I/O
 // threads. After a warm-up (the connection's buffers, the bucket, the metric handles, the
 // thread's spare request, decision and answer), N decisions on the same connection and key

@@ -1,4 +1,4 @@
-// The benchmark harness in its smoke mode (issue 7): `bench/run.sh --smoke` starts every
+// The benchmark harness in its smoke mode (bench/README.md): `bench/run.sh --smoke` starts every
 // installed peer and both Sluice stores for a second or two each, so that bench/ cannot rot.
 // Peers that are not installed are skipped by the harness; Sluice not answering fails it.
 // It takes about 35 s, more than the 20 s the suite allows a test without a reason: every

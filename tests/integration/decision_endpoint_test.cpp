@@ -1,4 +1,4 @@
-// POST /shouldAllowRequest over real HTTP against the real binary (issue 2, DESIGN.md §2).
+// POST /shouldAllowRequest over real HTTP against the real binary (README.md, "HTTP API").
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,7 +1,7 @@
 // envoyproxy/ratelimit's behaviour through POST /json of the real binary, with envoy's own
 // fixtures (tests/data/envoy_ratelimit): quota_mode, empty descriptors, entries without
 // value, merged rules metadata, request-side limits, unlimited, unnamed limits, per-descriptor
-// hits_addend, MERGE_DOMAIN_CONFIG; and issue 13's denied answer in both decision APIs.
+// hits_addend, MERGE_DOMAIN_CONFIG; and the denied answer of both decision APIs (docs/envoy.md).
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Faults injected on purpose between real sidecars and a real Redis (issue 13): the network
+// Faults injected on purpose between real sidecars and a real Redis (docs/redis.md): the network
 // (fault proxy: latency, black hole, reset mid-reply, half-open, slow drip) and Redis itself
 // (-OOM, -READONLY, -BUSY, -LOADING, -NOAUTH, CLIENT KILL, CLIENT PAUSE). Each case runs three
 // sidecars at once, one per failure mode, each behind its own proxy to the same Redis, and

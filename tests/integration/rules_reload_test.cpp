@@ -1,4 +1,4 @@
-// Hot reload of the rules under a running sluice (issue 3, DESIGN.md §3): edit, break, fix,
+// Hot reload of the rules under a running sluice (config/rules/README.md, "Validation and reload"): edit, break, fix,
 // add and delete rule files and check the served limits, the log and GET /rules.
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-/// DESIGN §3 asks for changes to be noticed within 2 seconds (the watcher's configuration,
+/// A change is served within 2 seconds (config/rules/README.md) (the watcher's configuration,
 /// see EditIsServedAndShownInRules); this deadline only bounds a failing wait on a loaded CI.
 constexpr auto kReloadDeadline = 10s;
 
@@ -86,7 +86,7 @@ class RulesReloadTest : public ::testing::Test {
   HttpClient client_ = sluice_.client();
 };
 
-// DESIGN §3's two seconds are the watcher's poll interval + debounce (0.7 s by default),
+// The promised two seconds are the watcher's poll interval + debounce (0.7 s by default),
 // checked without a clock in rules_watcher_test (DefaultsNoticeAChangeWithinTwoSeconds): a
 // wall-clock bound here failed on a loaded machine, where the process is slow, not late.
 // The time taken is recorded (reload_ms in the test's XML output) for whoever looks.

@@ -1,5 +1,5 @@
 // `algorithm: sketch` over real HTTP against the real binary, on the memory store and on
-// `--store redis` with a real redis-server (issue 15): decisions, headers, "approximate",
+// `--store redis` with a real redis-server (docs/sketch.md): decisions, headers, "approximate",
 // one sketch per rule whatever the number of clients, the shared seed in Redis, metrics.
 // Hour windows: no assertion depends on timing.
 #include <gtest/gtest.h>

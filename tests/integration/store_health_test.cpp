@@ -1,4 +1,4 @@
-// Store health and start-up as users see them (issue 13): /readyz while the store connects,
+// Store health and start-up as users see them (docs/redis.md): /readyz while the store connects,
 // after it connected, and when it never does; a slow Redis at start-up is waited for, not
 // answered by the failure mode.
 #include <gtest/gtest.h>

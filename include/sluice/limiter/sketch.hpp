@@ -12,7 +12,7 @@
 #include "sluice/limiter/limiter.hpp"
 #include "sluice/limiter/sketch_params.hpp"
 
-/// The `sketch` algorithm (DESIGN.md §4, docs/sketch.md): approximate sliding-window limiting
+/// The `sketch` algorithm (docs/algorithms.md, docs/sketch.md): approximate sliding-window limiting
 /// in memory that does not grow with the number of clients. Per rule, two count-min sketches
 /// of d rows x w counters, the previous and the current epoch-aligned window of W. A client's
 /// estimate is P x (W - elapsed) / W + C, P and C the minimum of its d counters in each

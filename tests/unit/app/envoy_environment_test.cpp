@@ -96,13 +96,33 @@ TEST(EnvoyEnvironmentTest, UnhonouredVariablesAreNamed) {
   EXPECT_EQ(all.find("USE_STATSD"), std::string::npos) << all;  // false is what Sluice does
 }
 
+TEST(EnvoyEnvironmentTest, GrpcServerTlsMapsOntoTheTlsFlags) {
+  auto o = parse({{"GRPC_SERVER_USE_TLS", "true"},
+                  {"GRPC_SERVER_TLS_CERT", "/certs/tls.crt"},
+                  {"GRPC_SERVER_TLS_KEY", "/certs/tls.key"},
+                  {"GRPC_CLIENT_TLS_CACERT", "/certs/ca.crt"},
+                  {"GRPC_CLIENT_TLS_SAN", "envoy"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->grpc_tls.cert_file, "/certs/tls.crt");
+  EXPECT_EQ(o->grpc_tls.key_file, "/certs/tls.key");
+  EXPECT_EQ(o->grpc_tls.client_ca_file, "/certs/ca.crt");
+  EXPECT_EQ(o->grpc_tls.client_san, "envoy");
+  EXPECT_TRUE(o->envoy_environment.unhonoured.empty());
+  auto missing = parse({{"GRPC_SERVER_USE_TLS", "true"}, {"GRPC_SERVER_TLS_CERT", "/c"}});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("GRPC_SERVER_TLS_KEY"), std::string::npos);
+  auto off = parse({{"GRPC_SERVER_USE_TLS", "false"}, {"GRPC_SERVER_TLS_CERT", "/c"}});
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_TRUE(off->grpc_tls.cert_file.empty());
+  ASSERT_EQ(off->envoy_environment.unhonoured.size(), 1u);
+}
+
 // Every other setting of envoyproxy/ratelimit's src/settings/settings.go, set to something
 // Sluice cannot do, is named (none is dropped silently).
 TEST(EnvoyEnvironmentTest, EverySettingSluiceCannotHonourIsNamed) {
   const std::map<std::string, std::string> env = {
       {"DEBUG_PORT", "6070"},
-      {"GRPC_SERVER_USE_TLS", "true"},
-      {"GRPC_CLIENT_TLS_SAN", "a"},
+      {"GRPC_CLIENT_TLS_SAN", "a"},  // without GRPC_SERVER_USE_TLS=true
       {"CONFIG_TYPE", "GRPC_XDS_SOTW"},
       {"CONFIG_GRPC_XDS_NODE_METADATA", "k:v"},
       {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "5s"},

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "app/options.hpp"
@@ -75,6 +78,30 @@ TEST(FlagTableTest, EveryEnvoyVariableIsDeclaredByTheFlagItSets) {
     }
   }
   EXPECT_GE(checked, 20u);
+}
+
+std::string configError(const std::string& yaml) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("sluice-flag-table-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << yaml;
+  auto o = parseOptions({"--config", path.string()}, envFrom({}));
+  std::filesystem::remove(path);
+  return o.ok() ? std::string() : o.error().message.substr(path.string().size());
+}
+
+TEST(FlagTableTest, TheServerYamlIsReadStrictlyWithLocations) {
+  EXPECT_EQ(configError("listen: \"127.0.0.1:1\n"),
+            ":1:9: YAML syntax error: unterminated quoted scalar (the \" opened here is never "
+            "closed)");
+  EXPECT_EQ(configError("threads: 2\n\tlisten: x\n"),
+            ":2:1: YAML syntax error: a tab in the indentation (indent with spaces)");
+  EXPECT_EQ(configError("threads: 2\n---\nthreads: 3\n"),
+            ":2:1: only one YAML document per server config file");
+  EXPECT_EQ(configError("threads: 2\nthreads: 3\n"),
+            ":2:1: duplicate key 'threads' (first given at line 1)");
+  EXPECT_EQ(configError("listen: [a]\n"), ":1:9: listen: must be a string, not a list");
+  EXPECT_EQ(configError("max_body_bytes: 0\n"),
+            ":1:17: max_body_bytes: must be an integer from 1 to 67108864, got \"0\"");
 }
 
 }  // namespace

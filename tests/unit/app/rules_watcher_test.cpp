@@ -234,7 +234,7 @@ TEST_F(RulesWatcherTest, RequestReloadRunsOnTheExecutor) {
   EXPECT_TRUE(runUntil([&] { return watcher.current() != nullptr; }));
 }
 
-// DESIGN §3: a change is served within 2 seconds. The watcher notices it at its next poll
+// A change is served within 2 seconds (config/rules/README.md, "Validation and reload"). The watcher notices it at its next poll
 // and reloads once it has been stable for `debounce`, so the bound is poll_interval +
 // debounce with the defaults sluice runs with (src/app/app.cpp), plus the load itself. This
 // is checked here, not with a wall clock in the integration test (rules_reload_test), where

@@ -72,7 +72,7 @@ TEST(RlsMappingTest, RejectsEmptyDomainNoDescriptorsAndEmptyKeys) {
   EXPECT_EQ(empty_domain.error().message, "domain: is required (a non-empty string)");
   auto none = toDecisionRequest(makeRequest("auth", 0));
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.error().message, "descriptors: must not be empty");
+  EXPECT_EQ(none.error().message, "descriptors: must be a non-empty array");
   auto request = makeRequest("auth", 2);
   request.mutable_descriptors(1)->mutable_entries(0)->set_key("");
   auto empty_key = toDecisionRequest(request);
@@ -85,7 +85,7 @@ TEST(RlsMappingTest, RejectsMoreThanTheBounds) {
   bounds.max_descriptors = 2;
   auto too_many = toDecisionRequest(makeRequest("auth", 3), bounds);
   ASSERT_FALSE(too_many.ok());
-  EXPECT_EQ(too_many.error().message, "descriptors: more than 2 descriptors");
+  EXPECT_EQ(too_many.error().message, "descriptors: must have at most 2 descriptors");
 }
 
 TEST(RlsMappingTest, OneStatusPerDescriptorWithItsOwnBindingLimit) {

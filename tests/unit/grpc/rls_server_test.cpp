@@ -142,7 +142,7 @@ TEST_F(RlsServerTest, InvalidRequestsAreAnsweredWithoutAWorker) {
   rls::RateLimitResponse response;
   auto status = stub_->ShouldRateLimit(&context, request, &response);
   EXPECT_EQ(status.error_code(), ::grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(status.error_message(), "descriptors: must not be empty");
+  EXPECT_EQ(status.error_message(), "descriptors: must be a non-empty array");
   EXPECT_EQ(decisions_.calls, 0);
 }
 

@@ -44,10 +44,11 @@ class AdminRoutesTest : public ::testing::Test {
     context.operations.metrics = &metrics_;
     context.operations.rules = [this] { return rules_; };
     context.operations.store_healthy = [] { return true; };
-    context.reset = [this](std::vector<std::string> prefixes,
-                           std::function<void(Result<std::size_t>)> done) {
-      store_->reset(prefixes, std::move(done));
-    };
+    // One decision thread whose tasks run in place.
+    reset_ =
+        makeLimitReset([this] { return rules_; },
+                       {ResetTarget{[](std::function<void()> task) { task(); }, store_.get()}});
+    context.reset = reset_.get();
     addAdminRoutes(router_, context);
   }
 
@@ -84,6 +85,7 @@ class AdminRoutesTest : public ::testing::Test {
   RuleSetPtr rules_;
   StorePtr store_;
   std::unique_ptr<DecisionService> decisions_;
+  std::unique_ptr<LimitReset> reset_;
   Router router_;
 };
 

@@ -1,9 +1,9 @@
-#include "http/json_writer.hpp"
+#include "sluice/common/json_writer.hpp"
 
 #include <array>
 #include <charconv>
 
-namespace sluice::http {
+namespace sluice {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
@@ -120,4 +120,4 @@ void JsonWriter::value(std::int64_t number) {
   out_.number(number);
 }
 
-}  // namespace sluice::http
+}  // namespace sluice

@@ -14,7 +14,7 @@
 /// touching the string directly.
 /// The writer tracks commas only; nesting correctness is the caller's (every begin has its
 /// end, keys only inside objects). Misuse shows in the unit tests, not at run time.
-namespace sluice::http {
+namespace sluice {
 
 /// Appends to a string through a small inline buffer: one string append per 512 bytes
 /// instead of one per piece. Call finish() (or let the destructor do it) before using the
@@ -172,4 +172,4 @@ class JsonWriter {
   bool after_key_ = false;  // a key was written: its value needs no comma
 };
 
-}  // namespace sluice::http
+}  // namespace sluice

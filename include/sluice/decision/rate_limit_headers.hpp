@@ -5,12 +5,11 @@
 #include <string_view>
 #include <vector>
 
-#include "http/message.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/decision/decision.hpp"
 
 /// The rate-limit response headers of README.md ("HTTP API"), computed from the binding limit.
-namespace sluice::http {
+namespace sluice {
 
 /// Whole seconds, rounded up; 0 stays 0, negative durations count as 0.
 std::int64_t ceilSeconds(Micros duration);
@@ -28,7 +27,8 @@ std::string sfString(std::string_view text);
 /// X-Ratelimit-Limit/-Remaining/-Reset, RateLimit-Policy and RateLimit; when `denied`
 /// also X-Ratelimit-Retry-After and Retry-After (unless the request can never pass, where
 /// a retry time would be a lie).
-/// Appended to `lines` as `Name: value\r\n` (Response::header_lines).
+/// Appended to `lines` as `Name: value\r\n` (the HTTP answers' header lines; gRPC splits them into
+/// HeaderValues).
 void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool denied);
 
-}  // namespace sluice::http
+}  // namespace sluice

@@ -1,13 +1,13 @@
-#include "http/rate_limit_headers.hpp"
+#include "sluice/decision/rate_limit_headers.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <string>
 
-#include "http/json_writer.hpp"
+#include "sluice/common/json_writer.hpp"
 
-namespace sluice::http {
+namespace sluice {
 
 std::int64_t ceilSeconds(Micros duration) {
   if (duration <= 0) {
@@ -162,4 +162,4 @@ void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool
   out.finish();
 }
 
-}  // namespace sluice::http
+}  // namespace sluice

@@ -1,10 +1,10 @@
-#include "http/rate_limit_headers.hpp"
+#include "sluice/decision/rate_limit_headers.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-namespace sluice::http {
+namespace sluice {
 namespace {
 
 // The header lines of one answer by name; every line must be `Name: value\r\n`.
@@ -119,4 +119,4 @@ TEST(RateLimitHeadersTest, BindingOnAllowIsTheLeastRemainingAndIgnoresShadowAndU
 }
 
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice
