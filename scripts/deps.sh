@@ -27,7 +27,7 @@ for arg in "$@"; do
 done
 
 packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhiredis-dev
-          libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev
+          libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev
           # gRPC (src/grpc, proto/): grpc++'s CMake package needs all four; libgrpc++-dev
           # also brings grpc++_reflection; gRPC's CMake package needs abseil's.
           libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev libabsl-dev
@@ -41,7 +41,9 @@ if [[ $level == runtime ]]; then
   # libgrpc++1.51 brings libgrpc29, abseil, upb, c-ares, re2). The image checks the binary
   # with ldd, so this list cannot fall behind unnoticed.
   packages=(libhiredis0.14 libyaml-cpp0.7 libspdlog1.10 libfmt9 libgrpc++1.51 libprotobuf32
-            libnghttp2-14 libssl3)
+            libnghttp2-14 libssl3
+            # zlib: `sluice simulate` reads gzip logs.
+            zlib1g)
 fi
 if [[ $level == unit || $level == test || $level == bench ]]; then
   # GoogleTest; the Redis store's unit tests start their own redis-server;
@@ -50,8 +52,10 @@ if [[ $level == unit || $level == test || $level == bench ]]; then
 fi
 if [[ $level == test || $level == bench ]]; then
   packages+=(redis-tools curl nginx-light wrk docker-compose
-             # tests/grpc: a real gRPC client, run by /usr/bin/python3.
-             python3-grpcio python3-protobuf
+             # tests/grpc: a real gRPC client, run by /usr/bin/python3; the xDS tests
+             # (tests/grpc/test_xds_rules.py) make certificates with openssl and read Envoy
+             # Gateway's fixtures with python3-yaml (unit level).
+             python3-grpcio python3-protobuf openssl
              # tests/grpc/test_rls_hostile.py: HPACK for the raw HTTP/2 client's frames.
              python3-hpack)
   # The Prometheus tests: `promtool check metrics/rules/config`, `promtool test rules`, and a
@@ -64,6 +68,8 @@ if [[ $level == test || $level == bench ]]; then
   # with cgroups in hybrid mode; docker-compose (above) drives podman's Docker API in the
   # compose test (Debian 12's podman-compose 1.0.3 ignores profiles and fixed addresses).
   packages+=(podman runc debootstrap)
+  # tests/browser: the what-if HTML report in headless Chromium.
+  packages+=(chromium)
 fi
 if [[ $level == bench ]]; then
   # bench/run.sh: load generator, peers, plot. A Node.js that ships its own npm (as

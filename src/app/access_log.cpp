@@ -8,12 +8,15 @@
 
 #include <utility>
 
+#include "simulate/access_record.hpp"
+
 namespace sluice::app {
 namespace {
 
 constexpr std::size_t kQueueLines = 8192;
 constexpr std::string_view kPlainPattern = "%Y-%m-%dT%H:%M:%S.%e%z access %v";
-constexpr std::string_view kJsonPattern = R"({"time":"%Y-%m-%dT%H:%M:%S.%f%z",%v})";
+// The JSON line is whole in the message: its time is the decision's, not the logger's.
+constexpr std::string_view kJsonPattern = "%v";
 
 void appendString(std::string& out, std::string_view name, std::string_view value, bool json) {
   if (json) {
@@ -32,6 +35,20 @@ void appendString(std::string& out, std::string_view name, std::string_view valu
 
 std::string formatAccessRecord(const AccessRecord& record, LogFormat format) {
   const bool json = format == LogFormat::kJson;
+  if (json) {
+    std::string out;
+    DecisionRequest fallback;
+    const DecisionRequest* request = record.request;
+    if (request == nullptr) {
+      fallback.domain = std::string(record.domain);
+      fallback.client_id = std::string(record.client);
+      request = &fallback;
+    }
+    out.reserve(256);
+    simulate::appendAccessJson(out, record.time_us, *request, record.rule, record.decision,
+                               record.degraded, record.latency_us, record.rules_hash);
+    return out;
+  }
   const char* sep = json ? "," : " ";
   std::string out;
   out.reserve(128 + record.domain.size() + record.client.size() + record.rule.size());
@@ -105,9 +122,17 @@ class AccessLogObserver final : public DecisionObserver {
   void observe(const DecisionRequest& request, const Result<Decision>& decision,
                Micros started_us) override {
     AccessRecord record;
+    record.request = &request;
     record.domain = request.domain;
     record.client = request.client_id;
+    record.time_us = started_us;
     if (decision) {
+      if (decision->decided_at_us != 0) {
+        record.time_us = decision->decided_at_us;
+      }
+      if (decision->rules) {
+        record.rules_hash = decision->rules->hash;
+      }
       const LimitStatus* binding = bindingLimit(*decision);
       record.rule = binding != nullptr ? std::string_view(binding->name) : std::string_view();
       record.decision = decisionWord(*decision);

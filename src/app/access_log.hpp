@@ -20,6 +20,12 @@ namespace sluice::app {
 
 /// One decision as the access log records it.
 struct AccessRecord {
+  Micros time_us =
+      0;  ///< when the limits were evaluated (JSON lines; plain lines use the log time)
+  /// The request (descriptors, hits, per-descriptor hits and limits: the JSON line carries
+  /// them, so that `sluice simulate` can replay it); null: only domain and client.
+  const DecisionRequest* request = nullptr;
+  std::string_view rules_hash;  ///< the RuleSet's hash ("" when no rules were loaded)
   std::string_view domain;
   std::string_view client;    ///< the request's clientId ("" when none)
   std::string_view rule;      ///< the binding limit's name ("" when no limit was evaluated)
@@ -28,10 +34,10 @@ struct AccessRecord {
   Micros latency_us = 0;      ///< from decide() to its answer
 };
 
-/// The text of one record after the timestamp, without newline. Plain:
+/// The text of one record, without newline. Plain (after the logger's timestamp):
 /// `domain="auth" client="u1" rule="login" decision=denied degraded=false latency_us=153`;
-/// JSON: the members `"domain":"auth",...,"latency_us":153` (the logger adds the braces
-/// and "time").
+/// JSON: the whole replayable line of docs/what-if.md ("The log"), whose "time" is
+/// `time_us` with microseconds.
 std::string formatAccessRecord(const AccessRecord& record, LogFormat format);
 
 /// The optional access log (`--access-log PATH`, "-" for stdout): one line per decision,
@@ -59,9 +65,10 @@ class AccessLog {
   LogFormat format_;
 };
 
-/// The access log as a decision observer: one record per decision (domain, client, binding
-/// rule, decision word or "error", degraded, latency from decide() to the answer). `log`
-/// and `clock` must outlive it.
+/// The access log as a decision observer: one record per decision (time the store decided
+/// at, or decide()'s start when it does not say; the request; binding rule, decision word or
+/// "error", degraded, latency from decide() to the answer, rules hash). `log` and `clock`
+/// must outlive it.
 std::unique_ptr<DecisionObserver> makeAccessLogObserver(AccessLog& log, const Clock& clock);
 
 }  // namespace sluice::app

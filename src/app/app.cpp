@@ -25,13 +25,16 @@
 #include "http/routes.hpp"
 #include "http/server.hpp"
 #include "rules/consistency.hpp"
+#include "simulate/simulate_command.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision_service.hpp"
+#include "sluice/rules/rate_limit_config.hpp"
 #include "sluice/rules/rules.hpp"
 #include "sluice/store/eventual_store.hpp"
 #include "sluice/store/memory_store.hpp"
 #include "sluice/store/redis_store.hpp"
+#include "sluice/xds/rules_client.hpp"
 
 namespace sluice::app {
 namespace {
@@ -58,6 +61,9 @@ void logEnvoyEnvironment(const EnvoyEnvironment& environment) {
     }
     spdlog::info("envoyproxy/ratelimit environment: {}", line);
   }
+  for (const auto& note : environment.notes) {
+    spdlog::info("envoyproxy/ratelimit environment: {}", note);
+  }
   for (const auto& unhonoured : environment.unhonoured) {
     spdlog::warn("envoyproxy/ratelimit environment not honoured: {}", unhonoured);
   }
@@ -74,6 +80,86 @@ void raiseOpenFileLimit() {
     }
   }
 }
+
+/// The longest NACK detail sent back: the validator's messages, cut at a line's end.
+constexpr std::size_t kMaxErrorDetailBytes = 64 * 1024;
+
+std::string errorDetail(const std::vector<RuleError>& errors) {
+  std::string detail;
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    std::string line = errors[i].toString();
+    if (detail.size() + line.size() + 1 > kMaxErrorDetailBytes) {
+      detail += "... and " + std::to_string(errors.size() - i) + " more error(s)";
+      break;
+    }
+    detail += (detail.empty() ? "" : "\n") + line;
+  }
+  return detail;
+}
+
+xds::ClientOptions xdsClientOptions(const AppOptions& options) {
+  xds::ClientOptions client;
+  client.server = options.rules_xds;
+  client.node_id = options.xds_node_id;
+  client.node_metadata = xds::parseNodeMetadata(options.xds_node_metadata);
+  client.backoff = {options.xds_backoff_initial, options.xds_backoff_max,
+                    options.xds_backoff_random_factor, options.xds_backoff_jitter};
+  client.tls = {options.xds_tls, options.xds_tls_ca, options.xds_tls_cert, options.xds_tls_key,
+                options.xds_tls_server_name};
+  client.max_message_bytes = options.xds_max_message_bytes;
+  return client;
+}
+
+/// GET /metrics on --metrics-listen (envoyproxy/ratelimit's PROMETHEUS_ADDR): a one-thread
+/// server of its own, so a scrape never waits behind decisions.
+class MetricsListener {
+ public:
+  MetricsListener(const AppOptions& options, Metrics& metrics)
+      : server_(listenerOptions(options), metrics) {
+    auto router = std::make_shared<http::Router>();
+    http::addMetricsRoute(*router, metrics);
+    server_.setRouter(0, std::move(router));
+  }
+  ~MetricsListener() { stop(); }
+
+  Status start() {
+    if (auto status = server_.listen(); !status) {
+      return makeError(status.error().kind, "--metrics-listen: " + status.error().message);
+    }
+    thread_ = std::thread([this] {
+      try {
+        server_.run();
+      } catch (const std::exception& e) {
+        spdlog::error("metrics listener stopped: {}", e.what());
+      }
+    });
+    return {};
+  }
+  void stop() {
+    server_.stop();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+
+ private:
+  static http::ServerOptions listenerOptions(const AppOptions& options) {
+    http::ServerOptions server;
+    // Checked by the flag's setter: HOST:PORT, ":PORT" already made "0.0.0.0:PORT".
+    if (auto address = parseHostPort(options.metrics_listen)) {
+      server.listen = {http::ListenAddress::tcp(address->host, address->port)};
+    }
+    server.threads = 1;
+    server.max_body_bytes = 4096;
+    server.drain_timeout = std::chrono::milliseconds(1000);
+    server.request_timeout = options.request_timeout;
+    server.idle_timeout = options.idle_timeout;
+    return server;
+  }
+
+  http::Server server_;
+  std::thread thread_;
+};
 
 http::ServerOptions serverOptions(const AppOptions& options) {
   http::ServerOptions server;
@@ -124,10 +210,26 @@ class SluiceServer {
     RulesWatcher::Options watch;
     watch.path = options.rules;
     watch.load = {options.merge_domain_config};
+    if (!options.rules_xds.empty()) {
+      watch.path = "xds://" + options.rules_xds;
+    }
     s->watcher_ = RulesWatcher::create(s->server_.controlContext().get_executor(), std::move(watch),
                                        s->metrics_, s->clock_);
-    if (s->watcher_->reloadNow().status == RulesWatcher::Status::kRejected) {
-      return kExitFailure;  // every error is logged with its location
+    if (options.rules_xds.empty()) {
+      if (s->watcher_->reloadNow().status == RulesWatcher::Status::kRejected) {
+        return kExitFailure;  // every error is logged with its location
+      }
+    } else if (auto status = s->startXds(); !status) {
+      spdlog::critical("{}", status.error().message);
+      return kExitFailure;
+    }
+    if (!options.metrics_listen.empty()) {
+      s->metrics_listener_ = std::make_unique<MetricsListener>(options, s->metrics_);
+      if (auto status = s->metrics_listener_->start(); !status) {
+        spdlog::critical("{}", status.error().message);
+        return kExitFailure;
+      }
+      spdlog::info("metrics listener on {} (GET /metrics)", options.metrics_listen);
     }
     if (auto status = s->server_.listen(); !status) {
       spdlog::critical("{}", status.error().message);
@@ -161,6 +263,12 @@ class SluiceServer {
   }
 
   ~SluiceServer() {
+    if (xds_) {
+      xds_->stop();
+    }
+    if (metrics_listener_) {
+      metrics_listener_->stop();
+    }
     // The gRPC server goes before the decision services it calls, and the per-thread
     // services before the io_contexts their Redis connections live on.
     if (rls_drain_.joinable()) {
@@ -178,7 +286,9 @@ class SluiceServer {
           if (ec) {
             return;
           }
-          if (signal == SIGHUP) {
+          if (signal == SIGHUP && xds_) {
+            spdlog::info("received SIGHUP: the rules come from xDS, nothing to reload");
+          } else if (signal == SIGHUP) {
             spdlog::info("received SIGHUP, reloading the rules");
             watcher_->requestReload();
           } else {
@@ -193,7 +303,9 @@ class SluiceServer {
         };
     signals.async_wait(on_signal);
 
-    watcher_->start();
+    if (!xds_) {
+      watcher_->start();
+    }
     RuleSetPtr loaded = watcher_->current();
     std::string listening;
     for (const http::ListenAddress& address : server_.boundAddresses()) {
@@ -201,12 +313,14 @@ class SluiceServer {
     }
     spdlog::info(
         "sluice listening on {} ({} I/O thread(s)), store {}{}, rules {}: {} limit(s) "
-        "in {} domain(s)",
+        "in {} domain(s){}",
         listening, server_.threadCount(), storeKindName(options_.store),
         options_.store != StoreKind::kMemory
             ? " (failure mode " + std::string(failureModeName(options_.failure_mode)) + ")"
             : "",
-        options_.rules, loaded->limitCount(), loaded->domains.size());
+        xds_ ? "from xDS server " + options_.rules_xds : options_.rules,
+        loaded ? loaded->limitCount() : 0, loaded ? loaded->domains.size() : 0,
+        loaded ? "" : " (not ready until the first set arrives)");
     if (rls_) {
       std::string addresses;
       for (const auto& address : rls_->addresses()) {
@@ -223,6 +337,12 @@ class SluiceServer {
       stopEventualEngine(*eventual_);  // a last sync of the hits admitted before the drain
     }
     operations_->stop();
+    if (xds_) {
+      xds_->stop();
+    }
+    if (metrics_listener_) {
+      metrics_listener_->stop();
+    }
     watcher_->stop();
     signals.cancel();
     spdlog::info("sluice stopped");
@@ -242,6 +362,34 @@ class SluiceServer {
       : options_(options), server_(serverOptions(options), metrics_) {
     http::describeHttpMetrics(metrics_);
     describeDecisionMetrics(metrics_);
+  }
+
+  /// The rules from an xDS management server: every response is converted and validated as
+  /// a whole (loadRateLimitConfigs) and installed in the watcher as a file reload is.
+  Status startXds() {
+    const LoadOptions load{options_.merge_domain_config};
+    if (options_.force_start_without_rules) {
+      // Serve with no rules until the first set arrives, as envoyproxy/ratelimit does.
+      watcher_->install(loadRateLimitConfigs({}, clock_.nowMicros() / kMicrosPerMilli, load),
+                        "an empty rule set (--force-start-without-initial-config)");
+    }
+    auto apply = [this, load](const std::string& version,
+                              std::vector<RateLimitConfigResource> resources) {
+      LoadResult loaded =
+          loadRateLimitConfigs(resources, clock_.nowMicros() / kMicrosPerMilli, load);
+      if (loaded.rules) {
+        auto versioned = std::make_shared<RuleSet>(*loaded.rules);
+        versioned->version = version;
+        loaded.rules = std::move(versioned);
+      }
+      auto outcome = watcher_->install(std::move(loaded), "xDS version '" + version + "'");
+      xds::ApplyOutcome result;
+      result.accepted = outcome.status != RulesWatcher::Status::kRejected;
+      result.error_detail = errorDetail(outcome.errors);
+      return result;
+    };
+    xds_ = xds::makeRulesClient(xdsClientOptions(options_), std::move(apply), metrics_, clock_);
+    return xds_->start();
   }
 
   /// Envoy's gRPC Rate Limit Service over the I/O threads' decision services, when
@@ -293,9 +441,11 @@ class SluiceServer {
   }
 
   void followHealth(bool was_serving) {
-    bool serving = std::all_of(threads_.begin(), threads_.end(), [](const ThreadServices& s) {
-      return !s.store || s.store->healthy();
-    });
+    // Serving once rules are in force (from xDS they may not be yet) and every store is up.
+    bool serving = watcher_->current() != nullptr &&
+                   std::all_of(threads_.begin(), threads_.end(), [](const ThreadServices& s) {
+                     return !s.store || s.store->healthy();
+                   });
     if (serving != was_serving) {
       rls_->setServing(serving);
     }
@@ -387,6 +537,8 @@ class SluiceServer {
   std::unique_ptr<Operations> operations_;
   http::Server server_;
   std::shared_ptr<RulesWatcher> watcher_;
+  std::unique_ptr<xds::RulesClient> xds_;
+  std::unique_ptr<MetricsListener> metrics_listener_;
   StorePtr memory_;
   EventualEnginePtr eventual_;
   std::vector<ThreadServices> threads_;
@@ -416,6 +568,10 @@ int serve(const AppOptions& options) {
 
 int runMain(int argc, char** argv) {
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (!args.empty() && args.front() == "simulate") {
+    args.erase(args.begin());
+    return simulate::runSimulate(args, std::cout, std::cerr);
+  }
   auto options = parseOptions(args, [](std::string_view name) -> std::optional<std::string> {
     const char* value = std::getenv(std::string(name).c_str());
     return value != nullptr ? std::optional<std::string>(value) : std::nullopt;

@@ -62,23 +62,9 @@ struct Unhonoured {
 constexpr Unhonoured kUnhonoured[] = {
     {"DEBUG_HOST", "", "Sluice has no debug listener (its /rules, /metrics are on --listen)"},
     {"DEBUG_PORT", "", "Sluice has no debug listener (its /rules, /metrics are on --listen)"},
-    {"CONFIG_TYPE", "FILE", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_SERVER_URL", "", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_NODE_ID", "", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_NODE_METADATA", "", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "false", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "", "rules come from files only (no xDS)"},
-    {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "", "rules come from files only (no xDS)"},
-    {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "10s", "rules come from files only (no xDS)"},
-    {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "60s", "rules come from files only (no xDS)"},
-    {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.5", "rules come from files only (no xDS)"},
-    {"XDS_CLIENT_BACKOFF_JITTER", "true", "rules come from files only (no xDS)"},
-    {"FORCE_START_WITHOUT_INITIAL_CONFIG", "false",
-     "Sluice starts only with valid rules (an empty rules directory is valid)"},
+    {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "3s",
+     "Sluice retries the xDS stream with XDS_CLIENT_BACKOFF_* only"},
+    {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "", "no extra headers on the xDS stream"},
     {"USE_STATSD", "false", "no statsd: metrics are Prometheus text on GET /metrics of --listen"},
     {"STATSD_HOST", "", "no statsd: metrics are Prometheus text on GET /metrics of --listen"},
     {"STATSD_PORT", "", "no statsd: metrics are Prometheus text on GET /metrics of --listen"},
@@ -87,8 +73,6 @@ constexpr Unhonoured kUnhonoured[] = {
     {"EXTRA_TAGS", "", "metric labels are fixed (see docs/operations.md)"},
     {"STATS_FLUSH_INTERVAL", "", "Prometheus metrics are read live, there is no flush"},
     {"DISABLE_STATS", "false", "metrics are always on (GET /metrics)"},
-    {"USE_PROMETHEUS", "", "metrics are always served, on GET /metrics of --listen"},
-    {"PROMETHEUS_ADDR", "", "metrics are on GET /metrics of --listen, not a separate address"},
     {"PROMETHEUS_PATH", "/metrics", "the metrics path is /metrics"},
     {"PROMETHEUS_MAPPER_YAML", "", "metric names are Sluice's own (see docs/operations.md)"},
     {"PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "false", "latencies are in seconds"},
@@ -183,11 +167,29 @@ class Mapper {
                                   "CACHE_KEY_PREFIX",
                                   "LIMIT_RESPONSE_HEADERS_ENABLED",
                                   "MERGE_DOMAIN_CONFIG",
+                                  "CONFIG_TYPE",
+                                  "CONFIG_GRPC_XDS_SERVER_URL",
+                                  "CONFIG_GRPC_XDS_NODE_ID",
+                                  "CONFIG_GRPC_XDS_NODE_METADATA",
+                                  "CONFIG_GRPC_XDS_SERVER_USE_TLS",
+                                  "CONFIG_GRPC_XDS_CLIENT_TLS_CERT",
+                                  "CONFIG_GRPC_XDS_CLIENT_TLS_KEY",
+                                  "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
+                                  "CONFIG_GRPC_XDS_SERVER_TLS_SAN",
+                                  "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
+                                  "XDS_CLIENT_BACKOFF_MAX_INTERVAL",
+                                  "XDS_CLIENT_BACKOFF_RANDOM_FACTOR",
+                                  "XDS_CLIENT_BACKOFF_JITTER",
+                                  "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES",
+                                  "FORCE_START_WITHOUT_INITIAL_CONFIG",
+                                  "USE_PROMETHEUS",
+                                  "PROMETHEUS_ADDR",
                                   "GRPC_SERVER_USE_TLS",
                                   "GRPC_SERVER_TLS_CERT",
                                   "GRPC_SERVER_TLS_KEY",
                                   "GRPC_CLIENT_TLS_CACERT",
                                   "GRPC_CLIENT_TLS_SAN"}) {
+
       envoy_specific_ = envoy_specific_ || env_(name).has_value();
     }
   }
@@ -218,6 +220,9 @@ class Mapper {
                               ": " + std::string(reason));
   }
 
+  /// A variable that is set and read, but changes nothing here (logged with the mappings).
+  void note(std::string text) { out_.notes.push_back(std::move(text)); }
+
   EnvoyEnvironment take() { return std::move(out_); }
 
  private:
@@ -240,7 +245,85 @@ std::string joinPath(std::string a, std::string_view b) {
   return a + std::string(b);
 }
 
+/// CONFIG_TYPE=GRPC_XDS_SOTW: the rules come from an xDS management server, with
+/// envoyproxy/ratelimit's defaults (server localhost:18000, node "default").
+Status mapXds(Mapper& m) {
+  auto url = m.get("CONFIG_GRPC_XDS_SERVER_URL");
+  m.flag("CONFIG_TYPE=GRPC_XDS_SOTW" + (url ? " + CONFIG_GRPC_XDS_SERVER_URL=" + *url : ""),
+         "rules-xds", url.value_or("localhost:18000"));
+  for (auto [name, flag] :
+       {std::pair{"CONFIG_GRPC_XDS_NODE_ID", "xds-node-id"},
+        std::pair{"CONFIG_GRPC_XDS_NODE_METADATA", "xds-node-metadata"},
+        std::pair{"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "xds-tls-cert"},
+        std::pair{"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "xds-tls-key"},
+        std::pair{"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "xds-tls-ca"},
+        std::pair{"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "xds-tls-server-name"},
+        std::pair{"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "xds-max-message-bytes"}}) {
+    if (auto value = m.get(name); value && !value->empty()) {
+      m.flag(std::string(name) + "=" + *value, flag, *value);
+    }
+  }
+  for (auto [name, flag] : {std::pair{"CONFIG_GRPC_XDS_SERVER_USE_TLS", "xds-tls"},
+                            std::pair{"XDS_CLIENT_BACKOFF_JITTER", "xds-backoff-jitter"}}) {
+    if (auto value = m.get(name)) {
+      auto on = parseGoBool(*value);
+      if (!on) {
+        return invalid(name, *value, "must be true or false");
+      }
+      m.flag(std::string(name) + "=" + *value, flag, *on ? "true" : "false");
+    }
+  }
+  for (auto [name, flag] :
+       {std::pair{"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "xds-backoff-initial-ms"},
+        std::pair{"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "xds-backoff-max-ms"}}) {
+    if (auto value = m.get(name)) {
+      auto duration = parseGoDuration(*value);
+      if (!duration || duration->count() < 1) {
+        return invalid(name, *value, "must be a positive Go duration such as 10s");
+      }
+      m.flag(std::string(name) + "=" + *value, flag, std::to_string(duration->count()));
+    }
+  }
+  if (auto value = m.get("XDS_CLIENT_BACKOFF_RANDOM_FACTOR")) {
+    m.flag("XDS_CLIENT_BACKOFF_RANDOM_FACTOR=" + *value, "xds-backoff-random-factor", *value);
+  }
+  for (std::string_view name :
+       {"RUNTIME_ROOT", "RUNTIME_SUBDIRECTORY", "RUNTIME_APPDIRECTORY", "RUNTIME_WATCH_ROOT"}) {
+    if (auto value = m.get(name)) {
+      // envoyproxy/ratelimit does not read them either in this mode: said, not warned.
+      m.note(std::string(name) + "=" + *value +
+             " not used: CONFIG_TYPE=GRPC_XDS_SOTW takes the rules from xDS, not files");
+    }
+  }
+  return {};
+}
+
+bool xdsRules(const Mapper& m) {
+  auto type = m.get("CONFIG_TYPE");
+  return type && lower(*type) == "grpc_xds_sotw";
+}
+
 Status mapRules(Mapper& m) {
+  if (auto type = m.get("CONFIG_TYPE")) {
+    const std::string kind = lower(*type);
+    if (kind == "grpc_xds_sotw") {
+      return mapXds(m);
+    }
+    if (kind != "file") {
+      return invalid("CONFIG_TYPE", *type, "must be FILE or GRPC_XDS_SOTW");
+    }
+  }
+  for (std::string_view name :
+       {"CONFIG_GRPC_XDS_SERVER_URL", "CONFIG_GRPC_XDS_NODE_ID", "CONFIG_GRPC_XDS_NODE_METADATA",
+        "CONFIG_GRPC_XDS_SERVER_USE_TLS", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT",
+        "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
+        "CONFIG_GRPC_XDS_SERVER_TLS_SAN", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
+        "XDS_CLIENT_BACKOFF_MAX_INTERVAL", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR",
+        "XDS_CLIENT_BACKOFF_JITTER", "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES"}) {
+    if (auto value = m.get(name)) {
+      m.note(std::string(name) + "=" + *value + " not used: CONFIG_TYPE is FILE");
+    }
+  }
   auto root = m.get("RUNTIME_ROOT");
   auto sub = m.get("RUNTIME_SUBDIRECTORY");
   auto app = m.get("RUNTIME_APPDIRECTORY");
@@ -426,6 +509,33 @@ Status mapMisc(Mapper& m) {
     }
     m.flag("LIMIT_RESPONSE_HEADERS_ENABLED=" + *headers, "grpc-response-headers",
            *on ? "true" : "false");
+  }
+  if (auto force = m.get("FORCE_START_WITHOUT_INITIAL_CONFIG")) {
+    auto on = parseGoBool(*force);
+    if (!on) {
+      return invalid("FORCE_START_WITHOUT_INITIAL_CONFIG", *force, "must be true or false");
+    }
+    if (xdsRules(m)) {
+      m.flag("FORCE_START_WITHOUT_INITIAL_CONFIG=" + *force, "force-start-without-initial-config",
+             *on ? "true" : "false");
+    } else if (*on) {
+      m.unhonoured("FORCE_START_WITHOUT_INITIAL_CONFIG", *force,
+                   "with rules files Sluice starts only with valid rules (an empty rules "
+                   "directory is valid)");
+    }
+  }
+  if (auto use = m.get("USE_PROMETHEUS")) {
+    auto on = parseGoBool(*use);
+    if (!on) {
+      return invalid("USE_PROMETHEUS", *use, "must be true or false");
+    }
+    auto addr = m.get("PROMETHEUS_ADDR");
+    if (*on) {
+      // envoyproxy/ratelimit's default address is :9090.
+      std::string address = addr.value_or(":9090");
+      m.flag("USE_PROMETHEUS=" + *use + (addr ? " + PROMETHEUS_ADDR=" + *addr : ""),
+             "metrics-listen", address);
+    }
   }
   if (auto merge = m.get("MERGE_DOMAIN_CONFIG")) {
     auto on = parseGoBool(*merge);

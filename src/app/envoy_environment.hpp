@@ -28,8 +28,11 @@ struct EnvoyEnvironment {
   /// One entry per variable set that Sluice does not honour, with the reason (each logged
   /// as a warning at start-up).
   std::vector<std::string> unhonoured;
+  /// Variables that are set and understood but change nothing in the chosen mode (e.g.
+  /// RUNTIME_ROOT with CONFIG_TYPE=GRPC_XDS_SOTW), logged after the mappings.
+  std::vector<std::string> notes;
 
-  bool empty() const { return mapped.empty() && unhonoured.empty(); }
+  bool empty() const { return mapped.empty() && unhonoured.empty() && notes.empty(); }
 };
 
 /// Reads an environment variable; nullopt when unset.

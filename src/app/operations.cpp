@@ -45,7 +45,7 @@ Result<std::unique_ptr<Operations>> Operations::create(const AppOptions& options
   std::unique_ptr<Operations> ops(new Operations(options, metrics, clock));
   const OperationsOptions& o = options.operations;
   if (!o.access_log.empty()) {
-    auto log = AccessLog::open(o.access_log, o.log_format);
+    auto log = AccessLog::open(o.access_log, o.access_log_format.value_or(o.log_format));
     if (!log) {
       return log.error();
     }

@@ -61,6 +61,18 @@ void addOperationsFlags(FlagRegistry& registry, OperationsOptions& o) {
                   o.access_log = v == "off" ? std::string() : std::string(v);
                   return {};
                 }});
+  registry.add({.name = "access-log-format",
+                .metavar = "FORMAT",
+                .help = "plain | json: json is the line `sluice simulate` replays (default: "
+                        "--log-format)",
+                .set = [&o](std::string_view v) -> Status {
+                  auto format = parseLogFormat(v);
+                  if (!format) {
+                    return format.error();
+                  }
+                  o.access_log_format = *format;
+                  return {};
+                }});
   registry.add({.name = "events",
                 .metavar = "KIND",
                 .help = "redis-stream: append each denial to a Redis Stream (default off)",

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,8 +15,10 @@ namespace sluice::app {
 /// The operators' flags (docs/operations.md): log format, access log, denied-request events, admin
 /// listener. Each is also SLUICE_<NAME> and a key of the --config YAML, like every flag.
 struct OperationsOptions {
-  LogFormat log_format = LogFormat::kPlain;      ///< --log-format plain|json
-  std::string access_log;                        ///< --access-log PATH|- ("" off, the default)
+  LogFormat log_format = LogFormat::kPlain;  ///< --log-format plain|json
+  std::string access_log;                    ///< --access-log PATH|- ("" off, the default)
+  /// --access-log-format plain|json; nullopt: as --log-format.
+  std::optional<LogFormat> access_log_format;
   bool events = false;                           ///< --events redis-stream|off (default off)
   std::string events_redis;                      ///< --events-redis URL ("" : the store's --redis)
   std::string events_stream = "sluice:denials";  ///< --events-stream NAME

@@ -38,6 +38,23 @@ void addGeneralFlags(FlagRegistry& registry, AppOptions& o) {
                 .help = "trace | debug | info | warn | error | critical | off (default info)",
                 .set = set::oneOf(o.log_level, kLogLevels),
                 .envoy_variables = "LOG_LEVEL"});
+  registry.add({.name = "metrics-listen",
+                .metavar = "HOST:PORT",
+                .help = "also serve GET /metrics on this address; :PORT binds every IPv4 "
+                        "address (default off)",
+                .set = [&o](std::string_view value) -> Status {
+                  // Go's ":PORT" (PROMETHEUS_ADDR's spelling) is every IPv4 address here.
+                  std::string text(value);
+                  if (!text.empty() && text.front() == ':') {
+                    text = "0.0.0.0" + text;
+                  }
+                  if (auto address = parseHostPort(text); !address) {
+                    return address.error();
+                  }
+                  o.metrics_listen = std::move(text);
+                  return {};
+                },
+                .envoy_variables = "USE_PROMETHEUS=true, PROMETHEUS_ADDR"});
   registry.add({.name = "help",
                 .help = "print this help and exit",
                 .set = set::toggle(o.help),
@@ -181,6 +198,7 @@ void addAppFlags(FlagRegistry& registry, AppOptions& options) {
   addGeneralFlags(registry, options);
   http::addHttpFlags(registry, options);
   addRulesFlags(registry, options);
+  xds::addXdsFlags(registry, options);
   addStoreFlags(registry, options);
   grpc::addGrpcFlags(registry, options);
   addOperationsFlags(registry, options.operations);
@@ -223,6 +241,9 @@ Result<AppOptions> parseOptions(const std::vector<std::string>& args, const EnvL
   }
   if (auto status = FlagRegistry::applyCommandLine(*given); !status) {
     return status.error();
+  }
+  if (!options.rules_xds.empty() && options.rules_given) {
+    return invalid("--rules and --rules-xds are two sources of the rules: give one of them");
   }
   if (!options.validate) {
     if (auto status = parseRedisNodes(options); !status) {

@@ -14,6 +14,7 @@
 #include "sluice/rules/rules_flags.hpp"
 #include "sluice/store/redis_store.hpp"
 #include "sluice/store/store_flags.hpp"
+#include "sluice/xds/xds_flags.hpp"
 
 namespace YAML {
 class Node;
@@ -25,11 +26,18 @@ namespace sluice::app {
 /// filled by the flags it adds to the registry (addAppFlags), and the app's own. Precedence,
 /// lowest first: defaults, the server YAML (`--config`), `SLUICE_*` environment variables,
 /// envoyproxy/ratelimit's variables, flags.
-struct AppOptions : http::HttpSettings, RulesSettings, StoreSettings, grpc::GrpcSettings {
+struct AppOptions : http::HttpSettings,
+                    RulesSettings,
+                    xds::XdsSettings,
+                    StoreSettings,
+                    grpc::GrpcSettings {
   bool help = false;
   bool validate = false;    ///< --validate: check the rules and exit
   std::string config_file;  ///< --config: server YAML with the same keys as the flags
   std::string log_level = "info";
+  /// --metrics-listen HOST:PORT: GET /metrics also there (envoyproxy/ratelimit's
+  /// PROMETHEUS_ADDR); empty: only on --listen and the admin listener.
+  std::string metrics_listen;
   /// --redis parsed once every source is applied (with redis_prefix and redis_timeout):
   /// one node for `redis`, the seeds for `redis_cluster`, empty for `memory`.
   std::vector<RedisOptions> redis_nodes;

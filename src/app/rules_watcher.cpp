@@ -117,13 +117,23 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
   // Taken before reading, so an edit racing with this load is seen by the next poll.
   loaded_fingerprint_ = rulesFingerprint(options_.path);
   LoadResult loaded = loadRules(options_.path, clock_.nowMicros() / kMicrosPerMilli, options_.load);
+  return installLocked(std::move(loaded), options_.path, lock);
+}
+
+RulesWatcher::Outcome RulesWatcher::install(LoadResult loaded, const std::string& source) {
+  std::unique_lock lock(reload_mutex_);
+  return installLocked(std::move(loaded), source, lock);
+}
+
+RulesWatcher::Outcome RulesWatcher::installLocked(LoadResult loaded, const std::string& source,
+                                                  std::unique_lock<std::mutex>& lock) {
   Outcome outcome;
   const RuleSetPtr previous = current();
   if (!loaded.errors.empty() || !loaded.rules) {
     failure_.inc();
     outcome.status = Status::kRejected;
     outcome.active = previous;
-    spdlog::error("rules: {} refused, {} error(s); {}", options_.path, loaded.errors.size(),
+    spdlog::error("rules: {} refused, {} error(s); {}", source, loaded.errors.size(),
                   previous ? "the previous rules (hash " + previous->hash + ") keep serving"
                            : "no rules are active");
     for (const RuleError& error : loaded.errors) {
@@ -132,10 +142,11 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
     outcome.errors = std::move(loaded.errors);
     return outcome;
   }
-  if (previous && previous->hash == loaded.rules->hash) {
+  if (previous && previous->hash == loaded.rules->hash &&
+      previous->version == loaded.rules->version) {
     outcome.status = Status::kUnchanged;
     outcome.active = previous;
-    spdlog::debug("rules: {} unchanged (hash {})", options_.path, previous->hash);
+    spdlog::debug("rules: {} unchanged (hash {})", source, previous->hash);
     return outcome;
   }
   success_.inc();
@@ -146,9 +157,9 @@ RulesWatcher::Outcome RulesWatcher::reloadNow() {
     generation_.store(++next_generation, std::memory_order_release);
   }
   active_.set(static_cast<double>(loaded.rules->limitCount()));
-  spdlog::info("rules: loaded {} ({} domain(s), {} limit(s), {} file(s), hash {})", options_.path,
+  spdlog::info("rules: loaded {} ({} domain(s), {} limit(s), {} {}, hash {})", source,
                loaded.rules->domains.size(), loaded.rules->limitCount(), loaded.rules->files.size(),
-               loaded.rules->hash);
+               loaded.rules->version.empty() ? "file(s)" : "resource(s)", loaded.rules->hash);
   outcome.status = Status::kSwapped;
   outcome.active = loaded.rules;
   lock.unlock();

@@ -105,6 +105,12 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   /// counts the result. Callbacks registered with onReload() run (on this thread) after a swap.
   Outcome reloadNow();
 
+  /// Installs a set loaded and validated elsewhere (from an xDS management server) with the
+  /// same bookkeeping as reloadNow(): refused when it has errors (each logged), swapped when
+  /// its hash or version differs from the active set's, counted, callbacks run. `source`
+  /// names it in the log lines. A watcher fed this way is not start()ed (no path to poll).
+  Outcome install(LoadResult loaded, const std::string& source);
+
   /// Posts reloadNow() to the executor and returns at once (for signal handlers).
   void requestReload();
 
@@ -122,6 +128,8 @@ class RulesWatcher : public std::enable_shared_from_this<RulesWatcher> {
   RulesWatcher(boost::asio::any_io_executor executor, Options options, Metrics& metrics,
                const Clock& clock);
   static const Clock& defaultClock();
+  Outcome installLocked(LoadResult loaded, const std::string& source,
+                        std::unique_lock<std::mutex>& lock);
   void schedulePoll(std::chrono::milliseconds delay);
   void poll();
 

@@ -184,6 +184,8 @@ class DenialEvents final : public DecisionObserver {
         for (const LimitStatus& limit : decision.descriptors[d].limits) {
           if (&limit == binding && d < request.descriptors.size()) {
             event.descriptor = describeDescriptor(request.descriptors[d]);
+            // "Who": the client id, else the entries the bucket is charged to.
+            assignBucketIdentity(event.client, decision, d);
           }
         }
       }

@@ -98,6 +98,7 @@ void prepareDecision(Decision& decision) {
   decision.allowed = true;
   decision.degraded = false;
   decision.domain_known = true;
+  decision.decided_at_us = 0;
   decision.domain = nullptr;
   decision.rules.reset();
   decision.metadata_json.clear();
@@ -241,6 +242,7 @@ class DecisionServiceImpl final : public DecisionService {
     }
     decision.allowed = r.allowed;
     decision.degraded = r.degraded;
+    decision.decided_at_us = r.at_us;
     decision.metadata_json = mergePassedMetadata(decision.descriptors);
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
     succeed(pending, pending.done);

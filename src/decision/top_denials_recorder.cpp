@@ -12,10 +12,12 @@ class TopDenialsRecorder final : public DecisionObserver {
     if (!decision || decision->allowed) {
       return;
     }
-    for (const DescriptorStatus& descriptor : decision->descriptors) {
-      for (const LimitStatus& limit : descriptor.limits) {
+    for (std::size_t d = 0; d < decision->descriptors.size(); ++d) {
+      for (const LimitStatus& limit : decision->descriptors[d].limits) {
         if (!limit.unlimited && !limit.shadow && !limit.outcome.allowed) {
-          top_.record(request.domain, limit.name, request.client_id, started_us);
+          // "Who": the client id, else the entries the bucket is charged to (user=mallory).
+          assignBucketIdentity(who_, *decision, d);
+          top_.record(request.domain, limit.name, who_, started_us);
         }
       }
     }
@@ -23,6 +25,7 @@ class TopDenialsRecorder final : public DecisionObserver {
 
  private:
   TopDenials& top_;
+  std::string who_;  // this thread's scratch: no allocation once warm
 };
 
 }  // namespace

@@ -85,7 +85,8 @@ void addOperationsRoutes(Router& router, const HandlerContext& context) {
     // Ready: rules loaded and every thread's store ready (for a failover store: `closed`
     // while the store is healthy, `open` and `local` once its start-up is over).
     // store_healthy and store are the store's own health, whatever the failure mode.
-    const bool rules_loaded = context.rules() != nullptr;
+    const RuleSetPtr rules = context.rules();
+    const bool rules_loaded = rules != nullptr;
     const bool store_ready = context.store_healthy();
     const StoreHealth state = context.store_state
                                   ? context.store_state()
@@ -93,6 +94,7 @@ void addOperationsRoutes(Router& router, const HandlerContext& context) {
     const bool ready = rules_loaded && store_ready;
     nlohmann::ordered_json body{{"status", ready ? "ready" : "not ready"},
                                 {"rules_loaded", rules_loaded},
+                                {"rules_version", rules ? rules->version : std::string()},
                                 {"store_healthy", state == StoreHealth::kHealthy},
                                 {"store", std::string(storeHealthName(state))}};
     if (context.store_detail) {
@@ -110,10 +112,14 @@ void addOperationsRoutes(Router& router, const HandlerContext& context) {
     response.body = rulesToJson(*rules);
     respond(std::move(response));
   });
-  router.add("GET", "/metrics", [context](const Request&, Respond respond) {
+  addMetricsRoute(router, *context.metrics);
+}
+
+void addMetricsRoute(Router& router, const Metrics& metrics) {
+  router.add("GET", "/metrics", [&metrics](const Request&, Respond respond) {
     Response response;
     response.content_type = std::string(kPrometheusContentType);
-    response.body = context.metrics->render();
+    response.body = metrics.render();
     respond(std::move(response));
   });
 }

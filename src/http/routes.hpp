@@ -39,6 +39,9 @@ void addDecisionPortRoutes(Router& router, const HandlerContext& context);
 void addDecisionRoutes(Router& router, const HandlerContext& context);
 /// GET /healthz, /readyz, /rules, /metrics.
 void addOperationsRoutes(Router& router, const HandlerContext& context);
+/// GET /metrics alone (Prometheus text of `metrics`, which must outlive the router): for
+/// --metrics-listen.
+void addMetricsRoute(Router& router, const Metrics& metrics);
 
 /// Declares the metric families this module writes (HELP/TYPE lines). Idempotent.
 void describeHttpMetrics(Metrics& metrics);

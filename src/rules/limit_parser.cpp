@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "rules/consistency.hpp"
@@ -136,8 +138,20 @@ void LimitParser::readWindow(const Fields& fields, const YAML::Node& map, RateLi
     limit.unlimited = reader_.readBool(*field, "unlimited").value_or(false);
   }
   if (const Field* field = find(fields, "unit")) {
+    // UNKNOWN is proto3's default unit (RateLimitUnit 0), which is what an unlimited limit
+    // arrives with over xDS: envoyproxy/ratelimit takes it as "no unit", and so does Sluice.
+    std::string spelled = field->value.IsScalar() ? field->value.Scalar() : std::string();
+    std::transform(spelled.begin(), spelled.end(), spelled.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const bool unknown_unit = spelled == "unknown";
     if (limit.unlimited) {
-      reader_.error(reader_.at(field->key), "should not specify 'unit' when 'unlimited' is true");
+      if (!unknown_unit) {
+        reader_.error(reader_.at(field->key), "should not specify 'unit' when 'unlimited' is true");
+      }
+    } else if (unknown_unit) {
+      reader_.error(reader_.at(*field),
+                    "invalid unit " + inQuotes(field->value.Scalar()) +
+                        " (expected second, minute, hour, day, week, month or year)");
     } else if (const auto text = reader_.readString(*field, "unit")) {
       if (const auto unit = parseUnit(*text)) {
         limit.unit = *unit;
@@ -185,9 +199,9 @@ void LimitParser::readName(const Fields& fields, RateLimit& limit) {
     return;
   }
   if (auto name = reader_.readString(*field, "name")) {
-    if (name->empty()) {
-      reader_.error(reader_.at(*field), "'name' must not be empty");
-    } else {
+    // An empty name is proto3's default for "no name" (envoyproxy/ratelimit reads it so):
+    // the limit keeps its generated name.
+    if (!name->empty()) {
       limit.name = std::move(*name);
       limit.explicit_name = true;
       names_.insert(limit.name);

@@ -67,6 +67,9 @@ class FileParser {
       domain.domain = std::move(*name);
       domain.location = reader_.at(it->second);
     }
+    if (const auto it = fields.find("name"); it != fields.end()) {
+      reader_.readString(it->second, "name");  // RateLimitConfig's name: a string, not used
+    }
     domain_ = domain.domain;
     limits_.setDomain(domain.domain);
     domain.domain_limits = parseNodeLimits(fields, domain.domain, false);
@@ -224,7 +227,10 @@ class FileParser {
                     "use either 'rate_limit' or 'rate_limits' on one node, not both");
       return limits;
     }
-    if (single != fields.end()) {
+    if (single != fields.end() && single->second.value.IsNull()) {
+      // `rate_limit: null` (or empty): no limit at this node, as envoyproxy/ratelimit reads
+      // an absent policy; Envoy Gateway writes it for every intermediate node.
+    } else if (single != fields.end()) {
       if (!single->second.value.IsMap()) {
         reader_.error(reader_.at(single->second),
                       "'rate_limit' must be a mapping with 'unit' and "
@@ -452,6 +458,11 @@ LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::st
 LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files,
                                 const LoadOptions& options) {
   return loadStrings(files, 0, options);
+}
+
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files,
+                                std::int64_t loaded_at_ms, const LoadOptions& options) {
+  return loadStrings(files, loaded_at_ms, options);
 }
 
 LoadResult loadRules(const std::string& path, std::int64_t loaded_at_ms) {

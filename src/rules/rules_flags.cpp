@@ -8,7 +8,11 @@ void addRulesFlags(FlagRegistry& registry, RulesSettings& settings) {
   registry.add({.name = "rules",
                 .metavar = "PATH",
                 .help = "a rules file or a directory of *.yaml (default config/rules)",
-                .set = set::text(settings.rules),
+                .set =
+                    [&settings, text = set::text(settings.rules)](std::string_view value) {
+                      settings.rules_given = true;
+                      return text(value);
+                    },
                 .envoy_variables = "RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, RUNTIME_APPDIRECTORY"});
   registry.add({.name = "merge-domain-config",
                 .metavar = "",

@@ -112,13 +112,16 @@ std::string rulesToJson(const RuleSet& rules) {
         {"descriptors", nodesToJson(domain.descriptors)},
     };
   }
-  const json out = {
+  json out = {
       {"hash", rules.hash},
       {"loaded_at_ms", rules.loaded_at_ms},
       {"files", rules.files},
       {"limit_count", rules.limitCount()},
       {"domains", std::move(domains)},
   };
+  if (!rules.version.empty()) {
+    out["version"] = rules.version;  // the xDS version_info in force
+  }
   // Replace invalid UTF-8 instead of throwing: rule text comes from files.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }

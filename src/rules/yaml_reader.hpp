@@ -20,8 +20,10 @@
 /// (sluice/common/yaml_reader.hpp), and the conversion of `metadata` to JSON.
 namespace sluice::rules_detail {
 
-inline constexpr std::array<std::string_view, 4> kRootKeys{"domain", "descriptors", "rate_limit",
-                                                           "rate_limits"};
+/// `name` is RateLimitConfig's own name (envoyproxy/ratelimit's xDS resource; Envoy Gateway
+/// writes it into its YAML too): accepted and not used.
+inline constexpr std::array<std::string_view, 5> kRootKeys{"domain", "descriptors", "rate_limit",
+                                                           "rate_limits", "name"};
 inline constexpr std::array<std::string_view, 11> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",

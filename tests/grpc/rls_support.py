@@ -54,6 +54,16 @@ def _generate_stubs():
     _STUB_DIR = out
 
 
+def generate_more_stubs(protos):
+    """Python stubs for more of proto/ (e.g. the xDS protocol), into the same directory."""
+    plugin = shutil.which("grpc_python_plugin") or "/usr/bin/grpc_python_plugin"
+    subprocess.run(
+        ["protoc", "-I", os.path.join(SOURCE_DIR, "proto"), "-I", "/usr/include", "--python_out",
+         _STUB_DIR, "--grpc_python_out", _STUB_DIR, "--plugin=protoc-gen-grpc_python=" + plugin]
+        + list(protos), check=True)
+    importlib.invalidate_caches()
+
+
 _generate_stubs()
 rls_pb2 = importlib.import_module("envoy.service.ratelimit.v3.rls_pb2")
 rls_pb2_grpc = importlib.import_module("envoy.service.ratelimit.v3.rls_pb2_grpc")

@@ -36,6 +36,19 @@ descriptors:
       requests_per_unit: 1
 )";
 
+// Limited per user, under a path every such bucket shares: requests without clientId.
+const char* const kUserRules = R"(domain: users
+descriptors:
+  - key: path
+    value: /login
+    descriptors:
+      - key: user
+        rate_limit:
+          name: login_per_user
+          unit: hour
+          requests_per_unit: 1
+)";
+
 std::string request(const std::string& domain, const std::string& client, const std::string& key,
                     const std::string& value) {
   return R"({"domain":")" + domain + R"(","clientId":")" + client +
@@ -57,6 +70,7 @@ struct TopSluice {
   static SluiceOptions options(std::uint16_t port, std::vector<std::string> extra) {
     SluiceOptions o;
     o.rule_files.emplace("shop.yaml", kShopRules);
+    o.rule_files.emplace("users.yaml", kUserRules);
     o.args = {"--threads", "2", "--admin-listen", "127.0.0.1:" + std::to_string(port)};
     o.args.insert(o.args.end(), extra.begin(), extra.end());
     return o;
@@ -199,6 +213,32 @@ TEST(LimitsTopTest, BadFlagsStopStartUp) {
     EXPECT_NE(code, 0) << output;
     EXPECT_NE(output.find(args[0]), std::string::npos) << output;
   }
+}
+
+}  // namespace
+}  // namespace sluice::test
+
+namespace sluice::test {
+namespace {
+
+TEST(LimitsTopIdentityTest, NamesTheBucketsIdentityWhenTheRequestHasNoClientId) {
+  TopSluice sluice;
+  auto user = [](const std::string& name) {
+    return R"({"domain":"users","descriptors":[{"entries":[{"key":"path","value":"/login"},)"
+           R"({"key":"user","value":")" +
+           name + R"("}]}]})";
+  };
+  send(sluice, user("mallory"), 1 + 5);
+  send(sluice, user("trudy"), 1 + 2);
+  const json answer = sluice.top("?domain=users");
+  const json* rule = findRule(answer, "users", "login_per_user");
+  ASSERT_NE(rule, nullptr) << answer.dump();
+  // Two users, not one client "": each named by the entry its bucket is counted by.
+  ASSERT_EQ((*rule)["clients"].size(), 2u) << answer.dump();
+  EXPECT_EQ((*rule)["clients"][0]["client"], "user=mallory");
+  EXPECT_EQ((*rule)["clients"][0]["count"], 5);
+  EXPECT_EQ((*rule)["clients"][1]["client"], "user=trudy");
+  EXPECT_EQ((*rule)["clients"][1]["count"], 2);
 }
 
 }  // namespace

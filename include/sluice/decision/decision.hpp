@@ -98,6 +98,9 @@ struct Decision {
   bool allowed = true;
   bool degraded = false;  ///< decided by a failure mode, not by the store
   bool domain_known = true;
+  /// When the store evaluated the limits (StoreResponse::at_us); 0 when it does not say or
+  /// no limit was evaluated.
+  Micros decided_at_us = 0;
   std::vector<DescriptorStatus> descriptors;
   RuleSetPtr rules;  ///< the snapshot used from start to end
   /// The request's domain in `rules`; null when unknown (or the rules are not loaded).
@@ -138,6 +141,15 @@ std::string_view limitOutcomeWord(const LimitStatus& limit);
 
 /// "key=value,key=value" (descriptor values as sent).
 std::string describeDescriptor(const Descriptor& descriptor);
+
+/// "Who" a limit of request descriptor `descriptor` is charged to, written into `out`
+/// (replacing it, keeping its capacity): the request's client id where there is one, else
+/// the descriptor entries that make the bucket distinct, those the rules count per value
+/// (`user=mallory`, not the `path=/login` all such buckets share); all the descriptor's
+/// entries when none does (a bucket shared by everyone); "" for the domain-level limit of a
+/// request without client id. /limits/top, the denial events and `sluice simulate` name
+/// clients so.
+void assignBucketIdentity(std::string& out, const Decision& decision, std::size_t descriptor);
 
 /// This thread's spare request and decision, whose vectors and strings keep the capacity of
 /// a decision already answered: a transport that parses into takeSpareRequest() and gives

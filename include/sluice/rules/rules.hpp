@@ -100,6 +100,9 @@ struct RuleSet {
   std::vector<std::string> files;  ///< the files it came from
   std::string hash;                ///< content hash, hex
   std::int64_t loaded_at_ms = 0;   ///< set by whoever loads it (the loader does not read clocks)
+  /// The version it came with from an xDS management server (DiscoveryResponse version_info);
+  /// empty for rules files.
+  std::string version;
 
   const DomainConfig* findDomain(std::string_view domain) const;
   /// Number of limits (all nodes, all domains).
@@ -139,6 +142,9 @@ bool isRulesFileName(std::string_view name);
 LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files);
 LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files,
                                 const LoadOptions& options);
+/// As above, stamping the new RuleSet's loaded_at_ms.
+LoadResult loadRulesFromStrings(const std::vector<std::pair<std::string, std::string>>& files,
+                                std::int64_t loaded_at_ms, const LoadOptions& options);
 
 /// One key/value pair of a request descriptor.
 struct Entry {

@@ -42,6 +42,10 @@ struct StoreResponse {
   std::vector<Outcome> outcomes;  ///< one per StoreRequest::limits, same order
   bool allowed = true;            ///< every non-shadow limit allowed
   bool degraded = false;          ///< answered by a failure mode, not by the store itself
+  /// The instant the limits were evaluated at (the memory store's clock reading); 0 when
+  /// the store does not say (Redis decides on its own clock). The access log records it, so
+  /// that a replay decides at the very same microsecond.
+  Micros at_us = 0;
 };
 
 namespace store_detail {
@@ -56,7 +60,7 @@ inline thread_local SpareResponse t_spare_response;
 /// handed on: a store that answers with takeSpareStoreResponse() and a caller that gives
 /// each answer back with recycleStoreResponse() exchange answers without allocating once
 /// the thread is warm (the memory store and the decision service do). Returns an empty
-/// response (allowed, not degraded, no outcomes); a new one when there is no spare.
+/// response (allowed, not degraded, no outcomes, at_us 0); a new one when there is no spare.
 inline StoreResponse takeSpareStoreResponse() {
   store_detail::SpareResponse& spare = store_detail::t_spare_response;
   if (!spare.has) {
@@ -67,6 +71,7 @@ inline StoreResponse takeSpareStoreResponse() {
   response.outcomes.clear();
   response.allowed = true;
   response.degraded = false;
+  response.at_us = 0;
   return response;
 }
 

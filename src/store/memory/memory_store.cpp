@@ -101,6 +101,7 @@ class MemoryStore final : public Store {
     // This thread's spare answer: its outcomes keep their capacity (the decision service
     // gives each answer back with recycleStoreResponse()).
     StoreResponse response = takeSpareStoreResponse();
+    response.at_us = now;
     response.outcomes.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       const StoreLimit& limit = request.limits[i];

@@ -124,18 +124,9 @@ TEST(EnvoyEnvironmentTest, EverySettingSluiceCannotHonourIsNamed) {
       {"DEBUG_PORT", "6070"},
       {"GRPC_CLIENT_TLS_SAN", "a"},  // without GRPC_SERVER_USE_TLS=true
       {"CONFIG_TYPE", "GRPC_XDS_SOTW"},
-      {"CONFIG_GRPC_XDS_NODE_METADATA", "k:v"},
       {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "5s"},
       {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "a:b"},
-      {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
-      {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/c"},
-      {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/k"},
-      {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/ca"},
-      {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "san"},
-      {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "1s"},
-      {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "2s"},
-      {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.1"},
-      {"XDS_CLIENT_BACKOFF_JITTER", "false"},
+      {"PROMETHEUS_MAPPER_YAML", "/etc/statsd-exporter/conf.yaml"},
       {"TRACING_SERVICE_NAME", "rl"},
       {"TRACING_SERVICE_NAMESPACE", "ns"},
       {"TRACING_SERVICE_INSTANCE_ID", "i"},
@@ -164,6 +155,9 @@ TEST(EnvoyEnvironmentTest, EverySettingSluiceCannotHonourIsNamed) {
     all += line + "\n";
   }
   for (const auto& [name, value] : env) {
+    if (name == "CONFIG_TYPE") {
+      continue;  // honoured: --rules-xds
+    }
     EXPECT_NE(all.find(name + "=" + value), std::string::npos) << name << " in:\n" << all;
   }
   o = parse({{"REDIS_SENTINEL_AUTH", "hunter2"}});
@@ -242,6 +236,67 @@ TEST(GrpcOptionsTest, ReflectionIsOffUnlessAskedFor) {
   ASSERT_TRUE(o.ok()) << o.error().message;
   EXPECT_TRUE(o->grpc_reflection);
   EXPECT_FALSE(parse({}, {"--grpc-reflection", "maybe"}).ok());
+}
+
+}  // namespace
+}  // namespace sluice::app
+
+namespace sluice::app {
+namespace {
+
+TEST(EnvoyEnvironmentTest, XdsSettingsBecomeTheXdsFlags) {
+  auto o = parse({{"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+                  {"CONFIG_GRPC_XDS_SERVER_URL", "envoy-gateway:18001"},
+                  {"CONFIG_GRPC_XDS_NODE_ID", "envoy-ratelimit"},
+                  {"CONFIG_GRPC_XDS_NODE_METADATA", "a=b,c=d"},
+                  {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+                  {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/certs/tls.crt"},
+                  {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/certs/tls.key"},
+                  {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/certs/ca.crt"},
+                  {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "envoy-gateway"},
+                  {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "2s"},
+                  {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "1m"},
+                  {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.25"},
+                  {"XDS_CLIENT_BACKOFF_JITTER", "false"},
+                  {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"},
+                  {"RUNTIME_ROOT", "/data"},
+                  {"USE_PROMETHEUS", "true"},
+                  {"PROMETHEUS_ADDR", ":19001"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->rules_xds, "envoy-gateway:18001");
+  EXPECT_FALSE(o->rules_given);  // RUNTIME_ROOT is not used with xDS
+  EXPECT_EQ(o->xds_node_id, "envoy-ratelimit");
+  EXPECT_EQ(o->xds_node_metadata, "a=b,c=d");
+  EXPECT_TRUE(o->xds_tls);
+  EXPECT_EQ(o->xds_tls_cert, "/certs/tls.crt");
+  EXPECT_EQ(o->xds_tls_key, "/certs/tls.key");
+  EXPECT_EQ(o->xds_tls_ca, "/certs/ca.crt");
+  EXPECT_EQ(o->xds_tls_server_name, "envoy-gateway");
+  EXPECT_EQ(o->xds_backoff_initial.count(), 2000);
+  EXPECT_EQ(o->xds_backoff_max.count(), 60000);
+  EXPECT_EQ(o->xds_backoff_random_factor, 0.25);
+  EXPECT_FALSE(o->xds_backoff_jitter);
+  EXPECT_TRUE(o->force_start_without_rules);
+  EXPECT_EQ(o->metrics_listen, "0.0.0.0:19001");
+  EXPECT_TRUE(o->envoy_environment.unhonoured.empty());
+}
+
+TEST(EnvoyEnvironmentTest, XdsDefaultsAreEnvoysAndFileModeSaysWhatIsUnused) {
+  auto o = parse({{"CONFIG_TYPE", "GRPC_XDS_SOTW"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->rules_xds, "localhost:18000");
+  EXPECT_EQ(o->xds_node_id, "default");
+  o = parse({{"CONFIG_TYPE", "FILE"}, {"CONFIG_GRPC_XDS_SERVER_URL", "cp:1"}});
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_TRUE(o->rules_xds.empty());
+  std::string mapped;
+  for (const auto& line : o->envoy_environment.notes) {
+    mapped += line + "\n";
+  }
+  EXPECT_NE(mapped.find("CONFIG_GRPC_XDS_SERVER_URL=cp:1 not used: CONFIG_TYPE is FILE"),
+            std::string::npos)
+      << mapped;
+  EXPECT_FALSE(parse({{"CONFIG_TYPE", "GRPC_XDS_DELTA"}}).ok());
 }
 
 }  // namespace

@@ -53,6 +53,23 @@ TEST(FlagTableTest, EveryEnvoyVariableIsDeclaredByTheFlagItSets) {
        {"LIMIT_RESPONSE_HEADERS_ENABLED", "false"},
        {"MERGE_DOMAIN_CONFIG", "true"}},
       {{"GRPC_UDS", "/run/rl.sock"}},
+      {{"CONFIG_TYPE", "GRPC_XDS_SOTW"},
+       {"CONFIG_GRPC_XDS_SERVER_URL", "cp:18001"},
+       {"CONFIG_GRPC_XDS_NODE_ID", "n"},
+       {"CONFIG_GRPC_XDS_NODE_METADATA", "a=b"},
+       {"CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"},
+       {"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/c"},
+       {"CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/k"},
+       {"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/ca"},
+       {"CONFIG_GRPC_XDS_SERVER_TLS_SAN", "san"},
+       {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "1s"},
+       {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "2s"},
+       {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "0.1"},
+       {"XDS_CLIENT_BACKOFF_JITTER", "false"},
+       {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "8388608"},
+       {"FORCE_START_WITHOUT_INITIAL_CONFIG", "true"},
+       {"USE_PROMETHEUS", "true"},
+       {"PROMETHEUS_ADDR", ":19001"}},
   };
   AppOptions defaults;
   FlagRegistry registry;

@@ -65,7 +65,7 @@ TEST(ValidationTest, UnknownKeySuggestsRequestsPerUnit) {
 TEST(ValidationTest, UnknownKeyWithoutNearMissListsTheExpectedKeys) {
   expectOnlyError("domain: d\ncolour: blue\n", 2,
                   "unknown key 'colour' at the top level (expected one of: domain, descriptors, "
-                  "rate_limit, rate_limits)");
+                  "rate_limit, rate_limits, name)");
 }
 
 TEST(ValidationTest, LimitKeyOnTheDescriptorSaysWhereItBelongs) {
@@ -375,9 +375,12 @@ TEST(ValidationTest, DuplicateNameInRateLimits) {
       6, "duplicate rate limit name 'a' on one node (first at line 5)");
 }
 
-TEST(ValidationTest, EmptyName) {
-  expectOnlyError(withLimit("      unit: second\n      requests_per_unit: 5\n      name: \"\"\n"),
-                  8, "'name' must not be empty");
+// An empty name is proto3's "no name" (Envoy Gateway writes it on every limit): the limit
+// keeps its generated name, as in envoyproxy/ratelimit.
+TEST(ValidationTest, EmptyNameIsNoName) {
+  const auto errors =
+      errorsOf(withLimit("      unit: second\n      requests_per_unit: 5\n      name: \"\"\n"));
+  EXPECT_TRUE(errors.empty()) << errors.front().toString();
 }
 
 TEST(ValidationTest, NestingDeeperThanSixtyFourLevels) {

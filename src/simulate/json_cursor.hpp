@@ -1,0 +1,280 @@
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace sluice::simulate {
+
+/// A forward-only reader of one JSON text, for the log lines: no tree is built, strings are
+/// decoded into caller-owned buffers (whose capacity is reused). Every method returns false
+/// on malformed input and leaves the error in error(); position() is the 0-based offset.
+class JsonCursor {
+ public:
+  explicit JsonCursor(std::string_view text) : text_(text) {}
+
+  std::size_t position() const { return pos_; }
+  const std::string& error() const { return error_; }
+  bool fail(std::string message) {
+    if (error_.empty()) {
+      error_ = std::move(message);
+    }
+    return false;
+  }
+
+  void skipSpace() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\r' || text_[pos_] == '\n')) {
+      ++pos_;
+    }
+  }
+  /// The next non-space byte, 0 at the end.
+  char peek() {
+    skipSpace();
+    return pos_ < text_.size() ? text_[pos_] : '\0';
+  }
+  bool consume(char ch) {
+    if (peek() != ch) {
+      return fail(std::string("expected '") + ch + "'");
+    }
+    ++pos_;
+    return true;
+  }
+  bool atEnd() {
+    skipSpace();
+    return pos_ == text_.size();
+  }
+  /// After the opening brace or bracket: true when the container goes on with another item
+  /// (consuming the comma), false at its end (consuming the closing byte) or on error
+  /// (then error() is set). `first` is true for the first call.
+  bool nextItem(char close, bool first) {
+    const char ch = peek();
+    if (ch == close) {
+      ++pos_;
+      return false;
+    }
+    if (!first) {
+      if (ch != ',') {
+        fail(std::string("expected ',' or '") + close + "'");
+        return false;
+      }
+      ++pos_;
+    }
+    return true;
+  }
+
+  /// A string without escapes as a view into the text (no copy); false when it has escapes
+  /// (then nothing is consumed: read it with readString) or is not a string.
+  bool readPlainString(std::string_view& out) {
+    if (peek() != '"') {
+      return fail("expected a string");
+    }
+    const char* begin = text_.data() + pos_ + 1;
+    const char* end = text_.data() + text_.size();
+    const auto* quote = static_cast<const char*>(std::memchr(begin, '"', end - begin));
+    if (quote == nullptr) {
+      return fail("unterminated string");
+    }
+    if (std::memchr(begin, '\\', quote - begin) != nullptr) {
+      return false;
+    }
+    out = std::string_view(begin, static_cast<std::size_t>(quote - begin));
+    pos_ = static_cast<std::size_t>(quote - text_.data()) + 1;
+    return true;
+  }
+
+  bool readString(std::string& out) {
+    out.clear();
+    if (peek() != '"') {
+      return fail("expected a string");
+    }
+    ++pos_;
+    for (;;) {
+      // The run up to the next quote or backslash is copied at once (memchr, not a loop per
+      // byte: this is the replay's hottest code).
+      const char* begin = text_.data() + pos_;
+      const char* end = text_.data() + text_.size();
+      const auto* quote = static_cast<const char*>(std::memchr(begin, '"', end - begin));
+      if (quote == nullptr) {
+        return fail("unterminated string");
+      }
+      const auto* slash = static_cast<const char*>(std::memchr(begin, '\\', quote - begin));
+      const char* stop = slash != nullptr ? slash : quote;
+      out.append(begin, static_cast<std::size_t>(stop - begin));
+      pos_ = static_cast<std::size_t>(stop - text_.data());
+      if (slash == nullptr) {
+        ++pos_;
+        return true;
+      }
+      if (++pos_ >= text_.size()) {
+        return fail("unterminated string");
+      }
+      switch (text_[pos_++]) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u':
+          if (!readUnicodeEscape(out)) {
+            return false;
+          }
+          break;
+        default:
+          return fail("bad escape in a string");
+      }
+    }
+  }
+
+  bool readInt(std::int64_t& out) {
+    skipSpace();
+    const char* begin = text_.data() + pos_;
+    const char* end = text_.data() + text_.size();
+    auto [ptr, ec] = std::from_chars(begin, end, out);
+    if (ec != std::errc() || ptr == begin) {
+      return fail("expected an integer");
+    }
+    if (ptr != end && (*ptr == '.' || *ptr == 'e' || *ptr == 'E')) {
+      return fail("expected an integer");
+    }
+    pos_ += static_cast<std::size_t>(ptr - begin);
+    return true;
+  }
+
+  bool readLiteral(std::string_view word) {
+    skipSpace();
+    if (text_.substr(pos_, word.size()) != word) {
+      return fail("expected " + std::string(word));
+    }
+    pos_ += word.size();
+    return true;
+  }
+
+  /// Skips any one value (depth-bounded).
+  bool skipValue(int depth = 0) {
+    if (depth > 64) {
+      return fail("nested too deeply");
+    }
+    const char ch = peek();
+    if (ch == '"') {
+      return readString(scratch_);
+    }
+    if (ch == '{' || ch == '[') {
+      const char close = ch == '{' ? '}' : ']';
+      ++pos_;
+      for (bool first = true; nextItem(close, first); first = false) {
+        if (ch == '{') {
+          if (!readString(scratch_) || !consume(':')) {
+            return false;
+          }
+        }
+        if (!skipValue(depth + 1)) {
+          return false;
+        }
+      }
+      return error_.empty();
+    }
+    if (ch == 't') {
+      return readLiteral("true");
+    }
+    if (ch == 'f') {
+      return readLiteral("false");
+    }
+    if (ch == 'n') {
+      return readLiteral("null");
+    }
+    const std::size_t start = pos_;
+    while (pos_ < text_.size() &&
+           (std::string_view("+-.eE0123456789").find(text_[pos_]) != std::string_view::npos)) {
+      ++pos_;
+    }
+    if (pos_ == start) {
+      return fail("expected a value");
+    }
+    return true;
+  }
+
+ private:
+  bool readHex4(std::uint32_t& out) {
+    if (pos_ + 4 > text_.size()) {
+      return fail("bad \\u escape");
+    }
+    out = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = text_[pos_++];
+      out <<= 4;
+      if (c >= '0' && c <= '9') {
+        out |= static_cast<std::uint32_t>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        out |= static_cast<std::uint32_t>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        out |= static_cast<std::uint32_t>(c - 'A' + 10);
+      } else {
+        return fail("bad \\u escape");
+      }
+    }
+    return true;
+  }
+
+  bool readUnicodeEscape(std::string& out) {
+    std::uint32_t cp = 0;
+    if (!readHex4(cp)) {
+      return false;
+    }
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      std::uint32_t low = 0;
+      if (text_.substr(pos_, 2) != "\\u") {
+        return fail("lone surrogate in \\u escape");
+      }
+      pos_ += 2;
+      if (!readHex4(low) || low < 0xDC00 || low > 0xDFFF) {
+        return fail("lone surrogate in \\u escape");
+      }
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+    }
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return true;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::string error_;
+  std::string scratch_;
+};
+
+}  // namespace sluice::simulate

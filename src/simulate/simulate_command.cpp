@@ -1,0 +1,647 @@
+#include "simulate/simulate_command.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <queue>
+#include <sstream>
+
+#include "simulate/access_record.hpp"
+#include "simulate/differ.hpp"
+#include "simulate/html_report.hpp"
+#include "simulate/log_map.hpp"
+#include "simulate/log_source.hpp"
+#include "simulate/replayer.hpp"
+#include "sluice/common/value_parsers.hpp"
+
+namespace sluice::simulate {
+namespace {
+
+struct Arguments {
+  std::string rules;
+  std::vector<std::string> baselines;
+  std::vector<std::string> logs;
+  std::string map;
+  std::string html;
+  std::string client;
+  bool json = false;
+  bool strict = false;
+  bool help = false;
+  std::size_t top = 10;
+  std::optional<double> fail_requests_pct;
+  std::optional<double> fail_clients_pct;
+};
+
+bool parsePercent(const std::string& text, double& out) {
+  char* end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && *end == '\0' && std::isfinite(out) && out >= 0 && out <= 100;
+}
+
+Result<Arguments> parseArguments(const std::vector<std::string>& args) {
+  Arguments a;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i];
+    std::optional<std::string> inline_value;
+    if (name.rfind("--", 0) == 0) {
+      const std::size_t eq = name.find('=');
+      if (eq != std::string::npos) {
+        inline_value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+    }
+    auto value = [&]() -> Result<std::string> {
+      if (inline_value) {
+        return *inline_value;
+      }
+      if (i + 1 >= args.size()) {
+        return makeError(ErrorKind::kInvalidArgument, name + " needs a value");
+      }
+      return args[++i];
+    };
+    auto flag = [&](bool& out) -> Status {
+      if (inline_value) {
+        return makeError(ErrorKind::kInvalidArgument, name + " takes no value");
+      }
+      out = true;
+      return {};
+    };
+    Status status;
+    if (name == "--help" || name == "-h") {
+      status = flag(a.help);
+    } else if (name == "--json") {
+      status = flag(a.json);
+    } else if (name == "--strict") {
+      status = flag(a.strict);
+    } else if (name == "--rules" || name == "--baseline" || name == "--log" || name == "--map" ||
+               name == "--html" || name == "--client" || name == "--top" ||
+               name == "--fail-if-newly-denied" || name == "--fail-if-newly-denied-clients") {
+      auto v = value();
+      if (!v) {
+        return v.error();
+      }
+      if (v->empty()) {
+        return makeError(ErrorKind::kInvalidArgument, name + " must not be empty");
+      }
+      if (name == "--rules") {
+        a.rules = *v;
+      } else if (name == "--baseline") {
+        a.baselines.push_back(*v);
+      } else if (name == "--log") {
+        a.logs.push_back(*v);
+      } else if (name == "--map") {
+        a.map = *v;
+      } else if (name == "--html") {
+        a.html = *v;
+      } else if (name == "--client") {
+        a.client = *v;
+      } else if (name == "--top") {
+        auto n = parseInteger<std::size_t>(*v, 1, 1000);
+        if (!n) {
+          return makeError(ErrorKind::kInvalidArgument, "--top " + n.error().message);
+        }
+        a.top = *n;
+      } else {
+        double pct = 0;
+        if (!parsePercent(*v, pct)) {
+          return makeError(ErrorKind::kInvalidArgument,
+                           name + " must be a percentage from 0 to 100, got \"" + *v + "\"");
+        }
+        (name == "--fail-if-newly-denied" ? a.fail_requests_pct : a.fail_clients_pct) = pct;
+      }
+    } else if (name.rfind("-", 0) == 0 && name != "-") {
+      return makeError(ErrorKind::kInvalidArgument, "unknown option " + name + " (see --help)");
+    } else {
+      a.logs.push_back(name);  // a bare argument is one more log
+    }
+    if (!status) {
+      return status.error();
+    }
+  }
+  if (a.help) {
+    return a;
+  }
+  if (a.rules.empty()) {
+    return makeError(ErrorKind::kInvalidArgument, "--rules is required (the rules to try)");
+  }
+  if (a.logs.empty()) {
+    return makeError(ErrorKind::kInvalidArgument, "--log is required (the requests to replay)");
+  }
+  return a;
+}
+
+Result<RuleSetPtr> loadSet(const std::string& path, std::ostream& err) {
+  LoadResult loaded = loadRules(path);
+  if (!loaded.errors.empty()) {
+    for (const RuleError& error : loaded.errors) {
+      err << error.toString() << "\n";
+    }
+    return makeError(ErrorKind::kInvalidArgument, path + ": invalid rules");
+  }
+  return loaded.rules;
+}
+
+void copyRequest(const DecisionRequest& from, DecisionRequest& to) {
+  to.domain.assign(from.domain);
+  to.client_id.assign(from.client_id);
+  to.descriptors.resize(from.descriptors.size());
+  for (std::size_t d = 0; d < from.descriptors.size(); ++d) {
+    Descriptor& target = to.descriptors[d];
+    const Descriptor& source = from.descriptors[d];
+    target.resize(source.size());
+    for (std::size_t e = 0; e < source.size(); ++e) {
+      target[e].key.assign(source[e].key);
+      target[e].value.assign(source[e].value);
+    }
+  }
+  to.hits = from.hits;
+  to.descriptor_hits = from.descriptor_hits;
+  to.descriptor_limits = from.descriptor_limits;
+}
+
+std::string withCommas(std::uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  const std::size_t first = digits.size() % 3 == 0 ? 3 : digits.size() % 3;
+  out += digits.substr(0, first);
+  for (std::size_t i = first; i < digits.size(); i += 3) {
+    out += ',';
+    out += digits.substr(i, 3);
+  }
+  return out;
+}
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f %%",
+                whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return text;
+}
+
+double ratio(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+/// Lines waiting to be replayed in time order: the access log's writer takes lines from
+/// several I/O threads, so neighbours can be out of order by a little. A line is replayed
+/// once a line kReorderWindowUs later has been read (or the buffer holds kMaxPending).
+class ReorderBuffer {
+ public:
+  static constexpr Micros kReorderWindowUs = kMicrosPerSecond;
+  static constexpr std::size_t kMaxPending = 1 << 16;
+
+  LoggedRequest& slot() {
+    if (free_.empty()) {
+      items_.emplace_back();
+      free_.push_back(items_.size() - 1);
+    }
+    return items_[free_.back()];
+  }
+  /// Queues the slot just filled.
+  void push() {
+    const std::size_t index = free_.back();
+    free_.pop_back();
+    newest_ = std::max(newest_, items_[index].time_us);
+    heap_.push(Item{items_[index].time_us, seq_++, index});
+  }
+  /// The next line due (all of them when `drain`), or null.
+  LoggedRequest* pop(bool drain) {
+    if (heap_.empty()) {
+      return nullptr;
+    }
+    const Item& top = heap_.top();
+    if (!drain && top.time_us > newest_ - kReorderWindowUs && heap_.size() < kMaxPending) {
+      return nullptr;
+    }
+    current_ = top.index;
+    heap_.pop();
+    return &items_[current_];
+  }
+  /// Gives the popped line's slot back.
+  void release() { free_.push_back(current_); }
+
+ private:
+  struct Item {
+    Micros time_us;
+    std::uint64_t seq;
+    std::size_t index;
+    bool operator>(const Item& o) const {
+      return time_us != o.time_us ? time_us > o.time_us : seq > o.seq;
+    }
+  };
+  std::deque<LoggedRequest> items_;
+  std::vector<std::size_t> free_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap_;
+  std::uint64_t seq_ = 0;
+  std::size_t current_ = 0;
+  Micros newest_ = 0;
+};
+
+struct Malformed {
+  std::uint64_t count = 0;
+  std::vector<std::string> samples;  // "file:line: message"
+};
+
+/// The most affected clients of a rule: by how much their denials changed.
+std::vector<std::pair<const std::string*, const ClientStats*>> topClients(const RuleStats& rule,
+                                                                          std::size_t n) {
+  std::vector<std::pair<const std::string*, const ClientStats*>> all;
+  for (const auto& [who, c] : rule.clients) {
+    if (c.denied_new != c.denied_old) {
+      all.emplace_back(&who, &c);
+    }
+  }
+  auto change = [](const ClientStats* c) {
+    return c->denied_new > c->denied_old ? c->denied_new - c->denied_old
+                                         : c->denied_old - c->denied_new;
+  };
+  const std::size_t keep = std::min(n, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(),
+                    [&](const auto& a, const auto& b) {
+                      const auto ca = change(a.second);
+                      const auto cb = change(b.second);
+                      return ca != cb ? ca > cb : *a.first < *b.first;
+                    });
+  all.resize(keep);
+  return all;
+}
+
+struct RunFacts {
+  std::uint64_t lines = 0;
+  std::uint64_t skipped_errors = 0;  // lines whose logged decision was "error"
+  std::uint64_t capacity_evictions = 0;
+  Malformed malformed;
+  std::vector<std::string> notes;
+};
+
+std::string timeText(Micros t) {
+  std::string out;
+  appendRfc3339Micros(out, t);
+  return out;
+}
+
+void writeText(std::ostream& out, const Differ& differ, const RunFacts& facts, std::size_t top) {
+  const Totals& t = differ.totals();
+  out << "simulate: " << withCommas(t.requests) << " requests";
+  if (t.requests > 0) {
+    out << " (" << timeText(t.first_us) << " .. " << timeText(t.last_us) << ")";
+  }
+  out << ": newly denied " << withCommas(t.newly_denied) << " ("
+      << percent(t.newly_denied, t.requests) << ") of requests, "
+      << withCommas(t.clients_newly_denied) << " of " << withCommas(t.clients) << " clients ("
+      << percent(t.clients_newly_denied, t.clients) << "); no longer denied "
+      << withCommas(t.no_longer_denied) << " requests, " << withCommas(t.clients_no_longer_denied)
+      << " clients; denied " << percent(t.denied_old, t.requests) << " under the "
+      << (differ.hasBaseline() ? "baseline" : "baseline (none: no limits)") << ", "
+      << percent(t.denied_new, t.requests) << " under the new rules\n";
+  if (t.compared > 0) {
+    out << "recorded decisions: the baseline reproduces " << withCommas(t.agreed) << " of "
+        << withCommas(t.compared) << " (" << percent(t.agreed, t.compared) << ")\n";
+    for (const std::string& sample : differ.mismatchSamples()) {
+      out << "  differs at " << sample << "\n";
+    }
+  }
+  if (facts.malformed.count > 0) {
+    out << "malformed lines: " << withCommas(facts.malformed.count) << " (skipped)\n";
+    for (const std::string& sample : facts.malformed.samples) {
+      out << "  " << sample << "\n";
+    }
+  }
+  for (const std::string& note : facts.notes) {
+    out << "note: " << note << "\n";
+  }
+  for (const RuleStats* rule : differ.rules()) {
+    out << "\nrule " << rule->name << " (domain " << rule->domain << ")\n";
+    out << "  baseline: " << (rule->limit_old.empty() ? "-" : rule->limit_old)
+        << "\n  new:      " << (rule->limit_new.empty() ? "-" : rule->limit_new) << "\n";
+    out << "  matched " << withCommas(rule->matched) << ", denied " << withCommas(rule->denied_old)
+        << " under the baseline, " << withCommas(rule->denied_new) << " under the new rules; "
+        << withCommas(rule->clientsNewlyDenied()) << " clients newly denied, "
+        << withCommas(rule->clientsNoLongerDenied()) << " no longer denied\n";
+    const auto clients = topClients(*rule, top);
+    if (!clients.empty()) {
+      out << "  most affected:\n";
+      for (const auto& [who, c] : clients) {
+        out << "    " << (who->empty() ? "\"\"" : *who) << ": denied " << withCommas(c->denied_old)
+            << " -> " << withCommas(c->denied_new) << " of " << withCommas(c->matched)
+            << " requests; peak " << withCommas(static_cast<std::uint64_t>(c->peak)) << " per "
+            << rule->window_name << " vs limit " << rule->limit_value << "\n";
+      }
+    }
+  }
+}
+
+nlohmann::ordered_json toJson(const Differ& differ, const RunFacts& facts, std::size_t top) {
+  using nlohmann::ordered_json;
+  const Totals& t = differ.totals();
+  ordered_json doc;
+  ordered_json summary;
+  summary["requests"] = t.requests;
+  summary["first"] = t.requests > 0 ? timeText(t.first_us) : "";
+  summary["last"] = t.requests > 0 ? timeText(t.last_us) : "";
+  summary["baseline"] = differ.hasBaseline();
+  summary["denied_baseline"] = t.denied_old;
+  summary["denied_new"] = t.denied_new;
+  summary["newly_denied"] = t.newly_denied;
+  summary["newly_denied_pct"] = ratio(t.newly_denied, t.requests);
+  summary["no_longer_denied"] = t.no_longer_denied;
+  summary["clients"] = t.clients;
+  summary["clients_newly_denied"] = t.clients_newly_denied;
+  summary["clients_newly_denied_pct"] = ratio(t.clients_newly_denied, t.clients);
+  summary["clients_no_longer_denied"] = t.clients_no_longer_denied;
+  summary["recorded_decisions_compared"] = t.compared;
+  summary["recorded_decisions_reproduced"] = t.agreed;
+  summary["lines"] = facts.lines;
+  summary["malformed_lines"] = facts.malformed.count;
+  summary["skipped_error_lines"] = facts.skipped_errors;
+  doc["summary"] = summary;
+  doc["malformed"] = facts.malformed.samples;
+  doc["notes"] = facts.notes;
+  doc["differences"] = differ.mismatchSamples();
+  ordered_json rules = ordered_json::array();
+  for (const RuleStats* rule : differ.rules()) {
+    ordered_json r;
+    r["domain"] = rule->domain;
+    r["rule"] = rule->name;
+    r["baseline_limit"] = rule->limit_old;
+    r["new_limit"] = rule->limit_new;
+    r["matched"] = rule->matched;
+    r["denied_baseline"] = rule->denied_old;
+    r["denied_new"] = rule->denied_new;
+    r["clients_newly_denied"] = rule->clientsNewlyDenied();
+    r["clients_no_longer_denied"] = rule->clientsNoLongerDenied();
+    r["recorded_decisions_differing"] = rule->mismatches;
+    r["eventual_replayed_as_strict"] = rule->eventual;
+    r["sketch"] = rule->sketch;
+    ordered_json clients = ordered_json::array();
+    for (const auto& [who, c] : topClients(*rule, top)) {
+      clients.push_back({{"client", *who},
+                         {"matched", c->matched},
+                         {"denied_baseline", c->denied_old},
+                         {"denied_new", c->denied_new},
+                         {"peak", c->peak},
+                         {"peak_at", timeText(c->peak_at)},
+                         {"per", rule->window_name},
+                         {"limit", rule->limit_value}});
+    }
+    r["most_affected"] = clients;
+    rules.push_back(std::move(r));
+  }
+  doc["rules"] = rules;
+  return doc;
+}
+
+}  // namespace
+
+std::string simulateHelp() {
+  return R"(Usage: sluice simulate --rules NEW [--baseline OLD]... --log FILE... [options]
+
+Replays recorded requests, in their own time, through the memory store's algorithms under
+the baseline rules and the new rules, and reports whom the change would deny.
+
+  --rules PATH        the rules to try (file or directory)
+  --baseline PATH     the rules in force when the log was written (default: none, nothing
+                      denied). Repeat it for a log that spans a rules change: each line is
+                      decided by the baseline whose hash it records, else by the first.
+  --log FILE          a log to replay (JSON lines; .gz read directly; - is stdin); repeat
+                      for several (one request stream, replayed in time order)
+  --map FILE          read another proxy's JSON log (nginx, Envoy) through this mapping
+  --json              the report as JSON
+  --html FILE         also write a self-contained HTML report
+  --client WHO        the client whose rate the HTML report charts (default: the most
+                      affected)
+  --top N             most affected clients per rule (default 10)
+  --strict            stop at the first malformed line (exit 2)
+  --fail-if-newly-denied PCT          exit 3 when more than PCT % of the requests would
+                                      newly be denied
+  --fail-if-newly-denied-clients PCT  exit 4 when more than PCT % of the clients would
+
+Exit status: 0 passed, 1 error (arguments, rules, map, unreadable log), 2 malformed line
+under --strict, 3 and 4 the gates above, 5 empty log (no request to replay).
+)";
+}
+
+int runSimulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  auto parsed = parseArguments(args);
+  if (!parsed) {
+    err << "sluice simulate: " << parsed.error().message << "\n";
+    return kExitError;
+  }
+  const Arguments& a = *parsed;
+  if (a.help) {
+    out << simulateHelp();
+    return kExitPassed;
+  }
+  auto rules = loadSet(a.rules, err);
+  if (!rules) {
+    err << "sluice simulate: " << rules.error().message << "\n";
+    return kExitError;
+  }
+  std::vector<RuleSetPtr> baselines;
+  for (const std::string& path : a.baselines) {
+    auto set = loadSet(path, err);
+    if (!set) {
+      err << "sluice simulate: " << set.error().message << "\n";
+      return kExitError;
+    }
+    baselines.push_back(*set);
+  }
+  std::unique_ptr<LogMap> map;
+  if (!a.map.empty()) {
+    auto loaded = LogMap::load(a.map);
+    if (!loaded) {
+      err << "sluice simulate: " << loaded.error().message << "\n";
+      return kExitError;
+    }
+    map = std::move(*loaded);
+  }
+  // One pass over the logs: replays every line through both rule sets into `differ` (and
+  // `html` when given). Returns kExitPassed, or the status to stop with.
+  auto pass = [&](Differ& differ, HtmlRecorder* html, RunFacts& facts) -> int {
+    std::vector<std::unique_ptr<LogSource>> sources;
+    for (const std::string& path : a.logs) {
+      auto source = LogSource::open(path);
+      if (!source) {
+        err << "sluice simulate: " << source.error().message << "\n";
+        return kExitError;
+      }
+      sources.push_back(std::move(*source));
+    }
+    Replayer fresh({*rules});
+    std::unique_ptr<Replayer> old;
+    if (!baselines.empty()) {
+      old = std::make_unique<Replayer>(baselines);
+    }
+    ReorderBuffer pending;
+    std::string error;
+    auto replay = [&](LoggedRequest& logged) {
+      Result<Decision> old_decision = makeError(ErrorKind::kInternal, "no baseline");
+      if (old) {
+        DecisionRequest copy = takeSpareRequest();
+        copyRequest(logged.request, copy);
+        old_decision = old->decide(logged.time_us, logged.rules_hash, std::move(copy));
+      }
+      Result<Decision> new_decision =
+          fresh.decide(logged.time_us, logged.rules_hash, std::move(logged.request));
+      if (new_decision) {
+        const Decision* baseline = old && old_decision ? &*old_decision : nullptr;
+        differ.add(logged.time_us, baseline, *new_decision, logged.decision, logged.rule);
+        if (html != nullptr) {
+          html->add(logged.time_us, baseline, *new_decision);
+        }
+        logged.request = std::move(new_decision->request);
+        recycleDecision(std::move(*new_decision));
+      }
+      if (old && old_decision) {
+        recycleDecision(std::move(*old_decision));
+      }
+    };
+
+    for (auto& source : sources) {
+      std::string_view line;
+      while (source->next(line)) {
+        ++facts.lines;
+        if (line.find_first_not_of(" \t") == std::string_view::npos) {
+          continue;
+        }
+        LoggedRequest& slot = pending.slot();
+        bool ok = false;
+        if (source->truncated()) {
+          error = "longer than " + std::to_string(LogSource::kMaxLineBytes) + " bytes";
+        } else {
+          ok = map ? map->parse(line, slot, error) : parseAccessLine(line, slot, error);
+        }
+        if (!ok) {
+          ++facts.malformed.count;
+          const std::string where =
+              source->path() + ":" + std::to_string(source->lineNumber()) + ": " + error;
+          if (a.strict) {
+            err << "sluice simulate: malformed line: " << where << "\n";
+            return kExitMalformed;
+          }
+          if (facts.malformed.samples.size() < 10) {
+            facts.malformed.samples.push_back(where);
+          }
+          continue;
+        }
+        if (slot.decision == "error") {
+          ++facts.skipped_errors;  // never reached the store live: nothing to replay
+          continue;
+        }
+        pending.push();
+        while (LoggedRequest* next = pending.pop(false)) {
+          replay(*next);
+          pending.release();
+        }
+      }
+      if (!source->error().empty()) {
+        err << "sluice simulate: " << source->error() << "\n";
+        return kExitError;
+      }
+    }
+    while (LoggedRequest* next = pending.pop(true)) {
+      replay(*next);
+      pending.release();
+    }
+    facts.capacity_evictions = fresh.capacityEvictions() + (old ? old->capacityEvictions() : 0);
+    return kExitPassed;
+  };
+
+  Differ differ(!baselines.empty());
+  HtmlRecorder html(a.client);
+  RunFacts facts;
+  if (const int status = pass(differ, a.html.empty() ? nullptr : &html, facts);
+      status != kExitPassed) {
+    return status;
+  }
+  if (!a.html.empty() && a.client.empty() && differ.totals().requests > 0) {
+    // The client chart's default is the most affected client, known only now: one more
+    // pass over the logs records its traffic (stdin cannot be read twice).
+    std::string most;
+    std::uint64_t best = 0;
+    for (const RuleStats* rule : differ.rules()) {
+      for (const auto& [who, c] : topClients(*rule, 1)) {
+        const std::uint64_t change = c->denied_new > c->denied_old ? c->denied_new - c->denied_old
+                                                                   : c->denied_old - c->denied_new;
+        if (change > best) {
+          best = change;
+          most = *who;
+        }
+      }
+    }
+    const bool stdin_log = std::find(a.logs.begin(), a.logs.end(), "-") != a.logs.end();
+    if (!most.empty() && !stdin_log) {
+      html.setWho(most);
+      Differ again(!baselines.empty());
+      RunFacts ignored;
+      if (const int status = pass(again, &html, ignored); status != kExitPassed) {
+        return status;
+      }
+    }
+  }
+
+  if (facts.capacity_evictions > 0) {
+    facts.notes.push_back(std::to_string(facts.capacity_evictions) +
+                          " live buckets were dropped for the replay's bound of 2^26 buckets: "
+                          "decisions after that may differ from live");
+  }
+  if (facts.skipped_errors > 0) {
+    facts.notes.push_back(std::to_string(facts.skipped_errors) +
+                          " lines record an error (no decision was made): not replayed");
+  }
+  for (const RuleStats* rule : differ.rules()) {
+    if (rule->eventual) {
+      facts.notes.push_back("rule " + rule->name +
+                            ": eventual consistency replayed as strict (what the memory store "
+                            "decides; live sidecars admit a little more between syncs)");
+    }
+    if (rule->sketch) {
+      facts.notes.push_back("rule " + rule->name +
+                            ": sketch, replayed with its own estimation error (docs/sketch.md)");
+    }
+  }
+
+  const Totals& totals = differ.totals();
+  if (a.json) {
+    out << toJson(differ, facts, a.top).dump(2) << "\n";
+  } else {
+    writeText(out, differ, facts, a.top);
+  }
+  if (!a.html.empty()) {
+    std::ofstream file(a.html, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      err << "sluice simulate: --html " << a.html << ": cannot write\n";
+      return kExitError;
+    }
+    file << html.render(differ, facts.malformed.count, facts.notes, a.top);
+    if (!file.flush()) {
+      err << "sluice simulate: --html " << a.html << ": cannot write\n";
+      return kExitError;
+    }
+  }
+  if (totals.requests == 0) {
+    err << "sluice simulate: the log has no request to replay"
+        << (facts.malformed.count > 0 ? " (every line was malformed)" : "") << "\n";
+    return kExitEmptyLog;
+  }
+  if (a.fail_requests_pct && ratio(totals.newly_denied, totals.requests) > *a.fail_requests_pct) {
+    err << "sluice simulate: " << percent(totals.newly_denied, totals.requests)
+        << " of the requests would newly be denied (more than " << *a.fail_requests_pct << " %)\n";
+    return kExitNewlyDenied;
+  }
+  if (a.fail_clients_pct &&
+      ratio(totals.clients_newly_denied, totals.clients) > *a.fail_clients_pct) {
+    err << "sluice simulate: " << percent(totals.clients_newly_denied, totals.clients)
+        << " of the clients would newly be denied (more than " << *a.fail_clients_pct << " %)\n";
+    return kExitClientsDenied;
+  }
+  return kExitPassed;
+}
+
+}  // namespace sluice::simulate

@@ -1,0 +1,98 @@
+#include "simulate/access_record.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sluice::simulate {
+namespace {
+
+TEST(AccessRecordTest, TimeRoundTripsWithMicroseconds) {
+  const Micros t = 1'795'665'014'123'456;  // 2026-11-26T03:50:14.123456Z
+  std::string text;
+  appendRfc3339Micros(text, t);
+  EXPECT_EQ(text, "2026-11-26T03:50:14.123456Z");
+  Micros back = 0;
+  ASSERT_TRUE(parseRfc3339(text, back));
+  EXPECT_EQ(back, t);
+}
+
+TEST(AccessRecordTest, TimeAcceptsOffsetsAndShortFractions) {
+  Micros t = 0;
+  ASSERT_TRUE(parseRfc3339("2026-11-26T04:50:14.5+01:00", t));
+  EXPECT_EQ(t, 1'795'665'014'500'000);
+  ASSERT_TRUE(parseRfc3339("2026-11-26T03:50:14Z", t));
+  EXPECT_EQ(t, 1'795'665'014'000'000);
+  ASSERT_TRUE(parseRfc3339("2026-11-26 03:50:14.123456789Z", t));
+  EXPECT_EQ(t, 1'795'665'014'123'456);
+  EXPECT_FALSE(parseRfc3339("2026-11-26T03:50:14", t));  // no zone
+  EXPECT_FALSE(parseRfc3339("26/Nov/2026:03:50:14 +0000", t));
+  EXPECT_FALSE(parseRfc3339("2026-13-26T03:50:14Z", t));
+}
+
+TEST(AccessRecordTest, LineRoundTripsTheRequest) {
+  DecisionRequest request;
+  request.domain = "auth";
+  request.client_id = "jo\"e";
+  request.descriptors = {{{"user", "mallory"}, {"path", "/login\n"}},
+                         {{"remote_address", "10.0.0.1"}}};
+  request.hits = 2;
+  request.descriptor_hits = {std::nullopt, 3};
+  request.descriptor_limits = {std::nullopt, LimitOverride{5, TimeUnit::kMinute}};
+  std::string line;
+  appendAccessJson(line, 1'795'665'014'123'456, request, "login", "denied", false, 41, "abc");
+  LoggedRequest parsed;
+  std::string error;
+  ASSERT_TRUE(parseAccessLine(line, parsed, error)) << error << "\n" << line;
+  EXPECT_EQ(parsed.time_us, 1'795'665'014'123'456);
+  EXPECT_EQ(parsed.request.domain, "auth");
+  EXPECT_EQ(parsed.request.client_id, "jo\"e");
+  ASSERT_EQ(parsed.request.descriptors.size(), 2u);
+  EXPECT_EQ(parsed.request.descriptors[0][1].key, "path");
+  EXPECT_EQ(parsed.request.descriptors[0][1].value, "/login\n");
+  EXPECT_EQ(parsed.request.descriptors[1][0].value, "10.0.0.1");
+  EXPECT_EQ(parsed.request.hits, 2);
+  ASSERT_EQ(parsed.request.descriptor_hits.size(), 2u);
+  EXPECT_FALSE(parsed.request.descriptor_hits[0]);
+  EXPECT_EQ(*parsed.request.descriptor_hits[1], 3);
+  ASSERT_EQ(parsed.request.descriptor_limits.size(), 2u);
+  EXPECT_EQ(parsed.request.descriptor_limits[1]->requests_per_unit, 5);
+  EXPECT_EQ(parsed.request.descriptor_limits[1]->unit, TimeUnit::kMinute);
+  EXPECT_EQ(parsed.decision, "denied");
+  EXPECT_EQ(parsed.rule, "login");
+  EXPECT_EQ(parsed.rules_hash, "abc");
+}
+
+TEST(AccessRecordTest, ParsingReusesTheSlotAndForgetsTheLastLine) {
+  LoggedRequest parsed;
+  std::string error;
+  ASSERT_TRUE(parseAccessLine(
+      R"({"time":"2026-11-26T03:50:14Z","domain":"a","descriptors":[{"k":"v"},{"x":"y"}],"hits":4})",
+      parsed, error));
+  ASSERT_TRUE(parseAccessLine(
+      R"({"time":"2026-11-26T03:50:14Z","domain":"b","extra":[1,{"z":null}]})", parsed, error))
+      << error;
+  EXPECT_EQ(parsed.request.domain, "b");
+  EXPECT_TRUE(parsed.request.descriptors.empty());
+  EXPECT_EQ(parsed.request.hits, 1);
+  EXPECT_TRUE(parsed.decision.empty());
+}
+
+TEST(AccessRecordTest, MalformedLinesSayWhatAndWhere) {
+  LoggedRequest parsed;
+  std::string error;
+  EXPECT_FALSE(
+      parseAccessLine("2026-01-02T03:04:05.678+00:00 access domain=\"auth\"", parsed, error));
+  EXPECT_NE(error.find("not a JSON object"), std::string::npos) << error;
+  EXPECT_FALSE(parseAccessLine(R"({"time":"2026-11-26T03:50:14Z","domain":"a",)", parsed, error));
+  EXPECT_EQ(error.rfind("column ", 0), 0u) << error;
+  EXPECT_FALSE(parseAccessLine(R"({"domain":"a"})", parsed, error));
+  EXPECT_NE(error.find("no \"time\""), std::string::npos) << error;
+  EXPECT_FALSE(parseAccessLine(R"({"time":"yesterday","domain":"a"})", parsed, error));
+  EXPECT_EQ(error, "column 9: \"time\" is not an RFC 3339 time: \"yesterday\"");
+  EXPECT_FALSE(
+      parseAccessLine(R"({"time":"2026-11-26T03:50:14Z","domain":"a","hits":-1})", parsed, error));
+  EXPECT_FALSE(parseAccessLine(R"({"time":"2026-11-26T03:50:14Z","domain":"a"} x)", parsed, error));
+  EXPECT_NE(error.find("text after"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace sluice::simulate
