@@ -503,6 +503,7 @@ class SluiceServer {
     parts.rules = [this] { return watcher_->current(); };
     parts.store = t.store;
     parts.clock = &clock_;
+    parts.envoy_charge = options_.envoy_charge;
     parts.observers.push_back(t.metrics.get());
     for (DecisionObserver* observer : operations_->observers()) {
       parts.observers.push_back(observer);

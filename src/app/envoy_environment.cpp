@@ -81,8 +81,6 @@ constexpr Unhonoured kUnhonoured[] = {
     {"LOCAL_CACHE_SIZE_IN_BYTES", "",
      "the local over-limit cache is always on and bounded by keys, not bytes"},
     {"NEAR_LIMIT_RATIO", "0.8", "near_limit_total counts at 80% of a limit, fixed"},
-    {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true",
-     "Sluice never charges a denied request (unless the rule sets count_rejected)"},
     {"LIMIT_LIMIT_HEADER", "",
      "header names are fixed: X-Ratelimit-*, RateLimit-Policy, RateLimit (see README)"},
     {"LIMIT_REMAINING_HEADER", "",
@@ -184,12 +182,12 @@ class Mapper {
                                   "FORCE_START_WITHOUT_INITIAL_CONFIG",
                                   "USE_PROMETHEUS",
                                   "PROMETHEUS_ADDR",
+                                  "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
                                   "GRPC_SERVER_USE_TLS",
                                   "GRPC_SERVER_TLS_CERT",
                                   "GRPC_SERVER_TLS_KEY",
                                   "GRPC_CLIENT_TLS_CACERT",
                                   "GRPC_CLIENT_TLS_SAN"}) {
-
       envoy_specific_ = envoy_specific_ || env_(name).has_value();
     }
   }
@@ -509,6 +507,14 @@ Status mapMisc(Mapper& m) {
     }
     m.flag("LIMIT_RESPONSE_HEADERS_ENABLED=" + *headers, "grpc-response-headers",
            *on ? "true" : "false");
+  }
+  if (auto stop = m.get("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")) {
+    auto on = parseGoBool(*stop);
+    if (!on) {
+      return invalid("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", *stop, "must be true or false");
+    }
+    m.flag("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=" + *stop, "envoy-charge",
+           *on ? "all-or-nothing" : "every");
   }
   if (auto force = m.get("FORCE_START_WITHOUT_INITIAL_CONFIG")) {
     auto on = parseGoBool(*force);

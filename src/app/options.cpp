@@ -59,6 +59,23 @@ void addGeneralFlags(FlagRegistry& registry, AppOptions& o) {
                 .help = "print this help and exit",
                 .set = set::toggle(o.help),
                 .command_line_only = true});
+  registry.add({.name = "envoy-charge",
+                .metavar = "MODE",
+                .help = "how POST /json and gRPC RLS charge a request's limits: every (each "
+                        "matched limit counted, denied or not, as envoyproxy/ratelimit) or "
+                        "all-or-nothing (a denied request charges nothing) (default every)",
+                .set = [&o](std::string_view value) -> Status {
+                  if (value == "every") {
+                    o.envoy_charge = Charge::kEvery;
+                  } else if (value == "all-or-nothing") {
+                    o.envoy_charge = Charge::kAllOrNothing;
+                  } else {
+                    return invalid("must be every or all-or-nothing, got \"" + std::string(value) +
+                                   "\"");
+                  }
+                  return {};
+                },
+                .envoy_variables = "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"});
 }
 
 std::string location(const std::string& file, const YAML::Mark& mark) {

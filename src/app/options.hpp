@@ -35,6 +35,8 @@ struct AppOptions : http::HttpSettings,
   bool validate = false;    ///< --validate: check the rules and exit
   std::string config_file;  ///< --config: server YAML with the same keys as the flags
   std::string log_level = "info";
+  /// How /json and gRPC RLS charge a request's limits (--envoy-charge; docs/refunds.md).
+  Charge envoy_charge = Charge::kEvery;
   /// --metrics-listen HOST:PORT: GET /metrics also there (envoyproxy/ratelimit's
   /// PROMETHEUS_ADDR); empty: only on --listen and the admin listener.
   std::string metrics_listen;

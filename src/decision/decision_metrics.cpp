@@ -35,6 +35,9 @@ class DecisionMetrics final : public DecisionObserver {
       return;
     }
     const Decision& decision = *result;
+    if (request.refund || request.charge == Charge::kReport) {
+      return;  // a refund or a report decides nothing (docs/refunds.md)
+    }
     if (decision.domain == nullptr) {
       // Unknown domains are counted under "_unknown": their names must not grow the label set.
       unknown_domain_.inc();

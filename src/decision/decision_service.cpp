@@ -155,6 +155,9 @@ class DecisionServiceImpl final : public DecisionService {
                      match);
     StoreRequest& store_request = pending.store_request;
     store_request.cost = request.hits;
+    store_request.charge = (request.envoy_api && request.charge == Charge::kAllOrNothing)
+                               ? parts_.envoy_charge
+                               : request.charge;
     std::size_t limits_used = 0;  // store_request.limits filled, reusing the slot's
     std::vector<LimitPosition>& positions = pending.positions;
     positions.clear();
@@ -192,6 +195,7 @@ class DecisionServiceImpl final : public DecisionService {
         limit.shadow = false;
         limit.cost = descriptor_cost;
         limit.quota_group = -1;
+        limit.refund = request.refunds(d);
         positions.push_back(LimitPosition{d, 0});
         continue;
       }
@@ -207,11 +211,18 @@ class DecisionServiceImpl final : public DecisionService {
         limit.shadow = ml.limit->shadow_mode;
         limit.cost = descriptor_cost;
         limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
+        limit.refund = request.refunds(d);
         positions.push_back(LimitPosition{d, used - 1});
       }
       ds.limits.resize(used);
     }
     store_request.limits.resize(limits_used);
+    if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
+      fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
+           started, done);
+      releasePending(pending);
+      return;
+    }
     if (store_request.limits.empty()) {
       succeed(pending, done);
       releasePending(pending);
@@ -227,6 +238,37 @@ class DecisionServiceImpl final : public DecisionService {
   }
 
  private:
+  /// Why the store must not see this request, or "": a refund of a limit that cannot take
+  /// one (limiter.hpp, refundRefusal), and refunds or reports of eventual limits, whose
+  /// grow-only counters (docs/eventual.md) cannot take a refund and are charged only by
+  /// requests they admit. Checked before the store call, so no counter is touched.
+  static std::string refusal(const StoreRequest& request,
+                             const std::vector<LimitPosition>& positions,
+                             const Decision& decision) {
+    for (std::size_t i = 0; i < request.limits.size() && i < positions.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
+      if (!limit.refund && request.charge != Charge::kReport) {
+        continue;
+      }
+      const LimitStatus& status =
+          decision.descriptors[positions[i].descriptor].limits[positions[i].limit];
+      const std::string where = "descriptors[" + std::to_string(positions[i].descriptor) +
+                                "]: limit \"" + status.name + "\": ";
+      const std::string_view why = refundRefusal(limit.params);
+      if (limit.refund && !why.empty()) {
+        return where + std::string(why);
+      }
+      if (limit.params.consistency == Consistency::kEventual) {
+        return where +
+               (limit.refund ? "an eventual limit cannot take a refund"
+                             : "an eventual limit cannot take a report") +
+               ": its grow-only counters are charged only by requests it admits "
+               "(docs/eventual.md)";
+      }
+    }
+    return {};
+  }
+
   void answer(PendingDecision& pending, Result<StoreResponse>& response) {
     if (!response) {
       fail(pending.decision.request, response.error(), pending.started, pending.done);
@@ -302,6 +344,10 @@ DecisionRequest takeSpareRequest() {
   request.hits = 1;
   request.descriptor_hits.clear();
   request.descriptor_limits.clear();
+  request.refund = false;
+  request.descriptor_refunds.clear();
+  request.charge = Charge::kAllOrNothing;
+  request.envoy_api = false;
   // The descriptors stay: a parser reuses them (with their entries) and trims the rest.
   return request;
 }

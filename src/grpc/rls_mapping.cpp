@@ -98,6 +98,7 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
                    "must have at most " + std::to_string(bounds.max_descriptors) + " descriptors");
   }
   DecisionRequest out;
+  out.envoy_api = true;
   out.domain = request.domain();
   out.hits = std::max<std::int64_t>(1, request.hits_addend());
   out.descriptors.reserve(request.descriptors_size());
@@ -119,6 +120,11 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
       out.descriptor_hits[d] = static_cast<std::int64_t>(hits);
       any_descriptor_hits = true;
     }
+    if (descriptor.is_negative_hits()) {
+      // A refund of this descriptor's hits (Envoy 1.38's is_negative_hits).
+      out.descriptor_refunds.resize(out.descriptors.size());
+      out.descriptor_refunds[d] = true;
+    }
     if (descriptor.has_limit()) {
       // envoy's RateLimitOverride: this descriptor is limited by the request, not the rules.
       auto unit = timeUnitOf(descriptor.limit().unit());
@@ -137,6 +143,9 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
   }
   if (any_descriptor_limits) {
     out.descriptor_limits.resize(out.descriptors.size());
+  }
+  if (!out.descriptor_refunds.empty()) {
+    out.descriptor_refunds.resize(out.descriptors.size());
   }
   if (Status shape = checkDecisionRequest(out, RequestApi::kEnvoy, bounds); !shape) {
     return shape.error();

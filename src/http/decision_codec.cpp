@@ -132,7 +132,16 @@ struct ParsedDescriptor {
   Descriptor entries;
   std::optional<std::int64_t> hits;
   std::optional<LimitOverride> limit;
+  bool refund = false;  ///< envoy's descriptor-level is_negative_hits
 };
+
+/// A JSON boolean.
+Result<bool> boolField(const Json& value, const std::string& path) {
+  if (!value.is_boolean()) {
+    return fieldError(path, "must be true or false");
+  }
+  return value.get<bool>();
+}
 
 /// envoy's RateLimitResponse.RateLimit.Unit in proto3 JSON: the enum's name or number.
 std::optional<TimeUnit> envoyUnitOf(const Json& value) {
@@ -246,6 +255,20 @@ Result<ParsedDescriptor> parseDescriptor(const Json& json, const std::string& pa
         return hits.error();
       }
       parsed.hits = *hits;
+    } else if (name == "is_negative_hits" || name == "isNegativeHits") {
+      if (!envoy) {
+        return fieldError(field,
+                          "is an envoy API field (POST /json, gRPC); here a refund is "
+                          "\"refund\": true on the request");
+      }
+      if (value.is_null()) {
+        continue;
+      }
+      auto refund = boolField(value, field);
+      if (!refund) {
+        return refund.error();
+      }
+      parsed.refund = *refund;
     } else if (name == "limit") {
       if (!envoy) {
         return fieldError(field, "request-side limits are an envoy API feature (POST /json, gRPC)");
@@ -272,6 +295,7 @@ Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) 
   }
   bool any_hits = false;
   bool any_limit = false;
+  bool any_refund = false;
   for (std::size_t i = 0; i < json.size(); ++i) {
     auto parsed = parseDescriptor(json[i], indexed("descriptors", i), envoy);
     if (!parsed) {
@@ -280,8 +304,13 @@ Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) 
     request.descriptors.push_back(std::move(parsed->entries));
     request.descriptor_hits.push_back(parsed->hits);
     request.descriptor_limits.push_back(parsed->limit);
+    request.descriptor_refunds.push_back(parsed->refund);
     any_hits = any_hits || parsed->hits.has_value();
     any_limit = any_limit || parsed->limit.has_value();
+    any_refund = any_refund || parsed->refund;
+  }
+  if (!any_refund) {
+    request.descriptor_refunds.clear();
   }
   if (!any_hits) {
     request.descriptor_hits.clear();
@@ -497,6 +526,16 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
         return hits.error();
       }
       request.hits = *hits;
+    } else if (name == "refund" || name == "report") {
+      auto flag = boolField(value, name);
+      if (!flag) {
+        return flag.error();
+      }
+      if (name == "refund") {
+        request.refund = *flag;
+      } else if (*flag) {
+        request.charge = Charge::kReport;
+      }
     } else if (name == "timestamp") {
       if (!value.is_string() || !isIso8601DateTime(value.get_ref<const std::string&>())) {
         return fieldError("timestamp",
@@ -505,8 +544,14 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
     } else {
       return makeError(ErrorKind::kInvalidArgument,
                        "body: unknown field \"" + name +
-                           "\" (expected domain, clientId, descriptors, hits, timestamp)");
+                           "\" (expected domain, clientId, descriptors, hits, refund, report, "
+                           "timestamp)");
     }
+  }
+  if (request.refund && request.charge == Charge::kReport) {
+    return fieldError("refund",
+                      "and \"report\" cannot both be true (a refund gives back, a "
+                      "report charges)");
   }
   if (Status shape = checkDecisionRequest(request, RequestApi::kSluice); !shape) {
     return shape.error();
@@ -517,9 +562,14 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
 Result<DecisionRequest> parseEnvoyRequest(std::string_view body) {
   Result<DecisionRequest> result(takeSpareRequest());
   if (parseEnvoyRequestFastInto(body, *result)) {
+    result->envoy_api = true;
     return result;
   }
-  return parseEnvoyRequestComplete(body);
+  Result<DecisionRequest> complete = parseEnvoyRequestComplete(body);
+  if (complete) {
+    complete->envoy_api = true;
+  }
+  return complete;
 }
 
 Result<DecisionRequest> parseEnvoyRequestComplete(std::string_view body) {

@@ -42,6 +42,40 @@ Evaluation evaluateSlidingWindowCounter(const LimitParams& params, const BucketS
 Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Micros now,
                         std::int64_t cost, bool leaky);
 
+/// Refunds and charges that land whatever the limit says (limiter.hpp: refund,
+/// chargeAnyway): each returns the state after the change; the caller derives the outcome
+/// and ttl from a check (cost 0) on it. amount/cost > 0. Per algorithm:
+/// - fixed_window: the current window's count -/+ amount, floored at 0 (a count of an
+///   earlier window is already gone).
+/// - sliding_window_counter: a refund takes from the current window's count first, then
+///   from the previous window's, each floored at 0; a charge adds to the current window.
+/// - sliding_window_log: a refund removes cost from the newest live entries first (the
+///   min_interval clock is kept); a charge logs (now, cost) with the log's usual hygiene.
+/// - token/leaky bucket (GCRA): a refund moves TAT back by D(amount), never before now (a
+///   TAT at or before now is a full bucket: moving it earlier would add nothing but warm-up
+///   idleness); the warm-up store is kept. A charge moves TAT to max(TAT, now) + D(cost)
+///   plus the warm-up surcharge, capped at now + D(B) + D(B): at most one bucket of debt
+///   beyond an empty bucket, however large the charge (D of at most 2B is computed as
+///   D(min(c, B)) + D(min(c - B, B)), every product below 2^53).
+/// Sketch limits never come here (refundRefusal; the stores charge a sketch through its
+/// rule's shared sketch).
+BucketState refundFixedWindow(const LimitParams& params, const BucketState& state, Micros now,
+                              std::int64_t amount);
+BucketState chargeFixedWindow(const LimitParams& params, const BucketState& state, Micros now,
+                              std::int64_t cost);
+BucketState refundSlidingWindowLog(const LimitParams& params, const BucketState& state, Micros now,
+                                   std::int64_t amount);
+BucketState chargeSlidingWindowLog(const LimitParams& params, const BucketState& state, Micros now,
+                                   std::int64_t cost);
+BucketState refundSlidingWindowCounter(const LimitParams& params, const BucketState& state,
+                                       Micros now, std::int64_t amount);
+BucketState chargeSlidingWindowCounter(const LimitParams& params, const BucketState& state,
+                                       Micros now, std::int64_t cost);
+BucketState refundGcra(const LimitParams& params, const BucketState& state, Micros now,
+                       std::int64_t amount, bool leaky);
+BucketState chargeGcra(const LimitParams& params, const BucketState& state, Micros now,
+                       std::int64_t cost, bool leaky);
+
 /// Typed views over BucketState's scalar fields, one per algorithm, so that no algorithm
 /// reads a field named `a`, `b` or `c` (BucketState lists what each holds). They own
 /// nothing and work on const and mutable states alike: `const FixedWindowView old(state);`.

@@ -45,4 +45,31 @@ Evaluation evaluateFixedWindow(const LimitParams& params, const BucketState& sta
   return e;
 }
 
+namespace {
+
+/// The count of the window containing `now` (0 when the stored one is of an earlier window).
+BucketState withCount(const LimitParams& params, const BucketState& state, Micros now,
+                      std::int64_t delta) {
+  const FixedWindowView old(state);
+  const Micros start = windowStart(now, params.window_us);
+  const std::int64_t count = old.windowStart() == start ? old.count() : 0;
+  BucketState next;
+  const FixedWindowView view(next);
+  view.windowStart() = start;
+  view.count() = std::max<std::int64_t>(0, count + delta);
+  return next;
+}
+
+}  // namespace
+
+BucketState refundFixedWindow(const LimitParams& params, const BucketState& state, Micros now,
+                              std::int64_t amount) {
+  return withCount(params, state, now, -amount);
+}
+
+BucketState chargeFixedWindow(const LimitParams& params, const BucketState& state, Micros now,
+                              std::int64_t cost) {
+  return withCount(params, state, now, cost);
+}
+
 }  // namespace sluice::limiter_detail

@@ -75,6 +75,11 @@ class Gcra {
     return Time{n * q_ + static_cast<std::int64_t>(nr / limit_),
                 static_cast<std::int64_t>(nr % limit_)};
   }
+  /// D(min(n, 2B)) as D(min(n, B)) + D(the rest, at most B): each product below 2^53.
+  Time twoBuckets(std::int64_t n, std::int64_t burst) const {
+    const std::int64_t first = std::min(n, burst);
+    return add(span(first), span(std::min(n - first, burst)));
+  }
   Time add(const Time& x, const Time& y) const {
     Time t{x.us + y.us, x.rem + y.rem};
     if (t.rem >= limit_) {
@@ -197,6 +202,62 @@ Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Mic
     e.ttl_us += period - std::min(period, next_stored);
   }
   return e;
+}
+
+BucketState refundGcra(const LimitParams& params, const BucketState& state, Micros now,
+                       std::int64_t amount, bool leaky) {
+  const Gcra g(params);
+  const GcraView old(state);
+  const Time tat = g.normalize(old.tatMicros(), old.tatRemainder());
+  const Time n{now, 0};
+  Time back = tat;
+  if (!lessEq(tat, n)) {
+    // A TAT never holds more than D(2B) beyond now (chargeGcra), so a larger amount gives
+    // back no more; capping it keeps every product below 2^53, as in the Lua script.
+    back = g.sub(tat, g.twoBuckets(amount, effectiveBurst(params)));
+    if (!lessEq(n, back)) {
+      back = n;
+    }
+  }
+  BucketState next;
+  const GcraView written(next);
+  written.tatMicros() = back.us;
+  written.tatRemainder() = back.rem;
+  written.warmupStored() =
+      (!leaky && params.warmup_us > 0) ? std::max<Micros>(old.warmupStored(), 0) : 0;
+  return next;
+}
+
+BucketState chargeGcra(const LimitParams& params, const BucketState& state, Micros now,
+                       std::int64_t cost, bool leaky) {
+  const Gcra g(params);
+  const std::int64_t burst = effectiveBurst(params);
+  const Micros period = leaky ? 0 : std::max<Micros>(params.warmup_us, 0);
+  const GcraView old(state);
+  const Time tat = g.normalize(old.tatMicros(), old.tatRemainder());
+  const Time n{now, 0};
+  const Time base = lessEq(tat, n) ? n : tat;
+  const Time span = g.twoBuckets(cost, burst);
+  Time next = g.add(base, span);
+  Micros next_stored = 0;
+  if (period > 0) {
+    const Micros idle = std::max<Micros>(0, now - ceilMicros(tat));
+    const Micros stored =
+        std::min(period, std::max<Micros>(old.warmupStored(), 0) + std::min(idle, period));
+    const Micros delta = std::min(stored, span.us);
+    next = g.add(next, Time{warmupExtra(stored, delta, period), 0});
+    next_stored = stored - delta;
+  }
+  const Time cap = g.add(g.add(n, g.span(burst)), g.span(burst));
+  if (!lessEq(next, cap)) {
+    next = cap;
+  }
+  BucketState out;
+  const GcraView written(out);
+  written.tatMicros() = next.us;
+  written.tatRemainder() = next.rem;
+  written.warmupStored() = next_stored;
+  return out;
 }
 
 }  // namespace sluice::limiter_detail

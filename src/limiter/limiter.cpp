@@ -95,4 +95,68 @@ Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros 
   return evaluateBlocked(state, cost);
 }
 
+std::string_view refundRefusal(const LimitParams& params) {
+  if (params.algorithm == Algorithm::kSketch) {
+    return "a sketch limit cannot take a refund: its conservative update raises counters "
+           "that other clients share, which cannot be undone";
+  }
+  return {};
+}
+
+namespace {
+
+/// The state after a refund (refund = true) or a charge that lands whatever the limit says.
+BucketState changed(const LimitParams& params, const BucketState& state, Micros now,
+                    std::int64_t amount, bool refund) {
+  switch (params.algorithm) {
+    case Algorithm::kFixedWindow:
+      return refund ? limiter_detail::refundFixedWindow(params, state, now, amount)
+                    : limiter_detail::chargeFixedWindow(params, state, now, amount);
+    case Algorithm::kSlidingWindowLog:
+      return refund ? limiter_detail::refundSlidingWindowLog(params, state, now, amount)
+                    : limiter_detail::chargeSlidingWindowLog(params, state, now, amount);
+    case Algorithm::kSlidingWindowCounter:
+    case Algorithm::kSketch:  // on a bucket of its own: a sliding_window_counter
+      return refund ? limiter_detail::refundSlidingWindowCounter(params, state, now, amount)
+                    : limiter_detail::chargeSlidingWindowCounter(params, state, now, amount);
+    case Algorithm::kTokenBucket:
+    case Algorithm::kLeakyBucket: {
+      const bool leaky = params.algorithm == Algorithm::kLeakyBucket;
+      return refund ? limiter_detail::refundGcra(params, state, now, amount, leaky)
+                    : limiter_detail::chargeGcra(params, state, now, amount, leaky);
+    }
+  }
+  return state;
+}
+
+/// A change applied, answered with what a check says on the new state.
+Evaluation applied(const LimitParams& params, const BucketState& state, Micros now,
+                   std::int64_t amount, bool refund) {
+  BucketState next;
+  const BucketState* target = &state;
+  if (params.limit > 0 && params.window_us > 0 && amount > 0) {
+    next = changed(params, state, now, amount, refund);
+    target = &next;
+  }
+  if (params.count_rejected) {
+    // The answer is a check: it records nothing, not even as a rejected attempt.
+    LimitParams check = params;
+    check.count_rejected = false;
+    return evaluate(check, *target, now, 0);
+  }
+  return evaluate(params, *target, now, 0);
+}
+
+}  // namespace
+
+Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
+                  std::int64_t amount) {
+  return applied(params, state, now, amount, /*refund=*/true);
+}
+
+Evaluation chargeAnyway(const LimitParams& params, const BucketState& state, Micros now,
+                        std::int64_t cost) {
+  return applied(params, state, now, cost, /*refund=*/false);
+}
+
 }  // namespace sluice

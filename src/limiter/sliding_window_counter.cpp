@@ -117,4 +117,46 @@ Evaluation evaluateSlidingWindowCounter(const LimitParams& params, const BucketS
   return e;
 }
 
+namespace {
+
+Counts countsAt(const LimitParams& params, const BucketState& state, Micros start) {
+  const SlidingWindowCounterView old(state);
+  if (old.windowStart() == start) {
+    return {old.currentCount(), old.previousCount()};
+  }
+  if (old.windowStart() == start - params.window_us) {
+    return {0, old.currentCount()};
+  }
+  return {};
+}
+
+BucketState stateOf(Micros start, const Counts& counts) {
+  BucketState next;
+  const SlidingWindowCounterView view(next);
+  view.windowStart() = start;
+  view.currentCount() = counts.curr;
+  view.previousCount() = counts.prev;
+  return next;
+}
+
+}  // namespace
+
+BucketState refundSlidingWindowCounter(const LimitParams& params, const BucketState& state,
+                                       Micros now, std::int64_t amount) {
+  const Micros start = windowStart(now, params.window_us);
+  Counts counts = countsAt(params, state, start);
+  const std::int64_t from_current = std::min(amount, counts.curr);
+  counts.curr -= from_current;
+  counts.prev = std::max<std::int64_t>(0, counts.prev - (amount - from_current));
+  return stateOf(start, counts);
+}
+
+BucketState chargeSlidingWindowCounter(const LimitParams& params, const BucketState& state,
+                                       Micros now, std::int64_t cost) {
+  const Micros start = windowStart(now, params.window_us);
+  Counts counts = countsAt(params, state, start);
+  counts.curr += cost;
+  return stateOf(start, counts);
+}
+
 }  // namespace sluice::limiter_detail

@@ -127,4 +127,47 @@ Evaluation evaluateSlidingWindowLog(const LimitParams& params, const BucketState
   return e;
 }
 
+namespace {
+
+/// The state with only the entries still counting at `now`.
+BucketState liveEntries(const LimitParams& params, const BucketState& state, Micros now) {
+  BucketState next;
+  const SlidingWindowLogView old(state);
+  const SlidingWindowLogView view(next);
+  view.lastAdmitted() = old.lastAdmitted();
+  view.hasLast() = old.hasLast();
+  next.log.reserve(state.log.size() + 1);
+  for (const LogEntry& entry : state.log) {
+    if (now < entry.at + params.window_us) {
+      next.log.push_back(entry);
+    }
+  }
+  return next;
+}
+
+}  // namespace
+
+BucketState refundSlidingWindowLog(const LimitParams& params, const BucketState& state, Micros now,
+                                   std::int64_t amount) {
+  BucketState next = liveEntries(params, state, now);
+  std::vector<LogEntry>& log = next.log;
+  while (amount > 0 && !log.empty()) {
+    LogEntry& newest = log.back();
+    const std::int64_t taken = std::min(amount, newest.cost);
+    newest.cost -= taken;
+    amount -= taken;
+    if (newest.cost == 0) {
+      log.pop_back();
+    }
+  }
+  return next;
+}
+
+BucketState chargeSlidingWindowLog(const LimitParams& params, const BucketState& state, Micros now,
+                                   std::int64_t cost) {
+  BucketState next = liveEntries(params, state, now);
+  append(next.log, now, cost, params.limit);
+  return next;
+}
+
 }  // namespace sluice::limiter_detail

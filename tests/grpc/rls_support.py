@@ -97,7 +97,8 @@ def wait_for(predicate, timeout=10.0, what="condition"):
 
 def request(domain, descriptors, hits_addend=0):
     """A RateLimitRequest; descriptors are lists of (key, value) pairs, or dicts with
-    'entries' and optional 'hits_addend' / 'limit' (requests_per_unit, unit)."""
+    'entries' and optional 'hits_addend' / 'limit' (requests_per_unit, unit) /
+    'is_negative_hits' (a refund of the descriptor's hits)."""
     message = rls_pb2.RateLimitRequest(domain=domain, hits_addend=hits_addend)
     for d in descriptors:
         descriptor = message.descriptors.add()
@@ -105,6 +106,8 @@ def request(domain, descriptors, hits_addend=0):
             entries = d["entries"]
             if "hits_addend" in d:
                 descriptor.hits_addend.value = d["hits_addend"]
+            if d.get("is_negative_hits"):
+                descriptor.is_negative_hits = True
             if "limit" in d:
                 descriptor.limit.requests_per_unit = d["limit"][0]
                 descriptor.limit.unit = d["limit"][1]

@@ -227,9 +227,10 @@ class ServiceCases:
         self.assertEqual(response.statuses[0].limit_remaining, 1)
         response = self.call("auth", [[("hits", "h1")]], hits_addend=2)
         self.assertEqual(response.overall_code, Code.OVER_LIMIT)
-        # A denied request consumes nothing: one is still left.
+        # Counted all the same, as envoy counts every matched limit (--envoy-charge every):
+        # 6 of 5, so the next request is denied too.
         response = self.call("auth", [[("hits", "h1")]], hits_addend=1)
-        self.assertEqual(response.overall_code, Code.OK)
+        self.assertEqual(response.overall_code, Code.OVER_LIMIT)
         self.assertEqual(response.statuses[0].limit_remaining, 0)
 
     def test_descriptor_hits_addend_overrides_the_request(self):

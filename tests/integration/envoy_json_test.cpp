@@ -145,27 +145,29 @@ TEST_F(EnvoyJsonTest, DescriptorsWithDifferentHitsAddendAreEachChargedTheirOwn) 
       200);
   EXPECT_EQ(body["statuses"][0]["limitRemaining"], 15);
   EXPECT_EQ(body["statuses"][1]["limitRemaining"], 0);
-  // key4 (1 per day) is exhausted: the next request is denied and key2 not charged.
+  // key4 (1 per day) is exhausted: the next request is denied, and key2 is charged its 5
+  // all the same, as envoy counts every matched limit (--envoy-charge every).
   json denied = post(
       R"({"domain":"test-domain","descriptors":[
           {"entries":[{"key":"key2","value":"mixed"}],"hitsAddend":5},
           {"entries":[{"key":"key4","value":"mixed"}]}]})",
       429);
   EXPECT_EQ(denied["statuses"][0]["code"], "OK");
-  EXPECT_EQ(denied["statuses"][0]["limitRemaining"], 15);
+  EXPECT_EQ(denied["statuses"][0]["limitRemaining"], 10);
 }
 
 TEST_F(EnvoyJsonTest, ADeniedAnswerReportsTheTrueStateOfTheLimitsItDidNotCharge) {
-  // Issue 13: a 10/hour and b 1/hour, a request with both, twice.
+  // a 10/hour and b 1/hour, a request with both, twice. /json counts every matched limit as
+  // envoy does (--envoy-charge every): the denied request charges a too.
   const std::string request =
       R"({"domain":"i13","descriptors":[{"entries":[{"key":"a","value":"1"}]},
           {"entries":[{"key":"b","value":"1"}]}]})";
   EXPECT_EQ(post(request, 200)["statuses"][0]["limitRemaining"], 9);
   json denied = post(request, 429);
   EXPECT_EQ(denied["statuses"][0]["code"], "OK");
-  EXPECT_EQ(denied["statuses"][0]["limitRemaining"], 9);
+  EXPECT_EQ(denied["statuses"][0]["limitRemaining"], 8);
   EXPECT_EQ(denied["statuses"][1]["code"], "OVER_LIMIT");
-  // The same in Sluice's own API, and a check agrees.
+  // Sluice's own API charges nothing to a denied request, and a check agrees.
   const std::string own =
       R"({"domain":"i13","descriptors":[[{"key":"a","value":"2"}],[{"key":"b","value":"2"}]]})";
   HttpClient client = sluice_.client();

@@ -14,6 +14,7 @@
 #include "sluice/common/result.hpp"
 #include "sluice/limiter/limiter.hpp"
 #include "sluice/rules/rules.hpp"
+#include "sluice/store/store.hpp"
 
 namespace sluice {
 
@@ -45,6 +46,22 @@ struct DecisionRequest {
   /// Per-descriptor limit overrides (envoy's descriptor-level `limit`); empty or one per
   /// descriptor. A descriptor with an override is not matched against the rules.
   std::vector<std::optional<LimitOverride>> descriptor_limits;
+  /// A refund: every limit is given its hits back instead of charged (docs/refunds.md).
+  bool refund = false;
+  /// Per-descriptor refunds (Envoy's descriptor-level `is_negative_hits`); empty or one
+  /// per descriptor. A refunded descriptor's limits never deny the request.
+  std::vector<bool> descriptor_refunds;
+  /// How the limits that are not refunded are charged (store.hpp, Charge): all or nothing,
+  /// every limit whatever the verdict (envoy's counting), or a report (never denies).
+  Charge charge = Charge::kAllOrNothing;
+  /// The request came through Envoy's API (POST /json, gRPC RLS): a request charged all or
+  /// nothing is charged as DecisionServiceParts::envoy_charge says instead.
+  bool envoy_api = false;
+
+  /// True when descriptor `d` is refunded.
+  bool refunds(std::size_t d) const {
+    return refund || (d < descriptor_refunds.size() && descriptor_refunds[d]);
+  }
 };
 
 /// The status of one limit of one descriptor.

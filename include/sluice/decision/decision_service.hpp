@@ -25,6 +25,9 @@ struct DecisionServiceParts {
   const Clock* clock = nullptr;  ///< required when `observers` is not empty
   /// Called once per decision, in order; non-owning (they outlive the service).
   std::vector<DecisionObserver*> observers;
+  /// How requests of Envoy's API (DecisionRequest::envoy_api) are charged unless they ask
+  /// otherwise (a report): kEvery as envoyproxy/ratelimit, or kAllOrNothing.
+  Charge envoy_charge = Charge::kEvery;
 };
 
 /// The DecisionService: reads the rules snapshot once per request, matches once, evaluates

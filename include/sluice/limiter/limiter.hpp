@@ -107,4 +107,25 @@ struct Evaluation {
 Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
                     std::int64_t cost);
 
+/// Gives `amount` (> 0) back to a limit: a refund of hits charged earlier (Envoy's
+/// `is_negative_hits`, an HTTP `"refund": true`). What it means per algorithm is in
+/// src/limiter/algorithms.hpp; in every algorithm the bucket is floored at a fresh one, so a
+/// refund never creates credit beyond the limit. The outcome is what a check (cost 0) says
+/// on the refunded state at `now`; `next` and `ttl_us` are to be stored as they are.
+/// Callers refuse algorithms that refundRefusal() names.
+Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
+                  std::int64_t amount);
+
+/// Records `cost` (> 0) whatever the limit says: a report of work already done, or a limit
+/// that denied a request whose limits are all counted (envoyproxy/ratelimit's counting).
+/// The charge lands even past the limit, so later requests are denied until it ages out;
+/// token/leaky buckets carry at most one bucket (B) of debt beyond an empty one
+/// (algorithms.hpp). The outcome is what a check (cost 0) says on the charged state.
+Evaluation chargeAnyway(const LimitParams& params, const BucketState& state, Micros now,
+                        std::int64_t cost);
+
+/// Why a limit cannot take a refund, or "" when it can. A sketch's conservative update
+/// raises counters shared with other clients and cannot be undone.
+std::string_view refundRefusal(const LimitParams& params);
+
 }  // namespace sluice

@@ -56,11 +56,17 @@ class RequestVerdict {
   boost::container::small_vector<int, 4> failed_;
 };
 
+/// False for a limit whose outcome never denies its request: a refund, or any limit of a
+/// report (Charge::kReport).
+inline bool mayDeny(const StoreRequest& request, const StoreLimit& limit) {
+  return !limit.refund && request.charge != Charge::kReport;
+}
+
 /// The verdict of `request` given one outcome per limit (same order).
 inline bool requestAllowed(const StoreRequest& request, const std::vector<Outcome>& outcomes) {
   RequestVerdict verdict;
   for (std::size_t i = 0; i < request.limits.size() && i < outcomes.size(); ++i) {
-    verdict.add(request.limits[i], outcomes[i].allowed);
+    verdict.add(request.limits[i], outcomes[i].allowed || !mayDeny(request, request.limits[i]));
   }
   return verdict.allowed();
 }

@@ -28,14 +28,35 @@ struct StoreLimit {
   /// request only when every group of the request has a denying non-shadow limit (a group
   /// is one request descriptor). -1: an ordinary limit.
   int quota_group = -1;
+  /// The limit is given its cost back instead of charged (a refund: limiter.hpp `refund`).
+  /// It never denies the request and is applied whatever the verdict; its outcome is a
+  /// check on the refunded bucket. Never set on a limit that refundRefusal() names.
+  bool refund = false;
 
   std::int64_t costOr(std::int64_t request_cost) const { return cost.value_or(request_cost); }
+};
+
+/// How a request's limits are charged (docs/refunds.md). Refund limits
+/// (StoreLimit::refund) are given back their cost in every mode.
+enum class Charge : std::uint8_t {
+  /// Decide; an allowed request charges every limit that allowed, a denied one charges
+  /// nothing (count_rejected limits aside). Sluice's own endpoints.
+  kAllOrNothing,
+  /// Decide as kAllOrNothing, then charge every limit whatever the verdict: a limit that
+  /// allowed as usual, one that denied with limiter.hpp's chargeAnyway (its count goes past
+  /// the limit). envoyproxy/ratelimit's counting (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT
+  /// false); a denied limit's outcome is then the same request's answer on the charged state.
+  kEvery,
+  /// A report: never deny; every limit is charged with chargeAnyway, even past its limit,
+  /// and answers what a check says on the charged bucket.
+  kReport,
 };
 
 /// All limits of one decision; evaluated atomically.
 struct StoreRequest {
   std::vector<StoreLimit> limits;
   std::int64_t cost = 1;  ///< hits; 0 checks without consuming
+  Charge charge = Charge::kAllOrNothing;
 };
 
 struct StoreResponse {

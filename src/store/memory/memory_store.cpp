@@ -107,7 +107,7 @@ class MemoryStore final : public Store {
       const StoreLimit& limit = request.limits[i];
       Work& w = work[i];
       if (w.sketch) {
-        evaluateSketchLimit(limit, w, now, limit.costOr(request.cost));
+        evaluateSketchLimit(request, limit, w, now, limit.costOr(request.cost));
         response.outcomes.push_back(w.eval.outcome);
         continue;
       }
@@ -128,16 +128,16 @@ class MemoryStore final : public Store {
           w.expired = table.expiresAt(w.index) <= now;
         }
       }
-      w.eval = sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now,
-                                limit.costOr(request.cost));
+      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now);
       response.outcomes.push_back(w.eval.outcome);
     }
     response.allowed = sluice::requestAllowed(request, response.outcomes);
-    if (!response.allowed) {
+    if (!response.allowed && request.charge == Charge::kAllOrNothing) {
       // A limit that allowed is not charged by a denied request: it answers with its bucket
       // as it is, what a check (cost 0) says at this instant.
       for (std::size_t i = 0; i < n; ++i) {
-        if (response.outcomes[i].allowed && !request.limits[i].params.count_rejected) {
+        if (response.outcomes[i].allowed && !request.limits[i].params.count_rejected &&
+            !request.limits[i].refund) {
           const Work& w = work[i];
           if (w.sketch) {
             response.outcomes[i] =
@@ -158,7 +158,8 @@ class MemoryStore final : public Store {
     Evictions evictions;
     for (std::size_t i = 0; i < n; ++i) {
       if (work[i].sketch) {
-        if (work[i].sketch_eval.record && charged(request.limits[i], work[i], response.allowed)) {
+        if (work[i].sketch_eval.record &&
+            charged(request, request.limits[i], work[i], response.allowed)) {
           chargeSketch(work[i], request.limits[i].costOr(request.cost));
         }
         continue;
@@ -170,7 +171,7 @@ class MemoryStore final : public Store {
       // Redis script's writes in order leave it).
       std::size_t last = n;
       for (std::size_t k = i; k < n; ++k) {
-        if (work[k].first == i && charged(request.limits[k], work[k], response.allowed)) {
+        if (work[k].first == i && charged(request, request.limits[k], work[k], response.allowed)) {
           last = k;
         }
       }
@@ -187,7 +188,7 @@ class MemoryStore final : public Store {
     for (std::size_t i = 0; i < n; ++i) {
       Work& w = work[i];
       if (w.sketch || w.index != BucketTable::kNone ||
-          !charged(request.limits[i], w, response.allowed)) {
+          !charged(request, request.limits[i], w, response.allowed)) {
         continue;
       }
       BucketTable& table = shards_[w.shard]->table;
@@ -268,13 +269,56 @@ class MemoryStore final : public Store {
            limit.params.limit > 0 && limit.params.window_us > 0;
   }
 
-  /// Evaluates a sketch limit on its rule's sketch (locked by the caller).
-  void evaluateSketchLimit(const StoreLimit& limit, Work& w, Micros now, std::int64_t cost) {
+  /// One bucket limit of `request` on its loaded state, as the request's charge mode says
+  /// (store.hpp, Charge).
+  static Evaluation evaluateLimit(const StoreRequest& request, const StoreLimit& limit,
+                                  const BucketState& state, Micros now) {
+    const std::int64_t cost = limit.costOr(request.cost);
+    if (limit.refund) {
+      return sluice::refund(limit.params, state, now, cost);
+    }
+    if (request.charge == Charge::kReport) {
+      return sluice::chargeAnyway(limit.params, state, now, cost);
+    }
+    Evaluation e = sluice::evaluate(limit.params, state, now, cost);
+    if (request.charge == Charge::kEvery && !e.outcome.allowed && cost > 0) {
+      // Counted although it denied: its answer is the same request's on the charged bucket.
+      Evaluation charged = sluice::chargeAnyway(limit.params, state, now, cost);
+      const bool never = e.outcome.never;
+      if (limit.params.count_rejected) {
+        // Answered on the charged bucket as it is (recorded once, above).
+        LimitParams once = limit.params;
+        once.count_rejected = false;
+        e.outcome = sluice::evaluate(once, charged.next, now, cost).outcome;
+      } else {
+        e.outcome = sluice::evaluate(limit.params, charged.next, now, cost).outcome;
+      }
+      e.outcome.allowed = false;
+      e.outcome.never = never;
+      e.next = std::move(charged.next);
+      e.ttl_us = charged.ttl_us;
+    }
+    return e;
+  }
+
+  /// Evaluates a sketch limit on its rule's sketch (locked by the caller). A sketch takes no
+  /// refund (the decision service refuses it; here it is a check); a report or envoy's
+  /// counting records the attempt as count_rejected does.
+  void evaluateSketchLimit(const StoreRequest& request, const StoreLimit& limit, Work& w,
+                           Micros now, std::int64_t cost) {
     const LimitParams& params = limit.params;
     w.cells = sketches_.hasher().cells(limit.key, params.sketch);
     w.window_index = sketchWindowIndex(now, params.window_us);
-    w.sketch_eval = evaluateSketch(params, w.sketch->table.read(w.cells, w.window_index), now,
-                                   std::max<std::int64_t>(cost, 0));
+    const SketchRead read = w.sketch->table.read(w.cells, w.window_index);
+    if (limit.refund) {
+      w.sketch_eval = evaluateSketch(params, read, now, 0);
+    } else if (request.charge != Charge::kAllOrNothing && !params.count_rejected) {
+      LimitParams counted = params;
+      counted.count_rejected = true;
+      w.sketch_eval = evaluateSketch(counted, read, now, std::max<std::int64_t>(cost, 0));
+    } else {
+      w.sketch_eval = evaluateSketch(params, read, now, std::max<std::int64_t>(cost, 0));
+    }
     w.eval.outcome = w.sketch_eval.outcome;
   }
 
@@ -286,9 +330,12 @@ class MemoryStore final : public Store {
   }
 
   /// Store semantics: an allowed request charges every limit that allowed; count_rejected
-  /// limits record the attempt whatever the outcome.
-  static bool charged(const StoreLimit& limit, const Work& w, bool request_allowed) {
-    return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected;
+  /// limits record the attempt whatever the outcome; refunds, reports and envoy's counting
+  /// (Charge::kEvery) write every limit.
+  static bool charged(const StoreRequest& request, const StoreLimit& limit, const Work& w,
+                      bool request_allowed) {
+    return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected ||
+           limit.refund || request.charge != Charge::kAllOrNothing;
   }
 
   static Gauge& describeGauge(Metrics& metrics) {

@@ -39,6 +39,9 @@ constexpr int kValuesPerLimit = 9;
 constexpr int kRepliesPerLimit = 6;
 constexpr int kFlagCountRejected = 1;
 constexpr int kFlagShadow = 2;
+constexpr int kFlagEvery = 4;    // Charge::kEvery
+constexpr int kFlagReport = 8;   // Charge::kReport
+constexpr int kFlagRefund = 16;  // StoreLimit::refund
 constexpr std::size_t kResetScanCount = 1000;
 
 // Glob-escapes a literal for SCAN MATCH.
@@ -188,7 +191,19 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       fetchSketchSeed(request, std::move(done));
       return;
     }
-    if (options_.local_cache && answerFromCache(request, done)) {
+    const bool decides_only = request.charge == Charge::kAllOrNothing &&
+                              std::none_of(request.limits.begin(), request.limits.end(),
+                                           [](const StoreLimit& l) { return l.refund; });
+    if (options_.local_cache && !decides_only) {
+      // Refunds, reports and counted denials change buckets a cached denial describes; the
+      // next request on them asks Redis.
+      for (const StoreLimit& limit : request.limits) {
+        if (!cache_.empty()) {
+          cache_.erase(BucketKey::redisKey(prefix_, limit.key));
+        }
+      }
+    }
+    if (options_.local_cache && decides_only && answerFromCache(request, done)) {
       return;
     }
     const Micros sent_at = clock_.nowMicros();
@@ -205,7 +220,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     call->sent_at = sent_at;
     call->done = std::move(done);
     // The reply handler needs the keys and limits for the local cache only.
-    call->cached = options_.local_cache;
+    call->cached = options_.local_cache && decides_only;
     if (call->cached) {
       std::vector<std::string>& cache_keys = call->cache.keys;
       cache_keys.resize(request.limits.size());
@@ -757,7 +772,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       args->push_back(std::to_string(p.window_us));
       args->push_back(std::move(burst));
       args->push_back(std::to_string(p.min_interval_us));
-      args->push_back(std::to_string(flagsOf(limit)));
+      args->push_back(std::to_string(flagsOf(limit, request)));
       args->push_back(std::move(warmup));
       args->push_back(std::to_string(costOf(limit, request)));
       args->push_back(std::to_string(std::max(limit.quota_group, -1)));
@@ -793,8 +808,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       const LimitParams& p = limit.params;
       signature_.insert(signature_.end(),
                         {static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst,
-                         p.min_interval_us, flagsOf(limit), p.warmup_us, costOf(limit, request),
-                         std::max<std::int64_t>(limit.quota_group, -1)});
+                         p.min_interval_us, flagsOf(limit, request), p.warmup_us,
+                         costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1)});
     }
     for (const InternedList& interned : interned_) {
       if (interned.signature == signature_) {
@@ -814,9 +829,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     return args;
   }
 
-  static std::int64_t flagsOf(const StoreLimit& limit) {
+  static std::int64_t flagsOf(const StoreLimit& limit, const StoreRequest& request) {
     return (limit.params.count_rejected ? kFlagCountRejected : 0) |
-           (limit.shadow ? kFlagShadow : 0);
+           (limit.shadow ? kFlagShadow : 0) | (request.charge == Charge::kEvery ? kFlagEvery : 0) |
+           (request.charge == Charge::kReport ? kFlagReport : 0) | (limit.refund ? kFlagRefund : 0);
   }
 
   static std::int64_t costOf(const StoreLimit& limit, const StoreRequest& request) {

@@ -43,6 +43,41 @@ TEST(DecisionCodecTest, ParsesTheFullRequest) {
   EXPECT_TRUE(r->descriptor_hits.empty());
 }
 
+TEST(DecisionCodecTest, RefundAndReportAreBooleansAndExclusive) {
+  auto refund = parseDecisionRequest(
+      R"({"domain":"llm","hits":180,"refund":true,"descriptors":[[{"key":"user","value":"u"}]]})",
+      "default");
+  ASSERT_TRUE(refund.ok()) << refund.error().message;
+  EXPECT_TRUE(refund->refund);
+  EXPECT_EQ(refund->charge, Charge::kAllOrNothing);
+  EXPECT_FALSE(refund->envoy_api);
+  auto report = parseDecisionRequest(R"({"hits":320,"report":true})", "default");
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_FALSE(report->refund);
+  EXPECT_EQ(report->charge, Charge::kReport);
+  EXPECT_EQ(parseError(R"({"refund":"yes"})"), "refund: must be true or false");
+  EXPECT_NE(parseError(R"({"refund":true,"report":true})").find("cannot both be true"),
+            std::string::npos);
+  EXPECT_NE(parseError(R"({"descriptors":[{"entries":[],"is_negative_hits":true}]})")
+                .find("is an envoy API field"),
+            std::string::npos);
+}
+
+TEST(DecisionCodecTest, EnvoysIsNegativeHitsRefundsItsDescriptor) {
+  auto r = parseEnvoyRequest(
+      R"({"domain":"llm","descriptors":[{"entries":[{"key":"user","value":"u"}]},
+          {"entries":[{"key":"user","value":"v"}],"hits_addend":5,"is_negative_hits":true}]})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->envoy_api);
+  ASSERT_EQ(r->descriptor_refunds.size(), 2U);
+  EXPECT_FALSE(r->refunds(0));
+  EXPECT_TRUE(r->refunds(1));
+  EXPECT_NE(envoyError(R"({"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],
+                           "isNegativeHits":1}]})")
+                .find("must be true or false"),
+            std::string::npos);
+}
+
 TEST(DecisionCodecTest, DefaultsDomainAndHits) {
   auto r = parseDecisionRequest(R"({"clientId":"123"})", "fallback");
   ASSERT_TRUE(r.ok());
@@ -117,7 +152,7 @@ TEST(DecisionCodecTest, EveryMalformedShapeNamesTheField) {
       "descriptors[0].hits_addend: must be an integer from 0 to 1000000000");
   EXPECT_EQ(parseError(R"({"descriptor":[]})"),
             "body: unknown field \"descriptor\" (expected domain, clientId, descriptors, hits, "
-            "timestamp)");
+            "refund, report, timestamp)");
 }
 
 TEST(DecisionCodecTest, BoundsAreEnforced) {

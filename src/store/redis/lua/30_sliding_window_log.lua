@@ -1,7 +1,8 @@
 -- sliding_window_log: the exact port of src/limiter/sliding_window_log.cpp (formulas there).
 -- State: the log, oldest first, as (at, cost) pairs from index 4 of the state array
 -- { a, b, 0, at_1, cost_1, ... }; a = last admitted request, b = 1 once a is set.
--- Built by make_sliding_window_log() on first use in a call (see 10_common.lua).
+-- Built by make_sliding_window_log() on first use in a call (see 10_common.lua); it returns
+-- the evaluation and, second, log_append (for 70_adjust.lua's charges).
 local function make_sliding_window_log()
   -- Total cost of the log of state array s.
   local function log_sum(s)
@@ -116,5 +117,5 @@ local function make_sliding_window_log()
     end
     local reset_after = fresh_at - now
     return allowed, remaining, reset_after, retry_after, 0, never, reset_after, nxt
-  end
+  end, log_append
 end

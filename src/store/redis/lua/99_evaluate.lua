@@ -12,7 +12,9 @@
 -- ARGV[2 + 9*(i-1) ...] per limit i, 9 values: algorithm (0 fixed_window,
 --          1 sliding_window_log, 2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket,
 --          5 sketch), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
---          2 = shadow), warmup (us), cost (hits of this limit; 0 = check without
+--          2 = shadow, 4 = counted whatever the verdict (Charge::kEvery), 8 = report:
+--          charged anyway, never denies (Charge::kReport), 16 = refund: given its cost
+--          back, never denies), warmup (us), cost (hits of this limit; 0 = check without
 --          consuming), quota group (-1: none; >= 0: the quota-mode descriptor it belongs to)
 --          For a sketch (60_sketch.lua), KEYS[i] is its even window's string, the burst slot
 --          holds the ARGV index of its cells and the warmup slot the KEYS index of its odd
@@ -26,7 +28,10 @@
 -- non-quota limit allows and, when there are quota groups, one group has no denying
 -- non-shadow limit; then every limit that allowed is charged its own cost; otherwise nothing
 -- is charged, except that count_rejected limits record the attempt either way. A limit that
--- allowed but is not charged (denied request) answers what a check (cost 0) says. A charged
+-- allowed but is not charged (denied request) answers what a check (cost 0) says. Flags 4,
+-- 8 and 16 change that as include/sluice/store/store.hpp (Charge, StoreLimit::refund) says:
+-- such limits are written whatever the verdict, refunds and reports never deny, and a
+-- refunded or reported limit answers what a check says on its new state (70_adjust.lua). A charged
 -- state is written with a TTL equal to the limiter's ttl (ceil to ms) and deleted when that
 -- ttl is 0.
 --
@@ -44,16 +49,22 @@ if ARGV[1] == 'sketch-seed' then
 end
 
 -- The algorithms' functions, built on first use in a call and shared by a batch's requests.
-local sliding_window_log, sliding_window_counter, gcra, sketch
+local sliding_window_log, sliding_window_counter, gcra, sketch, adjust
 
 -- Limit i of a request (its ARGV from `base`) on the state read from raw[i], for `cost`, at
 -- `now`. A sketch also returns its window's charged total and saturated counters. Defined
 -- once per call, not once per request (a closure is an allocation).
-local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejected)
+-- `state`, when given, is the state array to evaluate instead of raw[i]'s.
+local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejected, state)
   local algorithm = number(ARGV[base])
   local limit = number(ARGV[base + 1])
   local window = number(ARGV[base + 2])
-  local a, b, c, t = read_state(raw[i])
+  local a, b, c, t
+  if state then
+    a, b, c, t = state[1], state[2], state[3], state
+  else
+    a, b, c, t = read_state(raw[i])
+  end
   if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
       or algorithm % 1 ~= 0 then
     -- Not a limit this script knows: a request that consumes nothing passes; anything
@@ -174,6 +185,7 @@ local function decide(KEYS, ARGV)
   local reply = { 1, 0, 0, 0, 0, 0, 0 }
   local pending = { false, 0, false }
   local allowed = true
+  local counted = false  -- a limit has flag 4: every limit is charged whatever the verdict
   local groups, failed  -- quota groups seen / with a denying limit (only built when used)
   local sketch_stats  -- per sketch limit: charged, saturated (only built when used)
 
@@ -182,11 +194,47 @@ local function decide(KEYS, ARGV)
     local flags = number(ARGV[base + 5])
     local count_rejected = (flags % 2) == 1
     local shadow = (floor(flags / 2) % 2) == 1
+    local every = (floor(flags / 4) % 2) == 1
+    local report = (floor(flags / 8) % 2) == 1
+    local refund = (floor(flags / 16) % 2) == 1
+    counted = counted or every
     local cost = max(number(ARGV[base + 7]), 0)
     local group = number(ARGV[base + 8])
+    local is_sketch = ARGV[base] == '5'
     local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
-        saturated = evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejected)
-    if ARGV[base] == '5' then
+        saturated
+    local known = number(ARGV[base + 1]) > 0 and number(ARGV[base + 2]) > 0
+    if (refund or report) and not is_sketch and known and cost > 0 then
+      -- Applied whatever the limit says; the answer is a check on the new state.
+      adjust = adjust or make_adjust()
+      local state = adjust(ARGV, raw, now, i, base, cost, refund)
+      ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+          evaluate_limit(KEYS, ARGV, raw, now, i, base, 0, false, state)
+    elseif refund or (report and not is_sketch) then
+      ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
+          saturated = evaluate_limit(KEYS, ARGV, raw, now, i, base, 0, false)
+      if is_sketch then
+        next_state = nil  -- a sketch takes no refund
+      end
+    else
+      -- A sketch in a report or counted request records the attempt as count_rejected does.
+      ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
+          saturated = evaluate_limit(KEYS, ARGV, raw, now, i, base, cost,
+                                     count_rejected or (is_sketch and (every or report)))
+      if every and not ok and not is_sketch and known and cost > 0 then
+        -- Counted although it denied: the same request's answer on the charged bucket.
+        adjust = adjust or make_adjust()
+        local state = adjust(ARGV, raw, now, i, base, cost, false)
+        local _, _, _, _, _, _, check_ttl, check_state =
+            evaluate_limit(KEYS, ARGV, raw, now, i, base, 0, false, state)
+        local was_never = never
+        ok, remaining, reset_after, retry_after, delay, never =
+            evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, false, state)
+        ok, never = false, was_never
+        ttl, next_state = check_ttl, check_state
+      end
+    end
+    if is_sketch then
       sketch_stats = sketch_stats or {}
       sketch_stats[#sketch_stats + 1] = charged
       sketch_stats[#sketch_stats + 1] = saturated
@@ -203,15 +251,17 @@ local function decide(KEYS, ARGV)
     local p = 1 + (i - 1) * 3
     pending[p] = next_state or false
     pending[p + 1] = ttl
-    pending[p + 2] = count_rejected
+    -- Written whatever the verdict.
+    pending[p + 2] = count_rejected or every or report or refund
+    local denies = not shadow and not ok and not report and not refund
     if group >= 0 then
       groups = groups or {}
       failed = failed or {}
       groups[group] = true
-      if not shadow and not ok then
+      if denies then
         failed[group] = true
       end
-    elseif not shadow and not ok then
+    elseif denies then
       allowed = false
     end
   end
@@ -226,7 +276,7 @@ local function decide(KEYS, ARGV)
     end
   end
 
-  if not allowed then
+  if not allowed and not counted then
     -- A denied request charges no limit that allowed (count_rejected ones aside): such a limit
     -- answers with its bucket as it is, a check's answer at the same instant.
     for i = 1, n do

@@ -77,6 +77,39 @@ TEST_F(RedisClusterStoreTest, FindsTheClusterThroughAnyReachableSeed) {
   EXPECT_EQ(r->outcomes[0].remaining, 1);
 }
 
+TEST_F(RedisClusterStoreTest, RefundsReportsAndCountedRequestsWorkOnTheCluster) {
+  RedisCluster cluster(3, 0);
+  open(cluster.url(0));
+  ASSERT_TRUE(waitHealthy());
+  const StoreLimit tokens = fixedWindow("llm:user=u;i0;fixed_window", 1000);
+  StoreRequest charge = request({tokens}, "c");
+  charge.cost = 800;
+  ASSERT_EQ(call(charge)->outcomes[0].remaining, 200);
+  StoreRequest refund = request({tokens}, "c");
+  refund.limits[0].refund = true;
+  refund.cost = 500;
+  auto r = call(refund);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->allowed);
+  EXPECT_EQ(r->outcomes[0].remaining, 700);
+  StoreRequest report = request({tokens}, "c");
+  report.charge = Charge::kReport;
+  report.cost = 900;
+  r = call(report);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->allowed) << "a report never denies";
+  EXPECT_EQ(r->outcomes[0].remaining, 0);
+  StoreRequest counted = request({tokens}, "c");
+  counted.charge = Charge::kEvery;
+  r = call(counted);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->allowed);
+  refund.cost = 201;
+  EXPECT_EQ(call(refund)->outcomes[0].remaining, 0) << "1201 - 201 = 1000 of 1000";
+  refund.cost = 1;
+  EXPECT_EQ(call(refund)->outcomes[0].remaining, 1);
+}
+
 TEST_F(RedisClusterStoreTest, AuthenticatesOnEveryNodeWithTheSeedsPassword) {
   RedisCluster cluster(3, 0, "s3cret");
   open("redis://:s3cret@127.0.0.1:" + std::to_string(cluster.nodes()[1]->port()));
