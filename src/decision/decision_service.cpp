@@ -138,6 +138,11 @@ class DecisionServiceImpl final : public DecisionService {
     Decision& decision = pending.decision;
     prepareDecision(decision);
     decision.request = std::move(incoming);
+    // Envoy's endpoints are charged as --envoy-charge says; the request keeps the charge it
+    // was decided with, so the access log (and a replay of it) says how it was charged.
+    if (decision.request.envoy_api && decision.request.charge == Charge::kAllOrNothing) {
+      decision.request.charge = parts_.envoy_charge;
+    }
     const DecisionRequest& request = decision.request;
     decision.rules = std::move(rules);
     decision.domain = decision.rules->findDomain(request.domain);
@@ -155,9 +160,7 @@ class DecisionServiceImpl final : public DecisionService {
                      match);
     StoreRequest& store_request = pending.store_request;
     store_request.cost = request.hits;
-    store_request.charge = (request.envoy_api && request.charge == Charge::kAllOrNothing)
-                               ? parts_.envoy_charge
-                               : request.charge;
+    store_request.charge = request.charge;
     std::size_t limits_used = 0;  // store_request.limits filled, reusing the slot's
     std::vector<LimitPosition>& positions = pending.positions;
     positions.clear();

@@ -1,5 +1,6 @@
 #include "sluice/simulate/access_record.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "sluice/common/logging.hpp"
@@ -208,6 +209,23 @@ void appendAccessJson(std::string& out, Micros time_us, const DecisionRequest& r
     }
     out += ']';
   }
+  // How the limits were charged, when not all or nothing (Envoy's endpoints count every
+  // limit, a report never denies), and the refunds: a replay charges the same way.
+  if (request.charge != Charge::kAllOrNothing) {
+    out += request.charge == Charge::kEvery ? R"(,"charge":"every")" : R"(,"charge":"report")";
+  }
+  if (request.refund) {
+    out += R"(,"refund":true)";
+  }
+  if (std::find(request.descriptor_refunds.begin(), request.descriptor_refunds.end(), true) !=
+      request.descriptor_refunds.end()) {
+    out += R"(,"descriptor_refunds":[)";
+    for (std::size_t d = 0; d < request.descriptor_refunds.size(); ++d) {
+      out += d > 0 ? "," : "";
+      out += request.descriptor_refunds[d] ? "true" : "false";
+    }
+    out += ']';
+  }
   out += R"(,"rule":)";
   appendQuoted(out, rule);
   out += R"(,"decision":)";
@@ -332,6 +350,42 @@ bool readDescriptorLimits(JsonCursor& in, DecisionRequest& request) {
   return in.error().empty();
 }
 
+bool readBool(JsonCursor& in, bool& out) {
+  out = in.peek() == 't';
+  return in.readLiteral(out ? "true" : "false");
+}
+
+bool readDescriptorRefunds(JsonCursor& in, DecisionRequest& request) {
+  request.descriptor_refunds.clear();
+  if (!in.consume('[')) {
+    return false;
+  }
+  for (bool first = true; in.nextItem(']', first); first = false) {
+    bool refund = false;
+    if (!readBool(in, refund)) {
+      return false;
+    }
+    request.descriptor_refunds.push_back(refund);
+  }
+  return in.error().empty();
+}
+
+bool readCharge(JsonCursor& in, DecisionRequest& request, std::string& text) {
+  if (!in.readString(text)) {
+    return false;
+  }
+  if (text == "every") {
+    request.charge = Charge::kEvery;
+  } else if (text == "report") {
+    request.charge = Charge::kReport;
+  } else if (text == "all_or_nothing") {
+    request.charge = Charge::kAllOrNothing;
+  } else {
+    return in.fail("\"charge\" must be every, report or all_or_nothing, not \"" + text + "\"");
+  }
+  return true;
+}
+
 }  // namespace
 
 bool parseAccessLine(std::string_view line, LoggedRequest& out, std::string& error) {
@@ -342,6 +396,10 @@ bool parseAccessLine(std::string_view line, LoggedRequest& out, std::string& err
   request.hits = 1;
   request.descriptor_hits.clear();
   request.descriptor_limits.clear();
+  request.refund = false;
+  request.descriptor_refunds.clear();
+  request.charge = Charge::kAllOrNothing;
+  request.envoy_api = false;
   bool descriptors_seen = false;
   out.decision.clear();
   out.rule.clear();
@@ -402,6 +460,12 @@ bool parseAccessLine(std::string_view line, LoggedRequest& out, std::string& err
       ok = readDescriptorHits(in, request);
     } else if (name == "descriptor_limits") {
       ok = readDescriptorLimits(in, request);
+    } else if (name == "charge") {
+      ok = readCharge(in, request, text);
+    } else if (name == "refund") {
+      ok = readBool(in, request.refund);
+    } else if (name == "descriptor_refunds") {
+      ok = readDescriptorRefunds(in, request);
     } else if (name == "decision") {
       ok = in.readString(out.decision);
     } else if (name == "rule") {

@@ -163,6 +163,10 @@ void copyRequest(const DecisionRequest& from, DecisionRequest& to) {
   to.hits = from.hits;
   to.descriptor_hits = from.descriptor_hits;
   to.descriptor_limits = from.descriptor_limits;
+  to.refund = from.refund;
+  to.descriptor_refunds = from.descriptor_refunds;
+  to.charge = from.charge;
+  to.envoy_api = from.envoy_api;
 }
 
 std::string withCommas(std::uint64_t n) {

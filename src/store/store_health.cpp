@@ -25,13 +25,15 @@ namespace {
 constexpr std::array<StoreHealth, 3> kStates = {StoreHealth::kConnecting, StoreHealth::kHealthy,
                                                 StoreHealth::kFailing};
 
-double secondsSince(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
 }  // namespace
 
-std::shared_ptr<StoreHealthGroup> StoreHealthGroup::of(Metrics& metrics, std::string_view kind) {
+double StoreHealthGroup::secondsSince(Micros since) const {
+  return static_cast<double>(clock_.monotonicMicros() - since) /
+         static_cast<double>(kMicrosPerSecond);
+}
+
+std::shared_ptr<StoreHealthGroup> StoreHealthGroup::of(Metrics& metrics, std::string_view kind,
+                                                       const Clock& clock) {
   static std::mutex mutex;
   static std::map<std::pair<const Metrics*, std::string>, std::weak_ptr<StoreHealthGroup>> groups;
   std::lock_guard lock(mutex);
@@ -39,14 +41,14 @@ std::shared_ptr<StoreHealthGroup> StoreHealthGroup::of(Metrics& metrics, std::st
   auto& slot = groups[{&metrics, std::string(kind)}];
   auto group = slot.lock();
   if (!group) {
-    group = std::make_shared<StoreHealthGroup>(metrics, std::string(kind));
+    group = std::make_shared<StoreHealthGroup>(metrics, std::string(kind), clock);
     slot = group;
   }
   return group;
 }
 
-StoreHealthGroup::StoreHealthGroup(Metrics& metrics, std::string kind)
-    : metrics_(metrics), kind_(std::move(kind)) {
+StoreHealthGroup::StoreHealthGroup(Metrics& metrics, std::string kind, const Clock& clock)
+    : metrics_(metrics), kind_(std::move(kind)), clock_(clock) {
   metrics_.describe("store_health", Metrics::Type::kGauge,
                     "1 for the store's current health (connecting, healthy, failing), else 0; "
                     "the worst over the I/O threads.");
@@ -101,7 +103,7 @@ void StoreHealthGroup::recompute(const std::string& reason) {
   const StoreHealth previous = health_;
   const double seconds = secondsSince(since_);
   health_ = next;
-  since_ = std::chrono::steady_clock::now();
+  since_ = clock_.monotonicMicros();
   metrics_
       .gauge("store_health", {{"store", kind_}, {"state", std::string(storeHealthName(previous))}})
       .set(0);
@@ -141,7 +143,7 @@ void StoreHealthGroup::fault(std::string_view fault_kind, const std::string& mes
     ++it->second.calls;
     return;
   }
-  active_faults_.emplace(std::string(fault_kind), ActiveFault{std::chrono::steady_clock::now(), 1});
+  active_faults_.emplace(std::string(fault_kind), ActiveFault{clock_.monotonicMicros(), 1});
   faults_active_.store(true, std::memory_order_release);
   spdlog::warn("store {} fault {}: {}", kind_, fault_kind, message);
 }

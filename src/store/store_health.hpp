@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/store/store.hpp"
 
@@ -30,10 +31,13 @@ namespace sluice::store {
 /// store_health_transitions_total{store,to}, redis_faults_total{store,kind}.
 class StoreHealthGroup {
  public:
-  /// The group of `kind` in `metrics` (created on first use, kept while referenced).
-  static std::shared_ptr<StoreHealthGroup> of(Metrics& metrics, std::string_view kind);
+  /// The group of `kind` in `metrics` (created on first use, kept while referenced); its
+  /// durations (time in a state, a fault episode's length) are read from `clock` (the
+  /// creator's; monotonicMicros()), which must outlive the group.
+  static std::shared_ptr<StoreHealthGroup> of(Metrics& metrics, std::string_view kind,
+                                              const Clock& clock = systemClock());
 
-  StoreHealthGroup(Metrics& metrics, std::string kind);
+  StoreHealthGroup(Metrics& metrics, std::string kind, const Clock& clock = systemClock());
 
   /// A store's membership: reports its health; leaves the group when destroyed.
   class Member {
@@ -66,7 +70,7 @@ class StoreHealthGroup {
 
  private:
   struct ActiveFault {
-    std::chrono::steady_clock::time_point since;
+    Micros since = 0;  ///< clock_.monotonicMicros() of its first fault
     std::uint64_t calls = 0;
   };
 
@@ -78,13 +82,17 @@ class StoreHealthGroup {
   void endFaults();
   Counter& faultCounter(std::string_view fault_kind);
 
+  /// Seconds since `since` (a monotonicMicros() reading).
+  double secondsSince(Micros since) const;
+
   Metrics& metrics_;
   std::string kind_;
+  const Clock& clock_;
   mutable std::mutex mutex_;
   std::map<std::size_t, StoreHealth> members_;
   std::size_t next_id_ = 0;
   StoreHealth health_ = StoreHealth::kConnecting;
-  std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
+  Micros since_ = clock_.monotonicMicros();
   std::map<std::string, ActiveFault, std::less<>> active_faults_;
   std::atomic<bool> faults_active_{false};
 };

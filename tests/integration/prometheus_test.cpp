@@ -274,6 +274,25 @@ TEST_F(PrometheusToolsTest, LiveExpositionOfEveryStorePassesPromtoolCheckMetrics
     trafficOnEveryEndpoint(sluice, admin);
     check(sluice, admin, "redis cluster store");
   }
+  {
+    // Rules over xDS from a management server nobody runs, started without a first set: the
+    // config source's own families, with its streams failing and retried.
+    const std::uint16_t admin = freeLoopbackPort();
+    SluiceOptions options = sluiceOptions(
+        admin, {"--rules-xds", "127.0.0.1:" + std::to_string(freeLoopbackPort()),
+                "--force-start-without-initial-config", "true", "--xds-backoff-initial-ms", "100"});
+    options.rules_dir = false;
+    SluiceProcess sluice(options);
+    ASSERT_TRUE(waitFor(
+        [&] {
+          const std::string body = sluice.client().get("/metrics").body;
+          return body.find("sluice_rules_xds_stream_failures_total 0") == std::string::npos &&
+                 body.find("sluice_rules_xds_stream_failures_total") != std::string::npos;
+        },
+        std::chrono::seconds(15)))
+        << sluice.log();
+    check(sluice, admin, "rules over xDS");
+  }
   const std::set<std::string> documented = documentedFamilies();
   ASSERT_GE(documented.size(), 15u) << "the table of docs/operations.md was not found";
   for (const std::string& family : documented) {

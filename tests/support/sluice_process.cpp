@@ -59,7 +59,10 @@ SluiceProcess::SluiceProcess(SluiceOptions options) : options_(std::move(options
       listen += (listen.empty() ? "" : ",") + std::string("unix:") + socketPath();
     }
     ChildOptions child;
-    child.argv = {sluiceBinary(), "--listen", listen, "--rules", rulesDir()};
+    child.argv = {sluiceBinary(), "--listen", listen};
+    if (options_.rules_dir) {
+      child.argv.insert(child.argv.end(), {"--rules", rulesDir()});
+    }
     child.argv.insert(child.argv.end(), options_.args.begin(), options_.args.end());
     child.env = options_.env;
     child.output_file = dir_ + "/sluice.log";

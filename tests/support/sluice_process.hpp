@@ -26,6 +26,8 @@ struct SluiceOptions {
   std::vector<std::string> args{"--threads", "2"};  ///< more flags
   std::vector<std::pair<std::string, std::string>> env;
   bool wait_healthy = true;
+  /// Pass `--rules <dir of rule_files>`; false for a sluice whose rules come over xDS.
+  bool rules_dir = true;
   /// Listen on 127.0.0.1:<free port> (port()), and/or on the unix socket socketPath().
   bool tcp = true;
   bool unix_socket = false;

@@ -19,13 +19,22 @@ class Clock {
   virtual ~Clock() = default;
   /// Microseconds since the Unix epoch.
   virtual Micros nowMicros() const = 0;
+  /// Microseconds on a clock that never goes back (an unspecified epoch): for durations,
+  /// deadlines and ages, which a wall clock's steps would distort. A ManualClock's is its
+  /// nowMicros().
+  virtual Micros monotonicMicros() const { return nowMicros(); }
 };
 
-/// The real clock: std::chrono::system_clock.
+/// The real clock: std::chrono::system_clock, and steady_clock for monotonicMicros().
 class SystemClock final : public Clock {
  public:
   Micros nowMicros() const override;
+  Micros monotonicMicros() const override;
 };
+
+/// The process's SystemClock, for the few places (shared registries) that are made before
+/// a component could hand them its own clock.
+const Clock& systemClock();
 
 /// A clock that moves only when told to; for tests. Thread-safe.
 class ManualClock final : public Clock {

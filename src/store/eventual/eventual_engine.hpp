@@ -2,31 +2,34 @@
 
 #include <array>
 #include <atomic>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "sluice/common/clock.hpp"
+#include "sluice/common/event_loop_thread.hpp"
+#include "sluice/common/executor.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/limiter/eventual.hpp"
 #include "sluice/limiter/eventual_sketch.hpp"
 #include "sluice/limiter/sketch.hpp"
 #include "sluice/store/eventual_store.hpp"
 #include "sluice/store/store.hpp"
+#include "store/eventual/eventual_metrics.hpp"
 #include "store/eventual/eventual_script.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_store_internal.hpp"
+
+namespace boost::asio {
+class io_context;
+}
 
 namespace sluice {
 
@@ -38,16 +41,41 @@ struct EventualLimitRef {
   std::string_view key() const { return limit->key; }
 };
 
+/// Makes the engine's connections (called by start(); the connections then run on the
+/// executor's thread): `region` null for this region's
+/// own Redis (or cluster), else that other region's. `region_metrics` is the region's own
+/// Metrics (a cluster router's redirects and topology reads, not exported).
+using EventualBackendFactory = std::function<std::shared_ptr<redis::RedisBackend>(
+    const EventualRegion* region, Metrics& region_metrics)>;
+
 /// See eventual_store.hpp. Internal to src/store/eventual/.
+///
+/// Threads: decideLocally(), chargeLater(), buildCall(), absorb() and the accessors run on any
+/// thread (the I/O threads), under the views' shard locks. Everything else (the sync loop,
+/// the replication, the sketch seed's read) runs on the injected Executor's thread, on the
+/// injected Clock (docs/architecture.md, "Threads"). The files of the engine:
+/// eventual_engine.cpp (life cycle), eventual_views.cpp (the key views), eventual_decide.cpp
+/// (local decisions), eventual_round_trip.cpp (the script codec of the I/O threads' calls),
+/// eventual_sketch_seed.cpp, eventual_sync.cpp (the sync loop), eventual_replication.cpp.
 class EventualEngine {
  public:
+  /// An engine on `executor` (its timers and posted work), reading time from `clock`, making
+  /// its connections with `backends` (on the executor's thread, at start()). `clock`,
+  /// `executor` and `metrics` must outlive it. For tests: a ManualExecutor and fake backends.
   EventualEngine(const EventualOptions& options, const RedisOptions& local, const Clock& clock,
-                 Metrics& metrics);
+                 Executor& executor, EventualBackendFactory backends, Metrics& metrics);
   ~EventualEngine();
   EventualEngine(const EventualEngine&) = delete;
   EventualEngine& operator=(const EventualEngine&) = delete;
 
+  /// The engine owns `loop` (the thread its executor runs on) and ends it in stop().
+  void adoptLoop(std::unique_ptr<EventLoopThread> loop) { loop_ = std::move(loop); }
+
+  /// Makes the connections and starts the sync loop (posted to the executor).
   void start();
+  /// Ends the sync loop after a last sync of what is pending, then closes the connections.
+  /// With an adopted loop: waits (bounded by 5 request timeouts) and joins its thread. With
+  /// an injected executor only: posts the work, which the executor's owner then runs.
   void stop();
 
   /// The outcome of a local attempt.
@@ -122,9 +150,13 @@ class EventualEngine {
   const std::string& script() const { return script_; }
   const RedisOptions& redisOptions() const { return local_; }
   std::string statusJson() const;
+  /// Hits admitted locally and not yet confirmed by Redis.
+  std::int64_t pendingHits() const { return pending_.load(std::memory_order_relaxed); }
 
   Counter& roundTrips(eventual::Route reason);
-  Counter& localDecisions(bool degraded) { return degraded ? local_degraded_ : local_synced_; }
+  Counter& localDecisions(bool degraded) {
+    return degraded ? metrics_.local_degraded : metrics_.local_synced;
+  }
 
  private:
   struct Slot {
@@ -160,13 +192,28 @@ class EventualEngine {
     LimitParams params;
     std::int64_t window = eventual::kNoWindow;
   };
+  /// One script call of a sync: its entries, and on a cluster the master it goes to.
+  struct SyncCall {
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    std::shared_ptr<std::vector<SyncEntry>> entries;
+    int slot = 0;  ///< a cluster: the slot of its first key (routes the call to its master)
+  };
   /// One key waiting to be replicated to another region.
   struct Replica {
     std::string hash;  ///< the Redis hash (one window)
     LimitParams params;
     std::int64_t value = 0;  ///< this region's cumulative hits in it
     std::int64_t acked = 0;  ///< the value that region last confirmed
-    Micros since = 0;        ///< steady time of the oldest unsent update
+    Micros since = 0;        ///< monotonic time of the oldest unsent update
+  };
+  /// One script call of a replication step: (*sent)[first, first + count).
+  struct ReplicaCall {
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    std::size_t first = 0;
+    std::size_t count = 0;
+    int slot = 0;  ///< a cluster: the slot of its first key
   };
   struct Region {
     EventualRegion config;
@@ -175,7 +222,7 @@ class EventualEngine {
     std::shared_ptr<redis::RedisBackend> backend;
     /// The router's own metrics (redirects, topology reads), kept apart from this region's
     /// store's; not exported.
-    std::unique_ptr<Metrics> backend_metrics;
+    std::unique_ptr<Metrics> backend_metrics = std::make_unique<Metrics>();
     std::unordered_map<std::string, Replica> queue;
     /// hash -> the last value that region confirmed (value) and its limit (params).
     std::unordered_map<std::string, Replica> confirmed;
@@ -188,7 +235,10 @@ class EventualEngine {
     std::atomic<bool> reachable{false};
     bool seen_reachable = false;  ///< reachable once: a loss after that is logged and counted
   };
+  /// The per-request state of decideLocally() (inline storage for a few limits).
+  struct LocalPass;
 
+  // --- Views (eventual_views.cpp; any thread, `shard` locked) ------------------------------
   Shard& shardOf(std::string_view key);
   /// The slot of `ref` (created when new; `shard` locked), rolled to `now`.
   Slot& slotFor(Shard& shard, const EventualLimitRef& ref, Micros now);
@@ -204,53 +254,95 @@ class EventualEngine {
   /// Charges `cost` to a sketch's cells (conservative update of the own counts).
   void chargeCells(const std::vector<Slot*>& cells, const LimitParams& sketch, std::int64_t cost,
                    Micros now, bool reachable);
-  /// Merges one entry of a round trip's reply into `slot`.
-  void absorbOne(Shard& shard, Slot& slot, std::string_view key, eventual::ScriptOp op,
-                 const std::int64_t* v, Micros sent_at, Micros now);
   void makeRoom(Shard& shard);
   void touch(Shard& shard, Slot& slot, std::string_view key, Micros now);
-  std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
-  void appendEntry(Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
-                   int quota_group, std::vector<std::string>& keys,
-                   std::vector<std::string>& args) const;
-  /// Merges one entry's reading; returns the slot's unsent hits change. `shard` locked.
-  void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);
   void noteTight(bool was, bool is);
+  /// Counts `lost` admitted hits dropped before Redis confirmed them.
+  void dropHits(std::int64_t lost);
+  void addPending(std::int64_t delta);
+  /// Merges one entry's reading. `shard` locked.
+  void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);
+
+  // --- Local decisions (eventual_decide.cpp) -----------------------------------------------
+  /// Decides one sketch limit (i) of `pass` on its cells; notes a route when it must trip.
+  void decideSketchLimit(LocalPass& pass, std::size_t i, std::int64_t cost, bool force);
+  /// Decides one counter limit (i) of `pass` on its view; notes a route when it must trip.
+  void decideCounterLimit(LocalPass& pass, std::size_t i, std::int64_t cost, bool force);
+  /// Fills `local` from a decided `pass` and charges what it allows (with `charge`).
+  void settle(LocalPass& pass, std::int64_t cost, bool charge, Local& local);
   /// Charges an allowed decision to the slot's own count (and its blind allowance when the
   /// view is unknown or stale). `shard` locked.
   void chargeOne(Slot& slot, const BucketState& state, const Evaluation& evaluation,
                  std::int64_t cost, Micros now, bool reachable);
 
+  // --- Round trips of the I/O threads (eventual_round_trip.cpp) ----------------------------
+  std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
+  void appendEntry(Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
+                   int quota_group, std::vector<std::string>& keys,
+                   std::vector<std::string>& args) const;
+  /// Merges one entry of a round trip's reply into `slot`.
+  void absorbOne(Shard& shard, Slot& slot, std::string_view key, eventual::ScriptOp op,
+                 const std::int64_t* v, Micros sent_at, Micros now);
+
+  // --- The sync loop (eventual_sync.cpp; executor thread) ----------------------------------
   void tick();
-  void sync();
+  /// Sends every queued key's own counts and reads the totals; `done` (if any) is called when
+  /// the sync has completed or could not be sent.
+  void sync(std::function<void()> done = {});
+  /// The calls of a sync: every queued key that may not wait, grouped per master.
+  std::vector<SyncCall> collectSyncCalls(Micros now);
+  /// Appends one queued key to its master's open call (`open`), flushing full calls.
+  void addToSyncCall(Slot& slot, const std::string& key, Micros now,
+                     std::unordered_map<int, SyncCall>& open, std::vector<SyncCall>& calls);
+  void sendSyncCalls(std::vector<SyncCall> calls, Micros now, std::function<void()> done);
   /// True when a queued key may skip this sync (docs/eventual.md, "Cold keys"). `shard` locked.
   bool mayWait(const Slot& slot, Micros now) const;
   /// Queues every key with own hits for the next sync, as unconfirmed (after a reconnect).
   void resendAll();
   /// Merges one sync call's reply; false when it failed (its keys go out with the next sync).
-  bool onSynced(std::shared_ptr<std::vector<SyncEntry>> entries, Result<redis::Reply> reply,
-                std::chrono::steady_clock::time_point started, Micros sent_at);
-  void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
-  void replicate(Region& region);
-  /// Records whether `region` answers; a loss (after it once answered) logs one warning and
-  /// counts eventual_region_unreachable_total, a return logs once.
-  void setRegionReachable(Region& region, bool reachable, const std::string& why);
-  /// Queues every value `region` confirmed again (after its connection was renewed).
-  void resendConfirmed(Region& region);
+  bool onSynced(const std::vector<SyncEntry>& entries, Result<redis::Reply> reply, Micros sent_at);
+  /// Publishes the gauges of the loop (pending hits, sync lag, keys).
+  void publishGauges();
   void sweep();
   /// `reachable`: the last sync reached every node; `usable`: it reached one at least.
   void setReachable(bool reachable, const std::string& why, bool usable);
   void setReachable(bool reachable, const std::string& why) {
     setReachable(reachable, why, reachable);
   }
+  /// Stops ticking, sends a last sync and calls `done` once it has completed.
+  void flush(std::function<void()> done);
+  /// Closes every connection (after flush()).
+  void closeLinks();
+
+  // --- Replication (eventual_replication.cpp; executor thread) -----------------------------
+  void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
+  void replicate(Region& region);
+  /// Sets the region's lag gauge from its oldest queued update.
+  void updateReplicationLag(Region& region, Micros steady);
+  /// Takes up to kReplicasPerTick updates off the queue, grouped by master.
+  std::unordered_map<int, std::vector<Replica>> takeReplicas(Region& region, std::size_t& taken);
+  std::vector<ReplicaCall> buildReplicaCalls(
+      Region& region, std::unordered_map<int, std::vector<Replica>>& by_master,
+      std::vector<Replica>& sent, Micros now) const;
+  /// Merges one replication call's reply: confirmed values, or the updates back in the queue.
+  void onReplicated(Region& region, std::vector<Replica>& sent, std::size_t first,
+                    std::size_t count, const Result<redis::Reply>& reply, Micros sent_steady,
+                    std::string& failure);
+  /// Records whether `region` answers; a loss (after it once answered) logs one warning and
+  /// counts eventual_region_unreachable_total, a return logs once.
+  void setRegionReachable(Region& region, bool reachable, const std::string& why);
+  /// Queues every value `region` confirmed again (after its connection was renewed).
+  void resendConfirmed(Region& region);
   /// The region whose Redis holds the sketch seed, when it is not this one.
   Region* seedRegion();
-  void addPending(std::int64_t delta);
 
   EventualOptions options_;
   RedisOptions local_;
   const Clock& clock_;
-  Metrics& metrics_;
+  Executor& executor_;
+  EventualBackendFactory backends_;
+  Metrics& registry_;
+  EventualMetrics metrics_;
   eventual::Tuning tuning_;
   std::string prefix_;
   std::string redis_prefix_;  ///< BucketKey::redisPrefix(prefix_)
@@ -269,35 +361,17 @@ class EventualEngine {
   bool unreachable_logged_ = false;
   std::size_t sweep_shard_ = 0;
 
-  boost::asio::io_context io_;
-  std::unique_ptr<boost::asio::steady_timer> timer_;
+  std::unique_ptr<EventLoopThread> loop_;  ///< the executor's thread, when the engine owns it
+  TimerPtr timer_;
   std::shared_ptr<redis::RedisBackend> backend_;
   std::vector<std::unique_ptr<Region>> regions_;
   bool sync_in_flight_ = false;
   bool seed_in_flight_ = false;      ///< tick()'s read of the sketch seed from another region
   std::uint64_t connects_seen_ = 0;  ///< backend_->connectCount() at the last sync
-  std::thread thread_;
   std::atomic<bool> stopped_{false};
   bool started_ = false;
-
-  Histogram& sync_duration_;
-  Gauge& keys_synced_;
-  Counter& keys_synced_total_;
-  Counter& syncs_ok_;
-  Counter& syncs_failed_;
-  Counter& switched_;
-  Gauge& pending_gauge_;
-  Gauge& sync_lag_;
-  /// Steady time (us) of the last sync Redis confirmed (engine thread).
+  /// Monotonic time (us) of the last sync Redis confirmed (executor thread).
   Micros last_confirmed_ = 0;
-  Gauge& keys_gauge_;
-  Counter& dropped_hits_;
-  Counter& local_synced_;
-  Counter& local_degraded_;
-  Counter& trips_unknown_;
-  Counter& trips_stale_;
-  Counter& trips_tight_;
-  Counter& unreachable_;
 };
 
 }  // namespace sluice

@@ -1,8 +1,11 @@
 #include "store/eventual/eventual_script.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <string_view>
 
 #include "store/redis/lua_scripts.hpp"
+#include "store/redis/redis_errors.hpp"
 
 namespace sluice::eventual {
 namespace {
@@ -376,6 +379,51 @@ std::string composeEventualScript() {
   }
   out += kMain;
   return out;
+}
+
+namespace {
+
+Status replyShape(const std::string& what) {
+  return redis::redisError(redis::FailureSource::kProtocol, 0, "eventual script: " + what);
+}
+
+}  // namespace
+
+Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int64_t>& out) {
+  out.clear();
+  if (reply.type != redis::Reply::Type::kString) {
+    return replyShape("not a string of numbers");
+  }
+  const std::size_t expected = n * static_cast<std::size_t>(kScriptReplyStride);
+  out.reserve(expected);
+  const char* p = reply.str.data();
+  const char* end = p + reply.str.size();
+  while (p < end) {
+    std::int64_t value = 0;
+    auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || (next < end && *next != ' ')) {
+      return replyShape("a value that is not a whole number");
+    }
+    out.push_back(value);
+    p = next < end ? next + 1 : next;
+  }
+  if (out.size() != expected) {
+    return replyShape("unexpected reply size");
+  }
+  return {};
+}
+
+KeyReading readingOf(const std::int64_t* v, std::int64_t window) {
+  KeyReading reading;
+  reading.window = window;
+  reading.others = v[kOthers];
+  reading.own = v[kOwn];
+  reading.prev_others = v[kPrevOthers];
+  reading.prev_own = v[kPrevOwn];
+  reading.writers = static_cast<std::size_t>(std::max<std::int64_t>(v[kWriters], 0));
+  reading.tat.a = v[kTatUs];
+  reading.tat.b = v[kTatRem];
+  return reading;
 }
 
 }  // namespace sluice::eventual

@@ -1,9 +1,16 @@
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
-/// The Lua script of `consistency: eventual` (docs/eventual.md), private to the eventual
-/// store and its tests.
+#include "sluice/common/result.hpp"
+#include "sluice/limiter/eventual.hpp"
+#include "store/redis/redis_connection.hpp"
+
+/// The Lua script of `consistency: eventual` (docs/eventual.md) and the codec of its replies,
+/// private to the eventual store and its tests.
 namespace sluice::eventual {
 
 /// Number of ARGV values per entry (after ARGV[1] = now and ARGV[2] = the entry name).
@@ -21,5 +28,31 @@ enum class ScriptOp : int { kSync = 0, kDecide = 1, kSketchCell = 2 };
 /// (src/store/redis/lua, so that a round-trip decision is the exact same algorithm), then the
 /// eventual main part.
 std::string composeEventualScript();
+
+/// Offsets in one entry's reply (composeEventualScript()).
+enum ReplyField : std::size_t {
+  kAllowed = 0,
+  kRemaining,
+  kResetAfter,
+  kRetryAfter,
+  kNever,
+  kCharged,
+  kOthers,
+  kOwn,
+  kPrevOthers,
+  kPrevOwn,
+  kRegion,
+  kPrevRegion,
+  kWriters,
+  kTatUs,
+  kTatRem,
+};
+
+/// Parses one reply of the script for `n` entries: a string of n x kScriptReplyStride whole
+/// numbers separated by spaces. Errors (FailureSource::kProtocol) name what was wrong.
+Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int64_t>& out);
+
+/// The reading of one entry's reply values `v` (kScriptReplyStride of them) for `window`.
+KeyReading readingOf(const std::int64_t* v, std::int64_t window);
 
 }  // namespace sluice::eventual

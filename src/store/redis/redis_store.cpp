@@ -171,7 +171,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
                                                                  {{"store", kind_}})),
         cache_hits_(metrics.counter("local_cache_hits_total")),
         script_calls_(metrics.counter("redis_script_calls_total", {{"store", kind_}})),
-        health_group_(store::StoreHealthGroup::of(metrics, kind_)),
+        health_group_(store::StoreHealthGroup::of(metrics, kind_, clock)),
         backend_(std::move(backend)),
         clustered_(backend_->clustered()) {}
 
@@ -249,7 +249,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         }
       }
     }
-    call->started = std::chrono::steady_clock::now();
+    call->started = clock_.monotonicMicros();
     submit(std::move(keys), std::move(args), call->started,
            [this, call](Result<redis::Reply> reply) { answer(*call, reply); });
   }
@@ -279,7 +279,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   struct BatchedCall {
     std::vector<std::string> keys;
     ArgList args;
-    std::chrono::steady_clock::time_point started;  ///< its deadline runs from here
+    Micros started = 0;  ///< its deadline runs from here (clock_.monotonicMicros())
     redis::ReplyHandler done;
   };
   using Batch = std::vector<BatchedCall>;
@@ -301,8 +301,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// Sends one request's script call: alone when batching is off, else in the batch of its
   /// node (its hash slot in a cluster), which goes at the end of this event-loop turn or
   /// as soon as it holds max_batch calls.
-  void submit(std::vector<std::string> keys, ArgList args,
-              std::chrono::steady_clock::time_point started, redis::ReplyHandler done) {
+  void submit(std::vector<std::string> keys, ArgList args, Micros started,
+              redis::ReplyHandler done) {
     int slot = 0;
     bool batchable = options_.max_batch > 1;
     if (batchable && clustered_ && !keys.empty()) {
@@ -374,9 +374,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       return;
     }
     script_calls_.inc();
-    const auto now = std::chrono::steady_clock::now();
-    auto timeout = options_.request_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                  now - batch.front().started);
+    const Micros now = clock_.monotonicMicros();
+    auto timeout =
+        options_.request_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::microseconds(now - batch.front().started));
     timeout = std::max(timeout, std::chrono::milliseconds(1));
     if (batch.size() == 1) {
       BatchedCall& call = batch.front();
@@ -733,7 +734,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// One request from evaluate() until Redis answers it.
   struct InFlight {
     std::size_t n = 0;
-    std::chrono::steady_clock::time_point started;
+    Micros started = 0;  ///< clock_.monotonicMicros() when it was submitted
     Micros sent_at = 0;
     bool cached = false;  ///< cache is filled (the local cache is on)
     CacheContext cache;
@@ -847,8 +848,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   void answer(InFlight& call, Result<redis::Reply>& reply) {
     Callback done = std::move(call.done);
     call.done = nullptr;
-    duration_.observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - call.started).count());
+    duration_.observe(static_cast<double>(clock_.monotonicMicros() - call.started) /
+                      static_cast<double>(kMicrosPerSecond));
     if (!reply) {
       in_flight_.give(&call);
       health_group_->fault(redis::faultKind(reply.error()), reply.error().message);

@@ -61,6 +61,40 @@ TEST(AccessRecordTest, LineRoundTripsTheRequest) {
   EXPECT_EQ(parsed.rules_hash, "abc");
 }
 
+TEST(AccessRecordTest, LineKeepsHowTheRequestWasCharged) {
+  DecisionRequest request;
+  request.domain = "llm";
+  request.descriptors = {{{"user", "a"}}, {{"user", "b"}}};
+  request.charge = Charge::kEvery;
+  request.descriptor_refunds = {false, true};
+  std::string line;
+  appendAccessJson(line, 1'795'665'014'000'000, request, "", "allowed", false, 5, "h");
+  LoggedRequest parsed;
+  std::string error;
+  ASSERT_TRUE(parseAccessLine(line, parsed, error)) << error << "\n" << line;
+  EXPECT_EQ(parsed.request.charge, Charge::kEvery);
+  EXPECT_FALSE(parsed.request.refund);
+  EXPECT_EQ(parsed.request.descriptor_refunds, (std::vector<bool>{false, true}));
+
+  request.charge = Charge::kReport;
+  request.descriptor_refunds.clear();
+  request.refund = true;
+  line.clear();
+  appendAccessJson(line, 1'795'665'014'000'000, request, "", "allowed", false, 5, "h");
+  ASSERT_TRUE(parseAccessLine(line, parsed, error)) << error << "\n" << line;
+  EXPECT_EQ(parsed.request.charge, Charge::kReport);
+  EXPECT_TRUE(parsed.request.refund);
+  EXPECT_TRUE(parsed.request.descriptor_refunds.empty());
+
+  // A line without them is charged all or nothing, whatever the line before said.
+  ASSERT_TRUE(parseAccessLine(R"({"time":"2026-11-26T03:50:14Z","domain":"llm"})", parsed, error));
+  EXPECT_EQ(parsed.request.charge, Charge::kAllOrNothing);
+  EXPECT_FALSE(parsed.request.refund);
+  EXPECT_FALSE(parseAccessLine(R"({"time":"2026-11-26T03:50:14Z","domain":"llm","charge":"twice"})",
+                               parsed, error));
+  EXPECT_NE(error.find("charge"), std::string::npos) << error;
+}
+
 TEST(AccessRecordTest, ParsingReusesTheSlotAndForgetsTheLastLine) {
   LoggedRequest parsed;
   std::string error;

@@ -1,0 +1,343 @@
+// The eventual engine's sync loop (its executor's thread): every sync interval, one pipelined
+// round of script calls sends the own counts of every touched key and reads the totals
+// (docs/eventual.md, "The sync loop").
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "store/eventual/eventual_engine.hpp"
+#include "store/eventual/eventual_views.hpp"
+#include "store/redis/cluster_slots.hpp"
+
+namespace sluice {
+
+using eventual::ScriptOp;
+using eventual_detail::isWindowed;
+using eventual_detail::unsentOf;
+
+namespace {
+
+/// Entries per EVALSHA of a sync: a sync of many keys is several calls written at once
+/// (one pipelined write, one round trip), each small enough not to stall Redis.
+constexpr std::size_t kEntriesPerCall = 256;
+
+}  // namespace
+
+void EventualEngine::tick() {
+  if (stopped_.load(std::memory_order_acquire)) {
+    return;
+  }
+  sync();
+  for (auto& region : regions_) {
+    replicate(*region);
+  }
+  // With regions the sketch seed may live in another region's Redis: it is read as soon as
+  // that link is up rather than by the first sketch request (which would fail meanwhile).
+  if (Region* home = seedRegion();
+      home != nullptr && !seed_in_flight_ && !sketchHasher() && home->backend->ready()) {
+    seed_in_flight_ = true;
+    fetchSketchSeed([this](const Status&) { seed_in_flight_ = false; });
+  }
+  sweep();
+  publishGauges();
+  timer_->schedule(options_.sync_interval, [this] { tick(); });
+}
+
+void EventualEngine::publishGauges() {
+  const std::int64_t pending = pending_.load(std::memory_order_relaxed);
+  metrics_.pending.set(static_cast<double>(pending));
+  const Micros steady = clock_.monotonicMicros();
+  if (pending <= 0 || last_confirmed_ == 0) {
+    // Nothing waits for Redis: the lag starts when hits are next left unconfirmed.
+    last_confirmed_ = steady;
+  }
+  metrics_.sync_lag.set(pending <= 0 ? 0.0
+                                     : static_cast<double>(steady - last_confirmed_) /
+                                           static_cast<double>(kMicrosPerSecond));
+  metrics_.keys.set(static_cast<double>(size_.load(std::memory_order_relaxed)));
+}
+
+void EventualEngine::setReachable(bool reachable, const std::string& why, bool usable) {
+  usable_.store(usable, std::memory_order_release);
+  const bool was = reachable_.exchange(reachable, std::memory_order_acq_rel);
+  if (was == reachable) {
+    return;
+  }
+  if (!reachable) {
+    metrics_.unreachable.inc();
+    spdlog::warn("eventual limits: Redis unreachable ({}); deciding locally, keeping the hits",
+                 why);
+    unreachable_logged_ = true;
+  } else if (unreachable_logged_) {
+    spdlog::info("eventual limits: Redis reachable again; sending the kept hits");
+  }
+}
+
+void EventualEngine::sync(std::function<void()> done) {
+  if (sync_in_flight_) {
+    if (done) {
+      done();
+    }
+    return;
+  }
+  if (!backend_->ready()) {
+    setReachable(false, backend_->clustered() ? "no slot map" : "not connected");
+    if (done) {
+      done();
+    }
+    return;
+  }
+  if (const std::uint64_t connects = backend_->connectCount(); connects != connects_seen_) {
+    if (connects_seen_ != 0) {
+      resendAll();
+    }
+    connects_seen_ = connects;
+  }
+  const Micros now = clock_.nowMicros();
+  std::vector<SyncCall> calls = collectSyncCalls(now);
+  metrics_.keys_synced.set(0);
+  if (calls.empty()) {
+    setReachable(true, "");
+    if (done) {
+      done();
+    }
+    return;
+  }
+  sendSyncCalls(std::move(calls), now, std::move(done));
+}
+
+std::vector<EventualEngine::SyncCall> EventualEngine::collectSyncCalls(Micros now) {
+  // One call per kEntriesPerCall keys; on a cluster, per master: its keys (of many slots) go
+  // in the arguments of a call without declared keys (a script may declare keys of one slot
+  // only), sent to that master.
+  std::vector<SyncCall> calls;
+  std::unordered_map<int, SyncCall> open;  // by master (one node: master 0)
+  std::vector<std::string> waiting;
+  for (Shard& shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    waiting.clear();
+    for (std::string& key : shard.queue) {
+      auto it = shard.slots.find(key);
+      if (it == shard.slots.end()) {
+        continue;
+      }
+      if (mayWait(it->second, now)) {
+        waiting.push_back(std::move(key));
+        continue;
+      }
+      addToSyncCall(it->second, key, now, open, calls);
+    }
+    shard.queue.swap(waiting);
+  }
+  for (auto& [master, call] : open) {
+    if (call.entries && !call.entries->empty()) {
+      calls.push_back(std::move(call));
+    }
+  }
+  if (backend_->clustered()) {
+    for (SyncCall& call : calls) {
+      call.args.insert(call.args.end(), std::make_move_iterator(call.keys.begin()),
+                       std::make_move_iterator(call.keys.end()));
+      call.keys.clear();
+    }
+  }
+  return calls;
+}
+
+void EventualEngine::addToSyncCall(Slot& slot, const std::string& key, Micros now,
+                                   std::unordered_map<int, SyncCall>& open,
+                                   std::vector<SyncCall>& calls) {
+  const bool clustered = backend_->clustered();
+  slot.queued = false;
+  slot.synced_at = now;
+  dropHits(eventual::roll(slot.view, slot.params, now));
+  int master = 0;
+  if (clustered) {
+    if (slot.cluster_slot < 0) {
+      slot.cluster_slot = redis::keyHashSlot(slot.redis_key);
+    }
+    master = backend_->masterOf(slot.cluster_slot);
+  }
+  SyncCall& call = open[master];
+  if (!call.entries) {
+    // Reserved once per call: growing these vectors entry by entry moved every string.
+    call.entries = std::make_shared<std::vector<SyncEntry>>();
+    call.entries->reserve(kEntriesPerCall);
+    call.keys.reserve(2 * kEntriesPerCall);
+    call.args.reserve(2 + kEntriesPerCall * (eventual::kScriptStride + (clustered ? 2 : 0)));
+    call.args.push_back(std::to_string(now));
+    call.args.push_back(entry_);
+    call.slot = std::max(slot.cluster_slot, 0);
+  }
+  appendEntry(slot, ScriptOp::kSync, 0, false, -1, call.keys, call.args);
+  call.entries->push_back(SyncEntry{key, slot.redis_key, slot.params, slot.view.cur.index});
+  if (call.entries->size() >= kEntriesPerCall) {
+    calls.push_back(std::move(call));
+    call = SyncCall{};
+  }
+}
+
+void EventualEngine::sendSyncCalls(std::vector<SyncCall> calls, Micros now,
+                                   std::function<void()> done) {
+  std::size_t total = 0;
+  for (const SyncCall& call : calls) {
+    total += call.entries->size();
+  }
+  metrics_.keys_synced.set(static_cast<double>(total));
+  metrics_.keys_synced_total.inc(total);
+  const Micros started = clock_.monotonicMicros();
+  // A sync that takes longer fails (nothing is lost: the own counts go out again with the
+  // next one); many keys on a loaded Redis take longer, so they widen the deadline.
+  const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4) +
+                       std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::microseconds(100 * static_cast<std::int64_t>(total)));
+  sync_in_flight_ = true;
+  struct Round {
+    std::size_t outstanding = 0;
+    bool failed = false;
+    bool succeeded = false;
+    std::function<void()> done;
+  };
+  auto round = std::make_shared<Round>(Round{calls.size(), false, false, std::move(done)});
+  for (SyncCall& call : calls) {
+    auto on_reply = [this, batch = call.entries, started, now, round](Result<redis::Reply> reply) {
+      const bool ok = onSynced(*batch, std::move(reply), now);
+      (ok ? round->succeeded : round->failed) = true;
+      if (--round->outstanding != 0) {
+        return;
+      }
+      sync_in_flight_ = false;
+      if (round->failed) {
+        metrics_.syncs_failed.inc();
+        if (round->succeeded && backend_->clustered()) {
+          // Some masters answered: their keys keep their round trips.
+          setReachable(false, "a master did not answer the sync", true);
+        }
+      } else {
+        metrics_.syncs_ok.inc();
+        last_confirmed_ = clock_.monotonicMicros();
+        setReachable(true, "");
+      }
+      metrics_.sync_duration.observe(static_cast<double>(clock_.monotonicMicros() - started) /
+                                     static_cast<double>(kMicrosPerSecond));
+      if (round->done) {
+        round->done();
+      }
+    };
+    if (backend_->clustered()) {
+      backend_->evalScriptOnMasterOf(call.slot, std::move(call.args), timeout, std::move(on_reply));
+    } else {
+      backend_->evalScript(std::move(call.keys), std::move(call.args), timeout,
+                           std::move(on_reply));
+    }
+  }
+}
+
+bool EventualEngine::mayWait(const Slot& slot, Micros now) const {
+  // A cold key far from its limit goes out with a later sync, while this sidecar's unsent hits
+  // on it stay within its blind allowance: other sidecars then miss at most that many of its
+  // hits (the bound of docs/eventual.md), and many keys decided a few times a second cost Redis
+  // and this thread about one script step per key per max_wait instead of one per decision.
+  if (stopped_.load(std::memory_order_acquire)) {
+    return false;  // the last sync before a shutdown sends everything
+  }
+  return eventual::mayDefer(slot.view, slot.params, slot.synced_at, now, tuning_);
+}
+
+void EventualEngine::resendAll() {
+  // A new connection may be to a Redis that restarted empty: every own count it had
+  // confirmed is sent again (the counts are cumulative, so a Redis that kept them changes
+  // nothing), so a restart loses no more than the sidecars' last interval.
+  std::size_t keys = 0;
+  for (Shard& shard : shards_) {
+    std::lock_guard lock(shard.mutex);
+    for (auto& [key, slot] : shard.slots) {
+      if (slot.view.cur.own <= 0 && slot.view.prev.own <= 0) {
+        continue;
+      }
+      const std::int64_t before = unsentOf(slot.view);
+      slot.view.cur.own_acked = 0;
+      slot.view.prev.own_acked = 0;
+      addPending(unsentOf(slot.view) - before);
+      touch(shard, slot, key, slot.last_used);
+      ++keys;
+    }
+  }
+  if (keys > 0) {
+    spdlog::info("eventual limits: Redis connection renewed; sending the own counts of {} keys",
+                 keys);
+  }
+}
+
+bool EventualEngine::onSynced(const std::vector<SyncEntry>& entries, Result<redis::Reply> reply,
+                              Micros sent_at) {
+  std::vector<std::int64_t> values;
+  Status shape =
+      reply ? eventual::parseReply(*reply, entries.size(), values) : Status(reply.error());
+  const Micros now = clock_.nowMicros();
+  if (!shape) {
+    // A cluster's sync is judged when every master has answered (sync()): one master's
+    // failure leaves the others' keys their round trips meanwhile.
+    setReachable(false, shape.error().message,
+                 backend_->clustered() && usable_.load(std::memory_order_acquire));
+    // Nothing is lost: the own counts are cumulative and go out again with the next sync.
+    for (const SyncEntry& e : entries) {
+      Shard& shard = shardOf(e.key);
+      std::lock_guard lock(shard.mutex);
+      auto it = shard.slots.find(e.key);
+      if (it != shard.slots.end()) {
+        touch(shard, it->second, e.key, it->second.last_used);
+      }
+    }
+    return false;
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const SyncEntry& e = entries[i];
+    const std::int64_t* v = &values[i * eventual::kScriptReplyStride];
+    {
+      Shard& shard = shardOf(e.key);
+      std::lock_guard lock(shard.mutex);
+      auto it = shard.slots.find(e.key);
+      if (it != shard.slots.end() && it->second.params.window_us == e.params.window_us) {
+        Slot& slot = it->second;
+        mergeReading(slot, eventual::readingOf(v, e.window), now, now - sent_at);
+        if (unsentOf(slot.view) > 0) {
+          touch(shard, slot, e.key, slot.last_used);
+        }
+      }
+    }
+    if (!regions_.empty()) {
+      enqueueReplica(hashKey(e.redis_key, e.window, e.params), e.params, v[eventual::kRegion]);
+      if (isWindowed(e.params) && v[eventual::kPrevRegion] > 0) {
+        enqueueReplica(hashKey(e.redis_key, e.window - 1, e.params), e.params,
+                       v[eventual::kPrevRegion]);
+      }
+    }
+  }
+  return true;
+}
+
+void EventualEngine::sweep() {
+  Shard& shard = shards_[sweep_shard_];
+  sweep_shard_ = (sweep_shard_ + 1) % kShards;
+  const Micros now = clock_.nowMicros();
+  std::lock_guard lock(shard.mutex);
+  for (auto it = shard.slots.begin(); it != shard.slots.end();) {
+    const Slot& slot = it->second;
+    const Micros idle_after =
+        std::max<Micros>(10 * tuning_.sync_interval_us,
+                         std::min<Micros>(2 * slot.params.window_us, 60 * kMicrosPerSecond));
+    const bool tat_busy = slot.params.algorithm == Algorithm::kTokenBucket &&
+                          std::max(slot.view.redis_tat.a, slot.view.local_tat.a) > now;
+    if (!slot.queued && unsentOf(slot.view) == 0 && !tat_busy &&
+        now - slot.last_used > idle_after) {
+      it = shard.slots.erase(it);
+      size_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace sluice

@@ -1,0 +1,171 @@
+// The eventual engine's key views: one Slot per key, in lock-striped shards (any thread).
+#include "store/eventual/eventual_views.hpp"
+
+#include <algorithm>
+
+#include "sluice/rules/bucket_key.hpp"
+#include "store/eventual/eventual_engine.hpp"
+
+namespace sluice {
+
+using eventual::Route;
+using eventual_detail::unsentOf;
+
+EventualEngine::Shard& EventualEngine::shardOf(std::string_view key) {
+  return shards_[KeyHash{}(key) % kShards];
+}
+
+void EventualEngine::addPending(std::int64_t delta) {
+  if (delta != 0) {
+    pending_.fetch_add(delta, std::memory_order_relaxed);
+  }
+}
+
+void EventualEngine::dropHits(std::int64_t lost) {
+  if (lost > 0) {
+    metrics_.dropped_hits.inc(static_cast<std::uint64_t>(lost));
+    addPending(-lost);
+  }
+}
+
+void EventualEngine::makeRoom(Shard& shard) {
+  if (size_.load(std::memory_order_relaxed) < options_.max_keys || shard.slots.empty()) {
+    return;
+  }
+  // A key with nothing unsent goes first (the least recently used); otherwise the one with
+  // the oldest window, whose unsent hits are dropped and counted.
+  auto victim = shard.slots.end();
+  bool victim_clean = false;
+  for (auto it = shard.slots.begin(); it != shard.slots.end(); ++it) {
+    const bool clean = unsentOf(it->second.view) == 0;
+    if (victim == shard.slots.end() || (clean && !victim_clean) ||
+        (clean == victim_clean &&
+         (clean ? it->second.last_used < victim->second.last_used
+                : it->second.view.cur.index < victim->second.view.cur.index))) {
+      victim = it;
+      victim_clean = clean;
+    }
+  }
+  dropHits(unsentOf(victim->second.view));
+  shard.slots.erase(victim);
+  size_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitRef& ref,
+                                              Micros now) {
+  return slotFor(shard, ref.key(), ref.limit->params, now);
+}
+
+EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key,
+                                              const LimitParams& params, Micros now) {
+  auto it = shard.slots.find(key);
+  if (it == shard.slots.end()) {
+    makeRoom(shard);
+    it = shard.slots.emplace(std::string(key), Slot{}).first;
+    it->second.params = params;
+    it->second.redis_key = BucketKey::redisKey(redis_prefix_, key);
+    size_.fetch_add(1, std::memory_order_relaxed);
+  }
+  Slot& slot = it->second;
+  if (slot.params.window_us != params.window_us || slot.params.algorithm != params.algorithm) {
+    // A reload changed the window: the old counts mean nothing in the new one.
+    dropHits(unsentOf(slot.view));
+    slot.view = eventual::View{};
+    slot.hash_cur.clear();
+  }
+  slot.params = params;
+  dropHits(eventual::roll(slot.view, params, now));
+  slot.last_used = now;
+  return slot;
+}
+
+void EventualEngine::touch(Shard& shard, Slot& slot, std::string_view key, Micros now) {
+  slot.last_used = now;
+  if (!slot.queued) {
+    slot.queued = true;
+    shard.queue.emplace_back(key);
+  }
+}
+
+void EventualEngine::noteTight(bool was, bool is) {
+  if (is && !was) {
+    metrics_.switched.inc();
+  }
+}
+
+Counter& EventualEngine::roundTrips(Route reason) {
+  switch (reason) {
+    case Route::kUnknown:
+      return metrics_.trips_unknown;
+    case Route::kStale:
+      return metrics_.trips_stale;
+    default:
+      return metrics_.trips_tight;
+  }
+}
+
+void EventualEngine::expand(const std::vector<EventualLimitRef>& limits,
+                            std::vector<std::vector<std::string>>& cells,
+                            std::vector<std::string_view>& lock_keys) const {
+  const std::shared_ptr<const SketchHasher> hasher = sketchHasher();
+  cells.assign(limits.size(), {});
+  lock_keys.clear();
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const StoreLimit& limit = *limits[i].limit;
+    if (hasher && isSketch(limit)) {
+      cells[i] = sketchCellKeys(*hasher, limit);
+      lock_keys.insert(lock_keys.end(), cells[i].begin(), cells[i].end());
+    } else {
+      lock_keys.push_back(limits[i].key());
+    }
+  }
+}
+
+std::vector<EventualEngine::Slot*> EventualEngine::cellSlots(const std::vector<std::string>& keys,
+                                                             const LimitParams& sketch,
+                                                             Micros now) {
+  const LimitParams cell = eventual::sketchCellParams(sketch);
+  std::vector<Slot*> slots;
+  slots.reserve(keys.size());
+  for (const std::string& key : keys) {
+    Shard& shard = shardOf(key);
+    Slot& slot = slotFor(shard, key, cell, now);
+    touch(shard, slot, key, now);
+    slots.push_back(&slot);
+  }
+  return slots;
+}
+
+void EventualEngine::chargeCells(const std::vector<Slot*>& cells, const LimitParams& sketch,
+                                 std::int64_t cost, Micros now, bool reachable) {
+  std::vector<eventual::View*> views;
+  views.reserve(cells.size());
+  for (Slot* slot : cells) {
+    views.push_back(&slot->view);
+  }
+  const std::vector<std::int64_t> added = eventual::chargeSketch(views, sketch, now, cost);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (reachable && eventual::blindView(cells[i]->view, now, tuning_)) {
+      cells[i]->view.blind += added[i];
+    }
+    total += added[i];
+  }
+  addPending(total);
+}
+
+void EventualEngine::mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now,
+                                  Micros latency) {
+  const std::int64_t before = unsentOf(slot.view);
+  const bool was = slot.view.tight;
+  eventual::Tuning tuning = tuning_;
+  if (!regions_.empty()) {
+    tuning.region_delay_us =
+        2 * tuning_.sync_interval_us + replication_rtt_us_.load(std::memory_order_relaxed);
+  }
+  eventual::merge(slot.view, slot.params, reading, now, latency, tuning);
+  noteTight(was, slot.view.tight);
+  addPending(unsentOf(slot.view) - before);
+}
+
+}  // namespace sluice

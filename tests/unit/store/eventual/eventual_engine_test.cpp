@@ -1,0 +1,224 @@
+// The eventual engine on simulated time: its sync loop, the replication between regions, a
+// cut region link and a Redis restart, driven by a ManualExecutor against real redis-servers
+// (RedisLink: only the network is simulated).
+#include "store/eventual/eventual_engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/common/manual_executor.hpp"
+#include "store/eventual/eventual_script.hpp"
+#include "support/redis_server.hpp"
+#include "unit/store/eventual/redis_link.hpp"
+
+namespace sluice {
+namespace {
+
+using namespace std::chrono_literals;
+using test::RedisLink;
+using test::RedisServer;
+
+constexpr auto kInterval = 50ms;
+
+/// One sidecar's engine in `region`, its links to each region's Redis kept for the test.
+struct Sidecar {
+  Metrics metrics;
+  std::map<std::string, std::shared_ptr<RedisLink>> links;  ///< by region name
+  std::unique_ptr<EventualEngine> engine;
+};
+
+class EventualEngineTest : public ::testing::Test {
+ protected:
+  EventualEngineTest() {
+    limit_.key = "client-1|api";
+    limit_.params.algorithm = Algorithm::kFixedWindow;
+    limit_.params.limit = 100;
+    limit_.params.window_us = 3600 * kMicrosPerSecond;
+    limit_.params.consistency = Consistency::kEventual;
+    refs_ = {EventualLimitRef{0, &limit_}};
+  }
+
+  /// A started sidecar of `region` whose own Redis is servers_[region]; `others` are the
+  /// other regions it replicates to.
+  std::unique_ptr<Sidecar> sidecar(const std::string& region,
+                                   const std::vector<std::string>& others = {}) {
+    auto s = std::make_unique<Sidecar>();
+    EventualOptions options;
+    options.sync_interval = kInterval;
+    options.region = region;
+    for (const std::string& name : others) {
+      EventualRegion r;
+      r.name = name;
+      options.regions.push_back(r);
+    }
+    RedisOptions local;
+    local.key_prefix = "t";
+    Sidecar* raw = s.get();
+    auto backends = [this, raw, region](const EventualRegion* other,
+                                        Metrics&) -> std::shared_ptr<redis::RedisBackend> {
+      const std::string name = other != nullptr ? other->name : region;
+      auto link =
+          std::make_shared<RedisLink>(executor_, server(name), eventual::composeEventualScript());
+      raw->links[name] = link;
+      return link;
+    };
+    s->engine =
+        std::make_unique<EventualEngine>(options, local, clock_, executor_, backends, s->metrics);
+    s->engine->start();
+    executor_.runReady();
+    return s;
+  }
+
+  RedisServer& server(const std::string& region) {
+    auto& slot = servers_[region];
+    if (!slot) {
+      slot = std::make_unique<RedisServer>();
+    }
+    return *slot;
+  }
+
+  /// Admits `n` hits on the sidecar's view (decided locally).
+  void admit(Sidecar& s, int n) {
+    for (int i = 0; i < n; ++i) {
+      EventualEngine::Local local = s.engine->decideLocally(refs_, 1, true, true);
+      ASSERT_TRUE(local.decided);
+      ASSERT_TRUE(local.allowed);
+    }
+  }
+
+  /// What the sidecar's view says remains, without charging.
+  std::int64_t remaining(Sidecar& s) {
+    EventualEngine::Local local = s.engine->decideLocally(refs_, 0, true, true);
+    EXPECT_TRUE(local.decided);
+    return local.outcomes.empty() ? -1 : local.outcomes.front().remaining;
+  }
+
+  /// What the sidecar's view says remains once a sync has read the key again: a sync reads
+  /// the keys touched since the last one, and a key far from its limit with nothing unsent
+  /// may wait up to half a second for it (docs/eventual.md, "Cold keys").
+  std::int64_t readFresh(Sidecar& s) {
+    remaining(s);
+    intervals(12);
+    return remaining(s);
+  }
+
+  /// Lets `n` sync intervals pass.
+  void intervals(int n) { executor_.advance(n * kInterval); }
+
+  double counter(Sidecar& s, const std::string& name, const Labels& labels = {}) {
+    return static_cast<double>(s.metrics.counter(name, labels).value());
+  }
+
+  ManualClock clock_;
+  ManualExecutor executor_{clock_};
+  std::map<std::string, std::unique_ptr<RedisServer>> servers_;
+  StoreLimit limit_;
+  std::vector<EventualLimitRef> refs_;
+};
+
+TEST_F(EventualEngineTest, ASyncSharesTheHitsOfOneSidecarWithAnother) {
+  auto a = sidecar("local");
+  auto b = sidecar("local");
+  admit(*a, 30);
+  EXPECT_EQ(a->engine->pendingHits(), 30);
+  EXPECT_EQ(remaining(*b), 100);
+
+  intervals(1);  // a sends its 30 hits
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  EXPECT_GE(counter(*a, "eventual_syncs_total", {{"result", "ok"}}), 1);
+  EXPECT_EQ(readFresh(*b), 70);
+  admit(*b, 5);
+  intervals(1);
+  EXPECT_EQ(readFresh(*a), 65);
+}
+
+TEST_F(EventualEngineTest, ReplicationCarriesARegionsHitsToAnother) {
+  auto eu = sidecar("eu", {"us"});
+  auto us = sidecar("us", {"eu"});
+  admit(*eu, 40);
+  admit(*us, 1);
+  intervals(3);  // each syncs, then replicates its region's count to the other's Redis
+  EXPECT_EQ(readFresh(*us), 59);
+  EXPECT_EQ(readFresh(*eu), 59);
+  EXPECT_NE(eu->engine->statusJson().find("\"us\":{\"reachable\":true"), std::string::npos)
+      << eu->engine->statusJson();
+}
+
+TEST_F(EventualEngineTest, ACutRegionLinkKeepsTheUpdatesUntilItReturns) {
+  auto eu = sidecar("eu", {"us"});
+  auto us = sidecar("us", {"eu"});
+  intervals(1);  // both links answered once
+  eu->links["us"]->cut(true);
+  admit(*eu, 40);
+  admit(*us, 1);
+  intervals(10);
+  EXPECT_EQ(readFresh(*us), 99);  // nothing crossed the cut link
+  EXPECT_EQ(readFresh(*eu), 59);  // us' hit did: only eu's link to us is cut
+  EXPECT_NE(eu->engine->statusJson().find("\"us\":{\"reachable\":false"), std::string::npos)
+      << eu->engine->statusJson();
+  EXPECT_EQ(counter(*eu, "eventual_region_unreachable_total", {{"region", "us"}}), 1);
+  EXPECT_GT(eu->metrics.gauge("eventual_replication_lag_seconds", {{"region", "us"}}).value(), 0.3);
+
+  eu->links["us"]->cut(false);
+  intervals(3);
+  EXPECT_EQ(readFresh(*us), 59);
+  EXPECT_EQ(eu->metrics.gauge("eventual_replication_lag_seconds", {{"region", "us"}}).value(), 0);
+}
+
+TEST_F(EventualEngineTest, ARedisThatRestartedEmptyGetsTheOwnCountsBack) {
+  auto a = sidecar("local");
+  admit(*a, 25);
+  intervals(1);
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+
+  server("local").stop();
+  a->links["local"]->cut(true);
+  admit(*a, 5);
+  intervals(2);
+  EXPECT_NE(a->engine->statusJson().find("\"redis_reachable\":false"), std::string::npos);
+  EXPECT_EQ(counter(*a, "eventual_redis_unreachable_total"), 1);
+  EXPECT_EQ(a->engine->pendingHits(), 5);
+
+  server("local").restart();  // empty: no persistence
+  a->links["local"]->reconnect();
+  a->links["local"]->cut(false);
+  intervals(2);  // a sends all its 30 hits again, not only the 5 unconfirmed
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  auto b = sidecar("local");
+  remaining(*b);
+  intervals(2);
+  EXPECT_EQ(remaining(*b), 70);
+}
+
+TEST_F(EventualEngineTest, StopSendsTheLastHitsBeforeTheLinksClose) {
+  auto a = sidecar("local");
+  admit(*a, 12);
+  a->engine->stop();
+  executor_.runReady();  // the last sync, then the links close
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  EXPECT_FALSE(a->links["local"]->ready());
+  auto restarted = sidecar("local");
+  remaining(*restarted);
+  intervals(2);
+  EXPECT_EQ(remaining(*restarted), 88);
+}
+
+TEST_F(EventualEngineTest, TheLoopRunsOnlyOnTheExecutorsTime) {
+  auto a = sidecar("local");
+  admit(*a, 3);
+  const std::uint64_t sent = a->links["local"]->callsSent();
+  executor_.runReady();
+  EXPECT_EQ(a->links["local"]->callsSent(), sent);  // no time passed: no sync
+  executor_.advance(kInterval - 1us);
+  EXPECT_EQ(a->links["local"]->callsSent(), sent);
+  executor_.advance(1us);
+  EXPECT_EQ(a->links["local"]->callsSent(), sent + 1);
+}
+
+}  // namespace
+}  // namespace sluice
