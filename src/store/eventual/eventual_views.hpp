@@ -24,12 +24,6 @@ inline bool isWindowed(const LimitParams& params) {
   return params.algorithm != Algorithm::kTokenBucket;
 }
 
-/// Floor division (a window index of a time before 1970 rounds down too); `b` > 0.
-inline std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
-  const std::int64_t q = a / b;
-  return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-
 /// The views of `slots` (each with a `view` member), read-only.
 template <typename SlotT>
 std::vector<const eventual::View*> constViews(const std::vector<SlotT*>& slots) {
