@@ -96,7 +96,7 @@ void EventualEngine::absorbOne(Shard& shard, Slot& slot, std::string_view key, S
                                const std::int64_t* v, Micros sent_at, Micros now) {
   // The window the call was built for is the one of its send time.
   const std::int64_t window =
-      isWindowed(slot.params) ? eventual_detail::floorDiv(sent_at, slot.params.window_us) : 0;
+      isWindowed(slot.params) ? floorDiv(sent_at, slot.params.window_us) : 0;
   eventual::KeyReading reading = eventual::readingOf(v, window);
   const std::int64_t charged = op == ScriptOp::kDecide ? v[eventual::kCharged] : 0;
   if (charged > 0) {
