@@ -29,14 +29,21 @@ ARG BUILD_JOBS=2
 ARG UNIT_TESTS=on
 # Where the sources are built. A builder that mounts a ccache directory at /ccache
 # (podman build -v ...:/ccache) sets it to the path its own build used, so that the compile
-# commands match and the cache answers (tests/container/build-image.sh).
+# commands match and the cache answers (docker/build-image.sh). The sources are copied to a
+# fixed path and moved in the RUN below, never through `WORKDIR ${SRC_DIR}`: buildah keys a
+# WORKDIR step by its text, not by the argument's value, so a layer cached for one path was
+# reused for another and the build ran in an empty directory. A RUN step's key includes the
+# values of the arguments it sees.
 ARG SRC_DIR=/src
-WORKDIR ${SRC_DIR}
-COPY . .
+COPY . /sluice-src
 # Build the binary and, with UNIT_TESTS=on, the unit-test executables only (the integration
 # tests drive real processes, nginx and compose; CI runs them outside the image).
 RUN set -e; \
     case "${UNIT_TESTS}" in on | off) ;; *) echo "UNIT_TESTS must be on or off" >&2; exit 2 ;; esac; \
+    case "${SRC_DIR}" in /*) ;; *) echo "SRC_DIR must be an absolute path" >&2; exit 2 ;; esac; \
+    mkdir -p "$(dirname "${SRC_DIR}")"; \
+    mv -T /sluice-src "${SRC_DIR}"; \
+    cd "${SRC_DIR}"; \
     launcher=""; \
     if [ -d /ccache ]; then \
       export CCACHE_DIR=/ccache CCACHE_BASEDIR="${SRC_DIR}" CCACHE_MAXSIZE=0 \
@@ -55,7 +62,8 @@ RUN set -e; \
     fi; \
     strip build/sluice; \
     mv build/sluice /usr/local/bin/sluice; \
-    rm -rf build
+    cd /; \
+    rm -rf "${SRC_DIR}"
 
 FROM ${BASE_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
