@@ -24,6 +24,8 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision_service.hpp"
+#include "sluice/decision/lease_service.hpp"
+#include "sluice/decision/lease_tracker.hpp"
 #include "sluice/grpc/rls_server.hpp"
 #include "sluice/http/forward_auth_config.hpp"
 #include "sluice/http/routes.hpp"
@@ -248,10 +250,13 @@ class SluiceServer {
       s->eventual_ =
           makeEventualEngine(eventual, options.redis_nodes.front(), s->clock_, s->metrics_);
     }
+    s->leases_ = std::make_unique<LeaseTracker>(s->metrics_);
     s->threads_.resize(s->server_.threadCount());
     for (unsigned i = 0; i < s->server_.threadCount(); ++i) {
       s->buildThread(i);
     }
+    s->lease_timer_.emplace(s->server_.controlContext());
+    s->sweepLeases();
     if (auto status = s->operations_->start(); !status) {
       spdlog::critical("{}", status.error().message);
       return kExitFailure;
@@ -297,6 +302,9 @@ class SluiceServer {
                          signal == SIGTERM ? "SIGTERM" : "SIGINT");
             if (health_timer_) {
               health_timer_->cancel();
+            }
+            if (lease_timer_) {
+              lease_timer_->cancel();
             }
             server_.stop();
           }
@@ -357,6 +365,7 @@ class SluiceServer {
     StorePtr store;
     std::unique_ptr<DecisionObserver> metrics;
     std::unique_ptr<DecisionService> decisions;
+    std::unique_ptr<LeaseService> leases;
   };
 
   explicit SluiceServer(const AppOptions& options)
@@ -441,6 +450,18 @@ class SluiceServer {
     return {};
   }
 
+  /// Leases that reached their expiry unreleased leave `leases_outstanding` within a second
+  /// even when no request comes (LeaseTracker).
+  void sweepLeases() {
+    leases_->sweep(clock_.nowMicros());
+    lease_timer_->expires_after(std::chrono::seconds(1));
+    lease_timer_->async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) {
+        sweepLeases();
+      }
+    });
+  }
+
   void followHealth(bool was_serving) {
     // Serving once rules are in force (from xDS they may not be yet) and every store is up.
     bool serving = watcher_->current() != nullptr &&
@@ -509,10 +530,14 @@ class SluiceServer {
     for (DecisionObserver* observer : operations_->observers()) {
       parts.observers.push_back(observer);
     }
+    parts.leases = leases_.get();
     t.decisions = makeDecisionService(std::move(parts));
+    t.leases = makeLeaseService(
+        LeaseServiceParts{[this] { return watcher_->current(); }, t.store, &clock_, leases_.get()});
 
     http::HandlerContext context;
     context.decisions = t.decisions.get();
+    context.leases = t.leases.get();
     context.metrics = &metrics_;
     context.rules = [this] { return watcher_->current(); };
     // Ready only when every I/O thread's store is: each thread has its own Redis
@@ -547,6 +572,8 @@ class SluiceServer {
   std::unique_ptr<grpc::RlsServer> rls_;
   std::thread rls_drain_;
   std::optional<net::steady_timer> health_timer_;
+  std::unique_ptr<LeaseTracker> leases_;
+  std::optional<net::steady_timer> lease_timer_;
 };
 
 std::variant<std::unique_ptr<SluiceServer>, int> makeServer(const AppOptions& options) {

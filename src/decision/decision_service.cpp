@@ -1,5 +1,6 @@
 #include "sluice/decision/decision_service.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -7,6 +8,8 @@
 #include <vector>
 
 #include "decision/envoy_semantics.hpp"
+#include "decision/lease_grant.hpp"
+#include "sluice/decision/lease_id.hpp"
 
 namespace sluice {
 namespace {
@@ -103,6 +106,8 @@ void prepareDecision(Decision& decision) {
   decision.rules.reset();
   decision.metadata_json.clear();
   decision.request_limits.clear();
+  decision.lease_id.clear();
+  decision.lease_us = 0;
   // The descriptors stay: decide() resizes and refills them.
 }
 
@@ -120,6 +125,7 @@ struct PendingDecision {
   std::vector<Descriptor> without_overrides;
   StoreRequest store_request;
   std::vector<LimitPosition> positions;
+  bool takes_lease = false;  ///< a concurrency limit takes store_request.lease if admitted
 };
 
 class DecisionServiceImpl final : public DecisionService {
@@ -142,6 +148,14 @@ class DecisionServiceImpl final : public DecisionService {
     // was decided with, so the access log (and a replay of it) says how it was charged.
     if (decision.request.envoy_api && decision.request.charge == Charge::kAllOrNothing) {
       decision.request.charge = parts_.envoy_charge;
+    }
+    if (decision.request.refund || !decision.request.descriptor_refunds.empty()) {
+      if (auto bad = decision_detail::takeLeaseEntries(decision.request); !bad.empty()) {
+        fail(decision.request, makeError(ErrorKind::kInvalidArgument, std::move(bad)), started,
+             done);
+        releasePending(pending);
+        return;
+      }
     }
     const DecisionRequest& request = decision.request;
     decision.rules = std::move(rules);
@@ -220,6 +234,12 @@ class DecisionServiceImpl final : public DecisionService {
       ds.limits.resize(used);
     }
     store_request.limits.resize(limits_used);
+    pending.takes_lease = false;
+    for (const StoreLimit& limit : store_request.limits) {
+      pending.takes_lease = pending.takes_lease || decision_detail::takesLease(store_request, limit);
+    }
+    store_request.lease =
+        pending.takes_lease ? decision_detail::drawLeaseNumber() : request.lease;
     if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
            started, done);
@@ -289,9 +309,85 @@ class DecisionServiceImpl final : public DecisionService {
     decision.degraded = r.degraded;
     decision.decided_at_us = r.at_us;
     decision.metadata_json = mergePassedMetadata(decision.descriptors);
+    if (pending.takes_lease && r.allowed && !r.degraded) {
+      grantLease(pending, r);
+    } else if (pending.store_request.lease > 0 || anyRefund(pending.store_request)) {
+      noteRefundedLeases(pending);
+    }
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
     succeed(pending, pending.done);
     releasePending(pending);
+  }
+
+  /// An admitted request took store_request.lease in its concurrency limits that allowed:
+  /// the decision names it (a lease id of the descriptors that hold it) and the tracker
+  /// follows it.
+  void grantLease(PendingDecision& pending, const StoreResponse& response) {
+    Decision& decision = pending.decision;
+    const StoreRequest& store_request = pending.store_request;
+    LeaseToken token{store_request.lease, decision.request.domain, decision.request.client_id,
+                     {}};
+    std::vector<bool> holds(decision.request.descriptors.size(), false);
+    const Micros now = parts_.clock != nullptr ? parts_.clock->nowMicros() : response.at_us;
+    for (std::size_t i = 0; i < store_request.limits.size() && i < response.outcomes.size();
+         ++i) {
+      const StoreLimit& limit = store_request.limits[i];
+      if (!decision_detail::takesLease(store_request, limit) || !response.outcomes[i].allowed) {
+        continue;
+      }
+      const std::size_t d = pending.positions[i].descriptor;
+      if (d < holds.size()) {
+        holds[d] = true;
+      }
+      const Micros lease_us = limit.params.window_us;
+      decision.lease_us = decision.lease_us == 0 ? lease_us : std::min(decision.lease_us, lease_us);
+      if (parts_.leases != nullptr) {
+        const LimitStatus& status = decision.descriptors[d].limits[pending.positions[i].limit];
+        parts_.leases->granted(decision.request.domain, status.name, store_request.lease,
+                               now + lease_us, now);
+      }
+    }
+    if (decision.lease_us == 0) {
+      return;  // only shadow limits that denied: no lease held
+    }
+    for (std::size_t d = 0; d < holds.size(); ++d) {
+      if (holds[d]) {
+        token.descriptors.push_back(decision.request.descriptors[d]);
+      }
+    }
+    decision.lease_id = encodeLeaseId(token);
+  }
+
+  static bool anyRefund(const StoreRequest& request) {
+    for (const StoreLimit& limit : request.limits) {
+      if (limit.refund && limit.params.algorithm == Algorithm::kConcurrency) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// A refund of concurrency limits released leases: the tracker hears of it.
+  void noteRefundedLeases(PendingDecision& pending) {
+    if (parts_.leases == nullptr || parts_.clock == nullptr) {
+      return;
+    }
+    const StoreRequest& store_request = pending.store_request;
+    const Decision& decision = pending.decision;
+    const Micros now = parts_.clock->nowMicros();
+    for (std::size_t i = 0; i < store_request.limits.size(); ++i) {
+      const StoreLimit& limit = store_request.limits[i];
+      if (!limit.refund || limit.params.algorithm != Algorithm::kConcurrency) {
+        continue;
+      }
+      const LimitStatus& status =
+          decision.descriptors[pending.positions[i].descriptor].limits[pending.positions[i].limit];
+      const std::int64_t count = store_request.lease > 0 ? 1 : limit.costOr(store_request.cost);
+      for (std::int64_t k = 0; k < count && k < limit.params.limit; ++k) {
+        parts_.leases->released(decision.request.domain, status.name, store_request.lease,
+                                "refund", now);
+      }
+    }
   }
 
   PendingDecision& takePending() {
@@ -351,6 +447,7 @@ DecisionRequest takeSpareRequest() {
   request.descriptor_refunds.clear();
   request.charge = Charge::kAllOrNothing;
   request.envoy_api = false;
+  request.lease = 0;
   // The descriptors stay: a parser reuses them (with their entries) and trims the rest.
   return request;
 }

@@ -6,6 +6,7 @@
 
 #include "http/decision_codec.hpp"
 #include "http/forward_auth.hpp"
+#include "http/lease_routes.hpp"
 
 namespace sluice::http {
 namespace {
@@ -75,6 +76,7 @@ void addDecisionRoutes(Router& router, const HandlerContext& context) {
              decisionHandler(
                  context, [](std::string_view body) { return parseEnvoyRequest(body); },
                  [](const Decision& decision) { return envoyResponse(decision); }));
+  addLeaseRoutes(router, context);
 }
 
 void addOperationsRoutes(Router& router, const HandlerContext& context) {

@@ -9,13 +9,14 @@
 namespace sluice {
 namespace {
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kNames{{
+constexpr std::array<std::pair<Algorithm, std::string_view>, 7> kNames{{
     {Algorithm::kFixedWindow, "fixed_window"},
     {Algorithm::kSlidingWindowLog, "sliding_window_log"},
     {Algorithm::kSlidingWindowCounter, "sliding_window_counter"},
     {Algorithm::kTokenBucket, "token_bucket"},
     {Algorithm::kLeakyBucket, "leaky_bucket"},
     {Algorithm::kSketch, "sketch"},
+    {Algorithm::kConcurrency, "concurrency"},
 }};
 
 /// L = 0 blocks everything: any positive cost can never pass; a check (cost 0) is allowed
@@ -57,6 +58,8 @@ std::string_view algorithmCode(Algorithm algorithm) {
       return "lb";
     case Algorithm::kSketch:
       return "sk";
+    case Algorithm::kConcurrency:
+      return "cc";
   }
   return "unknown";
 }
@@ -72,6 +75,11 @@ std::optional<Algorithm> parseAlgorithm(std::string_view name) {
 
 Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
                     std::int64_t cost) {
+  return evaluate(params, state, now, cost, 0);
+}
+
+Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
+                    std::int64_t cost, LeaseNumber lease) {
   cost = std::max<std::int64_t>(cost, 0);
   if (params.limit <= 0 || params.window_us <= 0) {
     return evaluateBlocked(state, cost);
@@ -91,6 +99,8 @@ Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros 
       // The stores evaluate sketch limits on the rule's shared sketch (evaluateSketch); on a
       // bucket of its own a sketch is a sketch without collisions: sliding_window_counter.
       return limiter_detail::evaluateSlidingWindowCounter(params, state, now, cost);
+    case Algorithm::kConcurrency:
+      return limiter_detail::evaluateConcurrency(params, state, now, cost, lease);
   }
   return evaluateBlocked(state, cost);
 }
@@ -125,6 +135,10 @@ BucketState changed(const LimitParams& params, const BucketState& state, Micros 
       return refund ? limiter_detail::refundGcra(params, state, now, amount, leaky)
                     : limiter_detail::chargeGcra(params, state, now, amount, leaky);
     }
+    case Algorithm::kConcurrency:
+      // A refund releases leases (refund() below); a charge never takes one.
+      return refund ? limiter_detail::refundConcurrency(params, state, now, amount, 0).next
+                    : limiter_detail::checkConcurrency(params, state, now).next;
   }
   return state;
 }
@@ -151,6 +165,15 @@ Evaluation applied(const LimitParams& params, const BucketState& state, Micros n
 
 Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
                   std::int64_t amount) {
+  return applied(params, state, now, amount, /*refund=*/true);
+}
+
+Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
+                  std::int64_t amount, LeaseNumber lease) {
+  if (params.algorithm == Algorithm::kConcurrency && lease > 0 && params.limit > 0 &&
+      params.window_us > 0) {
+    return limiter_detail::refundConcurrency(params, state, now, amount, lease);
+  }
   return applied(params, state, now, amount, /*refund=*/true);
 }
 

@@ -57,6 +57,9 @@ struct DecisionRequest {
   /// The request came through Envoy's API (POST /json, gRPC RLS): a request charged all or
   /// nothing is charged as DecisionServiceParts::envoy_charge says instead.
   bool envoy_api = false;
+  /// A refund's lease (concurrency limits release it instead of the soonest-expiring ones):
+  /// taken by the service from a refunded descriptor's `lease_id` entry (lease_id.hpp).
+  LeaseNumber lease = 0;
 
   /// True when descriptor `d` is refunded.
   bool refunds(std::size_t d) const {
@@ -131,6 +134,10 @@ struct Decision {
   std::string metadata_json;
   /// The rate limits built from request-side overrides (LimitStatus::rule points here).
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
+  /// The lease an admitted request took in its concurrency limits (lease_id.hpp), "" when
+  /// it took none; lease_us is the shortest lease time among them (renew before it ends).
+  std::string lease_id;
+  Micros lease_us = 0;
 
   /// The limit whose headers the answer carries: bindingLimit(*this).
   const LimitStatus* binding() const;

@@ -132,12 +132,14 @@ class MemoryStore final : public Store {
       response.outcomes.push_back(w.eval.outcome);
     }
     response.allowed = sluice::requestAllowed(request, response.outcomes);
-    if (!response.allowed && request.charge == Charge::kAllOrNothing) {
+    if (!response.allowed) {
       // A limit that allowed is not charged by a denied request: it answers with its bucket
-      // as it is, what a check (cost 0) says at this instant.
+      // as it is, what a check (cost 0) says at this instant. A denied request never takes
+      // a lease, whatever the charge mode.
       for (std::size_t i = 0; i < n; ++i) {
         if (response.outcomes[i].allowed && !request.limits[i].params.count_rejected &&
-            !request.limits[i].refund) {
+            !request.limits[i].refund &&
+            (request.charge == Charge::kAllOrNothing || isLease(request.limits[i]))) {
           const Work& w = work[i];
           if (w.sketch) {
             response.outcomes[i] =
@@ -228,6 +230,34 @@ class MemoryStore final : public Store {
     done(std::move(response));
   }
 
+  void changeLease(const LeaseRequest& request, LeaseCallback done) override {
+    const Micros now = clock_.nowMicros();
+    const std::size_t n = request.holds.size();
+    std::vector<std::uint64_t> hashes(n);
+    std::vector<std::uint32_t> involved(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      hashes[i] = BucketTable::hashKey(request.holds[i].key);
+      involved[i] = shardOf(hashes[i]);
+    }
+    std::vector<std::uint32_t> order = involved;
+    std::sort(order.begin(), order.end());
+    order.erase(std::unique(order.begin(), order.end()), order.end());
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(order.size());
+    for (const std::uint32_t s : order) {
+      locks.emplace_back(shards_[s]->mutex);
+    }
+    LeaseResponse response;
+    response.at_us = now;
+    response.holds.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      response.holds[i] = changeOne(request, request.holds[i], hashes[i], involved[i], now);
+    }
+    locks.clear();
+    record(Evictions{});
+    done(std::move(response));
+  }
+
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
     std::size_t removed = 0;
     for (auto& shard : shards_) {
@@ -263,6 +293,43 @@ class MemoryStore final : public Store {
     SketchEvaluation sketch_eval;
   };
 
+  std::uint32_t shardOf(std::uint64_t hash) const {
+    // Bits 32..55 pick the shard; the table uses the low bits and the top 8.
+    return static_cast<std::uint32_t>(((hash >> 32) & 0xffffffU) % shards_.size());
+  }
+
+  /// One bucket of a lease operation (its shard locked by the caller).
+  LeaseHoldResult changeOne(const LeaseRequest& request, const LeaseHold& hold,
+                            std::uint64_t hash, std::uint32_t shard, Micros now) {
+    LeaseHoldResult result;
+    BucketTable& table = shards_[shard]->table;
+    const std::uint32_t index = table.find(hold.key, hash);
+    if (index == BucketTable::kNone || hold.params.algorithm != Algorithm::kConcurrency) {
+      result.outcome = sluice::evaluate(hold.params, BucketState{}, now, 0).outcome;
+      return result;
+    }
+    BucketState state = table.load(index);
+    const LeaseChange change = request.op == LeaseOp::kRelease
+                                   ? releaseLease(hold.params, state, now, request.lease)
+                                   : renewLease(hold.params, state, now, request.lease);
+    result.found = change.found;
+    result.expires_at = change.expires_at;
+    if (change.found != LeaseFound::kHeld) {
+      result.outcome = sluice::evaluate(hold.params, state, now, 0).outcome;
+      table.restore(index, std::move(state.log));
+      return result;
+    }
+    result.outcome = change.evaluation.outcome;
+    if (change.evaluation.ttl_us > 0) {
+      BucketState next = change.evaluation.next;
+      table.save(index, std::move(next), now + change.evaluation.ttl_us);
+    } else {
+      table.erase(index);
+      count_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    return result;
+  }
+
   static bool isSketch(const StoreLimit& limit) {
     return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
            limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
@@ -275,12 +342,12 @@ class MemoryStore final : public Store {
                                   const BucketState& state, Micros now) {
     const std::int64_t cost = limit.costOr(request.cost);
     if (limit.refund) {
-      return sluice::refund(limit.params, state, now, cost);
+      return sluice::refund(limit.params, state, now, cost, request.lease);
     }
     if (request.charge == Charge::kReport) {
       return sluice::chargeAnyway(limit.params, state, now, cost);
     }
-    Evaluation e = sluice::evaluate(limit.params, state, now, cost);
+    Evaluation e = sluice::evaluate(limit.params, state, now, cost, request.lease);
     if (request.charge == Charge::kEvery && !e.outcome.allowed && cost > 0) {
       // Counted although it denied: its answer is the same request's on the charged bucket.
       Evaluation charged = sluice::chargeAnyway(limit.params, state, now, cost);
@@ -332,10 +399,19 @@ class MemoryStore final : public Store {
   /// Store semantics: an allowed request charges every limit that allowed; count_rejected
   /// limits record the attempt whatever the outcome; refunds, reports and envoy's counting
   /// (Charge::kEvery) write every limit.
+  /// A concurrency limit takes a lease only with an admitted request (a report or envoy's
+  /// counting takes none; refunds release).
   static bool charged(const StoreRequest& request, const StoreLimit& limit, const Work& w,
                       bool request_allowed) {
+    if (isLease(limit) && !limit.refund) {
+      return request_allowed && w.eval.outcome.allowed;
+    }
     return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected ||
            limit.refund || request.charge != Charge::kAllOrNothing;
+  }
+
+  static bool isLease(const StoreLimit& limit) {
+    return limit.params.algorithm == Algorithm::kConcurrency;
   }
 
   static Gauge& describeGauge(Metrics& metrics) {
