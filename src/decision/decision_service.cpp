@@ -175,10 +175,10 @@ class DecisionServiceImpl final : public DecisionService {
     StoreRequest& store_request = pending.store_request;
     pending.takes_lease = false;
     for (const StoreLimit& limit : store_request.limits) {
-      pending.takes_lease = pending.takes_lease || decision_detail::takesLease(store_request, limit);
+      pending.takes_lease =
+          pending.takes_lease || decision_detail::takesLease(store_request, limit);
     }
-    store_request.lease =
-        pending.takes_lease ? decision_detail::drawLeaseNumber() : request.lease;
+    store_request.lease = pending.takes_lease ? decision_detail::drawLeaseNumber() : request.lease;
     const std::vector<LimitPosition>& positions = pending.positions;
     if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
@@ -344,12 +344,10 @@ class DecisionServiceImpl final : public DecisionService {
   void grantLease(PendingDecision& pending, const StoreResponse& response) {
     Decision& decision = pending.decision;
     const StoreRequest& store_request = pending.store_request;
-    LeaseToken token{store_request.lease, decision.request.domain, decision.request.client_id,
-                     {}};
+    LeaseToken token{store_request.lease, decision.request.domain, decision.request.client_id, {}};
     std::vector<bool> holds(decision.request.descriptors.size(), false);
     const Micros now = parts_.clock != nullptr ? parts_.clock->nowMicros() : response.at_us;
-    for (std::size_t i = 0; i < store_request.limits.size() && i < response.outcomes.size();
-         ++i) {
+    for (std::size_t i = 0; i < store_request.limits.size() && i < response.outcomes.size(); ++i) {
       const StoreLimit& limit = store_request.limits[i];
       if (!decision_detail::takesLease(store_request, limit) || !response.outcomes[i].allowed) {
         continue;
@@ -403,8 +401,8 @@ class DecisionServiceImpl final : public DecisionService {
           decision.descriptors[pending.positions[i].descriptor].limits[pending.positions[i].limit];
       const std::int64_t count = store_request.lease > 0 ? 1 : limit.costOr(store_request.cost);
       for (std::int64_t k = 0; k < count && k < limit.params.limit; ++k) {
-        parts_.leases->released(decision.request.domain, status.name, store_request.lease,
-                                "refund", now);
+        parts_.leases->released(decision.request.domain, status.name, store_request.lease, "refund",
+                                now);
       }
     }
   }

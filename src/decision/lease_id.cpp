@@ -167,14 +167,13 @@ Result<LeaseToken> decodeLeaseId(std::string_view id) {
     return makeError(ErrorKind::kInvalidArgument, "lease: must be a non-empty lease id");
   }
   if (id.size() > kMaxLeaseIdBytes) {
-    return makeError(ErrorKind::kInvalidArgument,
-                     "lease: longer than any lease id (" + std::to_string(kMaxLeaseIdBytes) +
-                         " bytes)");
+    return makeError(ErrorKind::kInvalidArgument, "lease: longer than any lease id (" +
+                                                      std::to_string(kMaxLeaseIdBytes) + " bytes)");
   }
   std::string bytes;
   LeaseToken token;
-  if (id.substr(0, kPrefix.size()) != kPrefix ||
-      !unbase64url(id.substr(kPrefix.size()), bytes) || !readToken(bytes, token)) {
+  if (id.substr(0, kPrefix.size()) != kPrefix || !unbase64url(id.substr(kPrefix.size()), bytes) ||
+      !readToken(bytes, token)) {
     return makeError(ErrorKind::kInvalidArgument,
                      "lease: not a lease id (it must be the \"lease\" of an answer, as given)");
   }

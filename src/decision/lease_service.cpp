@@ -57,16 +57,20 @@ Error notHeld(LeaseOp op, const LeaseResponse& response, Micros now) {
   const std::string verb = op == LeaseOp::kRelease ? "released" : "renewed";
   if (expired_at > 0) {
     const Micros ago = std::max<Micros>(0, now - expired_at);
-    return makeError(ErrorKind::kNotFound,
-                     "lease: expired " + std::to_string(ago / kMicrosPerMilli) +
-                         " ms ago, so it cannot be " + verb +
-                         (op == LeaseOp::kRelease ? " (its slot came back by itself)"
-                                                  : " (take a new one)") +
-                         "; nothing was changed");
+    return makeError(
+        ErrorKind::kNotFound,
+        "lease: expired " + std::to_string(ago / kMicrosPerMilli) + " ms ago, so it cannot be " +
+            verb +
+            (op == LeaseOp::kRelease ? " (its slot came back by itself)" : " (take a new one)") +
+            "; nothing was changed");
   }
   return makeError(ErrorKind::kNotFound,
-                   "lease: not held (already released, expired, or never granted); nothing "
-                   "was changed");
+                   "lease: not held (already released, expired, or never granted), so it "
+                   "cannot be " +
+                       verb +
+                       (op == LeaseOp::kRelease ? " (an expired lease's slot came back by itself)"
+                                                : " (take a new one)") +
+                       "; nothing was changed");
 }
 
 class LeaseServiceImpl final : public LeaseService {
@@ -91,10 +95,9 @@ class LeaseServiceImpl final : public LeaseService {
     }
     auto shared = std::make_shared<LeaseTarget>(std::move(*target));
     parts_.store->changeLease(
-        shared->request, [this, shared, rules = std::move(rules),
-                          done = std::move(done)](Result<LeaseResponse> response) mutable {
-          answer(*shared, response, done);
-        });
+        shared->request,
+        [this, shared, rules = std::move(rules), done = std::move(done)](
+            Result<LeaseResponse> response) mutable { answer(*shared, response, done); });
   }
 
  private:

@@ -63,9 +63,10 @@ void LeaseTracker::granted(std::string_view domain, std::string_view rule, Lease
     untracked_.inc();
     if (!warned_) {
       warned_ = true;
-      spdlog::warn("lease tracker: {} leases followed already; further leases are counted as "
-                   "granted but not as outstanding (leases_untracked_total)",
-                   kMaxTracked);
+      spdlog::warn(
+          "lease tracker: {} leases followed already; further leases are counted as "
+          "granted but not as outstanding (leases_untracked_total)",
+          kMaxTracked);
     }
     return;
   }

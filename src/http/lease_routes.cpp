@@ -74,11 +74,10 @@ Handler leaseHandler(const HandlerContext& context, LeaseOp op) {
       respond(jsonError(503, "leases: not served by this listener"));
       return;
     }
-    context.leases->change(op, *id,
-                           [respond = std::move(respond)](Result<LeaseAnswer> answer) mutable {
-                             respond(answer ? leaseResponse(*answer)
-                                            : leaseErrorResponse(answer.error()));
-                           });
+    context.leases->change(
+        op, *id, [respond = std::move(respond)](Result<LeaseAnswer> answer) mutable {
+          respond(answer ? leaseResponse(*answer) : leaseErrorResponse(answer.error()));
+        });
   };
 }
 

@@ -170,8 +170,8 @@ Evaluation refund(const LimitParams& params, const BucketState& state, Micros no
 
 Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
                   std::int64_t amount, LeaseNumber lease) {
-  if (params.algorithm == Algorithm::kConcurrency && lease > 0 && params.limit > 0 &&
-      params.window_us > 0) {
+  if (params.algorithm == Algorithm::kConcurrency && lease > 0 && amount > 0 &&
+      params.limit > 0 && params.window_us > 0) {
     return limiter_detail::refundConcurrency(params, state, now, amount, lease);
   }
   return applied(params, state, now, amount, /*refund=*/true);

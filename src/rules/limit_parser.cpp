@@ -23,8 +23,8 @@ constexpr const char* kAlgorithmList =
     "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket, "
     "sketch, concurrency";
 constexpr std::array<std::string_view, 7> kAlgorithmNames{
-    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket",
-    "leaky_bucket", "sketch",             "concurrency"};
+    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket", "leaky_bucket",
+    "sketch",       "concurrency"};
 
 /// A concurrency limit's leases live in one bucket's state (a list the stores read and
 /// write whole on every decision): its size is bounded.

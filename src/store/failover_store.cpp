@@ -135,14 +135,14 @@ class FailoverStore final : public Store {
       return;
     }
     auto copy = std::make_shared<LeaseRequest>(request);
-    primary_->changeLease(*copy, [this, copy, done = std::move(done)](
-                                     Result<LeaseResponse> result) mutable {
-      if (result) {
-        done(std::move(result));
-        return;
-      }
-      fallback_->changeLease(*copy, std::move(done));
-    });
+    primary_->changeLease(
+        *copy, [this, copy, done = std::move(done)](Result<LeaseResponse> result) mutable {
+          if (result) {
+            done(std::move(result));
+            return;
+          }
+          fallback_->changeLease(*copy, std::move(done));
+        });
   }
 
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {

@@ -86,9 +86,8 @@ class LeasesTest : public ::testing::TestWithParam<Backend> {
       options.args.insert(options.args.end(), {"--store", "redis", "--redis", redis_->url(),
                                                "--redis-timeout-ms", "1000"});
     } else if (cluster_) {
-      options.args.insert(options.args.end(),
-                          {"--store", "redis_cluster", "--redis", cluster_->url(0),
-                           "--redis-timeout-ms", "1000"});
+      options.args.insert(options.args.end(), {"--store", "redis_cluster", "--redis",
+                                               cluster_->url(0), "--redis-timeout-ms", "1000"});
     }
     auto sluice = std::make_unique<SluiceProcess>(options);
     EXPECT_TRUE(waitFor([&] { return sluice->client().get("/readyz").status == 200; }, 10s))
@@ -164,7 +163,8 @@ TEST_P(LeasesTest, BadLeaseCallsAreClearErrorsAndTouchNothing) {
   ASSERT_EQ(sluice_->client().post("/release", leaseBody(other)).status, 200);
   r = sluice_->client().post("/release", leaseBody(other));
   EXPECT_EQ(r.status, 404) << r.body;
-  EXPECT_NE(r.body.find("lease: not held (already released, expired, or never granted)"),
+  EXPECT_NE(r.body.find("lease: not held (already released, expired, or never granted), so it "
+                        "cannot be released"),
             std::string::npos)
       << r.body;
   EXPECT_EQ(available(), kMaxInFlight - 1);
@@ -255,7 +255,9 @@ TEST_P(LeasesTest, MetricsFollowGrantedReleasedAndExpiredLeases) {
             "1");
   EXPECT_EQ(metric(R"(sluice_leases_outstanding{domain="work",rule="work.job"})"), "1");
   EXPECT_TRUE(waitFor(
-      [&] { return metric(R"(sluice_leases_expired_total{domain="work",rule="work.short"})") == "1"; },
+      [&] {
+        return metric(R"(sluice_leases_expired_total{domain="work",rule="work.short"})") == "1";
+      },
       5s));
   EXPECT_EQ(metric(R"(sluice_leases_outstanding{domain="work",rule="work.short"})"), "0");
 }
@@ -266,11 +268,37 @@ TEST_P(LeasesTest, TheAdminResetClearsLeases) {
     ids.push_back(take(*sluice_));
   }
   ASSERT_EQ(available(), 0);
-  const HttpResponse reset = HttpClient("127.0.0.1", admin_port_)
-                                 .request("DELETE", "/limits", R"({"domain":"work","clientId":"c1"})");
+  const HttpResponse reset =
+      HttpClient("127.0.0.1", admin_port_)
+          .request("DELETE", "/limits", R"({"domain":"work","clientId":"c1"})");
   ASSERT_EQ(reset.status, 200) << reset.body;
   EXPECT_EQ(available(), kMaxInFlight);
   EXPECT_EQ(sluice_->client().post("/release", leaseBody(ids[0])).status, 404);
+}
+
+TEST_P(LeasesTest, ADeadSidecarsLeasesComeBackWithinTheLeaseTime) {
+  if (GetParam() == Backend::kMemory) {
+    GTEST_SKIP() << "the memory store's leases die with their process";
+  }
+  std::unique_ptr<SluiceProcess> other = start();
+  const auto taken = std::chrono::steady_clock::now();
+  ASSERT_FALSE(take(*other, "short").empty());
+  other->signal(SIGKILL);
+  ASSERT_TRUE(other->wait(5s).has_value());
+  const auto killed = std::chrono::steady_clock::now();
+  EXPECT_TRUE(take(*sluice_, "short").empty()) << "the dead sidecar's lease still holds";
+  std::string id;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        id = take(*sluice_, "short");
+        return !id.empty();
+      },
+      3s))
+      << "the lease of 1.5 s did not come back";
+  const auto back = std::chrono::steady_clock::now();
+  EXPECT_GE(back - taken, 1400ms) << "it came back before its expiry";
+  EXPECT_LE(back - killed, 1500ms + 500ms);
+  EXPECT_EQ(sluice_->client().post("/release", leaseBody(id)).status, 200);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, LeasesTest,

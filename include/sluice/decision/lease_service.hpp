@@ -47,9 +47,9 @@ class LeaseService {
 };
 
 struct LeaseServiceParts {
-  RulesProvider rules;           ///< required
-  StorePtr store;                ///< required: this thread's store
-  const Clock* clock = nullptr;  ///< required
+  RulesProvider rules;             ///< required
+  StorePtr store;                  ///< required: this thread's store
+  const Clock* clock = nullptr;    ///< required
   LeaseTracker* leases = nullptr;  ///< optional (metrics)
 };
 

@@ -31,14 +31,14 @@ class LeaseTracker {
   explicit LeaseTracker(Metrics& metrics);
 
   /// A decision took `lease` in a limit of rule (domain, rule), until `expires_at`.
-  void granted(std::string_view domain, std::string_view rule, LeaseNumber lease,
-               Micros expires_at, Micros now);
+  void granted(std::string_view domain, std::string_view rule, LeaseNumber lease, Micros expires_at,
+               Micros now);
   /// `lease` was released (`by`: "release" or "refund"); 0: the soonest-expiring one.
   void released(std::string_view domain, std::string_view rule, LeaseNumber lease,
                 std::string_view by, Micros now);
   /// `lease` now expires at `expires_at`.
-  void renewed(std::string_view domain, std::string_view rule, LeaseNumber lease,
-               Micros expires_at, Micros now);
+  void renewed(std::string_view domain, std::string_view rule, LeaseNumber lease, Micros expires_at,
+               Micros now);
   /// Moves the leases expired at `now` out of `outstanding` into `expired_total`. Every
   /// call above sweeps too, at most every 100 ms; the app also calls it every second.
   void sweep(Micros now);

@@ -161,12 +161,13 @@ class MemoryStore final : public Store {
   }
 
   /// One bucket of a lease operation (its shard locked by the caller).
-  LeaseHoldResult changeOne(const LeaseRequest& request, const LeaseHold& hold,
-                            std::uint64_t hash, std::uint32_t shard, Micros now) {
+  LeaseHoldResult changeOne(const LeaseRequest& request, const LeaseHold& hold, std::uint64_t hash,
+                            std::uint32_t shard, Micros now) {
     LeaseHoldResult result;
     BucketTable& table = shards_[shard]->table;
     const std::uint32_t index = table.find(hold.key, hash);
-    if (index == BucketTable::kNone || hold.params.algorithm != Algorithm::kConcurrency) {
+    if (index == BucketTable::kNone || hold.params.algorithm != Algorithm::kConcurrency ||
+        table.expiresAt(index) <= now) {
       result.outcome = sluice::evaluate(hold.params, BucketState{}, now, 0).outcome;
       return result;
     }

@@ -24,6 +24,7 @@
 #include "store/redis/over_limit_cache.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_leases.hpp"
 #include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
 #include "store/store_health.hpp"
@@ -86,7 +87,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       fetchSketchSeed(request, std::move(done));
       return;
     }
-    const bool decides_only = request.charge == Charge::kAllOrNothing &&
+    const bool has_lease = std::any_of(request.limits.begin(), request.limits.end(), isLease);
+    // A concurrency limit's denial ends with any release: never cached, never from the cache.
+    const bool decides_only = request.charge == Charge::kAllOrNothing && !has_lease &&
                               std::none_of(request.limits.begin(), request.limits.end(),
                                            [](const StoreLimit& l) { return l.refund; });
     if (options_.local_cache && !decides_only) {
@@ -106,8 +109,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     keys.reserve(request.limits.size());
     // The argument list describes the limits and costs, not the client (who is in the
     // keys): the requests of one rule share one list, built once (argumentsOf).
-    ArgList args =
-        has_sketch ? buildArguments(request, sent_at, keys) : argumentsOf(request, sent_at, keys);
+    // A lease number is the request's own: such lists are not shared.
+    ArgList args = has_sketch || has_lease ? buildArguments(request, sent_at, keys)
+                                           : argumentsOf(request, sent_at, keys);
     // What the answer needs, in pooled storage: the callback below captures two pointers
     // (std::function's small buffer) and nothing here allocates once the thread is warm.
     InFlight* call = in_flight_.take();
@@ -141,6 +145,11 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     call->started = clock_.monotonicMicros();
     submit(std::move(keys), std::move(args), call->started,
            [this, call](Result<redis::Reply> reply) { answer(*call, reply); });
+  }
+
+  void changeLease(const LeaseRequest& request, LeaseCallback done) override {
+    redis::changeLeaseOnRedis(*backend_, prefix_, script_clock_ ? clock_.nowMicros() : 0, request,
+                              options_.request_timeout, std::move(done));
   }
 
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
@@ -382,6 +391,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
   }
 
+  static bool isLease(const StoreLimit& limit) {
+    return limit.params.algorithm == Algorithm::kConcurrency;
+  }
+
   static bool isSketch(const StoreLimit& limit) {
     return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
            limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
@@ -478,7 +491,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     std::vector<std::string> sketch_args;
     for (const StoreLimit& limit : request.limits) {
       const LimitParams& p = limit.params;
-      std::string burst = std::to_string(p.burst);
+      // A concurrency limit's burst slot carries the lease (99_evaluate.lua).
+      std::string burst = std::to_string(isLease(limit) ? request.lease : p.burst);
       std::string warmup = std::to_string(p.warmup_us);
       if (isSketch(limit)) {
         const std::string client_key = BucketKey::redisKey(prefix_, limit.key);

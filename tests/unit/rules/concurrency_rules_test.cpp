@@ -50,7 +50,7 @@ TEST(ConcurrencyRulesTest, LeaseIsRequired) {
   const std::string error =
       onlyError(rule("      algorithm: concurrency\n      max_in_flight: 2\n"));
   EXPECT_NE(error.find("a concurrency limit is missing 'lease'"), std::string::npos) << error;
-  EXPECT_NE(error.find("test.yaml:4:"), std::string::npos) << error;
+  EXPECT_NE(error.find("test.yaml:5:7:"), std::string::npos) << error;
 }
 
 TEST(ConcurrencyRulesTest, AWindowDoesNotApply) {
@@ -61,9 +61,9 @@ TEST(ConcurrencyRulesTest, AWindowDoesNotApply) {
 }
 
 TEST(ConcurrencyRulesTest, LeaseKeysDoNotApplyToOtherAlgorithms) {
-  const std::string error = onlyError(
-      rule("      unit: second\n      requests_per_unit: 5\n      max_in_flight: 3\n"));
-  EXPECT_NE(error.find("\"max_in_flight\" does not apply to algorithm \"fixed_window\""),
+  const std::string error =
+      onlyError(rule("      unit: second\n      requests_per_unit: 5\n      max_in_flight: 3\n"));
+  EXPECT_NE(error.find("'max_in_flight' does not apply to algorithm 'fixed_window'"),
             std::string::npos)
       << error;
 }

@@ -11,7 +11,7 @@
 -- ARGV[1]  test time in us: read only by the test-only prelude, ignored in production
 -- ARGV[2 + 9*(i-1) ...] per limit i, 9 values: algorithm (0 fixed_window,
 --          1 sliding_window_log, 2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket,
---          5 sketch), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
+--          5 sketch, 6 concurrency), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
 --          2 = shadow, 4 = counted whatever the verdict (Charge::kEvery), 8 = report:
 --          charged anyway, never denies (Charge::kReport), 16 = refund: given its cost
 --          back, never denies), warmup (us), cost (hits of this limit; 0 = check without
@@ -19,6 +19,8 @@
 --          For a sketch (60_sketch.lua), KEYS[i] is its even window's string, the burst slot
 --          holds the ARGV index of its cells and the warmup slot the KEYS index of its odd
 --          window's string (both after the n limits' own).
+--          For concurrency (65_concurrency.lua), W is the lease time and the burst slot holds
+--          the lease an admitted request takes (or a refund releases; 0: the soonest ones).
 -- ARGV[#ARGV] n, the number of limits (KEYS may hold more: sketches' odd strings)
 -- Returns { allowed, then per limit: allowed, remaining, reset_after_us, retry_after_us,
 --           delay_us, never, then per sketch limit in order: its window's charged total and
@@ -49,7 +51,7 @@ if ARGV[1] == 'sketch-seed' then
 end
 
 -- The algorithms' functions, built on first use in a call and shared by a batch's requests.
-local sliding_window_log, sliding_window_counter, gcra, sketch, adjust
+local sliding_window_log, sliding_window_counter, gcra, sketch, adjust, concurrency
 
 -- Limit i of a request (its ARGV from `base`) on the state read from raw[i], for `cost`, at
 -- `now`. A sketch also returns its window's charged total and saturated counters. Defined
@@ -65,7 +67,7 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
   else
     a, b, c, t = read_state(raw[i])
   end
-  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
+  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 6
       or algorithm % 1 ~= 0 then
     -- Not a limit this script knows: a request that consumes nothing passes; anything
     -- else can never pass. The key is deleted if charged (ttl 0).
@@ -80,6 +82,9 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
   elseif algorithm == 2 then
     sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
     return sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
+  elseif algorithm == 6 then
+    concurrency = concurrency or make_concurrency()
+    return concurrency(limit, window, number(ARGV[base + 3]), t, now, cost)
   elseif algorithm == 5 then
     sketch = sketch or make_sketch()
     return sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
@@ -251,8 +256,10 @@ local function decide(KEYS, ARGV)
     local p = 1 + (i - 1) * 3
     pending[p] = next_state or false
     pending[p + 1] = ttl
-    -- Written whatever the verdict.
-    pending[p + 2] = count_rejected or every or report or refund
+    -- Written whatever the verdict; a concurrency limit takes its lease only with an
+    -- admitted request (a report or a counted denial takes none).
+    pending[p + 2] = (count_rejected or every or report or refund)
+        and (refund or ARGV[base] ~= '6')
     local denies = not shadow and not ok and not report and not refund
     if group >= 0 then
       groups = groups or {}
@@ -276,9 +283,11 @@ local function decide(KEYS, ARGV)
     end
   end
 
-  if not allowed and not counted then
+  if not allowed then
     -- A denied request charges no limit that allowed (count_rejected ones aside): such a limit
-    -- answers with its bucket as it is, a check's answer at the same instant.
+    -- answers with its bucket as it is, a check's answer at the same instant. (In a counted
+    -- request every other limit is written whatever the verdict: only a concurrency limit
+    -- is answered so, as it takes no lease.)
     for i = 1, n do
       local r = 2 + (i - 1) * kReplyStride
       if reply[r] == 1 and not pending[1 + (i - 1) * 3 + 2] then
