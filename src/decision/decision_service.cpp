@@ -455,17 +455,7 @@ DecisionRequest takeSpareRequest() {
   }
   DecisionRequest request = std::move(t_spares.requests.back());
   t_spares.requests.pop_back();
-  request.domain.clear();
-  request.client_id.clear();
-  request.hits = 1;
-  request.descriptor_hits.clear();
-  request.descriptor_limits.clear();
-  request.refund = false;
-  request.descriptor_refunds.clear();
-  request.charge = Charge::kAllOrNothing;
-  request.envoy_api = false;
-  request.lease = 0;
-  // The descriptors stay: a parser reuses them (with their entries) and trims the rest.
+  request.clearForReuse();
   return request;
 }
 

@@ -44,6 +44,37 @@ bool parsePercent(const std::string& text, double& out) {
   return end != text.c_str() && *end == '\0' && std::isfinite(out) && out >= 0 && out <= 100;
 }
 
+/// An option that takes a value: `value` (not empty) into `a`.
+Status setValue(Arguments& a, const std::string& name, const std::string& v) {
+  if (name == "--rules") {
+    a.rules = v;
+  } else if (name == "--baseline") {
+    a.baselines.push_back(v);
+  } else if (name == "--log") {
+    a.logs.push_back(v);
+  } else if (name == "--map") {
+    a.map = v;
+  } else if (name == "--html") {
+    a.html = v;
+  } else if (name == "--client") {
+    a.client = v;
+  } else if (name == "--top") {
+    auto n = parseInteger<std::size_t>(v, 1, 1000);
+    if (!n) {
+      return makeError(ErrorKind::kInvalidArgument, "--top " + n.error().message);
+    }
+    a.top = *n;
+  } else {
+    double pct = 0;
+    if (!parsePercent(v, pct)) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       name + " must be a percentage from 0 to 100, got \"" + v + "\"");
+    }
+    (name == "--fail-if-newly-denied" ? a.fail_requests_pct : a.fail_clients_pct) = pct;
+  }
+  return {};
+}
+
 Result<Arguments> parseArguments(const std::vector<std::string>& args) {
   Arguments a;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -89,31 +120,8 @@ Result<Arguments> parseArguments(const std::vector<std::string>& args) {
       if (v->empty()) {
         return makeError(ErrorKind::kInvalidArgument, name + " must not be empty");
       }
-      if (name == "--rules") {
-        a.rules = *v;
-      } else if (name == "--baseline") {
-        a.baselines.push_back(*v);
-      } else if (name == "--log") {
-        a.logs.push_back(*v);
-      } else if (name == "--map") {
-        a.map = *v;
-      } else if (name == "--html") {
-        a.html = *v;
-      } else if (name == "--client") {
-        a.client = *v;
-      } else if (name == "--top") {
-        auto n = parseInteger<std::size_t>(*v, 1, 1000);
-        if (!n) {
-          return makeError(ErrorKind::kInvalidArgument, "--top " + n.error().message);
-        }
-        a.top = *n;
-      } else {
-        double pct = 0;
-        if (!parsePercent(*v, pct)) {
-          return makeError(ErrorKind::kInvalidArgument,
-                           name + " must be a percentage from 0 to 100, got \"" + *v + "\"");
-        }
-        (name == "--fail-if-newly-denied" ? a.fail_requests_pct : a.fail_clients_pct) = pct;
+      if (Status set = setValue(a, name, *v); !set) {
+        return set.error();
       }
     } else if (name.rfind("-", 0) == 0 && name != "-") {
       return makeError(ErrorKind::kInvalidArgument, "unknown option " + name + " (see --help)");
