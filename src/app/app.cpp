@@ -250,13 +250,10 @@ class SluiceServer {
       s->eventual_ =
           makeEventualEngine(eventual, options.redis_nodes.front(), s->clock_, s->metrics_);
     }
-    s->leases_ = std::make_unique<LeaseTracker>(s->metrics_);
     s->threads_.resize(s->server_.threadCount());
     for (unsigned i = 0; i < s->server_.threadCount(); ++i) {
       s->buildThread(i);
     }
-    s->lease_timer_.emplace(s->server_.controlContext());
-    s->sweepLeases();
     if (auto status = s->operations_->start(); !status) {
       spdlog::critical("{}", status.error().message);
       return kExitFailure;
@@ -372,6 +369,9 @@ class SluiceServer {
       : options_(options), server_(serverOptions(options), metrics_) {
     http::describeHttpMetrics(metrics_);
     describeDecisionMetrics(metrics_);
+    leases_ = std::make_unique<LeaseTracker>(metrics_);
+    lease_timer_.emplace(server_.controlContext());
+    sweepLeases();
   }
 
   /// The rules from an xDS management server: every response is converted and validated as

@@ -330,7 +330,7 @@ class DecisionServiceImpl final : public DecisionService {
     decision.metadata_json = mergePassedMetadata(decision.descriptors);
     if (pending.takes_lease && r.allowed && !r.degraded) {
       grantLease(pending, r);
-    } else if (pending.store_request.lease > 0 || anyRefund(pending.store_request)) {
+    } else if (pending.store_request.lease > 0 && anyRefund(pending.store_request)) {
       noteRefundedLeases(pending);
     }
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
@@ -384,7 +384,8 @@ class DecisionServiceImpl final : public DecisionService {
     return false;
   }
 
-  /// A refund of concurrency limits released leases: the tracker hears of it.
+  /// A refund that named a lease released it in its concurrency limits (when they held it):
+  /// the tracker hears of it.
   void noteRefundedLeases(PendingDecision& pending) {
     if (parts_.leases == nullptr || parts_.clock == nullptr) {
       return;
@@ -399,11 +400,8 @@ class DecisionServiceImpl final : public DecisionService {
       }
       const LimitStatus& status =
           decision.descriptors[pending.positions[i].descriptor].limits[pending.positions[i].limit];
-      const std::int64_t count = store_request.lease > 0 ? 1 : limit.costOr(store_request.cost);
-      for (std::int64_t k = 0; k < count && k < limit.params.limit; ++k) {
-        parts_.leases->released(decision.request.domain, status.name, store_request.lease, "refund",
-                                now);
-      }
+      parts_.leases->released(decision.request.domain, status.name, store_request.lease, "refund",
+                              now);
     }
   }
 

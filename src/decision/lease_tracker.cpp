@@ -81,20 +81,18 @@ void LeaseTracker::released(std::string_view domain, std::string_view rule, Leas
   std::lock_guard lock(mutex_);
   maybeSweep(now);
   Series& series = seriesOf(domain, rule);
-  (by == "refund" ? series.refunded : series.released)->inc();
-  auto it = series.live.end();
-  if (lease > 0) {
-    it = series.live.find(lease);
-  } else {
-    for (auto i = series.live.begin(); i != series.live.end(); ++i) {
-      if (it == series.live.end() || i->second < it->second) {
-        it = i;
-      }
-    }
-  }
-  if (it != series.live.end()) {
+  const auto it = series.live.find(lease);
+  const bool followed = it != series.live.end();
+  if (followed) {
     series.live.erase(it);
     --tracked_;
+  }
+  // A release is the store's word (it held the lease); a refund releases nothing when the
+  // lease is no longer held, so it counts only when this process still followed it.
+  if (by != "refund") {
+    series.released->inc();
+  } else if (followed) {
+    series.refunded->inc();
   }
   series.outstanding->set(static_cast<double>(series.live.size()));
 }

@@ -43,7 +43,7 @@ Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Mic
                         std::int64_t cost, bool leaky);
 
 /// concurrency (src/limiter/concurrency.cpp): take lease `lease` when admitting cost > 0;
-/// refund: release `lease`, or the `amount` soonest-expiring leases when `lease` is 0;
+/// refund: release `lease` (nothing when it is 0 or not held);
 /// check: the answer of a cost-0 request (a report or a counted charge takes no lease).
 Evaluation evaluateConcurrency(const LimitParams& params, const BucketState& state, Micros now,
                                std::int64_t cost, LeaseNumber lease);

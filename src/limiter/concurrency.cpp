@@ -17,9 +17,10 @@ namespace sluice::limiter_detail {
 //     not apply); retry = the soonest expiry - now: the latest moment a lease comes back
 //     by itself (a release may come earlier).
 //   reset_after = ttl = the latest expiry - now (0 without leases).
-// A refund releases the lease it names (nothing when the bucket does not hold it), or the
-// `amount` leases that expire soonest when it names none. A charge that lands whatever the
-// limit says (a report, envoy's counting) takes no lease: only an admitted request holds one.
+// A refund releases the lease it names (nothing when the bucket does not hold it, or when it
+// names none: the hits of a refund that shares the descriptor with a token limit are not
+// leases). A charge that lands whatever the limit says (a report, envoy's counting) takes no
+// lease: only an admitted request holds one.
 namespace {
 
 /// The live leases of `state` at `now`, soonest expiry first.
@@ -80,14 +81,8 @@ Evaluation evaluateConcurrency(const LimitParams& params, const BucketState& sta
 Evaluation refundConcurrency(const LimitParams& params, const BucketState& state, Micros now,
                              std::int64_t amount, LeaseNumber lease) {
   std::vector<LogEntry> leases = liveLeases(state, now);
-  if (lease > 0) {
-    if (auto it = findLease(leases, lease); it != leases.end()) {
-      leases.erase(it);
-    }
-  } else {
-    const auto drop = static_cast<std::size_t>(
-        std::clamp<std::int64_t>(amount, 0, static_cast<std::int64_t>(leases.size())));
-    leases.erase(leases.begin(), leases.begin() + static_cast<std::ptrdiff_t>(drop));
+  if (auto it = findLease(leases, lease); lease > 0 && amount > 0 && it != leases.end()) {
+    leases.erase(it);
   }
   return decide(params, std::move(leases), now, 0, 0);
 }

@@ -136,9 +136,9 @@ BucketState changed(const LimitParams& params, const BucketState& state, Micros 
                     : limiter_detail::chargeGcra(params, state, now, amount, leaky);
     }
     case Algorithm::kConcurrency:
-      // A refund releases leases (refund() below); a charge never takes one.
-      return refund ? limiter_detail::refundConcurrency(params, state, now, amount, 0).next
-                    : limiter_detail::checkConcurrency(params, state, now).next;
+      // Only a refund that names a lease releases one (refund() below); a charge never
+      // takes one.
+      return limiter_detail::checkConcurrency(params, state, now).next;
   }
   return state;
 }
@@ -170,8 +170,7 @@ Evaluation refund(const LimitParams& params, const BucketState& state, Micros no
 
 Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
                   std::int64_t amount, LeaseNumber lease) {
-  if (params.algorithm == Algorithm::kConcurrency && lease > 0 && amount > 0 &&
-      params.limit > 0 && params.window_us > 0) {
+  if (params.algorithm == Algorithm::kConcurrency && params.limit > 0 && params.window_us > 0) {
     return limiter_detail::refundConcurrency(params, state, now, amount, lease);
   }
   return applied(params, state, now, amount, /*refund=*/true);

@@ -133,15 +133,15 @@ TEST(ConformanceConcurrencyTest, ReportsAndCountedDenialsTakeNoLeaseAndRefundsRe
     leases.pair().clock().set(kT0 + kMs);
     ASSERT_TRUE(leases.take(*store, limit, 22)->allowed);
     ASSERT_TRUE(leases.take(*store, limit, 23)->allowed);
-    // Naming a lease releases it; naming none releases the soonest-expiring ones.
+    // Naming a lease releases it; naming none releases none.
     EXPECT_EQ(
         leases.take(*store, limit, 23, 1, Charge::kAllOrNothing, true)->outcomes.at(0).remaining,
         1);
     EXPECT_EQ(
-        leases.take(*store, limit, 0, 1, Charge::kAllOrNothing, true)->outcomes.at(0).remaining, 2);
-    EXPECT_EQ(leases.change(*store, limit, LeaseOp::kRelease, 21)->holds.at(0).found,
+        leases.take(*store, limit, 0, 5, Charge::kAllOrNothing, true)->outcomes.at(0).remaining, 1);
+    EXPECT_EQ(leases.change(*store, limit, LeaseOp::kRelease, 23)->holds.at(0).found,
               LeaseFound::kNotHeld);
-    EXPECT_EQ(leases.change(*store, limit, LeaseOp::kRelease, 22)->holds.at(0).found,
+    EXPECT_EQ(leases.change(*store, limit, LeaseOp::kRelease, 21)->holds.at(0).found,
               LeaseFound::kHeld);
   }
 }

@@ -57,7 +57,7 @@ struct DecisionRequest {
   /// The request came through Envoy's API (POST /json, gRPC RLS): a request charged all or
   /// nothing is charged as DecisionServiceParts::envoy_charge says instead.
   bool envoy_api = false;
-  /// A refund's lease (concurrency limits release it instead of the soonest-expiring ones):
+  /// A refund's lease (its concurrency limits release it; without one they release nothing):
   /// taken by the service from a refunded descriptor's `lease_id` entry (lease_id.hpp).
   LeaseNumber lease = 0;
 

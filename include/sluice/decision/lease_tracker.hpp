@@ -33,7 +33,8 @@ class LeaseTracker {
   /// A decision took `lease` in a limit of rule (domain, rule), until `expires_at`.
   void granted(std::string_view domain, std::string_view rule, LeaseNumber lease, Micros expires_at,
                Micros now);
-  /// `lease` was released (`by`: "release" or "refund"); 0: the soonest-expiring one.
+  /// `lease` was released: `by` "release" (the store held it), or "refund" (a refund named
+  /// it; counted when this process still followed it).
   void released(std::string_view domain, std::string_view rule, LeaseNumber lease,
                 std::string_view by, Micros now);
   /// `lease` now expires at `expires_at`.

@@ -150,8 +150,9 @@ inline constexpr LeaseNumber kMaxLeaseNumber = (std::int64_t{1} << 53) - 1;
 Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
                     std::int64_t cost, LeaseNumber lease);
 
-/// concurrency: refund() that releases lease `lease` when the bucket holds it (nothing
-/// when it does not); with `lease` 0 it releases the `amount` leases that expire soonest.
+/// concurrency: refund() that releases lease `lease` when the bucket holds it; nothing when
+/// it does not or `lease` is 0 (a refund's hits are not leases: a token refund that shares
+/// a descriptor with a concurrency limit must not end other requests' leases).
 Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
                   std::int64_t amount, LeaseNumber lease);
 

@@ -59,7 +59,7 @@ struct StoreRequest {
   std::int64_t cost = 1;  ///< hits; 0 checks without consuming
   Charge charge = Charge::kAllOrNothing;
   /// concurrency limits: the lease an admitted request takes (> 0; the decision service
-  /// draws it), or the lease a refund releases (0: the soonest-expiring ones).
+  /// draws it), or the lease a refund releases (0: none).
   LeaseNumber lease = 0;
 };
 

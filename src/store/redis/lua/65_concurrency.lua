@@ -81,15 +81,9 @@ local function make_concurrency()
 
   local function refund(limit, window, t, now, amount, lease)
     local leases = live(t, now)
-    if lease > 0 then
-      local j = find(leases, lease)
-      if j then
-        remove_pair(leases, j)
-      end
-    else
-      for _ = 1, min(amount, #leases / 2) do
-        remove_pair(leases, 1)
-      end
+    local j = find(leases, lease)
+    if lease > 0 and amount > 0 and j then
+      remove_pair(leases, j)
     end
     local _, _, _, _, _, _, _, state = decide(limit, window, leases, now, 0, 0)
     return state

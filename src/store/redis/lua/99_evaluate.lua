@@ -20,7 +20,7 @@
 --          holds the ARGV index of its cells and the warmup slot the KEYS index of its odd
 --          window's string (both after the n limits' own).
 --          For concurrency (65_concurrency.lua), W is the lease time and the burst slot holds
---          the lease an admitted request takes (or a refund releases; 0: the soonest ones).
+--          the lease an admitted request takes (or a refund releases; 0: none).
 -- ARGV[#ARGV] n, the number of limits (KEYS may hold more: sketches' odd strings)
 -- Returns { allowed, then per limit: allowed, remaining, reset_after_us, retry_after_us,
 --           delay_us, never, then per sketch limit in order: its window's charged total and
