@@ -110,6 +110,14 @@ struct LimitStatus {
   Outcome outcome;
 };
 
+/// What a candidate limit (RateLimit::candidate) of a matched descriptor would have decided:
+/// kept apart from the descriptors' limits, so it never shows in an answer.
+struct CandidateStatus {
+  const RateLimit* rule = nullptr;  ///< points into Decision::rules
+  std::size_t descriptor = 0;       ///< the request descriptor that matched it
+  Outcome outcome;
+};
+
 /// The status of one request descriptor.
 struct DescriptorStatus {
   // A constructor rather than an aggregate, so that adding a field does not make every
@@ -154,6 +162,8 @@ struct Decision {
   /// it took none; lease_us is the shortest lease time among them (renew before it ends).
   std::string lease_id;
   Micros lease_us = 0;
+  /// The matched candidate limits and what each would have decided (docs/what-if.md).
+  std::vector<CandidateStatus> candidates;
 
   /// The limit whose headers the answer carries: bindingLimit(*this).
   const LimitStatus* binding() const;
