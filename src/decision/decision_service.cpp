@@ -177,9 +177,10 @@ class DecisionServiceImpl final : public DecisionService {
     buildStoreRequest(pending);
     StoreRequest& store_request = pending.store_request;
     pending.takes_lease = false;
-    for (const StoreLimit& limit : store_request.limits) {
-      pending.takes_lease =
-          pending.takes_lease || decision_detail::takesLease(store_request, limit);
+    for (std::size_t i = 0; i < store_request.limits.size(); ++i) {
+      pending.takes_lease = pending.takes_lease ||
+                            (!pending.positions[i].candidate &&
+                             decision_detail::takesLease(store_request, store_request.limits[i]));
     }
     store_request.lease = pending.takes_lease ? decision_detail::drawLeaseNumber() : request.lease;
     const std::vector<LimitPosition>& positions = pending.positions;
@@ -388,7 +389,8 @@ class DecisionServiceImpl final : public DecisionService {
     const Micros now = parts_.clock != nullptr ? parts_.clock->nowMicros() : response.at_us;
     for (std::size_t i = 0; i < store_request.limits.size() && i < response.outcomes.size(); ++i) {
       const StoreLimit& limit = store_request.limits[i];
-      if (!decision_detail::takesLease(store_request, limit) || !response.outcomes[i].allowed) {
+      if (pending.positions[i].candidate || !decision_detail::takesLease(store_request, limit) ||
+          !response.outcomes[i].allowed) {
         continue;
       }
       const std::size_t d = pending.positions[i].descriptor;
@@ -434,7 +436,8 @@ class DecisionServiceImpl final : public DecisionService {
     const Micros now = parts_.clock->nowMicros();
     for (std::size_t i = 0; i < store_request.limits.size(); ++i) {
       const StoreLimit& limit = store_request.limits[i];
-      if (!limit.refund || limit.params.algorithm != Algorithm::kConcurrency) {
+      if (!limit.refund || limit.params.algorithm != Algorithm::kConcurrency ||
+          pending.positions[i].candidate) {
         continue;
       }
       const LimitStatus& status =
