@@ -106,7 +106,7 @@ LeaseChange releaseLease(const LimitParams& params, const BucketState& state, Mi
     }
   }
   if (change.found == LeaseFound::kHeld) {
-    change.evaluation = limiter_detail::refundConcurrency(params, state, now, 0, lease);
+    change.evaluation = limiter_detail::refundConcurrency(params, state, now, 1, lease);
   }
   return change;
 }
