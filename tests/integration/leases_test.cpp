@@ -301,30 +301,6 @@ TEST_P(LeasesTest, ADeadSidecarsLeasesComeBackWithinTheLeaseTime) {
   EXPECT_EQ(sluice_->client().post("/release", leaseBody(id)).status, 200);
 }
 
-// nginx and Traefik ask /check and never call back: the lease of an allowed check is
-// released by the application (X-Sluice-Lease) or comes back at its expiry.
-TEST(ForwardAuthLeasesTest, ACheckTakesALeaseThatTheAppReleasesOrThatExpires) {
-  const char* const rules = R"(domain: default
-rate_limit:
-  algorithm: concurrency
-  max_in_flight: 1
-  lease: 1s
-)";
-  SluiceProcess sluice(withRules({{"default.yaml", rules}}));
-  HttpClient client = sluice.client();
-  const HttpResponse first = client.request("GET", "/check", {});
-  ASSERT_EQ(first.status, 200) << first.body;
-  const std::string id = first.header("X-Sluice-Lease");
-  ASSERT_FALSE(id.empty());
-  EXPECT_EQ(client.request("GET", "/check", {}).status, 429);
-  ASSERT_EQ(client.post("/release", leaseBody(id)).status, 200);
-  const auto taken = std::chrono::steady_clock::now();
-  ASSERT_EQ(client.request("GET", "/check", {}).status, 200);
-  EXPECT_EQ(client.request("GET", "/check", {}).status, 429);
-  ASSERT_TRUE(waitFor([&] { return client.request("GET", "/check", {}).status == 200; }, 3s));
-  EXPECT_GE(std::chrono::steady_clock::now() - taken, 900ms) << "only its expiry frees it";
-}
-
 INSTANTIATE_TEST_SUITE_P(Stores, LeasesTest,
                          ::testing::Values(Backend::kMemory, Backend::kRedis, Backend::kCluster),
                          backendName);
