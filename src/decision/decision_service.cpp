@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "decision/calendar_zone.hpp"
 #include "decision/envoy_semantics.hpp"
 
 namespace sluice {
@@ -164,6 +165,7 @@ class DecisionServiceImpl final : public DecisionService {
     std::size_t limits_used = 0;  // store_request.limits filled, reusing the slot's
     std::vector<LimitPosition>& positions = pending.positions;
     positions.clear();
+    std::string zone_problem;  // a calendar limit's zone the request names wrongly
     decision.descriptors.resize(match.descriptors.size());
     for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
       const DescriptorMatch& dm = match.descriptors[d];
@@ -211,6 +213,14 @@ class DecisionServiceImpl final : public DecisionService {
         StoreLimit& limit = reuseNext(store_request.limits, limits_used);
         BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
         limit.params = ml.limit->params;
+        if (!ml.limit->calendar_zone_from.empty() && zone_problem.empty() &&
+            d < request.descriptors.size()) {
+          zone_problem = decision_detail::applyRequestTimeZone(*ml.limit, request.descriptors[d],
+                                                               limit.params);
+          if (!zone_problem.empty()) {
+            zone_problem = "descriptors[" + std::to_string(d) + "]: " + zone_problem;
+          }
+        }
         limit.shadow = ml.limit->shadow_mode;
         limit.cost = descriptor_cost;
         limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
@@ -220,6 +230,12 @@ class DecisionServiceImpl final : public DecisionService {
       ds.limits.resize(used);
     }
     store_request.limits.resize(limits_used);
+    if (!zone_problem.empty()) {
+      fail(pending.decision.request,
+           makeError(ErrorKind::kInvalidArgument, std::move(zone_problem)), started, done);
+      releasePending(pending);
+      return;
+    }
     if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
            started, done);

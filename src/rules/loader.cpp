@@ -13,6 +13,7 @@
 #include <utility>
 #include <variant>
 
+#include "rules/calendar_rules.hpp"
 #include "rules/domain_merge.hpp"
 #include "rules/limit_parser.hpp"
 #include "rules/yaml_reader.hpp"
@@ -178,6 +179,7 @@ class FileParser {
     readMetadata(fields, node);
     const std::string name =
         parent_name + "." + node.key + (node.value ? "_" + *node.value : std::string());
+    path_keys_.push_back(node.key);
     node.limits = parseNodeLimits(fields, name, node.shadow_mode);
     for (RateLimit& limit : node.limits) {
       limit.quota_mode = node.quota_mode;
@@ -192,6 +194,7 @@ class FileParser {
         --depth_;
       }
     }
+    path_keys_.pop_back();
     if (reader_.errorsReported() != errors_before) {
       return std::nullopt;
     }
@@ -237,6 +240,7 @@ class FileParser {
                       "'requests_per_unit', not a " +
                           YamlReader::kindOf(single->second.value));
       } else if (auto limit = limits_.parse(single->second.value, base_name, 0, shadow)) {
+        rules_detail::checkCalendarZoneKey(reader_, *limit, path_keys_);
         limits.push_back(std::move(*limit));
       }
     }
@@ -265,6 +269,7 @@ class FileParser {
                                                  std::to_string(it->second) + ")");
             }
           }
+          rules_detail::checkCalendarZoneKey(reader_, *limit, path_keys_);
           limits.push_back(std::move(*limit));
         }
         ++index;
@@ -279,6 +284,9 @@ class FileParser {
 
   YamlReader reader_;
   LimitParser limits_;
+  /// The keys of the descriptors from the top to the node being read (a calendar limit's
+  /// `time_zone_from` must be one of them).
+  std::vector<std::string> path_keys_;
   int depth_ = 1;
   std::string domain_;
 };
