@@ -37,7 +37,11 @@ struct RateLimit {
   bool unlimited = false;
   bool shadow_mode = false;  ///< from the owning node
   bool quota_mode = false;   ///< from the owning node (envoyproxy/ratelimit's `quota_mode`)
-  LimitParams params;        ///< ready for the limiter (limit, window, algorithm, ...)
+  /// A `candidate:` (docs/what-if.md): evaluated in its own buckets beside the live limits
+  /// of its node, never denying and never shown as a limit of the answer; what it would have
+  /// decided is counted (sluice_candidate_decisions_total, /limits/top?candidate=1).
+  bool candidate = false;
+  LimitParams params;  ///< ready for the limiter (limit, window, algorithm, ...)
   std::vector<std::string> replaces;
   /// `calendar: {time_zone_from: KEY}`: the request descriptor's entry KEY names the zone of
   /// this limit's calendar windows (a key on the way to the limit's node, so its value is
