@@ -280,8 +280,13 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
     StoreLimit& limit = reuseNext(pending.store_request.limits, limits_used);
-    BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
     limit.params = params;
+    if (!ml.limit->calendar_zone_from.empty() &&
+        !zoneOfRequest(*ml.limit, request, d, limit.params).empty()) {
+      --limits_used;  // a zone the request names wrongly: the candidate sits this one out
+      return;
+    }
+    BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
     limit.shadow = true;
     limit.cost = cost;
     limit.quota_group = -1;
