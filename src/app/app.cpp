@@ -237,10 +237,7 @@ class SluiceServer {
       spdlog::critical("{}", status.error().message);
       return kExitFailure;
     }
-    MemoryStoreOptions memory_options;
-    memory_options.max_keys = options.memory_max_keys;
-    s->memory_ = makeMemoryStore(memory_options, s->clock_, s->metrics_);
-    if (const int failed = s->startSnapshots(); failed != kExitOk) {
+    if (const int failed = s->startMemoryStore(); failed != kExitOk) {
       return failed;
     }
     // Eventual limits (`consistency: eventual`, --store redis or redis_cluster): one engine per
@@ -358,9 +355,13 @@ class SluiceServer {
   }
 
  private:
-  /// --memory-snapshot: restores the counters and starts the snapshots (before any request
-  /// is served). Returns kExitOk, or the exit code after saying why not.
-  int startSnapshots() {
+  /// The process's memory store and, with --memory-snapshot, its counters restored and its
+  /// snapshots started (before any request is served). Returns kExitOk, or the exit code
+  /// after saying why not.
+  int startMemoryStore() {
+    MemoryStoreOptions memory_options;
+    memory_options.max_keys = options_.memory_max_keys;
+    memory_ = makeMemoryStore(memory_options, clock_, metrics_);
     if (options_.memory_snapshot.empty()) {
       return kExitOk;
     }
