@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "rules/calendar_rules.hpp"
 #include "rules/sketch_rules.hpp"
 #include "rules/suggest.hpp"
 #include "sluice/rules/consistency.hpp"
@@ -52,6 +53,7 @@ const std::vector<ParamRule>& paramRules() {
       {"warmup", {Algorithm::kTokenBucket}},
       {"max_in_flight", {Algorithm::kConcurrency}},
       {"lease", {Algorithm::kConcurrency}},
+      {"calendar", {Algorithm::kFixedWindow}},
   };
   return kRules;
 }
@@ -355,6 +357,8 @@ std::optional<std::int64_t> LimitParser::readParams(const Fields& fields, bool a
       limit.params.shape = reader_.readBool(*field, "shape").value_or(false);
     } else if (rule.key == "warmup") {
       limit.params.warmup_us = reader_.readDuration(*field, "warmup").value_or(0);
+    } else if (rule.key == "calendar") {
+      readCalendar(reader_, *field, limit);
     }
   }
   return burst;
