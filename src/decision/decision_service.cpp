@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "decision/envoy_semantics.hpp"
+#include "decision/reservation_steps.hpp"
 
 namespace sluice {
 namespace {
@@ -37,6 +38,7 @@ void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
   status.quota = rule.quota_mode;
   status.rule = matched.limit;
   status.from_request = false;
+  status.holds_expired = 0;
   status.outcome = Outcome{};
 }
 
@@ -103,6 +105,8 @@ void prepareDecision(Decision& decision) {
   decision.rules.reset();
   decision.metadata_json.clear();
   decision.request_limits.clear();
+  decision.reservation = ReservationOutcome{};
+  decision.holds_expired = 0;
   // The descriptors stay: decide() resizes and refills them.
 }
 
@@ -161,6 +165,24 @@ class DecisionServiceImpl final : public DecisionService {
     StoreRequest& store_request = pending.store_request;
     store_request.cost = request.hits;
     store_request.charge = request.charge;
+    store_request.hold.op = HoldOp::kNone;
+    if (request.reservation.op != HoldOp::kNone && !parts_.store->holdsReservations()) {
+      fail(pending.decision.request,
+           makeError(ErrorKind::kInvalidArgument, "reservations are not available on the " +
+                                                      std::string(parts_.store->kind()) + " store"),
+           started, done);
+      releasePending(pending);
+      return;
+    }
+    if (request.reservation.op != HoldOp::kNone) {
+      if (Status step =
+              reservation_detail::prepareStep(request, parts_.reservations, store_request);
+          !step) {
+        fail(pending.decision.request, step.error(), started, done);
+        releasePending(pending);
+        return;
+      }
+    }
     std::size_t limits_used = 0;  // store_request.limits filled, reusing the slot's
     std::vector<LimitPosition>& positions = pending.positions;
     positions.clear();
@@ -227,6 +249,8 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
     if (store_request.limits.empty()) {
+      reservation_detail::settleWithoutLimits(
+          request, store_request, parts_.clock ? parts_.clock->nowMicros() : 0, decision);
       succeed(pending, done);
       releasePending(pending);
       return;
@@ -245,9 +269,16 @@ class DecisionServiceImpl final : public DecisionService {
   /// one (limiter.hpp, refundRefusal), and refunds or reports of eventual limits, whose
   /// grow-only counters (docs/eventual.md) cannot take a refund and are charged only by
   /// requests they admit. Checked before the store call, so no counter is touched.
-  static std::string refusal(const StoreRequest& request,
-                             const std::vector<LimitPosition>& positions,
-                             const Decision& decision) {
+  std::string refusal(const StoreRequest& request, const std::vector<LimitPosition>& positions,
+                      const Decision& decision) const {
+    if (request.hold.op != HoldOp::kNone) {
+      return reservation_detail::refusal(request, parts_.reservations, [&](std::size_t i) {
+        const LimitStatus& status =
+            decision.descriptors[positions[i].descriptor].limits[positions[i].limit];
+        return "descriptors[" + std::to_string(positions[i].descriptor) + "]: limit \"" +
+               status.name + "\": ";
+      });
+    }
     for (std::size_t i = 0; i < request.limits.size() && i < positions.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
       if (!limit.refund && request.charge != Charge::kReport) {
@@ -285,10 +316,24 @@ class DecisionServiceImpl final : public DecisionService {
       decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
           r.outcomes[i];
     }
+    for (std::size_t i = 0; i < positions.size() && i < r.holds_expired.size(); ++i) {
+      decision.descriptors[positions[i].descriptor].limits[positions[i].limit].holds_expired =
+          r.holds_expired[i];
+      decision.holds_expired += r.holds_expired[i];
+    }
     decision.allowed = r.allowed;
     decision.degraded = r.degraded;
     decision.decided_at_us = r.at_us;
     decision.metadata_json = mergePassedMetadata(decision.descriptors);
+    if (decision.request.reservation.op != HoldOp::kNone) {
+      if (Status settled =
+              reservation_detail::settle(decision.request, pending.store_request, r, decision);
+          !settled) {
+        fail(decision.request, settled.error(), pending.started, pending.done);
+        releasePending(pending);
+        return;
+      }
+    }
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
     succeed(pending, pending.done);
     releasePending(pending);
@@ -351,6 +396,7 @@ DecisionRequest takeSpareRequest() {
   request.descriptor_refunds.clear();
   request.charge = Charge::kAllOrNothing;
   request.envoy_api = false;
+  request.reservation = ReservationRequest{};
   // The descriptors stay: a parser reuses them (with their entries) and trims the rest.
   return request;
 }
