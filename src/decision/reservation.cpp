@@ -75,7 +75,7 @@ void addReservationFlags(FlagRegistry& registry, ReservationSettings& settings) 
   registry.section("Reservations");
   registry.add({.name = "reservation-ttl",
                 .metavar = "DURATION",
-                .help = "lifetime of a reservation that names none (default 60s)",
+                .help = "lifetime of a reservation that names none, at most --max-reservation-ttl (default 60s)",
                 .set = [&settings](std::string_view value) -> Status {
                   auto ttl = parseDurationFlag(value, kMinTtl, kMaxTtl);
                   if (!ttl) {

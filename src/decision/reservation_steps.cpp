@@ -47,7 +47,9 @@ Status prepareStep(const DecisionRequest& request, const ReservationSettings& se
         return invalid("amount: must be a whole number over 0, got " +
                        std::to_string(request.hits));
       }
-      const Micros ttl = step.ttl_us == 0 ? settings.default_ttl_us : step.ttl_us;
+      // The default never passes the bound: --max-reservation-ttl 30s alone shortens it.
+      const Micros ttl = step.ttl_us == 0 ? std::min(settings.default_ttl_us, settings.max_ttl_us)
+                                          : step.ttl_us;
       if (ttl < 0) {
         return invalid("ttl: must be over 0, got " + std::to_string(ttl / 1000) + "ms");
       }

@@ -240,6 +240,9 @@ class HttpOnRedisCluster(ReservationsOverHttp, unittest.TestCase):
 # fixed window), estimates of 20..120 tokens, actual costs of 0..estimate, work of 0..20 ms.
 CLIENTS = 64
 LIMIT = 1000
+# Correctness, not latency: on a busy test machine Redis's answer may take longer than the
+# default 20 ms, and a reservation step never degrades to a failure mode's answer.
+SHARED_MACHINE = ["--redis-timeout-ms", "2000"]
 
 
 class Ledger:
@@ -365,7 +368,8 @@ class RaceOnMemory(Race, unittest.TestCase):
 class RaceOnRedis(RedisFixture, Race, unittest.TestCase):
     def setUp(self):
         self.redis.command("FLUSHALL")
-        self.sluice = Sluice(RULES, args=["--store", "redis", "--redis", self.redis.url()])
+        self.sluice = Sluice(RULES, args=["--store", "redis", "--redis", self.redis.url()] +
+                             SHARED_MACHINE)
         self.ports = [self.sluice.http_port]
 
     def tearDown(self):
@@ -375,8 +379,8 @@ class RaceOnRedis(RedisFixture, Race, unittest.TestCase):
 class RaceOnThreeSidecars(RedisFixture, Race, unittest.TestCase):
     def setUp(self):
         self.redis.command("FLUSHALL")
-        self.sidecars = [Sluice(RULES, args=["--store", "redis", "--redis", self.redis.url()])
-                         for _ in range(3)]
+        self.sidecars = [Sluice(RULES, args=["--store", "redis", "--redis", self.redis.url()] +
+                                SHARED_MACHINE) for _ in range(3)]
         self.ports = [s.http_port for s in self.sidecars]
 
     def tearDown(self):
@@ -397,7 +401,7 @@ class RaceOnRedisCluster(Race, unittest.TestCase):
         for port in self.cluster.ports:
             self.cluster.cli(port, "FLUSHALL")
         self.sluice = Sluice(RULES, args=["--store", "redis_cluster", "--redis",
-                                          self.cluster.url()])
+                                          self.cluster.url()] + SHARED_MACHINE)
         self.ports = [self.sluice.http_port]
 
     def tearDown(self):
@@ -410,7 +414,7 @@ class KilledSidecar(RedisFixture, unittest.TestCase):
 
     def setUp(self):
         self.redis.command("FLUSHALL")
-        args = ["--store", "redis", "--redis", self.redis.url()]
+        args = ["--store", "redis", "--redis", self.redis.url()] + SHARED_MACHINE
         self.doomed = Sluice(RULES, args=args)
         self.survivor = Sluice(RULES, args=args)
 

@@ -61,7 +61,7 @@ struct DecisionRequest {
   /// A reservation step (docs/reservations.md); op kNone for an ordinary request. A reserve
   /// holds `hits` on every matched limit; a commit charges `hits` (the actual amount) as a
   /// report and releases the hold; a release gives it back.
-  ReservationRequest reservation;
+  ReservationRequest reservation{};
 
   /// True when descriptor `d` is refunded.
   bool refunds(std::size_t d) const {
@@ -155,7 +155,7 @@ struct Decision {
   /// `dynamicMetadata.metadata`. "" when none.
   std::string metadata_json;
   /// A reservation step's result (status kNone for an ordinary request).
-  ReservationOutcome reservation;
+  ReservationOutcome reservation{};
   /// Holds found expired unsettled on the request's buckets (the sum of the limits').
   std::uint32_t holds_expired = 0;
   /// The rate limits built from request-side overrides (LimitStatus::rule points here).

@@ -36,13 +36,13 @@ void addReservationFlags(FlagRegistry& registry, ReservationSettings& settings);
 struct ReservationRequest {
   HoldOp op = HoldOp::kNone;
   Micros ttl_us = 0;  ///< kReserve: the hold's lifetime; 0: the default
-  std::string id;     ///< kCommit, kRelease: the id the reserve answered
+  std::string id{};   ///< kCommit, kRelease: the id the reserve answered
 };
 
 /// What a reservation step did (Decision::reservation).
 struct ReservationOutcome {
   HoldStatus status = HoldStatus::kNone;
-  std::string id;             ///< kReserved: the id to commit or release with
+  std::string id{};           ///< kReserved: the id to commit or release with
   Micros expires_at_us = 0;   ///< kReserved: on the store's clock
   Micros ttl_us = 0;          ///< kReserved: the lifetime granted
   std::int64_t reserved = 0;  ///< kCommitted: the amount the hold was made for
@@ -52,7 +52,7 @@ struct ReservationOutcome {
 /// fingerprint binds the id to the domain, client and descriptors it was made for.
 struct ReservationId {
   Micros expires_at_us = 0;
-  std::string nonce;
+  std::string nonce{};
   std::uint64_t fingerprint = 0;
 };
 

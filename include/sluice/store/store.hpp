@@ -65,7 +65,7 @@ enum class HoldOp : std::uint8_t {
 /// What a reservation step asks the store (StoreRequest::hold).
 struct HoldCall {
   HoldOp op = HoldOp::kNone;
-  std::string nonce;           ///< the reservation's own part of its id: 16 hex digits
+  std::string nonce{};         ///< the reservation's own part of its id: 16 hex digits
   Micros ttl_us = 0;           ///< kReserve: the hold's lifetime from the store's now, > 0
   Micros keep_us = 0;          ///< how long a settled or expired hold is remembered after expiry
   Micros expires_at_us = 0;    ///< kCommit/kRelease: the expiry the id carries (store clock)
@@ -93,7 +93,7 @@ struct StoreRequest {
   Charge charge = Charge::kAllOrNothing;
   /// A reservation step (op kNone: none). kReserve holds `cost` on every limit; kCommit
   /// charges `cost` (the actual amount) on every limit; kRelease charges nothing.
-  HoldCall hold;
+  HoldCall hold{};
 };
 
 struct StoreResponse {
@@ -111,7 +111,7 @@ struct StoreResponse {
   /// kCommitted: the amount the hold was made for (for actual - reserved).
   std::int64_t hold_amount = 0;
   /// Per limit: holds found expired unsettled during this call (empty: none).
-  std::vector<std::uint32_t> holds_expired;
+  std::vector<std::uint32_t> holds_expired{};
 };
 
 namespace store_detail {

@@ -9,6 +9,11 @@
 -- PX is the latest forget_at, so Redis itself drops what nobody reads again: a dead
 -- sidecar's holds return at their expiry, read by whoever uses the bucket next.
 --
+-- A holds key is not among the script's KEYS: it shares its bucket's hash tag (so its node
+-- and slot), and declaring it would make every request on a slot being migrated a
+-- multi-key one whose keys are not all there (TRYAGAIN until the migration ends). It is read
+-- alone, with a one-key MGET, for the same reason.
+--
 -- A request with a reservation step sends n as -n (ARGV[#ARGV]) and, just before it, six
 -- values: op (1 reserve, 2 commit, 3 release), nonce, ttl (us), keep (us: how long a settled
 -- hold is remembered after its expiry), the expiry the id carries (us), most live holds per

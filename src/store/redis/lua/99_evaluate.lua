@@ -137,11 +137,12 @@ local function decide_plain(KEYS, ARGV, n)
   local cost = max(number(ARGV[9]), 0)
   -- MGET, not GET: a key of another type reads as nil, and the ACL docs/redis.md gives
   -- Sluice's user has no +get (a GET refused with NOPERM must not read as a fresh bucket).
-  local read = redis.call('MGET', KEYS[1], KEYS[1] .. kHoldSuffix)
-  if read[2] then
+  -- The holds key, read on its own: a multi-key read of a slot being imported fails when
+  -- one key is absent (80_holds.lua).
+  if redis.call('MGET', KEYS[1] .. kHoldSuffix)[1] then
     return nil  -- the bucket has reservation holds: the general path counts them
   end
-  local a, b = read_state(read[1])
+  local a, b = read_state(redis.call('MGET', KEYS[1])[1])
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
       fixed_window(limit, window, false, a, b, sluice_now, cost)
   if ok then
@@ -158,19 +159,18 @@ end
 -- expires_at, charge_none }.
 local holds_lib
 local function read_holds(KEYS, ARGV, n, now, hold_at)
-  local names, index = {}, {}
+  local names, index, keys = {}, {}, {}
   for i = 1, n do
+    keys[i] = KEYS[i] .. kHoldSuffix
     if ARGV[2 + (i - 1) * kStride] ~= '5' then
-      names[#names + 1] = KEYS[i] .. kHoldSuffix
+      names[#names + 1] = keys[i]
       index[#index + 1] = i
     end
   end
+  -- One key per read: a multi-key read of a slot being imported fails when one is absent.
   local raw = {}
-  for first = 1, #names, kReadBatch do
-    local part = redis.call('MGET', unpack(names, first, min(#names, first + kReadBatch - 1)))
-    for j = 1, #part do
-      raw[first + j - 1] = part[j]
-    end
+  for j = 1, #names do
+    raw[j] = redis.call('MGET', names[j])[1]
   end
   local any = hold_at ~= nil
   for j = 1, #raw do
@@ -181,7 +181,7 @@ local function read_holds(KEYS, ARGV, n, now, hold_at)
   end
   holds_lib = holds_lib or make_holds()
   local h = { op = 0, held = {}, retry = {}, expired = {}, sets = {}, dirty = {}, status = 0,
-              amount = 0, expires_at = 0, charge_none = false }
+              amount = 0, expires_at = 0, charge_none = false, keys = keys }
   for i = 1, n do
     h.held[i], h.retry[i], h.expired[i], h.dirty[i] = 0, 0, 0, false
   end
@@ -246,7 +246,7 @@ local function finish_holds(KEYS, ARGV, n, now, h, allowed)
   end
   local written = {}
   for i = 1, n do
-    local key = KEYS[i] .. kHoldSuffix
+    local key = h.keys[i]
     if h.dirty[i] and h.sets[i] and not written[key] then
       written[key] = true
       holds_lib.write(key, h.sets[i], now)
@@ -362,6 +362,9 @@ local function decide(KEYS, ARGV)
     elseif refund or (report and not is_sketch) then
       ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
           saturated = evaluate_limit(KEYS, ARGV, raw, now, i, base, 0, false)
+      if report and not refund then
+        remaining = max(remaining - held_i, 0)
+      end
       if is_sketch then
         next_state = nil  -- a sketch takes no refund
       end
