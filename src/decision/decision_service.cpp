@@ -1,5 +1,6 @@
 #include "sluice/decision/decision_service.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,10 +82,12 @@ const std::vector<Descriptor>& descriptorsToMatch(const DecisionRequest& request
   return storage;
 }
 
-/// Where one store limit's outcome goes back: (descriptor index, limit index).
+/// Where one store limit's outcome goes back: (descriptor index, limit index), or for a
+/// candidate its index in Decision::candidates.
 struct LimitPosition {
   std::size_t descriptor = 0;
   std::size_t limit = 0;
+  bool candidate = false;
 };
 
 /// Readies `decision` for a new request with the storage of this thread's spare when there
@@ -107,6 +110,7 @@ void prepareDecision(Decision& decision) {
   decision.request_limits.clear();
   decision.reservation = ReservationOutcome{};
   decision.holds_expired = 0;
+  decision.candidates.clear();
   // The descriptors stay: decide() resizes and refills them.
 }
 
@@ -232,7 +236,10 @@ class DecisionServiceImpl final : public DecisionService {
     for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
       const DescriptorMatch& dm = match.descriptors[d];
       DescriptorStatus& ds = decision.descriptors[d];
-      ds.matched = dm.matched;
+      // A node whose only limit is a candidate is not a live match.
+      ds.matched =
+          dm.matched && std::any_of(dm.limits.begin(), dm.limits.end(),
+                                    [](const MatchedLimit& ml) { return !ml.limit->candidate; });
       ds.node = dm.node;
       if (dm.node != nullptr) {
         ds.metadata_json.assign(dm.node->metadata_json);
@@ -249,6 +256,10 @@ class DecisionServiceImpl final : public DecisionService {
       }
       std::size_t used = 0;  // ds.limits filled, reusing a spare decision's
       for (const MatchedLimit& ml : dm.limits) {
+        if (ml.limit->candidate) {
+          addCandidate(pending, d, ml, descriptor_cost, limits_used);
+          continue;
+        }
         fillStatus(reuseNext(ds.limits, used), ml);
         if (ml.limit->unlimited) {
           continue;
@@ -265,6 +276,33 @@ class DecisionServiceImpl final : public DecisionService {
       ds.limits.resize(used);
     }
     store_request.limits.resize(limits_used);
+  }
+
+  /// A candidate of descriptor `d`: a shadow limit in its own bucket, whose outcome goes to
+  /// Decision::candidates. A refund or report it cannot take leaves it out (a candidate
+  /// never refuses the live request).
+  void addCandidate(PendingDecision& pending, std::size_t d, const MatchedLimit& ml,
+                    std::int64_t cost, std::size_t& limits_used) {
+    Decision& decision = pending.decision;
+    const DecisionRequest& request = decision.request;
+    const LimitParams& params = ml.limit->params;
+    const bool refund = request.refunds(d);
+    // A reservation step holds and settles the live limits only.
+    if (ml.limit->unlimited || request.reservation.op != HoldOp::kNone ||
+        ((refund || request.charge == Charge::kReport) &&
+         ((refund && !refundRefusal(params).empty()) ||
+          params.consistency == Consistency::kEventual))) {
+      return;
+    }
+    StoreLimit& limit = reuseNext(pending.store_request.limits, limits_used);
+    BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
+    limit.params = params;
+    limit.shadow = true;
+    limit.cost = cost;
+    limit.quota_group = -1;
+    limit.refund = refund;
+    pending.positions.push_back(LimitPosition{d, decision.candidates.size(), true});
+    decision.candidates.push_back(CandidateStatus{ml.limit, d, Outcome{}});
   }
 
   /// Descriptor `d` carries its own limit (envoy's descriptor-level `limit`): it replaces
@@ -311,7 +349,7 @@ class DecisionServiceImpl final : public DecisionService {
     }
     for (std::size_t i = 0; i < request.limits.size() && i < positions.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
-      if (!limit.refund && request.charge != Charge::kReport) {
+      if ((!limit.refund && request.charge != Charge::kReport) || positions[i].candidate) {
         continue;
       }
       const LimitStatus& status =
@@ -343,10 +381,17 @@ class DecisionServiceImpl final : public DecisionService {
     Decision& decision = pending.decision;
     const std::vector<LimitPosition>& positions = pending.positions;
     for (std::size_t i = 0; i < positions.size() && i < r.outcomes.size(); ++i) {
-      decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
-          r.outcomes[i];
+      if (positions[i].candidate) {
+        decision.candidates[positions[i].limit].outcome = r.outcomes[i];
+      } else {
+        decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
+            r.outcomes[i];
+      }
     }
     for (std::size_t i = 0; i < positions.size() && i < r.holds_expired.size(); ++i) {
+      if (positions[i].candidate) {
+        continue;
+      }
       decision.descriptors[positions[i].descriptor].limits[positions[i].limit].holds_expired =
           r.holds_expired[i];
       decision.holds_expired += r.holds_expired[i];
