@@ -17,10 +17,10 @@
 #include <variant>
 #include <vector>
 
+#include "app/counter_snapshots.hpp"
 #include "app/operations.hpp"
 #include "app/options.hpp"
 #include "app/rules_watcher.hpp"
-#include "sluice/simulate/simulate_command.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision_service.hpp"
@@ -31,6 +31,7 @@
 #include "sluice/rules/consistency.hpp"
 #include "sluice/rules/rate_limit_config.hpp"
 #include "sluice/rules/rules.hpp"
+#include "sluice/simulate/simulate_command.hpp"
 #include "sluice/store/eventual_store.hpp"
 #include "sluice/store/failover_store.hpp"
 #include "sluice/store/memory_store.hpp"
@@ -236,9 +237,9 @@ class SluiceServer {
       spdlog::critical("{}", status.error().message);
       return kExitFailure;
     }
-    MemoryStoreOptions memory_options;
-    memory_options.max_keys = options.memory_max_keys;
-    s->memory_ = makeMemoryStore(memory_options, s->clock_, s->metrics_);
+    if (const int failed = s->startMemoryStore(); failed != kExitOk) {
+      return failed;
+    }
     // Eventual limits (`consistency: eventual`, --store redis or redis_cluster): one engine per
     // process, shared by every I/O thread's store.
     if (options.store == StoreKind::kRedisCluster) {
@@ -337,6 +338,9 @@ class SluiceServer {
     if (eventual_) {
       stopEventualEngine(*eventual_);  // a last sync of the hits admitted before the drain
     }
+    if (snapshots_) {
+      snapshots_->finish();  // every decision is in: the I/O threads have stopped
+    }
     operations_->stop();
     if (xds_) {
       xds_->stop();
@@ -351,6 +355,35 @@ class SluiceServer {
   }
 
  private:
+  /// The process's memory store and, with --memory-snapshot, its counters restored and its
+  /// snapshots started (before any request is served). Returns kExitOk, or the exit code
+  /// after saying why not.
+  int startMemoryStore() {
+    MemoryStoreOptions memory_options;
+    memory_options.max_keys = options_.memory_max_keys;
+    memory_ = makeMemoryStore(memory_options, clock_, metrics_);
+    if (options_.memory_snapshot.empty()) {
+      return kExitOk;
+    }
+    if (options_.store != StoreKind::kMemory) {
+      std::cerr << "sluice: --memory-snapshot keeps the memory store's counters; with --store "
+                << storeKindName(options_.store) << " they live in Redis already\n";
+      return kExitUsage;
+    }
+    MemorySnapshotOptions snapshot;
+    snapshot.path = options_.memory_snapshot;
+    snapshot.interval = options_.snapshot_interval;
+    snapshot.on_error = options_.memory_snapshot_on_error;
+    auto started = CounterSnapshots::start(
+        snapshot, *memory_, [watcher = watcher_] { return watcher->current(); }, clock_, metrics_);
+    if (!started) {
+      spdlog::critical("{}", started.error().message);
+      return kExitFailure;
+    }
+    snapshots_ = std::move(*started);
+    return kExitOk;
+  }
+
   /// What one I/O thread owns besides its io_context: its store (Redis connections are per
   /// thread), its decision metrics (their caches are not synchronised) and its service.
   struct ThreadServices {
@@ -547,6 +580,7 @@ class SluiceServer {
   std::unique_ptr<xds::RulesClient> xds_;
   std::unique_ptr<MetricsListener> metrics_listener_;
   StorePtr memory_;
+  std::unique_ptr<CounterSnapshots> snapshots_;  ///< --memory-snapshot
   EventualEnginePtr eventual_;
   std::vector<ThreadServices> threads_;
   std::unique_ptr<grpc::RlsServer> rls_;
