@@ -394,6 +394,7 @@ class SluiceServer {
   struct ThreadServices {
     StorePtr store;
     std::unique_ptr<DecisionObserver> metrics;
+    std::unique_ptr<DecisionObserver> reservation_metrics;
     std::unique_ptr<DecisionService> decisions;
     std::unique_ptr<LeaseService> leases;
   };
@@ -405,6 +406,7 @@ class SluiceServer {
     leases_ = std::make_unique<LeaseTracker>(metrics_);
     lease_timer_.emplace(server_.controlContext());
     sweepLeases();
+    describeReservationMetrics(metrics_);
   }
 
   /// The rules from an xDS management server: every response is converted and validated as
@@ -559,7 +561,10 @@ class SluiceServer {
     parts.store = t.store;
     parts.clock = &clock_;
     parts.envoy_charge = options_.envoy_charge;
+    parts.reservations = options_;
+    t.reservation_metrics = makeReservationMetrics(metrics_);
     parts.observers.push_back(t.metrics.get());
+    parts.observers.push_back(t.reservation_metrics.get());
     for (DecisionObserver* observer : operations_->observers()) {
       parts.observers.push_back(observer);
     }
@@ -589,6 +594,7 @@ class SluiceServer {
     http::addDecisionPortRoutes(*router, context);
     server_.setRouter(i, std::move(router));
     operations_->addResetTarget(server_.ioContext(i), *t.store, context);
+    operations_->followLeases(*leases_);
   }
 
   const AppOptions& options_;

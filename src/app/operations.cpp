@@ -99,7 +99,13 @@ Status Operations::start() {
   if (!admin_enabled_) {
     return {};
   }
-  reset_ = makeLimitReset(admin_context_.rules, targets_);
+  ResetDone deleted;
+  if (leases_ != nullptr) {
+    deleted = [leases = leases_, clock = &clock_](const std::vector<std::string>& prefixes) {
+      leases->reset(prefixes, clock->nowMicros());
+    };
+  }
+  reset_ = makeLimitReset(admin_context_.rules, targets_, std::move(deleted));
   admin_ = std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, *reset_,
                                                  &top_);
   if (auto status = admin_->listen(); !status) {

@@ -10,6 +10,7 @@
 #include "decision/calendar_zone.hpp"
 #include "decision/envoy_semantics.hpp"
 #include "decision/lease_grant.hpp"
+#include "decision/reservation_steps.hpp"
 #include "sluice/decision/lease_id.hpp"
 
 namespace sluice {
@@ -41,6 +42,7 @@ void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
   status.quota = rule.quota_mode;
   status.rule = matched.limit;
   status.from_request = false;
+  status.holds_expired = 0;
   status.outcome = Outcome{};
 }
 
@@ -111,6 +113,8 @@ void prepareDecision(Decision& decision) {
   decision.request_limits.clear();
   decision.lease_id.clear();
   decision.lease_us = 0;
+  decision.reservation = ReservationOutcome{};
+  decision.holds_expired = 0;
   decision.candidates.clear();
   // The descriptors stay: decide() resizes and refills them.
 }
@@ -148,28 +152,16 @@ class DecisionServiceImpl final : public DecisionService {
     Decision& decision = pending.decision;
     prepareDecision(decision);
     decision.request = std::move(incoming);
-    // Envoy's endpoints are charged as --envoy-charge says; the request keeps the charge it
-    // was decided with, so the access log (and a replay of it) says how it was charged.
-    if (decision.request.envoy_api && decision.request.charge == Charge::kAllOrNothing) {
-      decision.request.charge = parts_.envoy_charge;
-    }
-    if (decision.request.refund || !decision.request.descriptor_refunds.empty()) {
-      if (auto bad = decision_detail::takeLeaseEntries(decision.request); !bad.empty()) {
-        fail(decision.request, makeError(ErrorKind::kInvalidArgument, std::move(bad)), started,
-             done);
-        releasePending(pending);
-        return;
-      }
+    if (Status adopted = adoptRequest(decision.request); !adopted) {
+      fail(decision.request, adopted.error(), started, done);
+      releasePending(pending);
+      return;
     }
     const DecisionRequest& request = decision.request;
     decision.rules = std::move(rules);
     decision.domain = decision.rules->findDomain(request.domain);
     if (decision.domain == nullptr) {
-      decision.domain_known = false;
-      decision.descriptors.clear();
-      decision.descriptors.resize(request.descriptors.size());
-      succeed(pending, done);
-      releasePending(pending);
+      answerUnknownDomain(pending, started, done);
       return;
     }
 
@@ -177,19 +169,21 @@ class DecisionServiceImpl final : public DecisionService {
                      pending.match);
     std::string zone_problem = buildStoreRequest(pending);
     StoreRequest& store_request = pending.store_request;
-    pending.takes_lease = false;
-    for (std::size_t i = 0; i < store_request.limits.size(); ++i) {
-      pending.takes_lease = pending.takes_lease ||
-                            (!pending.positions[i].candidate &&
-                             decision_detail::takesLease(store_request, store_request.limits[i]));
-    }
-    store_request.lease = pending.takes_lease ? decision_detail::drawLeaseNumber() : request.lease;
+    chooseLease(pending);
     const std::vector<LimitPosition>& positions = pending.positions;
     if (!zone_problem.empty()) {
       fail(pending.decision.request,
            makeError(ErrorKind::kInvalidArgument, std::move(zone_problem)), started, done);
       releasePending(pending);
       return;
+    }
+    store_request.hold.op = HoldOp::kNone;
+    if (request.reservation.op != HoldOp::kNone) {
+      if (Status step = prepareReservation(request, store_request); !step) {
+        fail(pending.decision.request, step.error(), started, done);
+        releasePending(pending);
+        return;
+      }
     }
     if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
@@ -198,6 +192,8 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
     if (store_request.limits.empty()) {
+      reservation_detail::settleWithoutLimits(
+          request, store_request, parts_.clock ? parts_.clock->nowMicros() : 0, decision);
       succeed(pending, done);
       releasePending(pending);
       return;
@@ -212,6 +208,65 @@ class DecisionServiceImpl final : public DecisionService {
   }
 
  private:
+  /// The request as it is decided: Envoy's endpoints are charged as --envoy-charge says (the
+  /// request keeps the charge it was decided with, so the access log, and a replay of it,
+  /// says how it was charged); a refund's `lease_id` entries are taken out (lease_id.hpp).
+  Status adoptRequest(DecisionRequest& request) const {
+    if (request.envoy_api && request.charge == Charge::kAllOrNothing) {
+      request.charge = parts_.envoy_charge;
+    }
+    if (request.refund || !request.descriptor_refunds.empty()) {
+      if (auto bad = decision_detail::takeLeaseEntries(request); !bad.empty()) {
+        return makeError(ErrorKind::kInvalidArgument, std::move(bad));
+      }
+    }
+    return {};
+  }
+
+  /// A domain the rules do not have: nothing limits the request, but a reservation step on a
+  /// misspelt domain must not look granted (no rule can hold or settle anything).
+  void answerUnknownDomain(PendingDecision& pending, Micros started, Callback& done) {
+    Decision& decision = pending.decision;
+    const DecisionRequest& request = decision.request;
+    if (request.reservation.op != HoldOp::kNone) {
+      fail(request,
+           makeError(ErrorKind::kInvalidArgument,
+                     "domain: \"" + request.domain + "\" is not a domain of the rules"),
+           started, done);
+    } else {
+      decision.domain_known = false;
+      decision.descriptors.clear();
+      decision.descriptors.resize(request.descriptors.size());
+      succeed(pending, done);
+    }
+    releasePending(pending);
+  }
+
+  /// The lease of the request: a new one when a (live) concurrency limit may take it, else
+  /// the one a refund names (0: none).
+  static void chooseLease(PendingDecision& pending) {
+    StoreRequest& store_request = pending.store_request;
+    pending.takes_lease = false;
+    for (std::size_t i = 0; i < store_request.limits.size(); ++i) {
+      pending.takes_lease = pending.takes_lease ||
+                            (!pending.positions[i].candidate &&
+                             decision_detail::takesLease(store_request, store_request.limits[i]));
+    }
+    store_request.lease =
+        pending.takes_lease ? decision_detail::drawLeaseNumber() : pending.decision.request.lease;
+  }
+
+  /// A reservation step's checks (reservation_steps.hpp) and its store call's HoldCall; the
+  /// store must hold reservations.
+  Status prepareReservation(const DecisionRequest& request, StoreRequest& store_request) const {
+    if (!parts_.store->holdsReservations()) {
+      return makeError(
+          ErrorKind::kInvalidArgument,
+          "reservations are not available on the " + std::string(parts_.store->kind()) + " store");
+    }
+    return reservation_detail::prepareStep(request, parts_.reservations, store_request);
+  }
+
   /// Fills the decision's descriptor statuses and the one store request from the match:
   /// each limit charged its own descriptor's hits, a request-side limit in place of the
   /// rules' (`positions` says where each store limit's status is). Returns "", or why the
@@ -294,9 +349,11 @@ class DecisionServiceImpl final : public DecisionService {
     const DecisionRequest& request = decision.request;
     const LimitParams& params = ml.limit->params;
     const bool refund = request.refunds(d);
-    if (ml.limit->unlimited || ((refund || request.charge == Charge::kReport) &&
-                                ((refund && !refundRefusal(params).empty()) ||
-                                 params.consistency == Consistency::kEventual))) {
+    // A reservation step holds and settles the live limits only.
+    if (ml.limit->unlimited || request.reservation.op != HoldOp::kNone ||
+        ((refund || request.charge == Charge::kReport) &&
+         ((refund && !refundRefusal(params).empty()) ||
+          params.consistency == Consistency::kEventual))) {
       return;
     }
     StoreLimit& limit = reuseNext(pending.store_request.limits, limits_used);
@@ -347,9 +404,16 @@ class DecisionServiceImpl final : public DecisionService {
   /// one (limiter.hpp, refundRefusal), and refunds or reports of eventual limits, whose
   /// grow-only counters (docs/eventual.md) cannot take a refund and are charged only by
   /// requests they admit. Checked before the store call, so no counter is touched.
-  static std::string refusal(const StoreRequest& request,
-                             const std::vector<LimitPosition>& positions,
-                             const Decision& decision) {
+  std::string refusal(const StoreRequest& request, const std::vector<LimitPosition>& positions,
+                      const Decision& decision) const {
+    if (request.hold.op != HoldOp::kNone) {
+      return reservation_detail::refusal(request, parts_.reservations, [&](std::size_t i) {
+        const LimitStatus& status =
+            decision.descriptors[positions[i].descriptor].limits[positions[i].limit];
+        return "descriptors[" + std::to_string(positions[i].descriptor) + "]: limit \"" +
+               status.name + "\": ";
+      });
+    }
     for (std::size_t i = 0; i < request.limits.size() && i < positions.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
       if ((!limit.refund && request.charge != Charge::kReport) || positions[i].candidate) {
@@ -391,6 +455,14 @@ class DecisionServiceImpl final : public DecisionService {
             r.outcomes[i];
       }
     }
+    for (std::size_t i = 0; i < positions.size() && i < r.holds_expired.size(); ++i) {
+      if (positions[i].candidate) {
+        continue;
+      }
+      decision.descriptors[positions[i].descriptor].limits[positions[i].limit].holds_expired =
+          r.holds_expired[i];
+      decision.holds_expired += r.holds_expired[i];
+    }
     decision.allowed = r.allowed;
     decision.degraded = r.degraded;
     decision.decided_at_us = r.at_us;
@@ -399,6 +471,15 @@ class DecisionServiceImpl final : public DecisionService {
       grantLease(pending, r);
     } else if (pending.store_request.lease > 0 && anyRefund(pending.store_request)) {
       noteRefundedLeases(pending);
+    }
+    if (decision.request.reservation.op != HoldOp::kNone) {
+      if (Status settled =
+              reservation_detail::settle(decision.request, pending.store_request, r, decision);
+          !settled) {
+        fail(decision.request, settled.error(), pending.started, pending.done);
+        releasePending(pending);
+        return;
+      }
     }
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
     succeed(pending, pending.done);
@@ -428,7 +509,7 @@ class DecisionServiceImpl final : public DecisionService {
       decision.lease_us = decision.lease_us == 0 ? lease_us : std::min(decision.lease_us, lease_us);
       if (parts_.leases != nullptr) {
         const LimitStatus& status = decision.descriptors[d].limits[pending.positions[i].limit];
-        parts_.leases->granted(decision.request.domain, status.name, store_request.lease,
+        parts_.leases->granted(decision.request.domain, status.name, store_request.lease, limit.key,
                                now + lease_us, now);
       }
     }

@@ -20,7 +20,8 @@ LeaseTracker::LeaseTracker(Metrics& metrics)
                    "Leases taken by admitted requests, by rule.");
   metrics.describe("leases_released_total", Metrics::Type::kCounter,
                    "Leases given back before their expiry, by rule and by what released them "
-                   "(release: POST /release; refund: a refund of the limit).");
+                   "(release: POST /release; refund: a refund of the limit; reset: the admin "
+                   "reset of the bucket).");
   metrics.describe("leases_renewed_total", Metrics::Type::kCounter,
                    "Leases extended by POST /renew, by rule.");
   metrics.describe("leases_expired_total", Metrics::Type::kCounter,
@@ -43,18 +44,21 @@ LeaseTracker::Series& LeaseTracker::seriesOf(std::string_view domain, std::strin
   release.emplace_back("by", "release");
   Labels refund = labels;
   refund.emplace_back("by", "refund");
+  Labels reset = labels;
+  reset.emplace_back("by", "reset");
   Series series;
   series.outstanding = &metrics_.gauge("leases_outstanding", labels);
   series.granted = &metrics_.counter("leases_granted_total", labels);
   series.released = &metrics_.counter("leases_released_total", release);
   series.refunded = &metrics_.counter("leases_released_total", refund);
+  series.reset = &metrics_.counter("leases_released_total", reset);
   series.renewed = &metrics_.counter("leases_renewed_total", labels);
   series.expired = &metrics_.counter("leases_expired_total", labels);
   return series_.emplace(std::move(key), std::move(series)).first->second;
 }
 
 void LeaseTracker::granted(std::string_view domain, std::string_view rule, LeaseNumber lease,
-                           Micros expires_at, Micros now) {
+                           std::string_view key, Micros expires_at, Micros now) {
   std::lock_guard lock(mutex_);
   maybeSweep(now);
   Series& series = seriesOf(domain, rule);
@@ -70,7 +74,7 @@ void LeaseTracker::granted(std::string_view domain, std::string_view rule, Lease
     }
     return;
   }
-  if (series.live.emplace(lease, expires_at).second) {
+  if (series.live.emplace(lease, Live{expires_at, std::string(key)}).second) {
     ++tracked_;
   }
   series.outstanding->set(static_cast<double>(series.live.size()));
@@ -104,7 +108,36 @@ void LeaseTracker::renewed(std::string_view domain, std::string_view rule, Lease
   Series& series = seriesOf(domain, rule);
   series.renewed->inc();
   if (auto it = series.live.find(lease); it != series.live.end()) {
-    it->second = expires_at;
+    it->second.expires_at = expires_at;
+  }
+}
+
+void LeaseTracker::reset(const std::vector<std::string>& key_prefixes, Micros now) {
+  std::lock_guard lock(mutex_);
+  maybeSweep(now);
+  const auto reset = [&key_prefixes](const std::string& key) {
+    for (const std::string& prefix : key_prefixes) {
+      if (key.starts_with(prefix)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (auto& [name, series] : series_) {
+    std::size_t removed = 0;
+    for (auto it = series.live.begin(); it != series.live.end();) {
+      if (reset(it->second.key)) {
+        it = series.live.erase(it);
+        ++removed;
+      } else {
+        ++it;
+      }
+    }
+    if (removed > 0) {
+      tracked_ -= removed;
+      series.reset->inc(removed);
+      series.outstanding->set(static_cast<double>(series.live.size()));
+    }
   }
 }
 
@@ -124,7 +157,7 @@ void LeaseTracker::sweepLocked(Micros now) {
   for (auto& [key, series] : series_) {
     std::size_t expired = 0;
     for (auto it = series.live.begin(); it != series.live.end();) {
-      if (it->second <= now) {
+      if (it->second.expires_at <= now) {
         it = series.live.erase(it);
         ++expired;
       } else {

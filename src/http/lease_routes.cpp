@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "http/reservation_routes.hpp"
+
 namespace sluice::http {
 namespace {
 
@@ -81,10 +83,44 @@ Handler leaseHandler(const HandlerContext& context, LeaseOp op) {
   };
 }
 
+/// POST /release's body names a lease or a reservation: which one, or an error.
+Result<bool> releasesLease(std::string_view body) {
+  const nlohmann::json json = nlohmann::json::parse(body, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "body: must be a JSON object such as {\"lease\": \"<id>\"} or "
+                     "{\"reservation_id\": \"<id>\", \"domain\": ..., \"descriptors\": ...}");
+  }
+  const bool lease = json.contains("lease");
+  const bool reservation = json.contains("reservation_id");
+  if (lease && reservation) {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "body: both \"lease\" and \"reservation_id\": a release gives back one "
+                     "lease or one reservation (send two requests)");
+  }
+  if (!lease && !reservation) {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "body: neither \"lease\" (a concurrency limit's lease, from an admitting "
+                     "answer) nor \"reservation_id\" (a reservation, from /reserve): one is "
+                     "required");
+  }
+  return lease;
+}
+
 }  // namespace
 
 void addLeaseRoutes(Router& router, const HandlerContext& context) {
-  router.add("POST", "/release", leaseHandler(context, LeaseOp::kRelease));
+  router.add("POST", "/release",
+             [lease = leaseHandler(context, LeaseOp::kRelease),
+              reservation = reservationHandler(context, HoldOp::kRelease)](const Request& request,
+                                                                           Respond respond) {
+               Result<bool> is_lease = releasesLease(request.body);
+               if (!is_lease) {
+                 respond(jsonError(400, is_lease.error().message));
+                 return;
+               }
+               (*is_lease ? lease : reservation)(request, std::move(respond));
+             });
   router.add("POST", "/renew", leaseHandler(context, LeaseOp::kRenew));
 }
 

@@ -7,6 +7,7 @@
 #include "http/decision_codec.hpp"
 #include "http/forward_auth.hpp"
 #include "http/lease_routes.hpp"
+#include "http/reservation_routes.hpp"
 
 namespace sluice::http {
 namespace {
@@ -76,7 +77,6 @@ void addDecisionRoutes(Router& router, const HandlerContext& context) {
              decisionHandler(
                  context, [](std::string_view body) { return parseEnvoyRequest(body); },
                  [](const Decision& decision) { return envoyResponse(decision); }));
-  addLeaseRoutes(router, context);
 }
 
 void addOperationsRoutes(Router& router, const HandlerContext& context) {
@@ -128,6 +128,8 @@ void addMetricsRoute(Router& router, const Metrics& metrics) {
 
 void addDecisionPortRoutes(Router& router, const HandlerContext& context) {
   addDecisionRoutes(router, context);
+  addReservationRoutes(router, context);
+  addLeaseRoutes(router, context);
   addOperationsRoutes(router, context);
   addForwardAuthRoutes(router, context);
 }

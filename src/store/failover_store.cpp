@@ -163,6 +163,7 @@ class FailoverStore final : public Store {
   StoreHealth health() const override { return primary_->health(); }
 
   std::string_view kind() const override { return primary_->kind(); }
+  bool holdsReservations() const override { return primary_->holdsReservations(); }
 
  private:
   /// One call to the primary, from evaluate() until its answer.

@@ -41,6 +41,8 @@ descriptors:
       algorithm: concurrency
       max_in_flight: 1
       lease: 1500ms
+  - key: tokens
+    rate_limit: {unit: minute, requests_per_unit: 1000}
 )";
 
 std::string decision(const std::string& key, const std::string& client = "c1") {
@@ -274,6 +276,92 @@ TEST_P(LeasesTest, TheAdminResetClearsLeases) {
   ASSERT_EQ(reset.status, 200) << reset.body;
   EXPECT_EQ(available(), kMaxInFlight);
   EXPECT_EQ(sluice_->client().post("/release", leaseBody(ids[0])).status, 404);
+  // The operators' view follows: the reset leases are no longer outstanding.
+  const std::string metrics = sluice_->client().get("/metrics").body;
+  EXPECT_NE(metrics.find(R"(sluice_leases_outstanding{domain="work",rule="work.job"} 0)"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(
+      metrics.find(R"(sluice_leases_released_total{domain="work",rule="work.job",by="reset"} )" +
+                   std::to_string(kMaxInFlight)),
+      std::string::npos)
+      << metrics;
+}
+
+// POST /release serves leases and reservations alike, routed on the body's key.
+TEST_P(LeasesTest, ReleaseTellsALeaseFromAReservationByTheBodysKey) {
+  const std::string lease = take(*sluice_);
+  json reserve = json::parse(decision("tokens"));
+  reserve["amount"] = 600;
+  const HttpResponse held = sluice_->client().post("/reserve", reserve.dump());
+  ASSERT_EQ(held.status, 200) << held.body;
+  const std::string reservation = json::parse(held.body)["reservation_id"].get<std::string>();
+
+  json both = json::parse(decision("tokens"));
+  both["reservation_id"] = reservation;
+  both["lease"] = lease;
+  HttpResponse r = sluice_->client().post("/release", both.dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("both \"lease\" and \"reservation_id\""), std::string::npos) << r.body;
+  r = sluice_->client().post("/release", decision("tokens"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("neither \"lease\""), std::string::npos) << r.body;
+  r = sluice_->client().post("/release", "[1]");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("body: must be a JSON object"), std::string::npos) << r.body;
+  EXPECT_EQ(available(), kMaxInFlight - 1) << "nothing was released by a refused body";
+  EXPECT_EQ(available("tokens"), 400);
+
+  json release = json::parse(decision("tokens"));
+  release["reservation_id"] = reservation;
+  r = sluice_->client().post("/release", release.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["status"], "released");
+  EXPECT_EQ(available("tokens"), 1000);
+  r = sluice_->client().post("/release", leaseBody(lease));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["released"], true);
+  EXPECT_EQ(available(), kMaxInFlight);
+  // A concurrency limit holds leases, not reservations.
+  json on_leases = json::parse(decision("job"));
+  on_leases["amount"] = 1;
+  r = sluice_->client().post("/reserve", on_leases.dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("a concurrency limit cannot hold a reservation"), std::string::npos)
+      << r.body;
+}
+
+// nginx and Traefik ask /check and never call back: the lease of an allowed check is
+// released by the application (X-Sluice-Lease) or comes back at its expiry.
+TEST_P(LeasesTest, ACheckTakesALeaseThatTheAppReleasesOrThatExpires) {
+  const char* const rules = R"(domain: default
+rate_limit:
+  algorithm: concurrency
+  max_in_flight: 1
+  lease: 1s
+)";
+  SluiceOptions options = withRules({{"default.yaml", rules}});
+  if (redis_) {
+    options.args.insert(options.args.end(), {"--store", "redis", "--redis", redis_->url()});
+  } else if (cluster_) {
+    options.args.insert(options.args.end(),
+                        {"--store", "redis_cluster", "--redis", cluster_->url(0)});
+  }
+  SluiceProcess sluice(options);
+  ASSERT_TRUE(waitFor([&] { return sluice.client().get("/readyz").status == 200; }, 10s))
+      << sluice.log();
+  HttpClient client = sluice.client();
+  const HttpResponse first = client.request("GET", "/check", {});
+  ASSERT_EQ(first.status, 200) << first.body << sluice.log();
+  const std::string id = first.header("X-Sluice-Lease");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(client.request("GET", "/check", {}).status, 429);
+  ASSERT_EQ(client.post("/release", leaseBody(id)).status, 200);
+  const auto taken = std::chrono::steady_clock::now();
+  ASSERT_EQ(client.request("GET", "/check", {}).status, 200);
+  EXPECT_EQ(client.request("GET", "/check", {}).status, 429);
+  ASSERT_TRUE(waitFor([&] { return client.request("GET", "/check", {}).status == 200; }, 3s));
+  EXPECT_GE(std::chrono::steady_clock::now() - taken, 900ms) << "only its expiry frees it";
 }
 
 TEST_P(LeasesTest, ADeadSidecarsLeasesComeBackWithinTheLeaseTime) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
@@ -30,9 +31,10 @@ class LeaseTracker {
 
   explicit LeaseTracker(Metrics& metrics);
 
-  /// A decision took `lease` in a limit of rule (domain, rule), until `expires_at`.
-  void granted(std::string_view domain, std::string_view rule, LeaseNumber lease, Micros expires_at,
-               Micros now);
+  /// A decision took `lease` in a limit of rule (domain, rule) whose bucket's store key is
+  /// `key` (StoreLimit::key), until `expires_at`.
+  void granted(std::string_view domain, std::string_view rule, LeaseNumber lease,
+               std::string_view key, Micros expires_at, Micros now);
   /// `lease` was released: `by` "release" (the store held it), or "refund" (a refund named
   /// it; counted when this process still followed it).
   void released(std::string_view domain, std::string_view rule, LeaseNumber lease,
@@ -40,19 +42,29 @@ class LeaseTracker {
   /// `lease` now expires at `expires_at`.
   void renewed(std::string_view domain, std::string_view rule, LeaseNumber lease, Micros expires_at,
                Micros now);
+  /// The admin reset deleted the buckets whose store keys start with one of `key_prefixes`
+  /// (limit_reset.hpp), and the leases they held with them: those leave `outstanding` and
+  /// count in `leases_released_total{by="reset"}`.
+  void reset(const std::vector<std::string>& key_prefixes, Micros now);
   /// Moves the leases expired at `now` out of `outstanding` into `expired_total`. Every
   /// call above sweeps too, at most every 100 ms; the app also calls it every second.
   void sweep(Micros now);
 
  private:
+  struct Live {
+    Micros expires_at = 0;
+    std::string key;  ///< the bucket's store key (for the admin reset)
+  };
+
   struct Series {
     Gauge* outstanding = nullptr;
     Counter* granted = nullptr;
     Counter* released = nullptr;
     Counter* refunded = nullptr;
+    Counter* reset = nullptr;
     Counter* renewed = nullptr;
     Counter* expired = nullptr;
-    std::unordered_map<LeaseNumber, Micros> live;  ///< lease -> expiry
+    std::unordered_map<LeaseNumber, Live> live;
   };
 
   Series& seriesOf(std::string_view domain, std::string_view rule);

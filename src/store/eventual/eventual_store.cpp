@@ -119,6 +119,7 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
   bool healthy() const override { return inner_->healthy(); }
   StoreHealth health() const override { return inner_->health(); }
   std::string_view kind() const override { return inner_->kind(); }
+  bool holdsReservations() const override { return inner_->holdsReservations(); }
 
  private:
   static bool isEventual(const StoreLimit& limit) {

@@ -12,6 +12,7 @@
 
 #include "sluice/store/request_verdict.hpp"
 #include "store/memory/bucket_table.hpp"
+#include "store/memory/hold_table.hpp"
 #include "store/memory/sketch_registry.hpp"
 
 namespace sluice {
@@ -19,6 +20,7 @@ namespace {
 
 using memory_detail::BucketTable;
 using memory_detail::Evictions;
+using memory_detail::HoldSet;
 using memory_detail::MemorySketch;
 using memory_detail::SketchRegistry;
 
@@ -71,9 +73,23 @@ class MemoryStore final : public Store, public MemoryCounters {
     StoreResponse response = takeSpareStoreResponse();
     response.at_us = now;
     response.outcomes.reserve(n);
+    // Reservations' holds (docs/reservations.md): read (and settled) before the limits are
+    // evaluated, so that every decision counts them. A process that never reserved skips this.
+    bool holds_present = request.hold.op != HoldOp::kNone;
+    for (const std::uint32_t s : involved) {
+      holds_present = holds_present || !shards_[s]->holds.empty();
+    }
+    if (holds_present) {
+      readHolds(request, work, now, response);
+    }
     evaluateLimits(request, now, work, response);
     response.allowed = sluice::requestAllowed(request, response.outcomes);
-    if (!response.allowed) {
+    if (request.hold.op == HoldOp::kReserve) {
+      placeHolds(request, work, now, response);
+    }
+    // Other charge modes charge every limit (answerUncharged answers the leases they do not
+    // take); a reservation step's answer is its own.
+    if (!response.allowed && request.hold.op == HoldOp::kNone) {
       answerUncharged(request, now, work, response);
     }
 
@@ -83,6 +99,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     saveExisting(request, now, work, response.allowed);
     insertNew(request, now, work, response.allowed, evictions);
     for (const std::uint32_t s : involved) {
+      shards_[s]->holds.sweep(now);
       const std::size_t removed = shards_[s]->table.sweep(now, kSweepPerRequest);
       evictions.expired += removed;
       count_.fetch_sub(removed, std::memory_order_relaxed);
@@ -125,6 +142,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     for (auto& shard : shards_) {
       std::lock_guard lock(shard->mutex);
       removed += shard->table.erasePrefixes(key_prefixes);
+      shard->holds.erasePrefixes(key_prefixes);
     }
     count_.fetch_sub(removed, std::memory_order_relaxed);
     record(Evictions{});
@@ -133,6 +151,7 @@ class MemoryStore final : public Store, public MemoryCounters {
 
   bool healthy() const override { return true; }
   std::string_view kind() const override { return "memory"; }
+  bool holdsReservations() const override { return true; }
 
   std::size_t shardCount() const override { return shards_.size(); }
 
@@ -169,6 +188,7 @@ class MemoryStore final : public Store, public MemoryCounters {
   struct Shard {
     std::mutex mutex;
     BucketTable table;
+    memory_detail::HoldTable holds;
   };
 
   /// One limit of the request being evaluated.
@@ -184,6 +204,12 @@ class MemoryStore final : public Store, public MemoryCounters {
     SketchCells cells;
     std::int64_t window_index = 0;
     SketchEvaluation sketch_eval;
+    HoldSet* holds = nullptr;  // the bucket's reservation holds, when it has any
+    std::int64_t held = 0;     // what its live holds add up to
+    Micros holds_retry = 0;    // until its first live hold expires
+    // A reservation step that charges nothing (a reserve, a release, a commit that found
+    // no hold to settle): evaluated, never written.
+    bool hold_only = false;
   };
 
   std::uint32_t shardOf(std::uint64_t hash) const {
@@ -197,8 +223,9 @@ class MemoryStore final : public Store, public MemoryCounters {
     LeaseHoldResult result;
     BucketTable& table = shards_[shard]->table;
     const std::uint32_t index = table.find(hold.key, hash);
-    if (index == BucketTable::kNone || hold.params.algorithm != Algorithm::kConcurrency ||
-        table.expiresAt(index) <= now) {
+    // A bucket past its end but still in the table is read: its leases say "expired" (the
+    // concurrency state knows each one's expiry), not "never held".
+    if (index == BucketTable::kNone || hold.params.algorithm != Algorithm::kConcurrency) {
       result.outcome = sluice::evaluate(hold.params, BucketState{}, now, 0).outcome;
       return result;
     }
@@ -293,7 +320,7 @@ class MemoryStore final : public Store, public MemoryCounters {
           w.expired = table.expiresAt(w.index) <= now;
         }
       }
-      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now);
+      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now, w);
       response.outcomes.push_back(w.eval.outcome);
     }
   }
@@ -321,7 +348,9 @@ class MemoryStore final : public Store, public MemoryCounters {
         continue;
       }
       response.outcomes[i] =
-          sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now, 0).outcome;
+          sluice::evaluateWithHolds(limit.params, w.expired ? BucketState{} : w.loaded, now, 0,
+                                    w.held, w.holds_retry)
+              .outcome;
     }
   }
 
@@ -396,6 +425,104 @@ class MemoryStore final : public Store, public MemoryCounters {
     }
   }
 
+  /// Reads the holds of every bucket of the request (refreshing them: expired holds are
+  /// counted in response.holds_expired), applies a commit or a release to them
+  /// (response.hold_status), and sets each Work's held amount. The shards are locked.
+  void readHolds(const StoreRequest& request, WorkList& work, Micros now, StoreResponse& response) {
+    const HoldOp op = request.hold.op;
+    const bool settling = op == HoldOp::kCommit || op == HoldOp::kRelease;
+    std::vector<HoldSet*> sets;
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      Work& w = work[i];
+      if (w.sketch) {
+        continue;
+      }
+      memory_detail::HoldTable& table = shards_[w.shard]->holds;
+      w.holds = settling ? &table.obtain(request.limits[i].key) : table.find(request.limits[i].key);
+      if (w.holds == nullptr) {
+        continue;
+      }
+      const memory_detail::HeldAmount h = memory_detail::refreshHolds(*w.holds, now);
+      if (h.expired > 0) {
+        response.holds_expired.resize(work.size());
+        response.holds_expired[i] += h.expired;
+      }
+      sets.push_back(w.holds);
+    }
+    if (settling) {
+      memory_detail::SettleInput input;
+      input.op = op;
+      input.id_expiry = request.hold.expires_at_us;
+      input.keep_us = request.hold.keep_us;
+      input.now = now;
+      if (!memory_detail::parseNonce(request.hold.nonce, input.nonce)) {
+        response.hold_status = HoldStatus::kUnknown;
+      } else {
+        response.hold_status = memory_detail::settleHolds(input, sets, response.hold_amount);
+      }
+    }
+    // A reservation step charges nothing, except a commit that found its hold (or found it
+    // expired): that one is charged as a report.
+    const bool hold_only =
+        op == HoldOp::kReserve || op == HoldOp::kRelease ||
+        (op == HoldOp::kCommit && response.hold_status != HoldStatus::kCommitted &&
+         response.hold_status != HoldStatus::kLate);
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      Work& w = work[i];
+      w.hold_only = hold_only;
+      if (w.holds == nullptr) {
+        continue;
+      }
+      const memory_detail::HeldAmount h = memory_detail::refreshHolds(*w.holds, now);
+      w.held = h.held;
+      w.holds_retry = h.first_expiry > now ? h.first_expiry - now : 0;
+      if (w.holds->holds.empty()) {
+        shards_[w.shard]->holds.dropIfEmpty(request.limits[i].key);
+        w.holds = nullptr;
+      }
+    }
+  }
+
+  /// After a reserve's verdict: an allowed one holds its amount on every bucket (all or
+  /// nothing: a bucket already at HoldCall::max_holds live holds refuses the whole
+  /// reservation, kFull); a denied one is kDenied. The shards are locked.
+  void placeHolds(const StoreRequest& request, WorkList& work, Micros now,
+                  StoreResponse& response) {
+    const HoldCall& call = request.hold;
+    std::uint64_t nonce = 0;
+    if (!response.allowed || !memory_detail::parseNonce(call.nonce, nonce)) {
+      response.hold_status = HoldStatus::kDenied;
+      return;
+    }
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      const Work& w = work[i];
+      if (call.max_holds > 0 && w.holds != nullptr &&
+          static_cast<std::int64_t>(memory_detail::liveHolds(*w.holds)) >= call.max_holds) {
+        response.hold_status = HoldStatus::kFull;
+        response.allowed = false;
+        return;
+      }
+    }
+    const Micros expires_at = now + call.ttl_us;
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      const Work& w = work[i];
+      if (w.sketch) {
+        continue;
+      }
+      HoldSet& set = shards_[w.shard]->holds.obtain(request.limits[i].key);
+      if (memory_detail::findHold(set, nonce) != nullptr) {
+        continue;  // the same bucket twice in one request: held once
+      }
+      memory_detail::addHold(
+          set,
+          memory_detail::Hold{nonce, request.limits[i].costOr(request.cost), expires_at,
+                              expires_at + call.keep_us, memory_detail::HoldState::kHeld},
+          call.max_holds);
+    }
+    response.hold_status = HoldStatus::kReserved;
+    response.hold_expires_at_us = expires_at;
+  }
+
   static bool isSketch(const StoreLimit& limit) {
     return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
            limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
@@ -405,15 +532,27 @@ class MemoryStore final : public Store, public MemoryCounters {
   /// One bucket limit of `request` on its loaded state, as the request's charge mode says
   /// (store.hpp, Charge).
   static Evaluation evaluateLimit(const StoreRequest& request, const StoreLimit& limit,
-                                  const BucketState& state, Micros now) {
+                                  const BucketState& state, Micros now, const Work& w) {
+    if (w.hold_only) {
+      // A reserve asks for its amount with the other holds counted; a release or a commit
+      // that found nothing to settle answers a check.
+      const std::int64_t asked =
+          request.hold.op == HoldOp::kReserve ? limit.costOr(request.cost) : 0;
+      return sluice::evaluateWithHolds(limit.params, state, now, asked, w.held, w.holds_retry);
+    }
     const std::int64_t cost = limit.costOr(request.cost);
     if (limit.refund) {
       return sluice::refund(limit.params, state, now, cost, request.lease);
     }
     if (request.charge == Charge::kReport) {
-      return sluice::chargeAnyway(limit.params, state, now, cost);
+      Evaluation e = sluice::chargeAnyway(limit.params, state, now, cost);
+      e.outcome.remaining = std::max<std::int64_t>(e.outcome.remaining - w.held, 0);
+      return e;
     }
-    Evaluation e = sluice::evaluate(limit.params, state, now, cost, request.lease);
+    // A concurrency limit never has holds (holdRefusal): it is the one that takes a lease.
+    Evaluation e = w.held > 0 ? sluice::evaluateWithHolds(limit.params, state, now, cost, w.held,
+                                                          w.holds_retry)
+                              : sluice::evaluate(limit.params, state, now, cost, request.lease);
     if (request.charge == Charge::kEvery && !e.outcome.allowed && cost > 0) {
       // Counted although it denied: its answer is the same request's on the charged bucket.
       Evaluation charged = sluice::chargeAnyway(limit.params, state, now, cost);
@@ -469,6 +608,9 @@ class MemoryStore final : public Store, public MemoryCounters {
   /// counting takes none; refunds release).
   static bool charged(const StoreRequest& request, const StoreLimit& limit, const Work& w,
                       bool request_allowed) {
+    if (w.hold_only) {
+      return false;
+    }
     if (isLease(limit) && !limit.refund) {
       return request_allowed && w.eval.outcome.allowed;
     }

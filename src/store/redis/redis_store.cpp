@@ -41,6 +41,9 @@ constexpr std::string_view kTestPrelude = "00_time_test";
 constexpr std::string_view kMainScript = "99_evaluate";
 constexpr int kValuesPerLimit = 9;
 constexpr int kRepliesPerLimit = 6;
+/// The reply's reservation tail (99_evaluate.lua): status, expiry, amount, then one count of
+/// expired holds per limit.
+constexpr std::size_t kHoldTail = 3;
 constexpr int kFlagCountRejected = 1;
 constexpr int kFlagShadow = 2;
 constexpr int kFlagEvery = 4;    // Charge::kEvery
@@ -90,7 +93,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
     const bool has_lease = std::any_of(request.limits.begin(), request.limits.end(), isLease);
     // A concurrency limit's denial ends with any release: never cached, never from the cache.
+    // A reservation step changes what its buckets hold, and must reach Redis.
     const bool decides_only = request.charge == Charge::kAllOrNothing && !has_lease &&
+                              request.hold.op == HoldOp::kNone &&
                               std::none_of(request.limits.begin(), request.limits.end(),
                                            [](const StoreLimit& l) { return l.refund; });
     if (options_.local_cache && !decides_only) {
@@ -110,9 +115,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     keys.reserve(request.limits.size());
     // The argument list describes the limits and costs, not the client (who is in the
     // keys): the requests of one rule share one list, built once (argumentsOf).
-    // A lease number is the request's own: such lists are not shared.
-    ArgList args = has_sketch || has_lease ? buildArguments(request, sent_at, keys)
-                                           : argumentsOf(request, sent_at, keys);
+    // A lease number and a reservation step are the request's own: such lists are not shared.
+    ArgList args = has_sketch || has_lease || request.hold.op != HoldOp::kNone
+                       ? buildArguments(request, sent_at, keys)
+                       : argumentsOf(request, sent_at, keys);
     // What the answer needs, in pooled storage: the callback below captures two pointers
     // (std::function's small buffer) and nothing here allocates once the thread is warm.
     InFlight* call = in_flight_.take();
@@ -178,6 +184,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   using Batch = std::vector<BatchedCall>;
   StoreHealth health() const override { return backend_->health(); }
   std::string_view kind() const override { return kind_; }
+  bool holdsReservations() const override { return true; }
 
  private:
   /// Sends one request's script call: alone when batching is off, else in the batch of its
@@ -429,7 +436,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n,
                                      std::size_t sketches) {
     const std::size_t expected = 1 + n * kRepliesPerLimit + 2 * sketches;
-    if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != expected) {
+    // A request whose buckets have reservation holds (or a reservation step) adds their tail.
+    const bool holds = reply.type == redis::Reply::Type::kArray &&
+                       reply.elements.size() == expected + kHoldTail + n;
+    if (reply.type != redis::Reply::Type::kArray || (reply.elements.size() != expected && !holds)) {
       return redis::redisError(redis::FailureSource::kProtocol, 0,
                                "the script returned " + std::to_string(reply.elements.size()) +
                                    " values, expected " + std::to_string(expected));
@@ -453,6 +463,23 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       o.delay_us = v[4].integer;
       o.never = v[5].integer != 0;
       response.outcomes.push_back(o);
+    }
+    if (holds) {
+      const auto* tail = &reply.elements[expected];
+      const std::int64_t status = tail[0].integer;
+      if (status < 0 || status > static_cast<std::int64_t>(HoldStatus::kUnknown)) {
+        return redis::redisError(redis::FailureSource::kProtocol, 0,
+                                 "the script returned an unknown reservation status");
+      }
+      response.hold_status = static_cast<HoldStatus>(status);
+      response.hold_expires_at_us = tail[1].integer;
+      response.hold_amount = tail[2].integer;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (tail[kHoldTail + i].integer > 0) {
+          response.holds_expired.resize(n);
+          response.holds_expired[i] = static_cast<std::uint32_t>(tail[kHoldTail + i].integer);
+        }
+      }
     }
     return response;
   }
@@ -535,7 +562,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       keys.insert(keys.end(), sketch_keys.begin(), sketch_keys.end());
       args->insert(args->end(), sketch_args.begin(), sketch_args.end());
     }
-    args->push_back(std::to_string(request.limits.size()));
+    if (request.hold.op != HoldOp::kNone) {
+      appendHoldArguments(request.hold, *args);
+      // n as -n: the six values before it are the reservation step's (80_holds.lua).
+      args->push_back("-" + std::to_string(request.limits.size()));
+    } else {
+      args->push_back(std::to_string(request.limits.size()));
+    }
     return args;
   }
 
@@ -571,6 +604,18 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       next_interned_ = (next_interned_ + 1) % kInternedLists;
     }
     return args;
+  }
+
+  /// A reservation step's six script arguments (80_holds.lua): op, nonce, ttl, keep, the
+  /// expiry the id carries, the most live holds per bucket.
+  static void appendHoldArguments(const HoldCall& hold, std::vector<std::string>& args) {
+    const int op = hold.op == HoldOp::kReserve ? 1 : hold.op == HoldOp::kCommit ? 2 : 3;
+    args.push_back(std::to_string(op));
+    args.push_back(hold.nonce);
+    args.push_back(std::to_string(hold.ttl_us));
+    args.push_back(std::to_string(hold.keep_us));
+    args.push_back(std::to_string(hold.expires_at_us));
+    args.push_back(std::to_string(hold.max_holds));
   }
 
   static std::int64_t flagsOf(const StoreLimit& limit, const StoreRequest& request) {
