@@ -13,6 +13,9 @@
 /// before the store call, and how the store's answer becomes Decision::reservation.
 namespace sluice::reservation_detail {
 
+/// `out` back to an outcome of no step (ReservationOutcome{}), keeping the id's capacity.
+void resetOutcome(ReservationOutcome& out);
+
 /// Checks what a reservation step asks before any rule is read and fills the store's
 /// HoldCall (and charge and cost): a reserve's amount (> 0) and ttl (0: the default; over
 /// --max-reservation-ttl refused), a commit's or release's id (well formed, made for this
