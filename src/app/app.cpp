@@ -20,7 +20,6 @@
 #include "app/operations.hpp"
 #include "app/options.hpp"
 #include "app/rules_watcher.hpp"
-#include "sluice/simulate/simulate_command.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision_service.hpp"
@@ -31,6 +30,7 @@
 #include "sluice/rules/consistency.hpp"
 #include "sluice/rules/rate_limit_config.hpp"
 #include "sluice/rules/rules.hpp"
+#include "sluice/simulate/simulate_command.hpp"
 #include "sluice/store/eventual_store.hpp"
 #include "sluice/store/failover_store.hpp"
 #include "sluice/store/memory_store.hpp"
@@ -238,7 +238,18 @@ class SluiceServer {
     }
     MemoryStoreOptions memory_options;
     memory_options.max_keys = options.memory_max_keys;
-    s->memory_ = makeMemoryStore(memory_options, s->clock_, s->metrics_);
+    if (options.store == StoreKind::kMemory) {
+      memory_options.overrides_file = options.operations.overrides_file;
+    } else if (!options.operations.overrides_file.empty()) {
+      spdlog::warn("--overrides-file is for --store memory; the {} store keeps overrides in Redis",
+                   storeKindName(options.store));
+    }
+    auto memory = openMemoryStore(memory_options, s->clock_, s->metrics_);
+    if (!memory) {
+      spdlog::critical("--overrides-file: {}", memory.error().message);
+      return kExitFailure;
+    }
+    s->memory_ = std::move(*memory);
     // Eventual limits (`consistency: eventual`, --store redis or redis_cluster): one engine per
     // process, shared by every I/O thread's store.
     if (options.store == StoreKind::kRedisCluster) {

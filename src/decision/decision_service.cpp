@@ -37,7 +37,19 @@ void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
   status.quota = rule.quota_mode;
   status.rule = matched.limit;
   status.from_request = false;
+  status.override_value.reset();
   status.outcome = Outcome{};
+}
+
+/// The rule's name when a runtime override may replace this limit, else null: not for
+/// `overridable: false`, sketches (one sketch per rule) and eventual limits (decided from
+/// local views).
+const std::string* overrideRuleOf(const RateLimit& rule) {
+  if (!rule.overridable || rule.params.algorithm == Algorithm::kSketch ||
+      rule.params.consistency == Consistency::kEventual) {
+    return nullptr;
+  }
+  return &rule.name;
 }
 
 /// This thread's spares. Of a decision only the storage worth keeping is kept (its
@@ -199,6 +211,7 @@ class DecisionServiceImpl final : public DecisionService {
         limit.cost = descriptor_cost;
         limit.quota_group = -1;
         limit.refund = request.refunds(d);
+        limit.override_rule = nullptr;
         positions.push_back(LimitPosition{d, 0});
         continue;
       }
@@ -215,6 +228,7 @@ class DecisionServiceImpl final : public DecisionService {
         limit.cost = descriptor_cost;
         limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
         limit.refund = request.refunds(d);
+        limit.override_rule = overrideRuleOf(*ml.limit);
         positions.push_back(LimitPosition{d, used - 1});
       }
       ds.limits.resize(used);
@@ -284,6 +298,17 @@ class DecisionServiceImpl final : public DecisionService {
     for (std::size_t i = 0; i < positions.size() && i < r.outcomes.size(); ++i) {
       decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
           r.outcomes[i];
+    }
+    for (AppliedOverride& applied : r.overrides) {
+      if (applied.limit < positions.size() && applied.value) {
+        const LimitPosition& at = positions[applied.limit];
+        LimitStatus& status = decision.descriptors[at.descriptor].limits[at.limit];
+        status.limit = applied.value->requests_per_unit;
+        status.unit = applied.value->unit;
+        status.unit_multiplier = applied.value->unit_multiplier;
+        status.window_us = applied.value->params.window_us;
+        status.override_value = std::move(applied.value);
+      }
     }
     decision.allowed = r.allowed;
     decision.degraded = r.degraded;

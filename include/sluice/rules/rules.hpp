@@ -38,6 +38,8 @@ struct RateLimit {
   bool shadow_mode = false;  ///< from the owning node
   bool quota_mode = false;   ///< from the owning node (envoyproxy/ratelimit's `quota_mode`)
   LimitParams params;        ///< ready for the limiter (limit, window, algorithm, ...)
+  /// `overridable: false`: runtime overrides (PUT /limits/overrides) are refused for it.
+  bool overridable = true;
   std::vector<std::string> replaces;
   /// Identity of this limit within its node, part of the bucket key (BucketKey::limitId):
   /// index in `rate_limits:`, 0 for a single `rate_limit:`.

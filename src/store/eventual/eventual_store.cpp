@@ -115,6 +115,15 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
   StoreHealth health() const override { return inner_->health(); }
   std::string_view kind() const override { return inner_->kind(); }
 
+  void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
+                   OverrideSetCallback done) override {
+    inner_->setOverride(slot, std::move(value), max_overrides, std::move(done));
+  }
+  void removeOverride(const OverrideSlot& slot, OverrideRemoveCallback done) override {
+    inner_->removeOverride(slot, std::move(done));
+  }
+  void listOverrides(OverrideListCallback done) override { inner_->listOverrides(std::move(done)); }
+
  private:
   static bool isEventual(const StoreLimit& limit) {
     return limit.params.consistency == Consistency::kEventual &&
