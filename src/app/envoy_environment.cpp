@@ -479,7 +479,8 @@ Status mapRedis(Mapper& m) {
   return {};
 }
 
-Status mapMisc(Mapper& m) {
+/// LOG_LEVEL and LOG_FORMAT.
+Status mapLogging(Mapper& m) {
   if (auto level = m.get("LOG_LEVEL")) {
     std::string v = lower(*level);
     if (v == "warning") {
@@ -500,6 +501,12 @@ Status mapMisc(Mapper& m) {
     }
     m.flag("LOG_FORMAT=" + *format, "log-format", v == "json" ? "json" : "plain");
   }
+  return {};
+}
+
+/// The on/off switches: response headers, envoy's counting, starting without rules,
+/// Prometheus, merged domains.
+Status mapSwitches(Mapper& m) {
   if (auto headers = m.get("LIMIT_RESPONSE_HEADERS_ENABLED")) {
     auto on = parseGoBool(*headers);
     if (!on) {
@@ -550,6 +557,11 @@ Status mapMisc(Mapper& m) {
     }
     m.flag("MERGE_DOMAIN_CONFIG=" + *merge, "merge-domain-config", *on ? "true" : "false");
   }
+  return {};
+}
+
+/// GRPC_SERVER_USE_TLS and its files.
+Status mapGrpcTls(Mapper& m) {
   // TLS on the gRPC listener, mutual with GRPC_CLIENT_TLS_CACERT; envoy reads the files only
   // when GRPC_SERVER_USE_TLS is true.
   bool grpc_tls = false;
@@ -576,6 +588,11 @@ Status mapMisc(Mapper& m) {
       }
     }
   }
+  return {};
+}
+
+/// What Sluice reads but does not honour: said once at start, unless harmless.
+void mapUnhonoured(Mapper& m) {
   for (const Unhonoured& u : kUnhonoured) {
     auto value = m.get(u.name);
     if (!value) {
@@ -592,6 +609,15 @@ Status mapMisc(Mapper& m) {
       m.unhonoured(u.name, *value, u.reason);
     }
   }
+}
+
+Status mapMisc(Mapper& m) {
+  for (auto map : {mapLogging, mapSwitches, mapGrpcTls}) {
+    if (Status status = map(m); !status) {
+      return status;
+    }
+  }
+  mapUnhonoured(m);
   return {};
 }
 

@@ -61,6 +61,7 @@ Status setAdminListen(OperationsOptions& options, std::string_view value) {
 
 }  // namespace
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addOperationsFlags(FlagRegistry& registry, OperationsOptions& o) {
   namespace set = flag_setters;
   registry.section("Operations (docs/operations.md)");

@@ -20,6 +20,7 @@ Error invalid(std::string message) {
   return makeError(ErrorKind::kInvalidArgument, std::move(message));
 }
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addGeneralFlags(FlagRegistry& registry, AppOptions& o) {
   namespace set = flag_setters;
   registry.section("General");
@@ -210,6 +211,7 @@ Status parseRedisNodes(AppOptions& options) {
 
 }  // namespace
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addAppFlags(FlagRegistry& registry, AppOptions& options) {
   addGeneralFlags(registry, options);
   http::addHttpFlags(registry, options);

@@ -194,23 +194,8 @@ class StructureScanner {
   std::optional<LocatedError> scanBlockLine(std::string_view line, int indent, int number) {
     std::size_t pos = static_cast<std::size_t>(indent);
     bool dashed = false;
-    while (pos < line.size() && line[pos] == '-' &&
-           (pos + 1 == line.size() || line[pos + 1] == ' ')) {
-      const int dash = static_cast<int>(pos);
-      if (popDeeperThan(dash) && (levels_.empty() || levels_.back().column < dash)) {
-        return badIndentation(number, dash);
-      }
-      // A sequence at the column of its key (the compact form "key:\n- a") stacks on the
-      // key's level; a key line at that column closes it again.
-      if (levels_.empty() || levels_.back().column != dash ||
-          levels_.back().kind != Kind::kSequence) {
-        levels_.push_back({dash, Kind::kSequence, number});
-      }
-      dashed = true;
-      ++pos;
-      while (pos < line.size() && line[pos] == ' ') {
-        ++pos;
-      }
+    if (auto error = scanDashes(line, number, pos, dashed)) {
+      return error;
     }
     const int column = static_cast<int>(pos);
     const std::string_view rest = line.substr(pos);
@@ -245,6 +230,36 @@ class StructureScanner {
     if (std::string_view(",]}@`").find(first) != std::string_view::npos) {
       return cannotStart(number, column, first);
     }
+    return placeNode(number, column, kind, dashed);
+  }
+
+  /// Sequence indicators ("- ") from `pos` (moved past them), each opening or continuing a
+  /// sequence level; `dashed` when there was one.
+  std::optional<LocatedError> scanDashes(std::string_view line, int number, std::size_t& pos,
+                                         bool& dashed) {
+    while (pos < line.size() && line[pos] == '-' &&
+           (pos + 1 == line.size() || line[pos + 1] == ' ')) {
+      const int dash = static_cast<int>(pos);
+      if (popDeeperThan(dash) && (levels_.empty() || levels_.back().column < dash)) {
+        return badIndentation(number, dash);
+      }
+      // A sequence at the column of its key (the compact form "key:\n- a") stacks on the
+      // key's level; a key line at that column closes it again.
+      if (levels_.empty() || levels_.back().column != dash ||
+          levels_.back().kind != Kind::kSequence) {
+        levels_.push_back({dash, Kind::kSequence, number});
+      }
+      dashed = true;
+      ++pos;
+      while (pos < line.size() && line[pos] == ' ') {
+        ++pos;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// A key or plain scalar at `column`: checked against the levels open, then one of them.
+  std::optional<LocatedError> placeNode(int number, int column, Kind kind, bool dashed) {
     if (!dashed) {
       if (popDeeperThan(column) && (levels_.empty() || levels_.back().column < column)) {
         return badIndentation(number, column);
@@ -316,22 +331,8 @@ class StructureScanner {
     }
     for (std::size_t i = pos; i < line.size(); ++i) {
       const char c = line[i];
-      if (quote_ == '\'') {
-        if (c == '\'') {
-          if (i + 1 < line.size() && line[i + 1] == '\'') {
-            ++i;
-          } else {
-            quote_ = 0;
-          }
-        }
-        continue;
-      }
-      if (quote_ == '"') {
-        if (c == '\\') {
-          ++i;
-        } else if (c == '"') {
-          quote_ = 0;
-        }
+      if (quote_ != 0) {
+        skipQuoted(line, i);
         continue;
       }
       if (c == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
@@ -381,14 +382,45 @@ class StructureScanner {
           block_scalar_parent_ = static_cast<int>(pos);
           return std::nullopt;
         }
-        const std::size_t value = line.find_first_not_of(" \t", i + 1);
-        if (value != std::string_view::npos &&
-            std::string_view(",]}@`%").find(line[value]) != std::string_view::npos) {
-          return cannotStart(number, static_cast<int>(value), line[value]);
+        if (auto error = checkValueStart(line, i + 1, number)) {
+          return error;
         }
       }
     }
     flow_node_start_ = node_start;
+    return std::nullopt;
+  }
+
+  /// Inside a quoted scalar at line[i]: ends it at its closing quote ('' and \" are
+  /// escapes, skipped with `i`).
+  void skipQuoted(std::string_view line, std::size_t& i) {
+    const char c = line[i];
+    if (quote_ == '\'') {
+      if (c == '\'') {
+        if (i + 1 < line.size() && line[i + 1] == '\'') {
+          ++i;
+        } else {
+          quote_ = 0;
+        }
+      }
+      return;
+    }
+    if (c == '\\') {
+      ++i;
+    } else if (c == '"') {
+      quote_ = 0;
+    }
+  }
+
+  /// A block mapping's value after its ':' at `from` may not start with an indicator that
+  /// cannot start a plain scalar.
+  std::optional<LocatedError> checkValueStart(std::string_view line, std::size_t from,
+                                              int number) const {
+    const std::size_t value = line.find_first_not_of(" \t", from);
+    if (value != std::string_view::npos &&
+        std::string_view(",]}@`%").find(line[value]) != std::string_view::npos) {
+      return cannotStart(number, static_cast<int>(value), line[value]);
+    }
     return std::nullopt;
   }
 

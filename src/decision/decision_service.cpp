@@ -167,73 +167,11 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
 
-    RequestMatch& match = pending.match;
     matchRequestInto(*decision.domain, descriptorsToMatch(request, pending.without_overrides),
-                     match);
+                     pending.match);
+    buildStoreRequest(pending);
     StoreRequest& store_request = pending.store_request;
-    store_request.cost = request.hits;
-    store_request.charge = request.charge;
-    std::size_t limits_used = 0;  // store_request.limits filled, reusing the slot's
-    std::vector<LimitPosition>& positions = pending.positions;
-    positions.clear();
-    decision.descriptors.resize(match.descriptors.size());
-    for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
-      const DescriptorMatch& dm = match.descriptors[d];
-      DescriptorStatus& ds = decision.descriptors[d];
-      ds.matched = dm.matched;
-      ds.node = dm.node;
-      if (dm.node != nullptr) {
-        ds.metadata_json.assign(dm.node->metadata_json);
-      } else {
-        ds.metadata_json.clear();
-      }
-      std::size_t used = 0;  // ds.limits filled, reusing a spare decision's
-      std::int64_t descriptor_cost = request.hits;
-      if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
-        descriptor_cost = *request.descriptor_hits[d];
-      }
-      if (d < request.descriptor_limits.size() && request.descriptor_limits[d]) {
-        const LimitOverride& override = *request.descriptor_limits[d];
-        auto rule = makeRequestLimit(override, decision.domain->domain, request.descriptors[d]);
-        MatchedLimit ml{
-            rule.get(), nullptr,
-            requestLimitBucketKey(*decision.domain, request.descriptors[d], override.unit)};
-        ds.matched = true;
-        LimitStatus& status = reuseNext(ds.limits, used);
-        fillStatus(status, ml);
-        status.from_request = true;
-        ds.limits.resize(used);
-        decision.request_limits.push_back(std::move(rule));
-        StoreLimit& limit = reuseNext(store_request.limits, limits_used);
-        BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
-        limit.params = ml.limit->params;
-        limit.shadow = false;
-        limit.cost = descriptor_cost;
-        limit.quota_group = -1;
-        limit.refund = request.refunds(d);
-        limit.override_rule = nullptr;
-        positions.push_back(LimitPosition{d, 0});
-        continue;
-      }
-      for (const MatchedLimit& ml : dm.limits) {
-        fillStatus(reuseNext(ds.limits, used), ml);
-        if (ml.limit->unlimited) {
-          continue;
-        }
-        // Each limit is charged its own descriptor's hits, all in one atomic store call.
-        StoreLimit& limit = reuseNext(store_request.limits, limits_used);
-        BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
-        limit.params = ml.limit->params;
-        limit.shadow = ml.limit->shadow_mode;
-        limit.cost = descriptor_cost;
-        limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
-        limit.refund = request.refunds(d);
-        limit.override_rule = overrideRuleOf(*ml.limit);
-        positions.push_back(LimitPosition{d, used - 1});
-      }
-      ds.limits.resize(used);
-    }
-    store_request.limits.resize(limits_used);
+    const std::vector<LimitPosition>& positions = pending.positions;
     if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
            started, done);
@@ -255,6 +193,87 @@ class DecisionServiceImpl final : public DecisionService {
   }
 
  private:
+  /// Fills the decision's descriptor statuses and the one store request from the match:
+  /// each limit charged its own descriptor's hits, a request-side limit in place of the
+  /// rules' (`positions` says where each store limit's status is).
+  void buildStoreRequest(PendingDecision& pending) {
+    Decision& decision = pending.decision;
+    const DecisionRequest& request = decision.request;
+    const RequestMatch& match = pending.match;
+    StoreRequest& store_request = pending.store_request;
+    store_request.cost = request.hits;
+    store_request.charge = request.charge;
+    std::size_t limits_used = 0;  // store_request.limits filled, reusing the slot's
+    pending.positions.clear();
+    decision.descriptors.resize(match.descriptors.size());
+    for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
+      const DescriptorMatch& dm = match.descriptors[d];
+      DescriptorStatus& ds = decision.descriptors[d];
+      ds.matched = dm.matched;
+      ds.node = dm.node;
+      if (dm.node != nullptr) {
+        ds.metadata_json.assign(dm.node->metadata_json);
+      } else {
+        ds.metadata_json.clear();
+      }
+      std::int64_t descriptor_cost = request.hits;
+      if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
+        descriptor_cost = *request.descriptor_hits[d];
+      }
+      if (d < request.descriptor_limits.size() && request.descriptor_limits[d]) {
+        addRequestLimit(pending, d, descriptor_cost, limits_used);
+        continue;
+      }
+      std::size_t used = 0;  // ds.limits filled, reusing a spare decision's
+      for (const MatchedLimit& ml : dm.limits) {
+        fillStatus(reuseNext(ds.limits, used), ml);
+        if (ml.limit->unlimited) {
+          continue;
+        }
+        StoreLimit& limit = reuseNext(store_request.limits, limits_used);
+        BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
+        limit.params = ml.limit->params;
+        limit.shadow = ml.limit->shadow_mode;
+        limit.cost = descriptor_cost;
+        limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
+        limit.refund = request.refunds(d);
+        limit.override_rule = overrideRuleOf(*ml.limit);
+        pending.positions.push_back(LimitPosition{d, used - 1});
+      }
+      ds.limits.resize(used);
+    }
+    store_request.limits.resize(limits_used);
+  }
+
+  /// Descriptor `d` carries its own limit (envoy's descriptor-level `limit`): it replaces
+  /// the rules' limits of that descriptor, and the decision keeps the rule it makes.
+  void addRequestLimit(PendingDecision& pending, std::size_t d, std::int64_t cost,
+                       std::size_t& limits_used) {
+    Decision& decision = pending.decision;
+    const DecisionRequest& request = decision.request;
+    DescriptorStatus& ds = decision.descriptors[d];
+    const LimitOverride& override = *request.descriptor_limits[d];
+    auto rule = makeRequestLimit(override, decision.domain->domain, request.descriptors[d]);
+    MatchedLimit ml{rule.get(), nullptr,
+                    requestLimitBucketKey(*decision.domain, request.descriptors[d], override.unit)};
+    ds.matched = true;
+    std::size_t used = 0;
+    LimitStatus& status = reuseNext(ds.limits, used);
+    fillStatus(status, ml);
+    status.from_request = true;
+    ds.limits.resize(used);
+    decision.request_limits.push_back(std::move(rule));
+    StoreLimit& limit = reuseNext(pending.store_request.limits, limits_used);
+    BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
+    limit.params = ml.limit->params;
+    limit.shadow = false;
+    limit.cost = cost;
+    limit.quota_group = -1;
+    limit.refund = request.refunds(d);
+    limit.override_rule = nullptr;
+    pending.positions.push_back(LimitPosition{d, 0});
+  }
+
   /// Why the store must not see this request, or "": a refund of a limit that cannot take
   /// one (limiter.hpp, refundRefusal), and refunds or reports of eventual limits, whose
   /// grow-only counters (docs/eventual.md) cannot take a refund and are charged only by
@@ -367,16 +386,7 @@ DecisionRequest takeSpareRequest() {
   }
   DecisionRequest request = std::move(t_spares.requests.back());
   t_spares.requests.pop_back();
-  request.domain.clear();
-  request.client_id.clear();
-  request.hits = 1;
-  request.descriptor_hits.clear();
-  request.descriptor_limits.clear();
-  request.refund = false;
-  request.descriptor_refunds.clear();
-  request.charge = Charge::kAllOrNothing;
-  request.envoy_api = false;
-  // The descriptors stay: a parser reuses them (with their entries) and trims the rest.
+  request.clearForReuse();
   return request;
 }
 

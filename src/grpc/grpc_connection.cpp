@@ -1,7 +1,5 @@
 #include "grpc/grpc_connection.hpp"
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/descriptor.pb.h>
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
@@ -10,113 +8,24 @@
 #include <cstring>
 #include <string>
 
+#include "grpc/grpc_stream.hpp"
+#include "grpc/proto_wire.hpp"
+
 namespace sluice::grpc {
 namespace {
 
-constexpr std::string_view kRlsPath =
-    "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
-constexpr std::string_view kHealthCheckPath = "/grpc.health.v1.Health/Check";
-constexpr std::string_view kHealthWatchPath = "/grpc.health.v1.Health/Watch";
-constexpr std::string_view kReflectionV1AlphaPath =
-    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
-constexpr std::string_view kReflectionV1Path =
-    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
-/// The service name envoyproxy/ratelimit registers with grpc.health.v1.
-constexpr std::string_view kHealthServiceName = "ratelimit";
+using wire::putFrameHeader;
+
 /// Request bytes one connection may hold across its streams, in messages of the largest size.
 constexpr std::size_t kBufferedMessages = 4;
 /// grpc-go's and grpc core's window without calls (PermitWithoutStream false).
 constexpr auto kIdlePingInterval = std::chrono::hours(2);
 constexpr std::size_t kPrefixBytes = 5;
 
-enum class Method { kUnknown, kRls, kHealthCheck, kHealthWatch, kReflection };
-
 nghttp2_nv constantHeader(std::string_view name, std::string_view value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
           value.size(), NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
-}
-
-/// Protobuf wire reading, enough for the small messages served here by hand.
-struct WireReader {
-  std::string_view data;
-  std::size_t pos = 0;
-
-  bool varint(std::uint64_t& value) {
-    value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos >= data.size()) {
-        return false;
-      }
-      const auto byte = static_cast<std::uint8_t>(data[pos++]);
-      value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /// The next field: its number, and its bytes when length-delimited. False at the end or
-  /// on malformed input (`bad`).
-  bool next(std::uint32_t& field, std::string_view& bytes, bool& bad) {
-    bad = false;
-    if (pos >= data.size()) {
-      return false;
-    }
-    std::uint64_t key = 0;
-    std::uint64_t value = 0;
-    if (!varint(key)) {
-      bad = true;
-      return false;
-    }
-    field = static_cast<std::uint32_t>(key >> 3);
-    bytes = {};
-    switch (key & 7) {
-      case 0:
-        bad = !varint(value);
-        break;
-      case 1:
-        bad = data.size() - pos < 8;
-        pos += bad ? 0 : 8;
-        break;
-      case 5:
-        bad = data.size() - pos < 4;
-        pos += bad ? 0 : 4;
-        break;
-      case 2:
-        bad = !varint(value) || value > data.size() - pos;
-        if (!bad) {
-          bytes = data.substr(pos, value);
-          pos += value;
-        }
-        break;
-      default:
-        bad = true;
-    }
-    return !bad;
-  }
-};
-
-void putVarint(std::string& out, std::uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
-
-void putBytes(std::string& out, std::uint32_t field, std::string_view bytes) {
-  putVarint(out, (field << 3) | 2);
-  putVarint(out, bytes.size());
-  out.append(bytes);
-}
-
-void putFrameHeader(std::string& out, std::size_t length) {
-  out.push_back('\0');
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<char>((length >> shift) & 0xff));
-  }
 }
 
 std::string_view toView(const std::uint8_t* data, std::size_t length) {
@@ -210,55 +119,6 @@ std::string percentEncode(std::string_view message) {
   }
   return out;
 }
-
-struct GrpcConnection::Stream {
-  std::int32_t id = 0;
-  std::size_t index = 0;  // in streams_
-  Method method = Method::kUnknown;
-  std::string path;
-  std::string in;   // request bytes received, framed
-  std::string out;  // response bytes to send, framed
-  std::size_t out_pos = 0;
-  std::string status_text;  // grpc-message, kept until sent
-  std::array<char, 4> status_digits{};
-  std::optional<Clock::time_point> deadline;       // grpc-timeout
-  std::optional<Clock::time_point> request_until;  // the request must be whole by then
-  std::size_t header_bytes = 0;
-  StatusCode early_status = StatusCode::kOk;  // found while reading the headers
-  std::string early_message;
-  bool bad_method = false;
-  bool not_grpc = false;
-  bool headers_done = false;
-  bool request_done = false;
-  bool dispatched = false;    // given to onCall(), not answered yet
-  bool answered = false;      // status submitted (or being sent)
-  bool headers_sent = false;  // response HEADERS submitted
-  bool trailers_due = false;  // the data provider ends with trailers
-  bool degraded = false;
-  bool data_deferred = false;
-  bool reset_after_end = false;  // RST_STREAM once the answer has gone
-  StatusCode final_status = StatusCode::kOk;
-  std::optional<bool> watched;  // Watch: the status last sent
-
-  void reset(std::int32_t stream_id) {
-    id = stream_id;
-    method = Method::kUnknown;
-    path.clear();
-    in.clear();
-    out.clear();
-    out_pos = 0;
-    status_text.clear();
-    deadline.reset();
-    request_until.reset();
-    header_bytes = 0;
-    early_status = StatusCode::kOk;
-    early_message.clear();
-    bad_method = not_grpc = headers_done = request_done = dispatched = answered = false;
-    headers_sent = trailers_due = degraded = data_deferred = reset_after_end = false;
-    final_status = StatusCode::kOk;
-    watched.reset();
-  }
-};
 
 /// nghttp2's callbacks, in the connection's terms.
 struct Callbacks {
@@ -666,128 +526,6 @@ void GrpcConnection::onRequestEnd(Stream& stream, Clock::time_point now) {
     default:
       return;
   }
-}
-
-void GrpcConnection::serveHealthCheck(Stream& stream, std::string_view message) {
-  WireReader reader{message};
-  std::uint32_t field = 0;
-  std::string_view bytes;
-  bool bad = false;
-  std::string_view service;
-  while (reader.next(field, bytes, bad)) {
-    if (field == 1) {
-      service = bytes;
-    }
-  }
-  if (bad) {
-    finishStream(stream, StatusCode::kInternal, "cannot parse HealthCheckRequest");
-    return;
-  }
-  const bool known = service.empty() || service == kHealthServiceName;
-  const bool serving = state_.serving.load(std::memory_order_relaxed);
-  if (stream.method == Method::kHealthCheck) {
-    if (!known) {
-      finishStream(stream, StatusCode::kNotFound, "unknown service");
-      return;
-    }
-    sendMessage(stream,
-                serving ? std::string_view("\x08\x01", 2) : std::string_view("\x08\x02", 2));
-    finishStream(stream, StatusCode::kOk, {});
-    return;
-  }
-  // Watch: the status now, then each change, until the client ends the call.
-  stream.deadline.reset();
-  if (!known) {
-    sendMessage(stream, std::string_view("\x08\x03", 2));  // SERVICE_UNKNOWN
-    stream.watched = false;
-    stream.path.clear();
-    return;
-  }
-  stream.watched = serving;
-  sendMessage(stream, serving ? std::string_view("\x08\x01", 2) : std::string_view("\x08\x02", 2));
-}
-
-void GrpcConnection::healthChanged() {
-  const bool serving = state_.serving.load(std::memory_order_relaxed);
-  for (auto& stream : streams_) {
-    if (stream->method == Method::kHealthWatch && stream->watched && !stream->answered &&
-        !stream->path.empty() && *stream->watched != serving) {
-      stream->watched = serving;
-      sendMessage(*stream,
-                  serving ? std::string_view("\x08\x01", 2) : std::string_view("\x08\x02", 2));
-    }
-  }
-}
-
-void GrpcConnection::serveReflection(Stream& stream, std::string_view message) {
-  namespace pb = google::protobuf;
-  WireReader reader{message};
-  std::uint32_t field = 0;
-  std::string_view bytes;
-  bool bad = false;
-  std::string host;
-  std::string response;
-  std::string inner;
-  int kind = 0;
-  std::string_view argument;
-  while (reader.next(field, bytes, bad)) {
-    if (field == 1) {
-      host.assign(bytes);
-    } else if (field >= 3 && field <= 7) {
-      kind = static_cast<int>(field);
-      argument = bytes;
-    }
-  }
-  if (bad) {
-    finishStream(stream, StatusCode::kInternal, "cannot parse ServerReflectionRequest");
-    return;
-  }
-  // A reflection client (grpcurl) may keep its stream open between questions.
-  stream.request_until.reset();
-  putBytes(response, 1, host);
-  putBytes(response, 2, message);
-  auto error = [&](StatusCode code, std::string_view text) {
-    inner.clear();
-    putVarint(inner, 1 << 3);
-    putVarint(inner, static_cast<std::uint64_t>(code));
-    putBytes(inner, 2, text);
-    putBytes(response, 7, inner);
-  };
-  if (kind == 7) {
-    for (std::string_view name : {std::string_view("envoy.service.ratelimit.v3.RateLimitService"),
-                                  std::string_view("grpc.health.v1.Health"),
-                                  std::string_view("grpc.reflection.v1alpha.ServerReflection")}) {
-      std::string service;
-      putBytes(service, 1, name);
-      putBytes(inner, 1, service);
-    }
-    putBytes(response, 6, inner);
-  } else if (kind == 3 || kind == 4) {
-    const pb::DescriptorPool* pool = pb::DescriptorPool::generated_pool();
-    const pb::FileDescriptor* file = kind == 3
-                                         ? pool->FindFileByName(std::string(argument))
-                                         : pool->FindFileContainingSymbol(std::string(argument));
-    if (file == nullptr) {
-      error(StatusCode::kNotFound, kind == 3 ? "file not found" : "symbol not found");
-    } else {
-      // The file and everything it imports, as grpc++'s reflection answers.
-      std::vector<const pb::FileDescriptor*> files{file};
-      for (std::size_t i = 0; i < files.size(); ++i) {
-        pb::FileDescriptorProto proto;
-        files[i]->CopyTo(&proto);
-        putBytes(inner, 1, proto.SerializeAsString());
-        for (int d = 0; d < files[i]->dependency_count(); ++d) {
-          if (std::find(files.begin(), files.end(), files[i]->dependency(d)) == files.end()) {
-            files.push_back(files[i]->dependency(d));
-          }
-        }
-      }
-      putBytes(response, 4, inner);
-    }
-  } else {
-    error(StatusCode::kUnimplemented, "not served by this reflection service");
-  }
-  sendMessage(stream, response);
 }
 
 void GrpcConnection::submitHeadersOnce(Stream& stream) {

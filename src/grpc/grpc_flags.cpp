@@ -2,6 +2,7 @@
 
 namespace sluice::grpc {
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addGrpcFlags(FlagRegistry& registry, GrpcSettings& settings) {
   namespace set = flag_setters;
   using std::chrono::milliseconds;

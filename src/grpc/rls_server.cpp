@@ -32,42 +32,19 @@
 #include <utility>
 #include <vector>
 
-#include "grpc/grpc_connection.hpp"
-#include "grpc/rls_mapping.hpp"
+#include "grpc/rls_session.hpp"
 #include "grpc/unix_socket.hpp"
 
 namespace sluice::grpc {
 namespace {
 
-namespace net = boost::asio;
 using tcp = net::ip::tcp;
-using GenericSocket = net::generic::stream_protocol::socket;
 using GenericAcceptor = net::basic_socket_acceptor<net::generic::stream_protocol>;
-using Clock = std::chrono::steady_clock;
-using TlsStream = net::ssl::stream<GenericSocket>;
 
-constexpr std::string_view kCallsMetric = "grpc_calls_total";
-constexpr std::string_view kInFlightMetric = "grpc_calls_in_flight";
-constexpr std::string_view kCancelledMetric = "grpc_calls_cancelled_total";
-constexpr std::string_view kTlsReloadsMetric = "grpc_tls_reloads_total";
 constexpr std::string_view kUnixPrefix = "unix:";
-constexpr std::size_t kReadChunk = 16 << 10;
-/// Output a connection may have queued before it stops reading its client.
-constexpr std::size_t kMaxPendingOutput = 1 << 20;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 /// After the drain, how long shutdown() waits for the I/O threads to close what is left.
 constexpr auto kCloseWait = std::chrono::seconds(2);
-
-StatusCode statusCodeOf(const Error& error) {
-  switch (error.kind) {
-    case ErrorKind::kInvalidArgument:
-      return StatusCode::kInvalidArgument;
-    default:
-      // The store failed (timeout, connection, script) with --failure-mode closed, or the
-      // server is not ready: UNAVAILABLE, so that Envoy's failure_mode_deny applies.
-      return StatusCode::kUnavailable;
-  }
-}
 
 /// "HOST:PORT" or "[V6]:PORT" into host and port.
 std::optional<std::pair<std::string, std::string>> splitHostPort(const std::string& address) {
@@ -83,605 +60,6 @@ std::optional<std::pair<std::string, std::string>> splitHostPort(const std::stri
 }
 
 }  // namespace
-
-class RlsSession;
-
-/// One I/O thread serving connections: its io_context, and its sessions (touched only there).
-struct IoSlot {
-  net::io_context* io = nullptr;
-  /// The worker whose io_context this is (decisions run inline), or -1.
-  int worker = -1;
-  std::unordered_set<RlsSession*> sessions;
-};
-
-/// What the sessions share with the server, kept alive by them (handlers may outlive it).
-struct RlsShared {
-  RlsShared(RlsServerOptions opts, std::vector<RlsWorker> w, Metrics& m)
-      : options(std::move(opts)),
-        workers(std::move(w)),
-        metrics(m),
-        in_flight(metrics.gauge(kInFlightMetric)) {
-    describeGrpcMetrics(metrics);
-    for (auto code :
-         {StatusCode::kOk, StatusCode::kInvalidArgument, StatusCode::kUnavailable,
-          StatusCode::kCancelled, StatusCode::kDeadlineExceeded, StatusCode::kResourceExhausted,
-          StatusCode::kInternal, StatusCode::kUnimplemented}) {
-      counters[static_cast<int>(code)] =
-          &metrics.counter(kCallsMetric, {{"code", statusCodeName(code)}});
-    }
-    cancelled_queued = &metrics.counter(kCancelledMetric, {{"stage", "queued"}});
-    cancelled_deciding = &metrics.counter(kCancelledMetric, {{"stage", "deciding"}});
-    tls_reloaded = &metrics.counter(kTlsReloadsMetric, {{"result", "reloaded"}});
-    tls_rejected = &metrics.counter(kTlsReloadsMetric, {{"result", "rejected"}});
-    limits.max_message_bytes = options.max_message_bytes;
-    limits.request_timeout = options.request_timeout;
-    state.reflection = options.reflection;
-  }
-
-  void count(StatusCode code) {
-    if (Counter* counter = counters[static_cast<int>(code)]) {
-      counter->inc();
-    }
-  }
-
-  RlsServerOptions options;
-  std::vector<RlsWorker> workers;
-  Metrics& metrics;
-  Gauge& in_flight;
-  std::array<Counter*, 17> counters{};
-  Counter* cancelled_queued = nullptr;
-  Counter* cancelled_deciding = nullptr;
-  Counter* tls_reloaded = nullptr;
-  Counter* tls_rejected = nullptr;
-  GrpcServerState state;
-  GrpcLimits limits;
-  std::atomic<std::size_t> next_worker{0};
-  std::atomic<bool> stopping{false};
-  std::vector<std::unique_ptr<IoSlot>> slots;
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::size_t live_sessions = 0;  // under mutex
-  /// The TLS context new connections get (null: plaintext); swapped by a reload.
-  std::shared_ptr<net::ssl::context> tls_context;  // under mutex
-
-  std::shared_ptr<net::ssl::context> currentTls() {
-    std::lock_guard lock(mutex);
-    return tls_context;
-  }
-};
-
-/// A call decided on another thread than its connection's (the server's own I/O thread
-/// posting to the workers): what both threads know of it.
-struct PostedCall {
-  std::atomic<bool> gone{false};
-  std::weak_ptr<RlsSession> session;
-  net::io_context* home = nullptr;
-  std::shared_ptr<RlsShared> shared;
-  std::int32_t stream = 0;
-};
-
-/// One gRPC connection on its I/O thread: reads into the HTTP/2 connection, writes what it
-/// produces, runs the calls' deadlines and the connection's age on one timer, and decides
-/// ShouldRateLimit calls inline (or posts them to a worker).
-class RlsSession final : public std::enable_shared_from_this<RlsSession>, public GrpcCallHandler {
- public:
-  RlsSession(GenericSocket socket, std::shared_ptr<RlsShared> shared, IoSlot& slot)
-      : shared_(std::move(shared)),
-        slot_(slot),
-        socket_(std::move(socket)),
-        timer_(socket_.get_executor()),
-        connection_(*this, shared_->state, shared_->limits, Clock::now()) {
-    if (auto context = shared_->currentTls()) {
-      tls_context_ = std::move(context);
-      tls_.emplace(std::move(socket_), *tls_context_);
-    }
-  }
-
-  void start() {
-    slot_.sessions.insert(this);
-    {
-      std::lock_guard lock(shared_->mutex);
-      ++shared_->live_sessions;
-    }
-    boost::system::error_code ec;
-    socket().non_blocking(true, ec);
-    const auto now = Clock::now();
-    age_at_ = now + shared_->options.max_connection_age;
-    if (tls_) {
-      // The handshake has the request timeout; HTTP/2 starts once it is done.
-      handshake_until_ = now + shared_->options.request_timeout;
-      armTimer();
-      tls_->async_handshake(
-          net::ssl::stream_base::server,
-          [self = shared_from_this()](boost::system::error_code hec) { self->onHandshake(hec); });
-      return;
-    }
-    begin();
-  }
-
-  void onHandshake(boost::system::error_code ec) {
-    handshake_until_.reset();
-    if (closed_) {
-      return;
-    }
-    if (ec) {
-      // A client without a valid certificate, a wrong SAN, not TLS at all: logged at debug
-      // (a scanner must not fill the log), refused.
-      spdlog::debug("gRPC: TLS handshake refused: {}", ec.message());
-      close();
-      return;
-    }
-    begin();
-  }
-
-  void begin() {
-    if (shared_->stopping) {
-      connection_.goAway();
-    }
-    flush();
-    armTimer();
-    doRead();
-  }
-
-  GenericSocket& socket() { return tls_ ? tls_->next_layer() : socket_; }
-
-  /// The server is stopping: GOAWAY, serve what was received, then close.
-  void goAway() {
-    connection_.goAway();
-    flush();
-    closeIfDone();
-  }
-
-  void healthChanged() {
-    connection_.healthChanged();
-    flush();
-  }
-
-  /// Ends the connection now; calls still waiting are abandoned (counted CANCELLED).
-  void close() {
-    if (closed_) {
-      return;
-    }
-    closed_ = true;
-    for (auto& [stream, posted] : posted_) {
-      posted->gone = true;
-    }
-    posted_.clear();
-    // Their decisions are still coming: counted when they come, as the client's cancels.
-    for (auto [stream, deadline] : dispatched_) {
-      if (connection_.waiting(stream)) {
-        gone_[stream] = deadline;
-      }
-    }
-    dispatched_.clear();
-    boost::system::error_code ignored;
-    timer_.cancel();
-    socket().shutdown(net::socket_base::shutdown_both, ignored);
-    socket().close(ignored);
-    slot_.sessions.erase(this);
-    std::lock_guard lock(shared_->mutex);
-    --shared_->live_sessions;
-    shared_->changed.notify_all();
-  }
-
-  // GrpcCallHandler ------------------------------------------------------------------
-
-  void onCall(std::int32_t stream, std::string_view message,
-              std::optional<Clock::time_point> deadline) override {
-    shared_->in_flight.add(1);
-    dispatched_.emplace_back(stream, deadline);
-    in_call_ = true;
-    // One request message per connection, refilled by each call: protobuf's Clear() keeps
-    // the strings and repeated fields it allocated, so a warm connection parses without
-    // allocating (cheaper than an arena, which registers a destructor per string).
-    rls::RateLimitRequest* request = &request_;
-    if (deadline && *deadline <= Clock::now()) {
-      // Its deadline passed while it was read (a grpc-timeout of a few nanoseconds): not
-      // decided, nothing charged.
-      shared_->cancelled_queued->inc();
-      answerError(stream, StatusCode::kDeadlineExceeded, "deadline passed before decided");
-    } else if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
-      answerError(stream, StatusCode::kInternal, "cannot parse RateLimitRequest");
-    } else if (auto parsed = toDecisionRequest(*request); !parsed) {
-      answerError(stream, StatusCode::kInvalidArgument, parsed.error().message);
-    } else if (slot_.worker >= 0) {
-      decideHere(stream, std::move(*parsed));
-    } else {
-      post(stream, std::move(*parsed), deadline);
-    }
-    in_call_ = false;
-  }
-
-  void onCallAbandoned(std::int32_t stream, StatusCode code) override {
-    std::optional<Clock::time_point> deadline;
-    if (auto it = findDispatched(stream); it != dispatched_.end()) {
-      deadline = it->second;
-      forgetDispatched(it);
-    }
-    auto posted = posted_.find(stream);
-    if (posted != posted_.end()) {
-      posted->second->gone = true;
-    }
-    if (code == StatusCode::kDeadlineExceeded) {
-      // Answered DEADLINE_EXCEEDED by the connection: that is what its client saw.
-      shared_->count(code);
-      shared_->in_flight.add(-1);
-    } else if (posted != posted_.end()) {
-      // Waiting in a worker's queue (or decided there): counted now, as what its client saw.
-      const bool expired = deadline && *deadline <= Clock::now();
-      shared_->count(expired ? StatusCode::kDeadlineExceeded : StatusCode::kCancelled);
-      shared_->in_flight.add(-1);
-    } else {
-      // The client went away while the store decided it here: counted once the decision is
-      // in, as what the client saw by then (DEADLINE_EXCEEDED once its deadline passed).
-      gone_[stream] = deadline;
-    }
-  }
-
-  /// A call given up on has been settled (decided, or dropped from the worker's queue).
-  void settleGone(std::int32_t stream, Counter* stage) {
-    if (stage != nullptr) {
-      stage->inc();
-    }
-    auto it = gone_.find(stream);
-    if (it == gone_.end()) {
-      return;
-    }
-    const bool expired = it->second && *it->second <= Clock::now();
-    shared_->count(expired ? StatusCode::kDeadlineExceeded : StatusCode::kCancelled);
-    shared_->in_flight.add(-1);
-    gone_.erase(it);
-  }
-
-  void onCallRefused(StatusCode code) override { shared_->count(code); }
-
- private:
-  void answerError(std::int32_t stream, StatusCode code, std::string_view message) {
-    if (!connection_.waiting(stream)) {
-      return;
-    }
-    if (auto it = findDispatched(stream); it != dispatched_.end()) {
-      forgetDispatched(it);
-    }
-    shared_->count(code);
-    shared_->in_flight.add(-1);
-    connection_.fail(stream, code, message);
-  }
-
-  void answer(std::int32_t stream, std::string&& framed, bool degraded) {
-    if (auto it = findDispatched(stream); it != dispatched_.end()) {
-      forgetDispatched(it);
-    }
-    shared_->count(StatusCode::kOk);
-    shared_->in_flight.add(-1);
-    connection_.replyFramed(stream, std::move(framed), degraded);
-  }
-
-  /// The response message behind its gRPC prefix, in `framed` (its capacity reused).
-  static void encode(const Decision& decision, bool headers, rls::RateLimitResponse& response,
-                     std::string& framed) {
-    response.Clear();
-    toResponse(decision, headers, response);
-    const std::size_t size = response.ByteSizeLong();
-    framed.assign(5 + size, '\0');
-    framed[1] = static_cast<char>((size >> 24) & 0xff);
-    framed[2] = static_cast<char>((size >> 16) & 0xff);
-    framed[3] = static_cast<char>((size >> 8) & 0xff);
-    framed[4] = static_cast<char>(size & 0xff);
-    response.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(framed.data() + 5));
-  }
-
-  void decideHere(std::int32_t stream, DecisionRequest&& request) {
-    DecisionService& decisions =
-        *shared_->workers[static_cast<std::size_t>(slot_.worker)].decisions;
-    decisions.decide(std::move(request),
-                     [self = shared_from_this(), stream](Result<Decision> decision) {
-                       self->onDecided(stream, std::move(decision));
-                     });
-  }
-
-  void onDecided(std::int32_t stream, Result<Decision> decision) {
-    if (closed_ || !connection_.waiting(stream)) {
-      // The client went away (or its deadline passed) while the store decided: the
-      // decision stands (charged once), the answer goes nowhere.
-      settleGone(stream, shared_->cancelled_deciding);
-      if (decision) {
-        recycleDecision(std::move(*decision));
-      }
-      return;
-    }
-    if (!decision) {
-      answerError(stream, statusCodeOf(decision.error()), decision.error().message);
-    } else {
-      encode(*decision, shared_->options.response_headers, response_, framed_);
-      // replyFramed() swaps: framed_ gets the stream's spent buffer, capacity and all.
-      answer(stream, std::move(framed_), decision->degraded);
-      recycleDecision(std::move(*decision));
-    }
-    if (!in_call_) {
-      flush();
-      armTimer();
-    }
-  }
-
-  /// To a worker of another thread (round-robin); the answer comes back to this thread.
-  void post(std::int32_t stream, DecisionRequest&& request,
-            std::optional<Clock::time_point> deadline) {
-    auto posted = std::make_shared<PostedCall>();
-    posted->session = weak_from_this();
-    posted->home = slot_.io;
-    posted->shared = shared_;
-    posted->stream = stream;
-    posted_[stream] = posted;
-    const std::size_t index =
-        shared_->next_worker.fetch_add(1, std::memory_order_relaxed) % shared_->workers.size();
-    RlsWorker worker = shared_->workers[index];
-    net::post(*worker.io, [worker, posted, deadline, request = std::move(request)]() mutable {
-      // Its turn has come: a call nobody waits for any more is not charged.
-      if (posted->gone || (deadline && *deadline <= Clock::now())) {
-        posted->shared->cancelled_queued->inc();
-        net::post(*posted->home, [posted] {
-          if (auto self = posted->session.lock()) {
-            self->posted_.erase(posted->stream);
-            self->answerQueuedLate(posted->stream);
-          }
-        });
-        return;
-      }
-      worker.decisions->decide(std::move(request), [posted](Result<Decision> decision) {
-        onPostedDecided(posted, std::move(decision));
-      });
-    });
-  }
-
-  /// On the worker's thread: the answer is encoded there and handed back to the session's.
-  static void onPostedDecided(const std::shared_ptr<PostedCall>& posted,
-                              Result<Decision> decision) {
-    std::string framed;
-    std::optional<Error> error;
-    bool degraded = false;
-    if (decision) {
-      rls::RateLimitResponse response;
-      encode(*decision, posted->shared->options.response_headers, response, framed);
-      degraded = decision->degraded;
-      recycleDecision(std::move(*decision));
-    } else {
-      error = decision.error();
-    }
-    net::post(*posted->home,
-              [posted, framed = std::move(framed), error = std::move(error), degraded]() mutable {
-                auto self = posted->session.lock();
-                if (!self) {
-                  return;
-                }
-                const std::int32_t stream = posted->stream;
-                self->posted_.erase(stream);
-                if (self->closed_ || !self->connection_.waiting(stream)) {
-                  self->settleGone(stream, self->shared_->cancelled_deciding);
-                  return;
-                }
-                if (error) {
-                  self->answerError(stream, statusCodeOf(*error), error->message);
-                } else {
-                  self->answer(stream, std::move(framed), degraded);
-                }
-                self->flush();
-                self->armTimer();
-              });
-  }
-
-  /// A posted call that was not decided because its deadline passed in the worker's queue.
-  void answerQueuedLate(std::int32_t stream) {
-    if (closed_ || !connection_.waiting(stream)) {
-      settleGone(stream, nullptr);  // the worker counted the stage
-      return;
-    }
-    answerError(stream, StatusCode::kDeadlineExceeded, "deadline passed before decided");
-    flush();
-    armTimer();
-  }
-
-  // I/O ----------------------------------------------------------------------------------
-
-  void doRead() {
-    if (closed_ || reading_ || read_paused_) {
-      return;
-    }
-    reading_ = true;
-    auto done = [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
-      self->onRead(ec, n);
-    };
-    if (tls_) {
-      tls_->async_read_some(net::buffer(input_), std::move(done));
-    } else {
-      socket_.async_read_some(net::buffer(input_), std::move(done));
-    }
-  }
-
-  void onRead(boost::system::error_code ec, std::size_t n) {
-    reading_ = false;
-    if (closed_) {
-      return;
-    }
-    if (ec) {
-      close();
-      return;
-    }
-    const bool ok = connection_.receive(std::string_view(input_.data(), n), Clock::now());
-    flush();
-    if (!ok) {
-      closing_ = true;  // written what is pending (a GOAWAY), then closed
-      closeIfDone();
-      return;
-    }
-    if (closeIfDone()) {
-      return;
-    }
-    armTimer();
-    if (pending_.size() > kMaxPendingOutput) {
-      read_paused_ = true;  // the client does not read its answers: stop reading its calls
-      return;
-    }
-    doRead();
-  }
-
-  /// Takes what the connection has to send and writes it: a non-blocking send first (the
-  /// usual case: all of it goes at once), the rest asynchronously.
-  void flush() {
-    if (closed_) {
-      return;
-    }
-    connection_.output(pending_);
-    if (writing_ || pending_.empty() || handshake_until_) {
-      return;
-    }
-    if (!tls_) {
-      boost::system::error_code ec;
-      const std::size_t sent = socket_.write_some(net::buffer(pending_), ec);
-      if (ec && ec != net::error::would_block && ec != net::error::try_again) {
-        close();
-        return;
-      }
-      pending_.erase(0, sent);
-      if (pending_.empty()) {
-        return;
-      }
-    }
-    writing_ = true;
-    writing_buffer_.swap(pending_);
-    auto done = [self = shared_from_this()](boost::system::error_code wec, std::size_t) {
-      self->onWrite(wec);
-    };
-    if (tls_) {
-      net::async_write(*tls_, net::buffer(writing_buffer_), std::move(done));
-    } else {
-      net::async_write(socket_, net::buffer(writing_buffer_), std::move(done));
-    }
-  }
-
-  void onWrite(boost::system::error_code ec) {
-    writing_ = false;
-    writing_buffer_.clear();
-    if (closed_) {
-      return;
-    }
-    if (ec) {
-      close();
-      return;
-    }
-    flush();
-    if (closeIfDone()) {
-      return;
-    }
-    if (read_paused_ && pending_.size() <= kMaxPendingOutput) {
-      read_paused_ = false;
-      doRead();
-    }
-  }
-
-  bool closeIfDone() {
-    if (closed_) {
-      return true;
-    }
-    if ((closing_ || connection_.done()) && !writing_ && pending_.empty()) {
-      close();
-      return true;
-    }
-    return false;
-  }
-
-  /// One timer for the calls' deadlines and the connection's age; re-armed only when it
-  /// must fire earlier than it is set to.
-  void armTimer() {
-    if (closed_) {
-      return;
-    }
-    Clock::time_point next = grace_at_ ? *grace_at_ : age_at_;
-    if (auto call = connection_.nextTimer(); call && *call < next) {
-      next = *call;
-    }
-    if (handshake_until_ && *handshake_until_ < next) {
-      next = *handshake_until_;
-    }
-    if (timer_armed_ && timer_at_ <= next) {
-      return;
-    }
-    timer_armed_ = true;
-    timer_at_ = next;
-    timer_.expires_at(next);
-    timer_.async_wait(
-        [self = shared_from_this()](boost::system::error_code ec) { self->onTimer(ec); });
-  }
-
-  void onTimer(boost::system::error_code ec) {
-    // Cancelled: closed, or re-armed (the newer wait is the one that counts).
-    if (closed_ || ec) {
-      return;
-    }
-    timer_armed_ = false;
-    const auto now = Clock::now();
-    if (handshake_until_ && *handshake_until_ <= now) {
-      close();  // no TLS handshake within the request timeout
-      return;
-    }
-    connection_.onTimer(now);
-    if (grace_at_ && *grace_at_ <= now) {
-      // The calls still open after the grace are cut off.
-      flush();
-      close();
-      return;
-    }
-    if (!grace_at_ && age_at_ <= now) {
-      connection_.goAway();
-      grace_at_ = now + shared_->options.max_connection_age_grace;
-    }
-    flush();
-    if (!closeIfDone()) {
-      armTimer();
-    }
-  }
-
-  std::shared_ptr<RlsShared> shared_;
-  IoSlot& slot_;
-  GenericSocket socket_;  // plaintext; with TLS, moved into tls_
-  std::shared_ptr<net::ssl::context> tls_context_;
-  std::optional<TlsStream> tls_;
-  std::optional<Clock::time_point> handshake_until_;
-  net::steady_timer timer_;
-  GrpcConnection connection_;
-  std::array<char, kReadChunk> input_{};
-  std::string pending_;
-  std::string writing_buffer_;
-  rls::RateLimitRequest request_;
-  rls::RateLimitResponse response_;
-  std::string framed_;
-  /// Calls handed to onCall() and not answered, with their deadline.
-  /// (A vector: it holds one or two calls, and a map would allocate a node per call.)
-  std::vector<std::pair<std::int32_t, std::optional<Clock::time_point>>> dispatched_;
-
-  using DispatchedIt = decltype(dispatched_)::iterator;
-  DispatchedIt findDispatched(std::int32_t stream) {
-    return std::find_if(dispatched_.begin(), dispatched_.end(),
-                        [stream](const auto& call) { return call.first == stream; });
-  }
-  void forgetDispatched(DispatchedIt it) {
-    *it = dispatched_.back();
-    dispatched_.pop_back();
-  }
-  std::unordered_map<std::int32_t, std::shared_ptr<PostedCall>> posted_;
-  /// Calls whose client went away while they were decided: their deadline, if any.
-  std::unordered_map<std::int32_t, std::optional<Clock::time_point>> gone_;
-  Clock::time_point age_at_;
-  std::optional<Clock::time_point> grace_at_;
-  Clock::time_point timer_at_;
-  bool timer_armed_ = false;
-  bool reading_ = false;
-  bool read_paused_ = false;
-  bool writing_ = false;
-  bool closing_ = false;
-  bool closed_ = false;
-  bool in_call_ = false;
-};
 
 /// Accepts on one address and hands the connections to the I/O threads in turn.
 class RlsAcceptor {
@@ -793,6 +171,105 @@ struct RlsServer::Impl {
   std::condition_variable tls_wake;
   bool tls_stop = false;
 
+  /// The I/O threads that serve connections: the workers', or one of the server's own.
+  void makeSlots() {
+    if (shared->options.serve_on_workers) {
+      for (std::size_t i = 0; i < shared->workers.size(); ++i) {
+        auto slot = std::make_unique<IoSlot>();
+        slot->io = shared->workers[i].io;
+        slot->worker = static_cast<int>(i);
+        shared->slots.push_back(std::move(slot));
+      }
+      return;
+    }
+    own_io = std::make_unique<net::io_context>(1);
+    auto slot = std::make_unique<IoSlot>();
+    slot->io = own_io.get();
+    shared->slots.push_back(std::move(slot));
+  }
+
+  static Error listenError(const std::string& address, const std::string& why) {
+    return makeError(ErrorKind::kUnavailable,
+                     "--grpc-listen: cannot listen on " + address + ": " + why);
+  }
+
+  /// unix:/PATH: bound, given its file mode before listen(), remembered for removal.
+  Status listenUnix(const std::string& address) {
+    boost::system::error_code ec;
+    GenericAcceptor acceptor(*shared->slots.front()->io);
+    const std::string path = address.substr(kUnixPrefix.size());
+    if (auto status = prepareUnixSocketPath(path); !status) {
+      return makeError(ErrorKind::kUnavailable, "--grpc-listen: " + status.error().message);
+    }
+    const net::generic::stream_protocol::endpoint endpoint(
+        net::local::stream_protocol::endpoint{path});
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) {
+      acceptor.bind(endpoint, ec);
+    }
+    if (ec) {
+      return listenError(address, ec.message());
+    }
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0) {
+      owned_sockets.push_back({path, info.st_dev, info.st_ino});
+    }
+    // Before listen(): until then a connect() is refused, so nobody gets in under the umask.
+    if (::chmod(path.c_str(), static_cast<mode_t>(shared->options.unix_mode)) != 0) {
+      spdlog::warn("gRPC: cannot chmod {:o} {}", shared->options.unix_mode, path);
+    }
+    acceptor.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return listenError(address, ec.message());
+    }
+    addresses.push_back(address);
+    acceptors.push_back(std::make_unique<RlsAcceptor>(std::move(acceptor), shared, false));
+    return {};
+  }
+
+  /// HOST:PORT (port 0: the one the system chose is the address given back).
+  Status listenTcp(const std::string& address) {
+    boost::system::error_code ec;
+    net::io_context& accept_io = *shared->slots.front()->io;
+    GenericAcceptor acceptor(accept_io);
+    auto parts = splitHostPort(address);
+    if (!parts) {
+      return listenError(address, "expected HOST:PORT or unix:/PATH");
+    }
+    tcp::resolver resolver(accept_io);
+    auto results = resolver.resolve(parts->first, parts->second, ec);
+    if (ec || results.empty()) {
+      return listenError(address, "cannot resolve: " + ec.message());
+    }
+    const tcp::endpoint endpoint = results.begin()->endpoint();
+    const net::generic::stream_protocol::endpoint generic(endpoint);
+    acceptor.open(generic.protocol(), ec);
+    if (!ec) {
+      // SO_REUSEADDR (TIME_WAIT), never SO_REUSEPORT: a port in use fails here.
+      acceptor.set_option(net::socket_base::reuse_address(true), ec);
+    }
+    if (!ec) {
+      acceptor.bind(generic, ec);
+    }
+    if (!ec) {
+      acceptor.listen(net::socket_base::max_listen_connections, ec);
+    }
+    if (ec) {
+      return listenError(address, ec.message());
+    }
+    if (parts->second == "0") {
+      const auto local = acceptor.local_endpoint(ec);
+      tcp::endpoint bound;
+      std::memcpy(bound.data(), local.data(), local.size());
+      bound.resize(local.size());
+      addresses.push_back(address.substr(0, address.size() - 1) + std::to_string(bound.port()));
+    } else {
+      addresses.push_back(address);
+    }
+    acceptors.push_back(std::make_unique<RlsAcceptor>(std::move(acceptor), shared, true));
+    return {};
+  }
+
   void watchTls() {
     const TlsFiles files = *shared->options.tls;
     std::string stamp = tlsFilesStamp(files);
@@ -846,94 +323,13 @@ Status RlsServer::start() {
     }
     shared.tls_context = std::move(*context);
   }
-  if (shared.options.serve_on_workers) {
-    for (std::size_t i = 0; i < shared.workers.size(); ++i) {
-      auto slot = std::make_unique<IoSlot>();
-      slot->io = shared.workers[i].io;
-      slot->worker = static_cast<int>(i);
-      shared.slots.push_back(std::move(slot));
-    }
-  } else {
-    impl.own_io = std::make_unique<net::io_context>(1);
-    auto slot = std::make_unique<IoSlot>();
-    slot->io = impl.own_io.get();
-    shared.slots.push_back(std::move(slot));
-  }
-  net::io_context& accept_io = *shared.slots.front()->io;
+  impl.makeSlots();
   for (const std::string& address : shared.options.listen) {
-    boost::system::error_code ec;
-    GenericAcceptor acceptor(accept_io);
-    auto fail = [&](const std::string& why) {
-      return makeError(ErrorKind::kUnavailable,
-                       "--grpc-listen: cannot listen on " + address + ": " + why);
-    };
-    if (address.starts_with(kUnixPrefix)) {
-      const std::string path = address.substr(kUnixPrefix.size());
-      if (auto status = prepareUnixSocketPath(path); !status) {
-        return makeError(ErrorKind::kUnavailable, "--grpc-listen: " + status.error().message);
-      }
-      const net::generic::stream_protocol::endpoint endpoint(
-          net::local::stream_protocol::endpoint{path});
-      acceptor.open(endpoint.protocol(), ec);
-      if (!ec) {
-        acceptor.bind(endpoint, ec);
-      }
-      if (ec) {
-        return fail(ec.message());
-      }
-      struct stat info {};
-      if (::lstat(path.c_str(), &info) == 0) {
-        impl.owned_sockets.push_back({path, info.st_dev, info.st_ino});
-      }
-      // Before listen(): until then a connect() is refused, so nobody gets in under the umask.
-      if (::chmod(path.c_str(), static_cast<mode_t>(shared.options.unix_mode)) != 0) {
-        spdlog::warn("gRPC: cannot chmod {:o} {}", shared.options.unix_mode, path);
-      }
-      acceptor.listen(net::socket_base::max_listen_connections, ec);
-      if (ec) {
-        return fail(ec.message());
-      }
-      impl.addresses.push_back(address);
-      impl.acceptors.push_back(
-          std::make_unique<RlsAcceptor>(std::move(acceptor), impl.shared, false));
-      continue;
+    Status listening =
+        address.starts_with(kUnixPrefix) ? impl.listenUnix(address) : impl.listenTcp(address);
+    if (!listening) {
+      return listening;
     }
-    auto parts = splitHostPort(address);
-    if (!parts) {
-      return fail("expected HOST:PORT or unix:/PATH");
-    }
-    tcp::resolver resolver(accept_io);
-    auto results = resolver.resolve(parts->first, parts->second, ec);
-    if (ec || results.empty()) {
-      return fail("cannot resolve: " + ec.message());
-    }
-    const tcp::endpoint endpoint = results.begin()->endpoint();
-    const net::generic::stream_protocol::endpoint generic(endpoint);
-    acceptor.open(generic.protocol(), ec);
-    if (!ec) {
-      // SO_REUSEADDR (TIME_WAIT), never SO_REUSEPORT: a port in use fails here.
-      acceptor.set_option(net::socket_base::reuse_address(true), ec);
-    }
-    if (!ec) {
-      acceptor.bind(generic, ec);
-    }
-    if (!ec) {
-      acceptor.listen(net::socket_base::max_listen_connections, ec);
-    }
-    if (ec) {
-      return fail(ec.message());
-    }
-    if (parts->second == "0") {
-      const auto local = acceptor.local_endpoint(ec);
-      tcp::endpoint bound;
-      std::memcpy(bound.data(), local.data(), local.size());
-      bound.resize(local.size());
-      impl.addresses.push_back(address.substr(0, address.size() - 1) +
-                               std::to_string(bound.port()));
-    } else {
-      impl.addresses.push_back(address);
-    }
-    impl.acceptors.push_back(std::make_unique<RlsAcceptor>(std::move(acceptor), impl.shared, true));
   }
   for (auto& acceptor : impl.acceptors) {
     acceptor->accept();

@@ -461,6 +461,7 @@ Result<ForwardAuthConfig> parseForwardAuthConfig(const YAML::Node& node, std::st
   }
 }
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addForwardAuthFlags(FlagRegistry& registry, ForwardAuthConfig& config) {
   registry.section("Forward auth (/check; the forward_auth: section of --config has more)");
   registry.add({.name = "forward-auth-domain",

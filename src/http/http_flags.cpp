@@ -22,6 +22,7 @@ Result<std::vector<ListenAddress>> parseListenAddresses(std::string_view text) {
   return list;
 }
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addHttpFlags(FlagRegistry& registry, HttpSettings& settings) {
   namespace set = flag_setters;
   using std::chrono::milliseconds;

@@ -90,6 +90,128 @@ const char* find(const char* first, const char* last, char c) {
   return at == nullptr ? last : static_cast<const char*>(at);
 }
 
+/// The request line's parts, as offsets into the data.
+struct RequestLine {
+  std::size_t method_start = 0;
+  std::size_t method_end = 0;
+  std::size_t target_start = 0;
+  std::size_t target_end = 0;
+  unsigned minor = 0;
+};
+
+/// METHOD SP target SP HTTP/1.x CRLF from `i` (moved past it); false when not that plain.
+bool parseRequestLine(std::string_view data, std::size_t end, std::size_t& i, RequestLine& line) {
+  const char* p = data.data();
+  line.method_start = i;
+  while (i < end && isToken(p[i])) {
+    ++i;
+  }
+  if (i == line.method_start || i >= end || p[i] != ' ') {
+    return false;
+  }
+  line.method_end = i++;
+  line.target_start = i;
+  i = static_cast<std::size_t>(find(p + i, p + end, ' ') - p);
+  if (i == line.target_start || i >= end || !allVisible(p + line.target_start, p + i, false)) {
+    return false;
+  }
+  line.target_end = i++;
+  constexpr std::string_view kHttp1 = "HTTP/1.";
+  if (end - i < kHttp1.size() + 3 || data.substr(i, kHttp1.size()) != kHttp1) {
+    return false;
+  }
+  i += kHttp1.size();
+  if (p[i] != '0' && p[i] != '1') {
+    return false;
+  }
+  line.minor = static_cast<unsigned>(p[i] - '0');
+  if (p[i + 1] != '\r' || p[i + 2] != '\n') {
+    return false;
+  }
+  i += 3;
+  return true;
+}
+
+/// One `name: value` CRLF field line from `i` (moved past it); false when not plain (no
+/// obs-fold, visible ASCII, SP and HTAB only). The value has no surrounding blanks.
+bool parseFieldLine(std::string_view data, std::size_t end, std::size_t& i, std::string_view& name,
+                    std::string_view& value) {
+  const char* p = data.data();
+  const std::size_t name_start = i;
+  while (i < end && isToken(p[i])) {
+    ++i;
+  }
+  if (i == name_start || i >= end || p[i] != ':') {
+    return false;
+  }
+  name = data.substr(name_start, i - name_start);
+  ++i;
+  while (i < end && isBlank(p[i])) {
+    ++i;
+  }
+  const std::size_t value_start = i;
+  i = static_cast<std::size_t>(find(p + i, p + end, '\r') - p);
+  // Field values are visible ASCII, SP and HTAB (Beast also takes obs-text: Beast's).
+  if (!allVisible(p + value_start, p + i, true)) {
+    return false;
+  }
+  std::size_t value_end = i;
+  while (value_end > value_start && isBlank(p[value_end - 1])) {
+    --value_end;
+  }
+  // CRLF, and a next line that does not start with a blank (obs-fold).
+  if (i + 2 >= end || p[i + 1] != '\n' || isBlank(p[i + 2])) {
+    return false;
+  }
+  i += 2;
+  value = data.substr(value_start, value_end - value_start);
+  return true;
+}
+
+/// What the fields Beast interprets say, read in their plainest forms only.
+struct FieldFacts {
+  int connection = 0;  ///< the first Connection field: 0 none, 1 close, 2 keep-alive
+  bool has_length = false;
+  std::uint64_t length = 0;
+};
+
+/// Notes a field Beast interprets in `facts`; false for a form left to Beast.
+bool noteField(std::string_view name, std::string_view value, FieldFacts& facts) {
+  switch (name.front() | 0x20) {
+    case 'c':
+      if (isName(name, "content-length")) {
+        if (facts.has_length || value.empty() || value.size() > 18) {
+          return false;
+        }
+        for (char c : value) {
+          if (c < '0' || c > '9') {
+            return false;
+          }
+          facts.length = facts.length * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        facts.has_length = true;
+      } else if (isName(name, "connection")) {
+        // keepAlive(): the first Connection field decides.
+        if (equalsIgnoreCase(value, "close")) {
+          facts.connection = facts.connection == 0 ? 1 : facts.connection;
+        } else if (equalsIgnoreCase(value, "keep-alive")) {
+          facts.connection = facts.connection == 0 ? 2 : facts.connection;
+        } else {
+          return false;
+        }
+      }
+      return true;
+    case 't':
+      return !isName(name, "transfer-encoding");
+    case 'u':
+      return !isName(name, "upgrade");
+    case 'p':
+      return !isName(name, "proxy-connection");
+    default:
+      return true;
+  }
+}
+
 }  // namespace
 
 std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, Request& request,
@@ -99,41 +221,14 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
   const std::size_t end = data.size() < limits.header_bytes ? data.size() : limits.header_bytes;
   const char* p = data.data();
   std::size_t i = 0;
-
-  // Request line.
-  const std::size_t method_start = i;
-  while (i < end && isToken(p[i])) {
-    ++i;
-  }
-  if (i == method_start || i >= end || p[i] != ' ') {
+  RequestLine line;
+  if (!parseRequestLine(data, end, i, line)) {
     return 0;
   }
-  const std::size_t method_end = i++;
-  const std::size_t target_start = i;
-  i = static_cast<std::size_t>(find(p + i, p + end, ' ') - p);
-  if (i == target_start || i >= end || !allVisible(p + target_start, p + i, false)) {
-    return 0;
-  }
-  const std::size_t target_end = i++;
-  constexpr std::string_view kHttp1 = "HTTP/1.";
-  if (end - i < kHttp1.size() + 3 || data.substr(i, kHttp1.size()) != kHttp1) {
-    return 0;
-  }
-  i += kHttp1.size();
-  if (p[i] != '0' && p[i] != '1') {
-    return 0;
-  }
-  const unsigned minor = static_cast<unsigned>(p[i] - '0');
-  if (p[i + 1] != '\r' || p[i + 2] != '\n') {
-    return 0;
-  }
-  i += 3;
 
   // Header fields, into the request's spare ones.
   std::size_t fields = 0;
-  int connection = 0;  // the first Connection field: 0 none, 1 close, 2 keep-alive
-  bool has_length = false;
-  std::uint64_t length = 0;
+  FieldFacts facts;
   for (;;) {
     if (i + 1 >= end) {
       return 0;
@@ -145,77 +240,10 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
       i += 2;
       break;
     }
-    const std::size_t name_start = i;
-    while (i < end && isToken(p[i])) {
-      ++i;
-    }
-    if (i == name_start || i >= end || p[i] != ':') {
+    std::string_view name;
+    std::string_view value;
+    if (!parseFieldLine(data, end, i, name, value) || !noteField(name, value, facts)) {
       return 0;
-    }
-    const std::string_view name = data.substr(name_start, i - name_start);
-    ++i;
-    while (i < end && isBlank(p[i])) {
-      ++i;
-    }
-    const std::size_t value_start = i;
-    i = static_cast<std::size_t>(find(p + i, p + end, '\r') - p);
-    // Field values are visible ASCII, SP and HTAB (Beast also takes obs-text: Beast's).
-    if (!allVisible(p + value_start, p + i, true)) {
-      return 0;
-    }
-    std::size_t value_end = i;
-    while (value_end > value_start && isBlank(p[value_end - 1])) {
-      --value_end;
-    }
-    // CRLF, and a next line that does not start with a blank (obs-fold).
-    if (i + 2 >= end || p[i + 1] != '\n' || isBlank(p[i + 2])) {
-      return 0;
-    }
-    i += 2;
-    const std::string_view value = data.substr(value_start, value_end - value_start);
-
-    // The fields Beast interprets: only their plainest forms are read here.
-    switch (name.front() | 0x20) {
-      case 'c':
-        if (isName(name, "content-length")) {
-          if (has_length || value.empty() || value.size() > 18) {
-            return 0;
-          }
-          for (char c : value) {
-            if (c < '0' || c > '9') {
-              return 0;
-            }
-            length = length * 10 + static_cast<std::uint64_t>(c - '0');
-          }
-          has_length = true;
-        } else if (isName(name, "connection")) {
-          // keepAlive(): the first Connection field decides.
-          if (equalsIgnoreCase(value, "close")) {
-            connection = connection == 0 ? 1 : connection;
-          } else if (equalsIgnoreCase(value, "keep-alive")) {
-            connection = connection == 0 ? 2 : connection;
-          } else {
-            return 0;
-          }
-        }
-        break;
-      case 't':
-        if (isName(name, "transfer-encoding")) {
-          return 0;
-        }
-        break;
-      case 'u':
-        if (isName(name, "upgrade")) {
-          return 0;
-        }
-        break;
-      case 'p':
-        if (isName(name, "proxy-connection")) {
-          return 0;
-        }
-        break;
-      default:
-        break;
     }
     if (fields == request.headers.size()) {
       request.headers.emplace_back();
@@ -226,18 +254,19 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
   }
 
   // Body: exactly Content-Length bytes, all here.
-  if (has_length && length >= limits.body_bytes) {
+  const std::uint64_t length = facts.length;
+  if (facts.has_length && length >= limits.body_bytes) {
     return 0;
   }
   if (data.size() - i < length) {
     return 0;
   }
   request.headers.resize(fields);
-  assign(request.method, data.substr(method_start, method_end - method_start));
-  assign(request.target, data.substr(target_start, target_end - target_start));
+  assign(request.method, data.substr(line.method_start, line.method_end - line.method_start));
+  assign(request.target, data.substr(line.target_start, line.target_end - line.target_start));
   assign(request.body, data.substr(i, static_cast<std::size_t>(length)));
-  version = 10 + minor;
-  keep_alive = connection == 0 ? minor == 1 : connection == 2;
+  version = 10 + line.minor;
+  keep_alive = facts.connection == 0 ? line.minor == 1 : facts.connection == 2;
   return i + static_cast<std::size_t>(length);
 }
 

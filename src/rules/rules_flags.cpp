@@ -2,6 +2,7 @@
 
 namespace sluice {
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addRulesFlags(FlagRegistry& registry, RulesSettings& settings) {
   namespace set = flag_setters;
   registry.section("Rules");

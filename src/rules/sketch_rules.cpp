@@ -79,6 +79,78 @@ std::optional<bool> readBool(const SketchOption& option, const SketchErrorSink& 
   return std::nullopt;
 }
 
+/// The keys of `sketch: {...}` (a mapping): expected_requests or width, and depth.
+template <typename Fail>
+void readSketchMapping(const SketchOption& sketch, std::optional<std::int64_t>& expected_requests,
+                       std::optional<std::int64_t>& width, std::int64_t& depth, bool& ok,
+                       const Fail& fail) {
+  std::map<std::string, YAML::Node> seen;
+  for (const auto& item : sketch.value) {
+    const YAML::Node& key = item.first;
+    if (!key.IsScalar()) {
+      fail(key, "a key must be a plain string in 'sketch'");
+      continue;
+    }
+    const std::string& name = key.Scalar();
+    if (std::find(kSketchKeys.begin(), kSketchKeys.end(), name) == kSketchKeys.end()) {
+      std::string message = "unknown key " + quotedName(name) +
+                            " in 'sketch' (expected expected_requests, width, depth)";
+      if (const auto suggestion = closestMatch(name, kSketchKeys)) {
+        message += "; did you mean " + quotedName(*suggestion) + "?";
+      }
+      fail(key, message);
+      continue;
+    }
+    if (!seen.emplace(name, key).second) {
+      fail(key, "duplicate key " + quotedName(name) + " in 'sketch'");
+      continue;
+    }
+    const YAML::Node& value = item.second;
+    if (name == "expected_requests") {
+      expected_requests = readInteger(key, value, name, 1, std::int64_t{1} << 50, fail);
+      ok = ok && expected_requests.has_value();
+    } else if (name == "width") {
+      width = readInteger(key, value, name, 1, kMaxSketchWidth, fail);
+      ok = ok && width.has_value();
+    } else {
+      const auto d = readInteger(key, value, name, 1, kMaxSketchDepth, fail);
+      ok = ok && d.has_value();
+      depth = d.value_or(kDefaultDepth);
+    }
+  }
+  if (seen.count("expected_requests") != 0 && seen.count("width") != 0) {
+    fail(seen["width"], "give either 'expected_requests' or 'width' in 'sketch', not both");
+  } else if (ok && seen.count("expected_requests") == 0 && seen.count("width") == 0) {
+    fail(where(sketch),
+         "'sketch' needs 'expected_requests' (admitted requests per window across all "
+         "clients) or 'width' (counters per row)");
+  }
+}
+
+/// `bloom: true` with `expected_clients`, into the params' filter size.
+template <typename Fail>
+void readBloomOptions(const SketchOptions& options, SketchParams& params, const Fail& fail) {
+  if (options.bloom.present()) {
+    const auto bloom = readBool(options.bloom, fail);
+    if (bloom.value_or(false)) {
+      if (!options.expected_clients.present()) {
+        fail(options.bloom.key,
+             "'bloom: true' needs 'expected_clients' (distinct clients per window; sizes the "
+             "filter)");
+      } else if (const auto clients =
+                     readInteger(options.expected_clients.key, options.expected_clients.value,
+                                 "expected_clients", 1, std::int64_t{1} << 31, fail)) {
+        params.bloom_bits = sketchBloomBits(*clients);
+        params.bloom_hashes = kSketchBloomHashes;
+      }
+    } else if (bloom && options.expected_clients.present()) {
+      fail(options.expected_clients.key, "'expected_clients' applies only with 'bloom: true'");
+    }
+  } else if (options.expected_clients.present()) {
+    fail(options.expected_clients.key, "'expected_clients' applies only with 'bloom: true'");
+  }
+}
+
 }  // namespace
 
 std::optional<SketchParams> parseSketchOptions(const SketchOptions& options,
@@ -109,67 +181,9 @@ std::optional<SketchParams> parseSketchOptions(const SketchOptions& options,
          "'depth'), not " +
              shown(options.sketch.value));
   } else {
-    std::map<std::string, YAML::Node> seen;
-    for (const auto& item : options.sketch.value) {
-      const YAML::Node& key = item.first;
-      if (!key.IsScalar()) {
-        fail(key, "a key must be a plain string in 'sketch'");
-        continue;
-      }
-      const std::string& name = key.Scalar();
-      if (std::find(kSketchKeys.begin(), kSketchKeys.end(), name) == kSketchKeys.end()) {
-        std::string message = "unknown key " + quotedName(name) +
-                              " in 'sketch' (expected expected_requests, width, depth)";
-        if (const auto suggestion = closestMatch(name, kSketchKeys)) {
-          message += "; did you mean " + quotedName(*suggestion) + "?";
-        }
-        fail(key, message);
-        continue;
-      }
-      if (!seen.emplace(name, key).second) {
-        fail(key, "duplicate key " + quotedName(name) + " in 'sketch'");
-        continue;
-      }
-      const YAML::Node& value = item.second;
-      if (name == "expected_requests") {
-        expected_requests = readInteger(key, value, name, 1, std::int64_t{1} << 50, fail);
-        ok = ok && expected_requests.has_value();
-      } else if (name == "width") {
-        width = readInteger(key, value, name, 1, kMaxSketchWidth, fail);
-        ok = ok && width.has_value();
-      } else {
-        const auto d = readInteger(key, value, name, 1, kMaxSketchDepth, fail);
-        ok = ok && d.has_value();
-        depth = d.value_or(kDefaultDepth);
-      }
-    }
-    if (seen.count("expected_requests") != 0 && seen.count("width") != 0) {
-      fail(seen["width"], "give either 'expected_requests' or 'width' in 'sketch', not both");
-    } else if (ok && seen.count("expected_requests") == 0 && seen.count("width") == 0) {
-      fail(where(options.sketch),
-           "'sketch' needs 'expected_requests' (admitted requests per window across all "
-           "clients) or 'width' (counters per row)");
-    }
+    readSketchMapping(options.sketch, expected_requests, width, depth, ok, fail);
   }
-  if (options.bloom.present()) {
-    const auto bloom = readBool(options.bloom, fail);
-    if (bloom.value_or(false)) {
-      if (!options.expected_clients.present()) {
-        fail(options.bloom.key,
-             "'bloom: true' needs 'expected_clients' (distinct clients per window; sizes the "
-             "filter)");
-      } else if (const auto clients =
-                     readInteger(options.expected_clients.key, options.expected_clients.value,
-                                 "expected_clients", 1, std::int64_t{1} << 31, fail)) {
-        params.bloom_bits = sketchBloomBits(*clients);
-        params.bloom_hashes = kSketchBloomHashes;
-      }
-    } else if (bloom && options.expected_clients.present()) {
-      fail(options.expected_clients.key, "'expected_clients' applies only with 'bloom: true'");
-    }
-  } else if (options.expected_clients.present()) {
-    fail(options.expected_clients.key, "'expected_clients' applies only with 'bloom: true'");
-  }
+  readBloomOptions(options, params, fail);
   if (!ok) {
     return std::nullopt;
   }

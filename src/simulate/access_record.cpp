@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "sluice/common/logging.hpp"
 #include "simulate/json_cursor.hpp"
+#include "sluice/common/logging.hpp"
 
 namespace sluice::simulate {
 namespace {
@@ -146,15 +146,10 @@ bool parseRfc3339(std::string_view text, Micros& out) {
   return true;
 }
 
-void appendAccessJson(std::string& out, Micros time_us, const DecisionRequest& request,
-                      std::string_view rule, std::string_view decision, bool degraded,
-                      Micros latency_us, std::string_view rules_hash) {
-  out += R"({"time":")";
-  appendRfc3339Micros(out, time_us);
-  out += R"(","domain":)";
-  appendQuoted(out, request.domain);
-  out += R"(,"client":)";
-  appendQuoted(out, request.client_id);
+namespace {
+
+/// `,"descriptors":[{...},...]` without its closing bracket.
+void appendDescriptors(std::string& out, const DecisionRequest& request) {
   out += R"(,"descriptors":[)";
   for (std::size_t d = 0; d < request.descriptors.size(); ++d) {
     out += d == 0 ? "{" : ",{";
@@ -170,8 +165,10 @@ void appendAccessJson(std::string& out, Micros time_us, const DecisionRequest& r
     }
     out += '}';
   }
-  out += R"(],"hits":)";
-  out += std::to_string(request.hits);
+}
+
+/// The descriptors' own hits and limits, when any has one.
+void appendPerDescriptor(std::string& out, const DecisionRequest& request) {
   bool any_hits = false;
   for (const auto& hits : request.descriptor_hits) {
     any_hits = any_hits || hits.has_value();
@@ -209,6 +206,23 @@ void appendAccessJson(std::string& out, Micros time_us, const DecisionRequest& r
     }
     out += ']';
   }
+}
+
+}  // namespace
+
+void appendAccessJson(std::string& out, Micros time_us, const DecisionRequest& request,
+                      std::string_view rule, std::string_view decision, bool degraded,
+                      Micros latency_us, std::string_view rules_hash) {
+  out += R"({"time":")";
+  appendRfc3339Micros(out, time_us);
+  out += R"(","domain":)";
+  appendQuoted(out, request.domain);
+  out += R"(,"client":)";
+  appendQuoted(out, request.client_id);
+  appendDescriptors(out, request);
+  out += R"(],"hits":)";
+  out += std::to_string(request.hits);
+  appendPerDescriptor(out, request);
   // How the limits were charged, when not all or nothing (Envoy's endpoints count every
   // limit, a report never denies), and the refunds: a replay charges the same way.
   if (request.charge != Charge::kAllOrNothing) {
@@ -386,26 +400,80 @@ bool readCharge(JsonCursor& in, DecisionRequest& request, std::string& text) {
   return true;
 }
 
+/// Which of the line's fields were read, and what was wrong with a bad one.
+struct Seen {
+  bool time = false;
+  bool domain = false;
+  bool descriptors = false;
+  std::string problem;
+};
+
+enum class FieldRead { kOk, kStop, kBad };
+
+/// The value of field `name` into `out` (an unknown field is skipped): kStop when the
+/// cursor failed (its error says why), kBad with `seen.problem` for a value out of range.
+FieldRead readField(JsonCursor& in, std::string_view name, LoggedRequest& out, Seen& seen,
+                    std::string& text) {
+  DecisionRequest& request = out.request;
+  bool ok = true;
+  if (name == "time") {
+    std::string_view when;
+    ok = in.readPlainString(when);
+    if (!ok && in.error().empty()) {
+      ok = in.readString(text);
+      when = text;
+    }
+    if (ok && !parseRfc3339(when, out.time_us)) {
+      seen.problem = "\"time\" is not an RFC 3339 time: \"" + std::string(when) + "\"";
+      return FieldRead::kBad;
+    }
+    seen.time = ok;
+  } else if (name == "domain") {
+    ok = in.readString(request.domain);
+    seen.domain = ok;
+  } else if (name == "client") {
+    ok = in.readString(request.client_id);
+  } else if (name == "descriptors") {
+    ok = readDescriptors(in, request);
+    seen.descriptors = ok;
+  } else if (name == "hits") {
+    ok = in.readInt(request.hits);
+    if (ok && request.hits < 0) {
+      seen.problem = "\"hits\" must not be negative";
+      return FieldRead::kBad;
+    }
+  } else if (name == "descriptor_hits") {
+    ok = readDescriptorHits(in, request);
+  } else if (name == "descriptor_limits") {
+    ok = readDescriptorLimits(in, request);
+  } else if (name == "charge") {
+    ok = readCharge(in, request, text);
+  } else if (name == "refund") {
+    ok = readBool(in, request.refund);
+  } else if (name == "descriptor_refunds") {
+    ok = readDescriptorRefunds(in, request);
+  } else if (name == "decision") {
+    ok = in.readString(out.decision);
+  } else if (name == "rule") {
+    ok = in.readString(out.rule);
+  } else if (name == "rules") {
+    ok = in.readString(out.rules_hash);
+  } else {
+    ok = in.skipValue();
+  }
+  return ok ? FieldRead::kOk : FieldRead::kStop;
+}
+
 }  // namespace
 
 bool parseAccessLine(std::string_view line, LoggedRequest& out, std::string& error) {
   JsonCursor in(line);
   DecisionRequest& request = out.request;
-  request.domain.clear();
-  request.client_id.clear();
-  request.hits = 1;
-  request.descriptor_hits.clear();
-  request.descriptor_limits.clear();
-  request.refund = false;
-  request.descriptor_refunds.clear();
-  request.charge = Charge::kAllOrNothing;
-  request.envoy_api = false;
-  bool descriptors_seen = false;
+  request.clearForReuse();
   out.decision.clear();
   out.rule.clear();
   out.rules_hash.clear();
-  bool time_seen = false;
-  bool domain_seen = false;
+  Seen seen;
   std::string name_storage;
   std::string text;
   auto failAt = [&](std::size_t column, const std::string& message) {
@@ -429,53 +497,12 @@ bool parseAccessLine(std::string_view line, LoggedRequest& out, std::string& err
     if (!in.consume(':')) {
       break;
     }
-    const std::string_view name = name_view;
     const std::size_t at = in.position();
-    bool ok = true;
-    if (name == "time") {
-      std::string_view when;
-      ok = in.readPlainString(when);
-      if (!ok && in.error().empty()) {
-        ok = in.readString(text);
-        when = text;
-      }
-      if (ok && !parseRfc3339(when, out.time_us)) {
-        return failAt(at + 1, "\"time\" is not an RFC 3339 time: \"" + std::string(when) + "\"");
-      }
-      time_seen = ok;
-    } else if (name == "domain") {
-      ok = in.readString(request.domain);
-      domain_seen = ok;
-    } else if (name == "client") {
-      ok = in.readString(request.client_id);
-    } else if (name == "descriptors") {
-      ok = readDescriptors(in, request);
-      descriptors_seen = ok;
-    } else if (name == "hits") {
-      ok = in.readInt(request.hits);
-      if (ok && request.hits < 0) {
-        return failAt(at + 1, "\"hits\" must not be negative");
-      }
-    } else if (name == "descriptor_hits") {
-      ok = readDescriptorHits(in, request);
-    } else if (name == "descriptor_limits") {
-      ok = readDescriptorLimits(in, request);
-    } else if (name == "charge") {
-      ok = readCharge(in, request, text);
-    } else if (name == "refund") {
-      ok = readBool(in, request.refund);
-    } else if (name == "descriptor_refunds") {
-      ok = readDescriptorRefunds(in, request);
-    } else if (name == "decision") {
-      ok = in.readString(out.decision);
-    } else if (name == "rule") {
-      ok = in.readString(out.rule);
-    } else if (name == "rules") {
-      ok = in.readString(out.rules_hash);
-    } else {
-      ok = in.skipValue();
+    const FieldRead read = readField(in, name_view, out, seen, text);
+    if (read == FieldRead::kBad) {
+      return failAt(at + 1, seen.problem);
     }
-    if (!ok) {
+    if (read == FieldRead::kStop) {
       break;
     }
   }
@@ -485,13 +512,13 @@ bool parseAccessLine(std::string_view line, LoggedRequest& out, std::string& err
   if (!in.atEnd()) {
     return failAt(in.position() + 1, "text after the JSON object");
   }
-  if (!time_seen) {
+  if (!seen.time) {
     return failAt(1, "no \"time\"");
   }
-  if (!domain_seen) {
+  if (!seen.domain) {
     return failAt(1, "no \"domain\"");
   }
-  if (!descriptors_seen) {
+  if (!seen.descriptors) {
     request.descriptors.clear();
   }
   return true;

@@ -172,6 +172,18 @@ void Differ::add(Micros at, const Decision* old_decision, const Decision& new_de
     count(*old_decision, false, at);
   }
   count(new_decision, true, at);
+  countTouches(at);
+  const bool old_denied = old_decision != nullptr && !old_decision->allowed;
+  const bool new_denied = !new_decision.allowed;
+  totals_.denied_old += old_denied ? 1 : 0;
+  totals_.denied_new += new_denied ? 1 : 0;
+  countClient(new_decision, old_denied, new_denied);
+  if (old_decision != nullptr && !logged.empty() && logged != "error") {
+    compareWithLog(at, *old_decision, new_decision, logged, logged_rule);
+  }
+}
+
+void Differ::countTouches(Micros at) {
   for (const Touch& t : touches_) {
     RuleStats& rule = *t.rule;
     ClientStats& client = *t.client;
@@ -207,11 +219,9 @@ void Differ::add(Micros at, const Decision* old_decision, const Decision& new_de
       }
     }
   }
+}
 
-  const bool old_denied = old_decision != nullptr && !old_decision->allowed;
-  const bool new_denied = !new_decision.allowed;
-  totals_.denied_old += old_denied ? 1 : 0;
-  totals_.denied_new += new_denied ? 1 : 0;
+void Differ::countClient(const Decision& new_decision, bool old_denied, bool new_denied) {
   // The request's "who": its client id, else the first descriptor's entries.
   identity(new_decision, 0, who_);
   auto [it, inserted] = clients_.try_emplace(who_);
@@ -230,29 +240,30 @@ void Differ::add(Micros at, const Decision* old_decision, const Decision& new_de
       ++totals_.clients_no_longer_denied;
     }
   }
+}
 
-  if (old_decision != nullptr && !logged.empty() && logged != "error") {
-    ++totals_.compared;
-    const std::string_view replayed = decisionWord(*old_decision);
-    const LimitStatus* binding = bindingLimit(*old_decision);
-    const std::string_view replayed_rule =
-        binding != nullptr ? std::string_view(binding->name) : std::string_view();
-    if (replayed == logged && replayed_rule == logged_rule) {
-      ++totals_.agreed;
-    } else {
-      const std::string_view blame = logged_rule.empty() ? replayed_rule : logged_rule;
-      for (auto& [key, rule] : rules_) {
-        if (rule.name == blame && rule.domain == new_decision.request.domain) {
-          ++rule.mismatches;
-        }
+void Differ::compareWithLog(Micros at, const Decision& old_decision, const Decision& new_decision,
+                            std::string_view logged, std::string_view logged_rule) {
+  ++totals_.compared;
+  const std::string_view replayed = decisionWord(old_decision);
+  const LimitStatus* binding = bindingLimit(old_decision);
+  const std::string_view replayed_rule =
+      binding != nullptr ? std::string_view(binding->name) : std::string_view();
+  if (replayed == logged && replayed_rule == logged_rule) {
+    ++totals_.agreed;
+  } else {
+    const std::string_view blame = logged_rule.empty() ? replayed_rule : logged_rule;
+    for (auto& [key, rule] : rules_) {
+      if (rule.name == blame && rule.domain == new_decision.request.domain) {
+        ++rule.mismatches;
       }
-      if (mismatch_samples_.size() < 10) {
-        std::string sample;
-        appendRfc3339Micros(sample, at);
-        sample += ": logged " + std::string(logged) + " (" + std::string(logged_rule) +
-                  "), replayed " + std::string(replayed) + " (" + std::string(replayed_rule) + ")";
-        mismatch_samples_.push_back(std::move(sample));
-      }
+    }
+    if (mismatch_samples_.size() < 10) {
+      std::string sample;
+      appendRfc3339Micros(sample, at);
+      sample += ": logged " + std::string(logged) + " (" + std::string(logged_rule) +
+                "), replayed " + std::string(replayed) + " (" + std::string(replayed_rule) + ")";
+      mismatch_samples_.push_back(std::move(sample));
     }
   }
 }

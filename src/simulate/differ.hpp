@@ -120,6 +120,12 @@ class Differ {
   };
   RuleStats& ruleFor(const LimitStatus& limit, const DecisionRequest& request, bool is_new);
   void count(const Decision& decision, bool is_new, Micros at);
+  /// add()'s parts: the rules and clients the request touched, its client's totals, and
+  /// the baseline's replay against what was logged live.
+  void countTouches(Micros at);
+  void countClient(const Decision& new_decision, bool old_denied, bool new_denied);
+  void compareWithLog(Micros at, const Decision& old_decision, const Decision& new_decision,
+                      std::string_view logged, std::string_view logged_rule);
 
   bool has_baseline_;
   Totals totals_;

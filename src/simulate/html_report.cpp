@@ -58,54 +58,76 @@ struct Line {
   double rate_window_us = 0;
 };
 
-/// A line chart in SVG over a common time axis: every series is re-bucketed to the widest
-/// bucket width among them. `limit` > 0 draws a horizontal limit line.
-std::string svgChart(const std::string& id, const std::string& title, std::vector<Line> lines,
-                     double limit, const std::string& y_label) {
-  constexpr int kWidth = 760;
-  constexpr int kHeight = 240;
-  constexpr int kLeft = 60;
-  constexpr int kRight = 40;
-  constexpr int kTop = 28;
-  constexpr int kBottom = 36;
+constexpr int kChartWidth = 760;
+constexpr int kChartHeight = 240;
+constexpr int kChartLeft = 60;
+constexpr int kChartRight = 40;
+constexpr int kChartTop = 28;
+constexpr int kChartBottom = 36;
+
+/// The chart's common time axis and value scale, and where a point is drawn.
+struct ChartScale {
   Micros start = 0;
-  Micros width = kMicrosPerSecond;
+  Micros width = kMicrosPerSecond;  ///< one point per `width`
+  std::size_t points = 1;
+  bool any = false;  ///< some series has data
+  double max_value = 1;
+
+  double x(std::size_t i) const {
+    const double plot_w = kChartWidth - kChartLeft - kChartRight;
+    return kChartLeft +
+           (points <= 1 ? 0.0 : plot_w * static_cast<double>(i) / static_cast<double>(points - 1));
+  }
+  double y(double v) const {
+    const double plot_h = kChartHeight - kChartTop - kChartBottom;
+    return kChartTop + plot_h - plot_h * v / max_value;
+  }
+};
+
+/// The widest bucket width among the series, doubled until the points fit.
+ChartScale commonAxis(const std::vector<Line>& lines) {
+  ChartScale scale;
   Micros end = 0;
-  bool any = false;
   for (const Line& line : lines) {
     const TimeSeries& s = *line.series;
     if (s.counts().empty()) {
       continue;
     }
-    start = any ? std::min(start, s.start()) : s.start();
-    end = any ? std::max(end, s.start() + static_cast<Micros>(s.counts().size()) * s.width())
-              : s.start() + static_cast<Micros>(s.counts().size()) * s.width();
-    width = any ? std::max(width, s.width()) : s.width();
-    any = true;
+    const Micros s_end = s.start() + static_cast<Micros>(s.counts().size()) * s.width();
+    scale.start = scale.any ? std::min(scale.start, s.start()) : s.start();
+    end = scale.any ? std::max(end, s_end) : s_end;
+    scale.width = scale.any ? std::max(scale.width, s.width()) : s.width();
+    scale.any = true;
   }
+  if (scale.any) {
+    while ((end - scale.start) / scale.width > static_cast<Micros>(TimeSeries::kMaxPoints)) {
+      scale.width *= 2;
+    }
+    scale.start -= scale.start % scale.width;
+    scale.points = static_cast<std::size_t>((end - scale.start + scale.width - 1) / scale.width);
+    scale.points = std::max<std::size_t>(scale.points, 1);
+  }
+  return scale;
+}
+
+/// Each series re-bucketed onto the axis (as a rate per its window when it has one); sets
+/// the scale's maximum (at least the limit, with a tenth of headroom).
+std::vector<std::vector<double>> rebucket(const std::vector<Line>& lines, double limit,
+                                          ChartScale& scale) {
   std::vector<std::vector<double>> values;
   double max_value = limit;
-  std::size_t points = 1;
-  if (any) {
-    while ((end - start) / width > static_cast<Micros>(TimeSeries::kMaxPoints)) {
-      width *= 2;
-    }
-    start -= start % width;
-    points = static_cast<std::size_t>((end - start + width - 1) / width);
-    points = std::max<std::size_t>(points, 1);
-  }
-  for (Line& line : lines) {
+  for (const Line& line : lines) {
     TimeSeries copy = *line.series;
-    std::vector<double> v(points, 0.0);
-    if (any && !copy.counts().empty()) {
+    std::vector<double> v(scale.points, 0.0);
+    if (scale.any && !copy.counts().empty()) {
       Micros w = copy.width();
-      while (w < width) {
+      while (w < scale.width) {
         w *= 2;
       }
-      copy.alignTo(start, w);
+      copy.alignTo(scale.start, w);
       const double factor =
           line.rate_window_us > 0 ? line.rate_window_us / static_cast<double>(w) : 1.0;
-      for (std::size_t i = 0; i < copy.counts().size() && i < points; ++i) {
+      for (std::size_t i = 0; i < copy.counts().size() && i < scale.points; ++i) {
         v[i] = static_cast<double>(copy.counts()[i]) * factor;
       }
     }
@@ -114,64 +136,55 @@ std::string svgChart(const std::string& id, const std::string& title, std::vecto
     }
     values.push_back(std::move(v));
   }
-  if (max_value <= 0) {
-    max_value = 1;
-  }
-  max_value *= 1.1;
-  const double plot_w = kWidth - kLeft - kRight;
-  const double plot_h = kHeight - kTop - kBottom;
-  auto xOf = [&](std::size_t i) {
-    return kLeft +
-           (points <= 1 ? 0.0 : plot_w * static_cast<double>(i) / static_cast<double>(points - 1));
-  };
-  auto yOf = [&](double v) { return kTop + plot_h - plot_h * v / max_value; };
+  scale.max_value = (max_value <= 0 ? 1 : max_value) * 1.1;
+  return values;
+}
 
-  std::string out;
-  out += "<figure class=\"chart\"><svg id=\"" + html(id) + "\" class=\"chart-svg\" width=\"" +
-         std::to_string(kWidth) + "\" height=\"" + std::to_string(kHeight) + "\" viewBox=\"0 0 " +
-         std::to_string(kWidth) + " " + std::to_string(kHeight) +
-         "\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\"><title>" + html(title) + "</title>";
-  out +=
-      "<text class=\"t\" x=\"" + std::to_string(kLeft) + "\" y=\"16\">" + html(title) + "</text>";
-  // Axes and grid: four horizontal lines, five time labels.
+/// Axes and grid: four horizontal lines, five time labels, the y label, the limit line.
+void appendAxes(std::string& out, const ChartScale& scale, double limit,
+                const std::string& y_label) {
   for (int g = 0; g <= 4; ++g) {
-    const double v = max_value * g / 4.0;
-    const double y = yOf(v);
-    out += "<line class=\"grid\" x1=\"" + std::to_string(kLeft) + "\" x2=\"" +
-           std::to_string(kWidth - kRight) + "\" y1=\"" + number(y) + "\" y2=\"" + number(y) +
-           "\"/><text class=\"yl\" x=\"" + std::to_string(kLeft - 6) + "\" y=\"" + number(y + 4) +
-           "\">" + number(v) + "</text>";
+    const double v = scale.max_value * g / 4.0;
+    const double y = scale.y(v);
+    out += "<line class=\"grid\" x1=\"" + std::to_string(kChartLeft) + "\" x2=\"" +
+           std::to_string(kChartWidth - kChartRight) + "\" y1=\"" + number(y) + "\" y2=\"" +
+           number(y) + "\"/><text class=\"yl\" x=\"" + std::to_string(kChartLeft - 6) + "\" y=\"" +
+           number(y + 4) + "\">" + number(v) + "</text>";
   }
-  if (any) {
+  if (scale.any) {
     for (int g = 0; g <= 4; ++g) {
-      const auto i = static_cast<std::size_t>((points - 1) * g / 4);
-      out += "<text class=\"xl\" x=\"" + number(xOf(i)) + "\" y=\"" +
-             std::to_string(kHeight - kBottom + 16) + "\">" +
-             clockText(start + static_cast<Micros>(i) * width) + "</text>";
+      const auto i = static_cast<std::size_t>((scale.points - 1) * g / 4);
+      out += "<text class=\"xl\" x=\"" + number(scale.x(i)) + "\" y=\"" +
+             std::to_string(kChartHeight - kChartBottom + 16) + "\">" +
+             clockText(scale.start + static_cast<Micros>(i) * scale.width) + "</text>";
     }
   }
-  out += "<text class=\"yl\" x=\"" + std::to_string(kLeft) + "\" y=\"" +
-         std::to_string(kHeight - 4) + "\" style=\"text-anchor:start\">" + html(y_label) +
-         " (UTC; one point per " + number(static_cast<double>(width) / kMicrosPerSecond) +
+  out += "<text class=\"yl\" x=\"" + std::to_string(kChartLeft) + "\" y=\"" +
+         std::to_string(kChartHeight - 4) + "\" style=\"text-anchor:start\">" + html(y_label) +
+         " (UTC; one point per " + number(static_cast<double>(scale.width) / kMicrosPerSecond) +
          " s)</text>";
   if (limit > 0) {
-    out += "<line class=\"limit\" x1=\"" + std::to_string(kLeft) + "\" x2=\"" +
-           std::to_string(kWidth - kRight) + "\" y1=\"" + number(yOf(limit)) + "\" y2=\"" +
-           number(yOf(limit)) + "\"/>";
+    out += "<line class=\"limit\" x1=\"" + std::to_string(kChartLeft) + "\" x2=\"" +
+           std::to_string(kChartWidth - kChartRight) + "\" y1=\"" + number(scale.y(limit)) +
+           "\" y2=\"" + number(scale.y(limit)) + "\"/>";
   }
+}
+
+/// The series' paths, then the legend.
+void appendSeries(std::string& out, const ChartScale& scale, const std::vector<Line>& lines,
+                  const std::vector<std::vector<double>>& values, double limit) {
   for (std::size_t l = 0; l < lines.size(); ++l) {
     std::string d;
     for (std::size_t i = 0; i < values[l].size(); ++i) {
-      d += (i == 0 ? "M" : "L") + number(xOf(i)) + " " + number(yOf(values[l][i]));
+      d += (i == 0 ? "M" : "L") + number(scale.x(i)) + " " + number(scale.y(values[l][i]));
     }
     if (values[l].size() == 1) {
-      d += "L" + number(xOf(0) + 4) + " " + number(yOf(values[l][0]));
+      d += "L" + number(scale.x(0) + 4) + " " + number(scale.y(values[l][0]));
     }
     out += "<path class=\"series " + lines[l].css_class + "\" d=\"" + d + "\"><title>" +
            html(lines[l].name) + "</title></path>";
   }
-  // Legend.
-  double x = kLeft + 260;
+  double x = kChartLeft + 260;
   for (const Line& line : lines) {
     out += "<rect class=\"" + line.css_class + "-key\" x=\"" + number(x) +
            "\" y=\"8\" width=\"12\" height=\"4\"/><text class=\"lg\" x=\"" + number(x + 16) +
@@ -183,6 +196,23 @@ std::string svgChart(const std::string& id, const std::string& title, std::vecto
            "\" y=\"8\" width=\"12\" height=\"4\"/><text class=\"lg\" x=\"" + number(x + 16) +
            "\" y=\"14\">limit</text>";
   }
+}
+
+/// A line chart in SVG over a common time axis: every series is re-bucketed to the widest
+/// bucket width among them. `limit` > 0 draws a horizontal limit line.
+std::string svgChart(const std::string& id, const std::string& title, std::vector<Line> lines,
+                     double limit, const std::string& y_label) {
+  ChartScale scale = commonAxis(lines);
+  const std::vector<std::vector<double>> values = rebucket(lines, limit, scale);
+  std::string out;
+  out += "<figure class=\"chart\"><svg id=\"" + html(id) + "\" class=\"chart-svg\" width=\"" +
+         std::to_string(kChartWidth) + "\" height=\"" + std::to_string(kChartHeight) +
+         "\" viewBox=\"0 0 " + std::to_string(kChartWidth) + " " + std::to_string(kChartHeight) +
+         "\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\"><title>" + html(title) + "</title>";
+  out += "<text class=\"t\" x=\"" + std::to_string(kChartLeft) + "\" y=\"16\">" + html(title) +
+         "</text>";
+  appendAxes(out, scale, limit, y_label);
+  appendSeries(out, scale, lines, values, limit);
   out += "</svg></figure>\n";
   return out;
 }
@@ -266,16 +296,12 @@ void HtmlRecorder::add(Micros at, const Decision* old_decision, const Decision& 
   record(at, new_decision, true);
 }
 
-std::string HtmlRecorder::render(const Differ& differ, std::uint64_t malformed,
-                                 const std::vector<std::string>& notes, std::size_t top) const {
+namespace {
+
+/// The time span, the totals and the notes.
+void appendSummary(std::string& out, const Differ& differ, std::uint64_t malformed,
+                   const std::vector<std::string>& notes) {
   const Totals& t = differ.totals();
-  std::string out;
-  out +=
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-      "<title>Sluice what-if report</title><style>";
-  out += kStyle;
-  out += "</style></head><body>\n<h1>What if: the new rules against recorded traffic</h1>\n";
   out += "<p class=\"muted\">";
   if (t.requests > 0) {
     std::string first;
@@ -313,15 +339,20 @@ std::string HtmlRecorder::render(const Differ& differ, std::uint64_t malformed,
     out += "</ul>";
   }
   out += "</div>\n";
+}
 
-  // The client chart: who()'s rule with the largest change in denials.
+/// The client chart: who's rule with the largest change in denials, its rate against the
+/// limit and its denials.
+template <typename SeriesByRule>
+void appendClientCharts(std::string& out, const Differ& differ, const std::string& who,
+                        const SeriesByRule& series_by_rule) {
   const RuleStats* client_rule = nullptr;
-  const ClientSeries* client_series = nullptr;
+  const typename SeriesByRule::mapped_type* client_series = nullptr;
   std::uint64_t best = 0;
   for (const RuleStats* rule : differ.rules()) {
-    auto it = rule->clients.find(who_);
-    auto series = rules_.find(rule->domain + "\n" + rule->name);
-    if (it == rule->clients.end() || series == rules_.end()) {
+    auto it = rule->clients.find(who);
+    auto series = series_by_rule.find(rule->domain + "\n" + rule->name);
+    if (it == rule->clients.end() || series == series_by_rule.end()) {
       continue;
     }
     const ClientStats& c = it->second;
@@ -335,21 +366,24 @@ std::string HtmlRecorder::render(const Differ& differ, std::uint64_t malformed,
   }
   if (client_rule != nullptr) {
     out +=
-        "<h2 id=\"client\">Client " + html(who_) + " under " + html(client_rule->name) + "</h2>\n";
+        "<h2 id=\"client\">Client " + html(who) + " under " + html(client_rule->name) + "</h2>\n";
     const TimeSeries& hits = client_series->hits_new.counts().empty() ? client_series->hits_old
                                                                       : client_series->hits_new;
     // Requests per bucket, scaled to requests per the rule's window: count * window / width.
     Line rate{"requests per " + client_rule->window_name, "rate", &hits,
               static_cast<double>(client_rule->window_us)};
-    out += svgChart("chart-client", html(who_) + ": rate vs limit", {rate},
+    out += svgChart("chart-client", html(who) + ": rate vs limit", {rate},
                     static_cast<double>(client_rule->limit_value),
                     "requests per " + client_rule->window_name);
-    out += svgChart("chart-client-denials", html(who_) + ": denied requests",
+    out += svgChart("chart-client-denials", html(who) + ": denied requests",
                     {Line{"baseline", "old", &client_series->denied_old},
                      Line{"new rules", "new", &client_series->denied_new}},
                     0, "denied requests per point");
   }
+}
 
+/// Each rule's limits, counts and denials over time.
+void appendRuleCharts(std::string& out, const Differ& differ) {
   out += "<h2>Rules</h2>\n";
   int index = 0;
   for (const RuleStats* rule : differ.rules()) {
@@ -365,7 +399,10 @@ std::string HtmlRecorder::render(const Differ& differ, std::uint64_t malformed,
         {Line{"baseline", "old", &rule->series_old}, Line{"new rules", "new", &rule->series_new}},
         0, "denied requests per point");
   }
+}
 
+/// The newly denied clients' table (its closing tags are the caller's).
+void appendNewlyDenied(std::string& out, const Differ& differ, std::size_t top) {
   out +=
       "<h2>Newly denied clients</h2>\n<table class=\"sortable\" id=\"newly-denied\"><thead>"
       "<tr><th>client</th><th>rule</th><th>requests</th><th>denied (baseline)</th>"
@@ -394,6 +431,23 @@ std::string HtmlRecorder::render(const Differ& differ, std::uint64_t malformed,
              std::to_string(rule->limit_value) + "</td></tr>";
     }
   }
+}
+
+}  // namespace
+
+std::string HtmlRecorder::render(const Differ& differ, std::uint64_t malformed,
+                                 const std::vector<std::string>& notes, std::size_t top) const {
+  std::string out;
+  out +=
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+      "<title>Sluice what-if report</title><style>";
+  out += kStyle;
+  out += "</style></head><body>\n<h1>What if: the new rules against recorded traffic</h1>\n";
+  appendSummary(out, differ, malformed, notes);
+  appendClientCharts(out, differ, who_, rules_);
+  appendRuleCharts(out, differ);
+  appendNewlyDenied(out, differ, top);
   out +=
       "</tbody></table>\n<p class=\"muted\">Made by <code>sluice simulate</code>. Click a "
       "column to sort.</p>\n<script>";

@@ -3,9 +3,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <vector>
+
+#include "sluice/common/yaml_document.hpp"
 
 namespace sluice::simulate {
 namespace {
@@ -186,76 +190,102 @@ Result<Source> readSource(const std::string& path, const YAML::Node& node, std::
                   std::string(what) + ": a field name, {field: NAME} or {value: TEXT}");
 }
 
+/// `time_format:` one of the formats the time field may have.
+Status readTimeFormat(const std::string& path, const YAML::Node& value, YamlLogMap& map) {
+  const std::string format = value.as<std::string>();
+  if (format == "rfc3339") {
+    map.time_format = TimeFormat::kRfc3339;
+  } else if (format == "epoch_seconds") {
+    map.time_format = TimeFormat::kEpochSeconds;
+  } else if (format == "epoch_millis") {
+    map.time_format = TimeFormat::kEpochMillis;
+  } else if (format == "epoch_micros") {
+    map.time_format = TimeFormat::kEpochMicros;
+  } else {
+    return mapError(path, value.Mark(),
+                    "time_format: rfc3339, epoch_seconds, epoch_millis or epoch_micros, got \"" +
+                        format + "\"");
+  }
+  return {};
+}
+
+/// `descriptors:` a list of mappings, entry key -> where its value is.
+Status readDescriptors(const std::string& path, const YAML::Node& value, YamlLogMap& map) {
+  if (!value.IsSequence()) {
+    return mapError(path, value.Mark(),
+                    "descriptors: a list of descriptors, each a mapping entry key: field");
+  }
+  for (const auto& descriptor : value) {
+    if (!descriptor.IsMap() || descriptor.size() == 0) {
+      return mapError(path, descriptor.Mark(), "a descriptor is a mapping of entry keys to fields");
+    }
+    std::vector<MappedEntry> entries;
+    for (const auto& entry : descriptor) {
+      auto source = readSource(path, entry.second, entry.first.as<std::string>());
+      if (!source) {
+        return source.error();
+      }
+      entries.push_back(MappedEntry{entry.first.as<std::string>(), *source});
+    }
+    map.descriptors.push_back(std::move(entries));
+  }
+  return {};
+}
+
+/// One top-level key of the map file.
+Status readMapKey(const std::string& path, const YAML::Node& name, const YAML::Node& value,
+                  YamlLogMap& map) {
+  const std::string key = name.as<std::string>();
+  if (key == "time_format") {
+    return readTimeFormat(path, value, map);
+  }
+  if (key == "descriptors") {
+    return readDescriptors(path, value, map);
+  }
+  if (key != "time" && key != "domain" && key != "client" && key != "hits") {
+    return mapError(
+        path, name.Mark(),
+        "unknown key \"" + key + "\" (time, time_format, domain, client, hits, descriptors)");
+  }
+  auto source = readSource(path, value, key);
+  if (!source) {
+    return source.error();
+  }
+  if (key == "time") {
+    map.time = *source;
+  } else if (key == "domain") {
+    map.domain = *source;
+  } else if (key == "client") {
+    map.client = *source;
+  } else {
+    map.hits = *source;
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LogMap>> LogMap::load(const std::string& path) {
   auto map = std::make_unique<YamlLogMap>();
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream content;
+  content << file.rdbuf();
+  if (!file) {
+    return makeError(ErrorKind::kInvalidArgument, path + ": cannot read the map file");
+  }
+  YamlDocument document =
+      parseYamlDocument(path, content.str(), "only one YAML document per map file");
+  if (document.error) {
+    return makeError(ErrorKind::kInvalidArgument, document.error->toString());
+  }
   try {
-    const YAML::Node root = YAML::LoadFile(path);
+    const YAML::Node& root = document.root;
     if (!root.IsMap()) {
       return mapError(path, root.Mark(), "a mapping is expected");
     }
     for (const auto& item : root) {
-      const std::string key = item.first.as<std::string>();
-      const YAML::Node& value = item.second;
-      if (key == "time") {
-        auto source = readSource(path, value, "time");
-        if (!source) {
-          return source.error();
-        }
-        map->time = *source;
-      } else if (key == "time_format") {
-        const std::string format = value.as<std::string>();
-        if (format == "rfc3339") {
-          map->time_format = TimeFormat::kRfc3339;
-        } else if (format == "epoch_seconds") {
-          map->time_format = TimeFormat::kEpochSeconds;
-        } else if (format == "epoch_millis") {
-          map->time_format = TimeFormat::kEpochMillis;
-        } else if (format == "epoch_micros") {
-          map->time_format = TimeFormat::kEpochMicros;
-        } else {
-          return mapError(path, value.Mark(),
-                          "time_format: rfc3339, epoch_seconds, epoch_millis or epoch_micros, "
-                          "got \"" +
-                              format + "\"");
-        }
-      } else if (key == "domain" || key == "client" || key == "hits") {
-        auto source = readSource(path, value, key);
-        if (!source) {
-          return source.error();
-        }
-        if (key == "domain") {
-          map->domain = *source;
-        } else if (key == "client") {
-          map->client = *source;
-        } else {
-          map->hits = *source;
-        }
-      } else if (key == "descriptors") {
-        if (!value.IsSequence()) {
-          return mapError(path, value.Mark(),
-                          "descriptors: a list of descriptors, each a mapping entry key: field");
-        }
-        for (const auto& descriptor : value) {
-          if (!descriptor.IsMap() || descriptor.size() == 0) {
-            return mapError(path, descriptor.Mark(),
-                            "a descriptor is a mapping of entry keys to fields");
-          }
-          std::vector<MappedEntry> entries;
-          for (const auto& entry : descriptor) {
-            auto source = readSource(path, entry.second, entry.first.as<std::string>());
-            if (!source) {
-              return source.error();
-            }
-            entries.push_back(MappedEntry{entry.first.as<std::string>(), *source});
-          }
-          map->descriptors.push_back(std::move(entries));
-        }
-      } else {
-        return mapError(
-            path, item.first.Mark(),
-            "unknown key \"" + key + "\" (time, time_format, domain, client, hits, descriptors)");
+      if (Status status = readMapKey(path, item.first, item.second, *map); !status) {
+        return status.error();
       }
     }
   } catch (const YAML::Exception& e) {

@@ -12,13 +12,13 @@
 #include <queue>
 #include <sstream>
 
-#include "sluice/simulate/access_record.hpp"
 #include "simulate/differ.hpp"
 #include "simulate/html_report.hpp"
 #include "simulate/log_map.hpp"
 #include "simulate/log_source.hpp"
 #include "simulate/replayer.hpp"
 #include "sluice/common/value_parsers.hpp"
+#include "sluice/simulate/access_record.hpp"
 
 namespace sluice::simulate {
 namespace {
@@ -42,6 +42,37 @@ bool parsePercent(const std::string& text, double& out) {
   char* end = nullptr;
   out = std::strtod(text.c_str(), &end);
   return end != text.c_str() && *end == '\0' && std::isfinite(out) && out >= 0 && out <= 100;
+}
+
+/// An option that takes a value: `value` (not empty) into `a`.
+Status setValue(Arguments& a, const std::string& name, const std::string& v) {
+  if (name == "--rules") {
+    a.rules = v;
+  } else if (name == "--baseline") {
+    a.baselines.push_back(v);
+  } else if (name == "--log") {
+    a.logs.push_back(v);
+  } else if (name == "--map") {
+    a.map = v;
+  } else if (name == "--html") {
+    a.html = v;
+  } else if (name == "--client") {
+    a.client = v;
+  } else if (name == "--top") {
+    auto n = parseInteger<std::size_t>(v, 1, 1000);
+    if (!n) {
+      return makeError(ErrorKind::kInvalidArgument, "--top " + n.error().message);
+    }
+    a.top = *n;
+  } else {
+    double pct = 0;
+    if (!parsePercent(v, pct)) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       name + " must be a percentage from 0 to 100, got \"" + v + "\"");
+    }
+    (name == "--fail-if-newly-denied" ? a.fail_requests_pct : a.fail_clients_pct) = pct;
+  }
+  return {};
 }
 
 Result<Arguments> parseArguments(const std::vector<std::string>& args) {
@@ -89,31 +120,8 @@ Result<Arguments> parseArguments(const std::vector<std::string>& args) {
       if (v->empty()) {
         return makeError(ErrorKind::kInvalidArgument, name + " must not be empty");
       }
-      if (name == "--rules") {
-        a.rules = *v;
-      } else if (name == "--baseline") {
-        a.baselines.push_back(*v);
-      } else if (name == "--log") {
-        a.logs.push_back(*v);
-      } else if (name == "--map") {
-        a.map = *v;
-      } else if (name == "--html") {
-        a.html = *v;
-      } else if (name == "--client") {
-        a.client = *v;
-      } else if (name == "--top") {
-        auto n = parseInteger<std::size_t>(*v, 1, 1000);
-        if (!n) {
-          return makeError(ErrorKind::kInvalidArgument, "--top " + n.error().message);
-        }
-        a.top = *n;
-      } else {
-        double pct = 0;
-        if (!parsePercent(*v, pct)) {
-          return makeError(ErrorKind::kInvalidArgument,
-                           name + " must be a percentage from 0 to 100, got \"" + *v + "\"");
-        }
-        (name == "--fail-if-newly-denied" ? a.fail_requests_pct : a.fail_clients_pct) = pct;
+      if (Status set = setValue(a, name, *v); !set) {
+        return set.error();
       }
     } else if (name.rfind("-", 0) == 0 && name != "-") {
       return makeError(ErrorKind::kInvalidArgument, "unknown option " + name + " (see --help)");
@@ -431,142 +439,184 @@ under --strict, 3 and 4 the gates above, 5 empty log (no request to replay).
 )";
 }
 
-int runSimulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  auto parsed = parseArguments(args);
-  if (!parsed) {
-    err << "sluice simulate: " << parsed.error().message << "\n";
-    return kExitError;
+namespace {
+
+/// One `sluice simulate` run: the rule sets and the map it loaded, and the passes over
+/// the logs that replay them.
+class Simulation {
+ public:
+  Simulation(const Arguments& a, std::ostream& out, std::ostream& err)
+      : a_(a), out_(out), err_(err) {}
+
+  /// Loads the new rules, the baselines and the map; false after saying why.
+  bool load() {
+    auto rules = loadSet(a_.rules, err_);
+    if (!rules) {
+      return failed(rules.error().message);
+    }
+    rules_ = *rules;
+    for (const std::string& path : a_.baselines) {
+      auto set = loadSet(path, err_);
+      if (!set) {
+        return failed(set.error().message);
+      }
+      baselines_.push_back(*set);
+    }
+    if (!a_.map.empty()) {
+      auto loaded = LogMap::load(a_.map);
+      if (!loaded) {
+        return failed(loaded.error().message);
+      }
+      map_ = std::move(*loaded);
+    }
+    return true;
   }
-  const Arguments& a = *parsed;
-  if (a.help) {
-    out << simulateHelp();
-    return kExitPassed;
-  }
-  auto rules = loadSet(a.rules, err);
-  if (!rules) {
-    err << "sluice simulate: " << rules.error().message << "\n";
-    return kExitError;
-  }
-  std::vector<RuleSetPtr> baselines;
-  for (const std::string& path : a.baselines) {
-    auto set = loadSet(path, err);
-    if (!set) {
-      err << "sluice simulate: " << set.error().message << "\n";
+
+  int run() {
+    Differ differ(!baselines_.empty());
+    HtmlRecorder html(a_.client);
+    RunFacts facts;
+    if (const int status = pass(differ, a_.html.empty() ? nullptr : &html, facts);
+        status != kExitPassed) {
+      return status;
+    }
+    if (!a_.html.empty() && a_.client.empty() && differ.totals().requests > 0) {
+      if (const int status = chartMostAffected(differ, html); status != kExitPassed) {
+        return status;
+      }
+    }
+    addNotes(differ, facts);
+    if (a_.json) {
+      out_ << toJson(differ, facts, a_.top).dump(2) << "\n";
+    } else {
+      writeText(out_, differ, facts, a_.top);
+    }
+    if (!a_.html.empty() && !writeHtml(html, differ, facts)) {
       return kExitError;
     }
-    baselines.push_back(*set);
+    return gate(differ.totals(), facts);
   }
-  std::unique_ptr<LogMap> map;
-  if (!a.map.empty()) {
-    auto loaded = LogMap::load(a.map);
-    if (!loaded) {
-      err << "sluice simulate: " << loaded.error().message << "\n";
-      return kExitError;
-    }
-    map = std::move(*loaded);
+
+ private:
+  bool failed(const std::string& message) {
+    err_ << "sluice simulate: " << message << "\n";
+    return false;
   }
-  // One pass over the logs: replays every line through both rule sets into `differ` (and
-  // `html` when given). Returns kExitPassed, or the status to stop with.
-  auto pass = [&](Differ& differ, HtmlRecorder* html, RunFacts& facts) -> int {
+
+  /// One pass over the logs: replays every line through both rule sets into `differ` (and
+  /// `html` when given). Returns kExitPassed, or the status to stop with.
+  int pass(Differ& differ, HtmlRecorder* html, RunFacts& facts) {
     std::vector<std::unique_ptr<LogSource>> sources;
-    for (const std::string& path : a.logs) {
+    for (const std::string& path : a_.logs) {
       auto source = LogSource::open(path);
       if (!source) {
-        err << "sluice simulate: " << source.error().message << "\n";
+        failed(source.error().message);
         return kExitError;
       }
       sources.push_back(std::move(*source));
     }
-    Replayer fresh({*rules});
+    Replayer fresh({rules_});
     std::unique_ptr<Replayer> old;
-    if (!baselines.empty()) {
-      old = std::make_unique<Replayer>(baselines);
+    if (!baselines_.empty()) {
+      old = std::make_unique<Replayer>(baselines_);
     }
-    ReorderBuffer pending;
-    std::string error;
-    auto replay = [&](LoggedRequest& logged) {
-      Result<Decision> old_decision = makeError(ErrorKind::kInternal, "no baseline");
-      if (old) {
-        DecisionRequest copy = takeSpareRequest();
-        copyRequest(logged.request, copy);
-        old_decision = old->decide(logged.time_us, logged.rules_hash, std::move(copy));
-      }
-      Result<Decision> new_decision =
-          fresh.decide(logged.time_us, logged.rules_hash, std::move(logged.request));
-      if (new_decision) {
-        const Decision* baseline = old && old_decision ? &*old_decision : nullptr;
-        differ.add(logged.time_us, baseline, *new_decision, logged.decision, logged.rule);
-        if (html != nullptr) {
-          html->add(logged.time_us, baseline, *new_decision);
-        }
-        logged.request = std::move(new_decision->request);
-        recycleDecision(std::move(*new_decision));
-      }
-      if (old && old_decision) {
-        recycleDecision(std::move(*old_decision));
-      }
-    };
-
+    Pass run{differ, html, fresh, old.get(), {}};
     for (auto& source : sources) {
-      std::string_view line;
-      while (source->next(line)) {
-        ++facts.lines;
-        if (line.find_first_not_of(" \t") == std::string_view::npos) {
-          continue;
-        }
-        LoggedRequest& slot = pending.slot();
-        bool ok = false;
-        if (source->truncated()) {
-          error = "longer than " + std::to_string(LogSource::kMaxLineBytes) + " bytes";
-        } else {
-          ok = map ? map->parse(line, slot, error) : parseAccessLine(line, slot, error);
-        }
-        if (!ok) {
-          ++facts.malformed.count;
-          const std::string where =
-              source->path() + ":" + std::to_string(source->lineNumber()) + ": " + error;
-          if (a.strict) {
-            err << "sluice simulate: malformed line: " << where << "\n";
-            return kExitMalformed;
-          }
-          if (facts.malformed.samples.size() < 10) {
-            facts.malformed.samples.push_back(where);
-          }
-          continue;
-        }
-        if (slot.decision == "error") {
-          ++facts.skipped_errors;  // never reached the store live: nothing to replay
-          continue;
-        }
-        pending.push();
-        while (LoggedRequest* next = pending.pop(false)) {
-          replay(*next);
-          pending.release();
-        }
-      }
-      if (!source->error().empty()) {
-        err << "sluice simulate: " << source->error() << "\n";
-        return kExitError;
+      if (const int status = readSource(*source, run, facts); status != kExitPassed) {
+        return status;
       }
     }
-    while (LoggedRequest* next = pending.pop(true)) {
-      replay(*next);
-      pending.release();
+    while (LoggedRequest* next = run.pending.pop(true)) {
+      replay(run, *next);
+      run.pending.release();
     }
     facts.capacity_evictions = fresh.capacityEvictions() + (old ? old->capacityEvictions() : 0);
     return kExitPassed;
+  }
+
+  /// What one pass replays into.
+  struct Pass {
+    Differ& differ;
+    HtmlRecorder* html;
+    Replayer& fresh;
+    Replayer* old;
+    ReorderBuffer pending;
   };
 
-  Differ differ(!baselines.empty());
-  HtmlRecorder html(a.client);
-  RunFacts facts;
-  if (const int status = pass(differ, a.html.empty() ? nullptr : &html, facts);
-      status != kExitPassed) {
-    return status;
+  /// Every line of one log: parsed (a malformed one counted, or the end under --strict),
+  /// put in time order, replayed.
+  int readSource(LogSource& source, Pass& run, RunFacts& facts) {
+    std::string error;
+    std::string_view line;
+    while (source.next(line)) {
+      ++facts.lines;
+      if (line.find_first_not_of(" \t") == std::string_view::npos) {
+        continue;
+      }
+      LoggedRequest& slot = run.pending.slot();
+      bool ok = false;
+      if (source.truncated()) {
+        error = "longer than " + std::to_string(LogSource::kMaxLineBytes) + " bytes";
+      } else {
+        ok = map_ ? map_->parse(line, slot, error) : parseAccessLine(line, slot, error);
+      }
+      if (!ok) {
+        ++facts.malformed.count;
+        const std::string where =
+            source.path() + ":" + std::to_string(source.lineNumber()) + ": " + error;
+        if (a_.strict) {
+          err_ << "sluice simulate: malformed line: " << where << "\n";
+          return kExitMalformed;
+        }
+        if (facts.malformed.samples.size() < 10) {
+          facts.malformed.samples.push_back(where);
+        }
+        continue;
+      }
+      if (slot.decision == "error") {
+        ++facts.skipped_errors;  // never reached the store live: nothing to replay
+        continue;
+      }
+      run.pending.push();
+      while (LoggedRequest* next = run.pending.pop(false)) {
+        replay(run, *next);
+        run.pending.release();
+      }
+    }
+    if (!source.error().empty()) {
+      failed(source.error());
+      return kExitError;
+    }
+    return kExitPassed;
   }
-  if (!a.html.empty() && a.client.empty() && differ.totals().requests > 0) {
-    // The client chart's default is the most affected client, known only now: one more
-    // pass over the logs records its traffic (stdin cannot be read twice).
+
+  /// One logged request through the baseline (a copy) and the new rules.
+  static void replay(Pass& run, LoggedRequest& logged) {
+    Result<Decision> old_decision = makeError(ErrorKind::kInternal, "no baseline");
+    if (run.old != nullptr) {
+      DecisionRequest copy = takeSpareRequest();
+      copyRequest(logged.request, copy);
+      old_decision = run.old->decide(logged.time_us, logged.rules_hash, std::move(copy));
+    }
+    Result<Decision> new_decision =
+        run.fresh.decide(logged.time_us, logged.rules_hash, std::move(logged.request));
+    if (new_decision) {
+      const Decision* baseline = run.old != nullptr && old_decision ? &*old_decision : nullptr;
+      run.differ.add(logged.time_us, baseline, *new_decision, logged.decision, logged.rule);
+      if (run.html != nullptr) {
+        run.html->add(logged.time_us, baseline, *new_decision);
+      }
+      logged.request = std::move(new_decision->request);
+      recycleDecision(std::move(*new_decision));
+    }
+    if (run.old != nullptr && old_decision) {
+      recycleDecision(std::move(*old_decision));
+    }
+  }
+
+  /// The client chart's default is the most affected client, known only after the first
+  /// pass: one more pass over the logs records its traffic (stdin cannot be read twice).
+  int chartMostAffected(const Differ& differ, HtmlRecorder& html) {
     std::string most;
     std::uint64_t best = 0;
     for (const RuleStats* rule : differ.rules()) {
@@ -579,73 +629,100 @@ int runSimulate(const std::vector<std::string>& args, std::ostream& out, std::os
         }
       }
     }
-    const bool stdin_log = std::find(a.logs.begin(), a.logs.end(), "-") != a.logs.end();
-    if (!most.empty() && !stdin_log) {
-      html.setWho(most);
-      Differ again(!baselines.empty());
-      RunFacts ignored;
-      if (const int status = pass(again, &html, ignored); status != kExitPassed) {
-        return status;
+    const bool stdin_log = std::find(a_.logs.begin(), a_.logs.end(), "-") != a_.logs.end();
+    if (most.empty() || stdin_log) {
+      return kExitPassed;
+    }
+    html.setWho(most);
+    Differ again(!baselines_.empty());
+    RunFacts ignored;
+    return pass(again, &html, ignored);
+  }
+
+  /// What the reader must know about how the replay differs from live.
+  static void addNotes(const Differ& differ, RunFacts& facts) {
+    if (facts.capacity_evictions > 0) {
+      facts.notes.push_back(std::to_string(facts.capacity_evictions) +
+                            " live buckets were dropped for the replay's bound of 2^26 buckets: "
+                            "decisions after that may differ from live");
+    }
+    if (facts.skipped_errors > 0) {
+      facts.notes.push_back(std::to_string(facts.skipped_errors) +
+                            " lines record an error (no decision was made): not replayed");
+    }
+    for (const RuleStats* rule : differ.rules()) {
+      if (rule->eventual) {
+        facts.notes.push_back("rule " + rule->name +
+                              ": eventual consistency replayed as strict (what the memory store "
+                              "decides; live sidecars admit a little more between syncs)");
+      }
+      if (rule->sketch) {
+        facts.notes.push_back("rule " + rule->name +
+                              ": sketch, replayed with its own estimation error (docs/sketch.md)");
       }
     }
   }
 
-  if (facts.capacity_evictions > 0) {
-    facts.notes.push_back(std::to_string(facts.capacity_evictions) +
-                          " live buckets were dropped for the replay's bound of 2^26 buckets: "
-                          "decisions after that may differ from live");
-  }
-  if (facts.skipped_errors > 0) {
-    facts.notes.push_back(std::to_string(facts.skipped_errors) +
-                          " lines record an error (no decision was made): not replayed");
-  }
-  for (const RuleStats* rule : differ.rules()) {
-    if (rule->eventual) {
-      facts.notes.push_back("rule " + rule->name +
-                            ": eventual consistency replayed as strict (what the memory store "
-                            "decides; live sidecars admit a little more between syncs)");
+  bool writeHtml(HtmlRecorder& html, const Differ& differ, const RunFacts& facts) {
+    std::ofstream file(a_.html, std::ios::binary | std::ios::trunc);
+    if (file) {
+      file << html.render(differ, facts.malformed.count, facts.notes, a_.top);
     }
-    if (rule->sketch) {
-      facts.notes.push_back("rule " + rule->name +
-                            ": sketch, replayed with its own estimation error (docs/sketch.md)");
+    if (!file || !file.flush()) {
+      return failed("--html " + a_.html + ": cannot write");
     }
+    return true;
   }
 
-  const Totals& totals = differ.totals();
-  if (a.json) {
-    out << toJson(differ, facts, a.top).dump(2) << "\n";
-  } else {
-    writeText(out, differ, facts, a.top);
-  }
-  if (!a.html.empty()) {
-    std::ofstream file(a.html, std::ios::binary | std::ios::trunc);
-    if (!file) {
-      err << "sluice simulate: --html " << a.html << ": cannot write\n";
-      return kExitError;
+  /// The exit status: an empty log, then the gates of --fail-if-newly-denied*.
+  int gate(const Totals& totals, const RunFacts& facts) {
+    if (totals.requests == 0) {
+      err_ << "sluice simulate: the log has no request to replay"
+           << (facts.malformed.count > 0 ? " (every line was malformed)" : "") << "\n";
+      return kExitEmptyLog;
     }
-    file << html.render(differ, facts.malformed.count, facts.notes, a.top);
-    if (!file.flush()) {
-      err << "sluice simulate: --html " << a.html << ": cannot write\n";
-      return kExitError;
+    if (a_.fail_requests_pct &&
+        ratio(totals.newly_denied, totals.requests) > *a_.fail_requests_pct) {
+      err_ << "sluice simulate: " << percent(totals.newly_denied, totals.requests)
+           << " of the requests would newly be denied (more than " << *a_.fail_requests_pct
+           << " %)\n";
+      return kExitNewlyDenied;
     }
+    if (a_.fail_clients_pct &&
+        ratio(totals.clients_newly_denied, totals.clients) > *a_.fail_clients_pct) {
+      err_ << "sluice simulate: " << percent(totals.clients_newly_denied, totals.clients)
+           << " of the clients would newly be denied (more than " << *a_.fail_clients_pct
+           << " %)\n";
+      return kExitClientsDenied;
+    }
+    return kExitPassed;
   }
-  if (totals.requests == 0) {
-    err << "sluice simulate: the log has no request to replay"
-        << (facts.malformed.count > 0 ? " (every line was malformed)" : "") << "\n";
-    return kExitEmptyLog;
+
+  const Arguments& a_;
+  std::ostream& out_;
+  std::ostream& err_;
+  RuleSetPtr rules_;
+  std::vector<RuleSetPtr> baselines_;
+  std::unique_ptr<LogMap> map_;
+};
+
+}  // namespace
+
+int runSimulate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  auto parsed = parseArguments(args);
+  if (!parsed) {
+    err << "sluice simulate: " << parsed.error().message << "\n";
+    return kExitError;
   }
-  if (a.fail_requests_pct && ratio(totals.newly_denied, totals.requests) > *a.fail_requests_pct) {
-    err << "sluice simulate: " << percent(totals.newly_denied, totals.requests)
-        << " of the requests would newly be denied (more than " << *a.fail_requests_pct << " %)\n";
-    return kExitNewlyDenied;
+  if (parsed->help) {
+    out << simulateHelp();
+    return kExitPassed;
   }
-  if (a.fail_clients_pct &&
-      ratio(totals.clients_newly_denied, totals.clients) > *a.fail_clients_pct) {
-    err << "sluice simulate: " << percent(totals.clients_newly_denied, totals.clients)
-        << " of the clients would newly be denied (more than " << *a.fail_clients_pct << " %)\n";
-    return kExitClientsDenied;
+  Simulation simulation(*parsed, out, err);
+  if (!simulation.load()) {
+    return kExitError;
   }
-  return kExitPassed;
+  return simulation.run();
 }
 
 }  // namespace sluice::simulate

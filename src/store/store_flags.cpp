@@ -23,6 +23,7 @@ constexpr std::pair<FailureMode, std::string_view> kFailureModes[] = {
 
 constexpr std::size_t kMaxKeys = std::size_t{1} << 32;
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addEventualFlags(FlagRegistry& registry, StoreSettings& settings) {
   namespace set = flag_setters;
   registry.section("Eventual limits (consistency: eventual, docs/eventual.md)");
@@ -90,6 +91,7 @@ Result<milliseconds> parseSyncInterval(std::string_view text) {
   return milliseconds(*us / kMicrosPerMilli);
 }
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addStoreFlags(FlagRegistry& registry, StoreSettings& settings) {
   namespace set = flag_setters;
   registry.section("Store");

@@ -4,6 +4,7 @@
 
 namespace sluice::xds {
 
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addXdsFlags(FlagRegistry& registry, XdsSettings& s) {
   namespace set = flag_setters;
   using std::chrono::milliseconds;

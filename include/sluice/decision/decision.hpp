@@ -62,6 +62,21 @@ struct DecisionRequest {
   bool refunds(std::size_t d) const {
     return refund || (d < descriptor_refunds.size() && descriptor_refunds[d]);
   }
+
+  /// Every field back to its default, keeping the capacity of the strings and vectors for
+  /// reuse; the descriptors stay (a parser reuses them, with their entries, and trims the
+  /// rest). The one place that knows every field: a field added here is reset here.
+  void clearForReuse() {
+    domain.clear();
+    client_id.clear();
+    hits = 1;
+    descriptor_hits.clear();
+    descriptor_limits.clear();
+    refund = false;
+    descriptor_refunds.clear();
+    charge = Charge::kAllOrNothing;
+    envoy_api = false;
+  }
 };
 
 /// The status of one limit of one descriptor.

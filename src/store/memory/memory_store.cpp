@@ -116,163 +116,27 @@ class MemoryStore final : public Store {
               Callback& done) {
     const std::size_t n = request.limits.size();
     // Inline capacity for the usual few limits per request: no allocation on the hot path.
-    boost::container::small_vector<Work, 4> work(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      work[i].first = i;
-    }
-    boost::container::small_vector<std::uint32_t, 4> involved;
-    involved.reserve(n);
-    boost::container::small_vector<MemorySketch*, 2> sketches;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (isSketch(request.limits[i])) {
-        // One sketch per rule, shared by its clients; the shards are not involved.
-        work[i].sketch = sketches_.find(request.limits[i].params, now);
-        sketches.push_back(work[i].sketch.get());
-        continue;
-      }
-      const std::uint64_t h = BucketTable::hashKey(request.limits[i].key);
-      work[i].hash = h;
-      // Bits 32..55 pick the shard; the table uses the low bits and the top 8.
-      work[i].shard = static_cast<std::uint32_t>(((h >> 32) & 0xffffffU) % shards_.size());
-      involved.push_back(work[i].shard);
-    }
-    // Shards are locked in ascending order, so two requests never wait on each other in a
-    // cycle; holding all of them makes check-then-charge atomic across the limits.
-    std::sort(involved.begin(), involved.end());
-    involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
-    boost::container::small_vector<std::unique_lock<std::mutex>, 4> locks;
-    locks.reserve(involved.size());
-    for (const std::uint32_t s : involved) {
-      locks.emplace_back(shards_[s]->mutex);
-    }
-    // Then the sketches, in address order (every request takes shards first, then sketches,
-    // each in one order: no cycle).
-    std::sort(sketches.begin(), sketches.end());
-    sketches.erase(std::unique(sketches.begin(), sketches.end()), sketches.end());
-    for (MemorySketch* sketch : sketches) {
-      locks.emplace_back(sketch->mutex);
-    }
+    WorkList work(n);
+    ShardList involved;
+    Locks locks;
+    placeLimits(request, now, work, involved, locks);
 
     // This thread's spare answer: its outcomes keep their capacity (the decision service
     // gives each answer back with recycleStoreResponse()).
     StoreResponse response = takeSpareStoreResponse();
     response.at_us = now;
     response.outcomes.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const StoreLimit& limit = request.limits[i];
-      Work& w = work[i];
-      if (w.sketch) {
-        evaluateSketchLimit(request, limit, w, now, limit.costOr(request.cost));
-        response.outcomes.push_back(w.eval.outcome);
-        continue;
-      }
-      BucketTable& table = shards_[w.shard]->table;
-      w.index = table.find(limit.key, w.hash);
-      if (w.index != BucketTable::kNone) {
-        for (std::size_t j = 0; j < i && w.first == i; ++j) {
-          if (work[j].shard == w.shard && work[j].index == w.index) {
-            w.first = j;  // the same key twice: both see the state before this request
-          }
-        }
-        if (w.first != i) {
-          w.loaded = work[w.first].loaded;
-          w.expired = work[w.first].expired;
-        } else {
-          table.touch(w.index);
-          w.loaded = table.load(w.index);
-          w.expired = table.expiresAt(w.index) <= now;
-        }
-      }
-      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now);
-      response.outcomes.push_back(w.eval.outcome);
-    }
+    evaluateLimits(request, now, work, response);
     response.allowed = sluice::requestAllowed(request, response.outcomes);
     if (!response.allowed && request.charge == Charge::kAllOrNothing) {
-      // A limit that allowed is not charged by a denied request: it answers with its bucket
-      // as it is, what a check (cost 0) says at this instant.
-      for (std::size_t i = 0; i < n; ++i) {
-        if (response.outcomes[i].allowed && !request.limits[i].params.count_rejected &&
-            !request.limits[i].refund) {
-          const Work& w = work[i];
-          if (w.sketch) {
-            response.outcomes[i] =
-                evaluateSketch(request.limits[i].params,
-                               w.sketch->table.read(w.cells, w.window_index), now, 0)
-                    .outcome;
-            continue;
-          }
-          response.outcomes[i] = sluice::evaluate(request.limits[i].params,
-                                                  w.expired ? BucketState{} : w.loaded, now, 0)
-                                     .outcome;
-        }
-      }
+      answerUncharged(request, now, work, response);
     }
 
     // Existing entries first (save, drop or give back), then new keys: an insert may evict,
     // and must not do so under an index still in use.
     Evictions evictions;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (work[i].sketch) {
-        if (work[i].sketch_eval.record &&
-            charged(request, request.limits[i], work[i], response.allowed)) {
-          chargeSketch(work[i], request.limits[i].costOr(request.cost));
-        }
-        continue;
-      }
-      if (work[i].index == BucketTable::kNone || work[i].first != i) {
-        continue;
-      }
-      // A key named twice is written by the last of its limits that is charged (as the
-      // Redis script's writes in order leave it).
-      std::size_t last = n;
-      for (std::size_t k = i; k < n; ++k) {
-        if (work[k].first == i && charged(request, request.limits[k], work[k], response.allowed)) {
-          last = k;
-        }
-      }
-      BucketTable& table = shards_[work[i].shard]->table;
-      if (last == n) {
-        table.restore(work[i].index, std::move(work[i].loaded.log));
-      } else if (work[last].eval.ttl_us > 0) {
-        table.save(work[i].index, std::move(work[last].eval.next), now + work[last].eval.ttl_us);
-      } else {
-        table.erase(work[i].index);
-        count_.fetch_sub(1, std::memory_order_relaxed);
-      }
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      Work& w = work[i];
-      if (w.sketch || w.index != BucketTable::kNone ||
-          !charged(request, request.limits[i], w, response.allowed)) {
-        continue;
-      }
-      BucketTable& table = shards_[w.shard]->table;
-      const std::string& key = request.limits[i].key;
-      const std::uint32_t existing = table.find(key, w.hash);  // the same key twice
-      if (existing != BucketTable::kNone) {
-        if (w.eval.ttl_us > 0) {
-          table.save(existing, std::move(w.eval.next), now + w.eval.ttl_us);
-        } else {
-          table.erase(existing);
-          count_.fetch_sub(1, std::memory_order_relaxed);
-        }
-        continue;
-      }
-      if (w.eval.ttl_us <= 0) {
-        continue;
-      }
-      // Reserve the place in the global count first; over the bound, make room in this
-      // shard (other shards are not locked, and need not be: the bound is global, the LRU
-      // order per shard). A shard with nothing to evict inserts anyway, so the count can
-      // pass the bound by less than the number of shards.
-      const std::size_t total = count_.fetch_add(1, std::memory_order_relaxed) + 1;
-      if (total > max_keys_ || table.size() >= BucketTable::kMaxEntries) {
-        const std::size_t removed = table.makeRoom(now, evictions);
-        count_.fetch_sub(removed, std::memory_order_relaxed);
-      }
-      table.insert(key, w.hash, std::move(w.eval.next), now + w.eval.ttl_us);
-    }
-
+    saveExisting(request, now, work, response.allowed);
+    insertNew(request, now, work, response.allowed, evictions);
     for (const std::uint32_t s : involved) {
       const std::size_t removed = shards_[s]->table.sweep(now, kSweepPerRequest);
       evictions.expired += removed;
@@ -319,6 +183,173 @@ class MemoryStore final : public Store {
     std::int64_t window_index = 0;
     SketchEvaluation sketch_eval;
   };
+
+  using WorkList = boost::container::small_vector<Work, 4>;
+  using ShardList = boost::container::small_vector<std::uint32_t, 4>;
+  using Locks = boost::container::small_vector<std::unique_lock<std::mutex>, 4>;
+
+  /// Finds each limit's shard (or its rule's sketch) and locks what the request involves:
+  /// shards in ascending order, then sketches in address order, so two requests never wait
+  /// on each other in a cycle; holding all of them makes check-then-charge atomic across
+  /// the limits. `involved` lists the shards, each once.
+  void placeLimits(const StoreRequest& request, Micros now, WorkList& work, ShardList& involved,
+                   Locks& locks) {
+    const std::size_t n = request.limits.size();
+    involved.reserve(n);
+    boost::container::small_vector<MemorySketch*, 2> sketches;
+    for (std::size_t i = 0; i < n; ++i) {
+      work[i].first = i;
+      if (isSketch(request.limits[i])) {
+        // One sketch per rule, shared by its clients; the shards are not involved.
+        work[i].sketch = sketches_.find(request.limits[i].params, now);
+        sketches.push_back(work[i].sketch.get());
+        continue;
+      }
+      const std::uint64_t h = BucketTable::hashKey(request.limits[i].key);
+      work[i].hash = h;
+      // Bits 32..55 pick the shard; the table uses the low bits and the top 8.
+      work[i].shard = static_cast<std::uint32_t>(((h >> 32) & 0xffffffU) % shards_.size());
+      involved.push_back(work[i].shard);
+    }
+    std::sort(involved.begin(), involved.end());
+    involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
+    locks.reserve(involved.size() + sketches.size());
+    for (const std::uint32_t s : involved) {
+      locks.emplace_back(shards_[s]->mutex);
+    }
+    std::sort(sketches.begin(), sketches.end());
+    sketches.erase(std::unique(sketches.begin(), sketches.end()), sketches.end());
+    for (MemorySketch* sketch : sketches) {
+      locks.emplace_back(sketch->mutex);
+    }
+  }
+
+  /// Loads each limit's bucket (a key named twice: both see the state before this request)
+  /// and evaluates it, appending the outcomes to `response`.
+  void evaluateLimits(const StoreRequest& request, Micros now, WorkList& work,
+                      StoreResponse& response) {
+    const std::size_t n = request.limits.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const StoreLimit& limit = request.limits[i];
+      Work& w = work[i];
+      if (w.sketch) {
+        evaluateSketchLimit(request, limit, w, now, limit.costOr(request.cost));
+        response.outcomes.push_back(w.eval.outcome);
+        continue;
+      }
+      BucketTable& table = shards_[w.shard]->table;
+      w.index = table.find(limit.key, w.hash);
+      if (w.index != BucketTable::kNone) {
+        for (std::size_t j = 0; j < i && w.first == i; ++j) {
+          if (work[j].shard == w.shard && work[j].index == w.index) {
+            w.first = j;
+          }
+        }
+        if (w.first != i) {
+          w.loaded = work[w.first].loaded;
+          w.expired = work[w.first].expired;
+        } else {
+          table.touch(w.index);
+          w.loaded = table.load(w.index);
+          w.expired = table.expiresAt(w.index) <= now;
+        }
+      }
+      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now);
+      response.outcomes.push_back(w.eval.outcome);
+    }
+  }
+
+  /// A denied all-or-nothing request: a limit that allowed is not charged, and answers with
+  /// its bucket as it is, what a check (cost 0) says at this instant.
+  void answerUncharged(const StoreRequest& request, Micros now, const WorkList& work,
+                       StoreResponse& response) const {
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
+      if (!response.outcomes[i].allowed || limit.params.count_rejected || limit.refund) {
+        continue;
+      }
+      const Work& w = work[i];
+      if (w.sketch) {
+        response.outcomes[i] =
+            evaluateSketch(limit.params, w.sketch->table.read(w.cells, w.window_index), now, 0)
+                .outcome;
+        continue;
+      }
+      response.outcomes[i] =
+          sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now, 0).outcome;
+    }
+  }
+
+  /// Writes back the entries that existed before the request (and the sketches): saved,
+  /// erased at the end of their life, or given back untouched when no limit charged them.
+  void saveExisting(const StoreRequest& request, Micros now, WorkList& work, bool allowed) {
+    const std::size_t n = request.limits.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (work[i].sketch) {
+        if (work[i].sketch_eval.record && charged(request, request.limits[i], work[i], allowed)) {
+          chargeSketch(work[i], request.limits[i].costOr(request.cost));
+        }
+        continue;
+      }
+      if (work[i].index == BucketTable::kNone || work[i].first != i) {
+        continue;
+      }
+      // A key named twice is written by the last of its limits that is charged (as the
+      // Redis script's writes in order leave it).
+      std::size_t last = n;
+      for (std::size_t k = i; k < n; ++k) {
+        if (work[k].first == i && charged(request, request.limits[k], work[k], allowed)) {
+          last = k;
+        }
+      }
+      BucketTable& table = shards_[work[i].shard]->table;
+      if (last == n) {
+        table.restore(work[i].index, std::move(work[i].loaded.log));
+      } else if (work[last].eval.ttl_us > 0) {
+        table.save(work[i].index, std::move(work[last].eval.next), now + work[last].eval.ttl_us);
+      } else {
+        table.erase(work[i].index);
+        count_.fetch_sub(1, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  /// Inserts the charged keys that did not exist, making room within the key bound.
+  void insertNew(const StoreRequest& request, Micros now, WorkList& work, bool allowed,
+                 Evictions& evictions) {
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      Work& w = work[i];
+      if (w.sketch || w.index != BucketTable::kNone ||
+          !charged(request, request.limits[i], w, allowed)) {
+        continue;
+      }
+      BucketTable& table = shards_[w.shard]->table;
+      const std::string& key = request.limits[i].key;
+      const std::uint32_t existing = table.find(key, w.hash);  // the same key twice
+      if (existing != BucketTable::kNone) {
+        if (w.eval.ttl_us > 0) {
+          table.save(existing, std::move(w.eval.next), now + w.eval.ttl_us);
+        } else {
+          table.erase(existing);
+          count_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        continue;
+      }
+      if (w.eval.ttl_us <= 0) {
+        continue;
+      }
+      // Reserve the place in the global count first; over the bound, make room in this
+      // shard (other shards are not locked, and need not be: the bound is global, the LRU
+      // order per shard). A shard with nothing to evict inserts anyway, so the count can
+      // pass the bound by less than the number of shards.
+      const std::size_t total = count_.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (total > max_keys_ || table.size() >= BucketTable::kMaxEntries) {
+        const std::size_t removed = table.makeRoom(now, evictions);
+        count_.fetch_sub(removed, std::memory_order_relaxed);
+      }
+      table.insert(key, w.hash, std::move(w.eval.next), now + w.eval.ttl_us);
+    }
+  }
 
   static bool isSketch(const StoreLimit& limit) {
     return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&

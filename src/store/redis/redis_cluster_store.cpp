@@ -767,39 +767,6 @@ class ClusterBackend final : public redis::RedisBackend,
 
 }  // namespace
 
-Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls, RedisOptions base,
-                                                        char separator) {
-  std::vector<RedisOptions> seeds;
-  std::size_t start = 0;
-  while (start <= urls.size()) {
-    std::size_t comma = urls.find(separator, start);
-    if (comma == std::string::npos) {
-      comma = urls.size();
-    }
-    const std::string url = urls.substr(start, comma - start);
-    start = comma + 1;
-    const std::string where = "seed " + std::to_string(seeds.size() + 1) + " ('" + url + "'): ";
-    auto parsed = parseRedisUrl(url, base);
-    if (!parsed) {
-      return makeError(ErrorKind::kInvalidArgument, where + parsed.error().message);
-    }
-    if (!parsed->unix_path.empty()) {
-      return makeError(ErrorKind::kInvalidArgument,
-                       where + "a cluster is reached over TCP (redis://host:port)");
-    }
-    if (parsed->db != 0) {
-      return makeError(ErrorKind::kInvalidArgument, where + "Redis Cluster has database 0 only");
-    }
-    if (!seeds.empty() &&
-        (parsed->user != seeds.front().user || parsed->password != seeds.front().password)) {
-      return makeError(ErrorKind::kInvalidArgument,
-                       where + "every seed must have the same user and password");
-    }
-    seeds.push_back(std::move(*parsed));
-  }
-  return seeds;
-}
-
 std::shared_ptr<redis::RedisBackend> redis::makeClusterBackend(net::io_context& io,
                                                                std::vector<RedisOptions> seeds,
                                                                Metrics& metrics, std::string script,

@@ -19,7 +19,9 @@
 #include "sluice/limiter/sketch.hpp"
 #include "sluice/rules/rules.hpp"
 #include "store/redis/cluster_slots.hpp"
+#include "store/redis/key_reset.hpp"
 #include "store/redis/lua_scripts.hpp"
+#include "store/redis/over_limit_cache.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
 #include "store/redis/redis_sketch.hpp"
@@ -42,120 +44,6 @@ constexpr int kFlagShadow = 2;
 constexpr int kFlagEvery = 4;    // Charge::kEvery
 constexpr int kFlagReport = 8;   // Charge::kReport
 constexpr int kFlagRefund = 16;  // StoreLimit::refund
-constexpr std::size_t kResetScanCount = 1000;
-
-// Glob-escapes a literal for SCAN MATCH.
-std::string globEscape(std::string_view text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') {
-      out += '\\';
-    }
-    out += ch;
-  }
-  return out;
-}
-
-/// What Redis last said about a denied key.
-struct CacheEntry {
-  Micros denied_until = 0;  ///< local time
-  Micros reset_until = 0;   ///< local time
-  std::int64_t cost = 0;    ///< the denied cost (only this cost is answered locally)
-  std::int64_t remaining = 0;
-  LimitParams params;  ///< a reload that changes the limit invalidates the entry
-};
-
-/// Every field of the limit, so that a reload changing any of them invalidates the entry.
-bool sameParams(const LimitParams& a, const LimitParams& b) {
-  const SketchParams& x = a.sketch;
-  const SketchParams& y = b.sketch;
-  return a.algorithm == b.algorithm && a.limit == b.limit && a.window_us == b.window_us &&
-         a.burst == b.burst && a.min_interval_us == b.min_interval_us &&
-         a.count_rejected == b.count_rejected && a.warmup_us == b.warmup_us && a.shape == b.shape &&
-         a.consistency == b.consistency && x.width == y.width && x.depth == y.depth &&
-         x.counter_bits == y.counter_bits && x.bloom_bits == y.bloom_bits &&
-         x.bloom_hashes == y.bloom_hashes && x.identity == y.identity;
-}
-
-/// The single-node backend: one pipelined connection.
-class SingleNodeBackend final : public redis::RedisBackend {
- public:
-  SingleNodeBackend(net::io_context& io, const RedisOptions& options, Metrics* metrics,
-                    std::string script)
-      : io_(io) {
-    redis::ConnectionOptions copts;
-    copts.redis = options;
-    copts.stall_timeout = options.stall_timeout;
-    copts.scripts.push_back(std::move(script));
-    if (metrics != nullptr) {
-      joinHealthGroup(options, *metrics, copts);
-    }
-    connection_ = redis::RedisConnection::create(io, std::move(copts));
-    // The connection is started on its own thread: the factory may run elsewhere.
-    net::post(io, [weak = std::weak_ptr<redis::RedisConnection>(connection_)] {
-      if (auto c = weak.lock()) {
-        c->start();
-      }
-    });
-  }
-
-  SingleNodeBackend(const SingleNodeBackend&) = delete;
-  SingleNodeBackend& operator=(const SingleNodeBackend&) = delete;
-
- private:
-  /// The store's connection: waits for its first handshake (connect_wait), pings, reports its
-  /// health and faults to the `redis` group, counts reconnections.
-  static void joinHealthGroup(const RedisOptions& options, Metrics& metrics,
-                              redis::ConnectionOptions& copts) {
-    copts.connect_wait = options.connect_wait;
-    copts.ping_interval = options.ping_interval;
-    auto member = std::make_shared<store::StoreHealthGroup::Member>(
-        store::StoreHealthGroup::of(metrics, "redis"));
-    copts.on_health = [member](StoreHealth health, const std::string& reason) {
-      member->report(health, reason);
-    };
-    copts.on_connect_error = [member](const Error& error) {
-      member->group().fault(redis::faultKind(error), error.message);
-    };
-    // A lost connection, a PING refused: faults even when no call was in flight (and
-    // `local` does not call a failing store at all), counted and logged like the calls'.
-    copts.on_fault = [member](const Error& error) {
-      member->group().fault(redis::faultKind(error), error.message);
-    };
-    copts.on_connected = [&reconnects = redis::describeRedisMetrics(metrics).counter(
-                              "redis_reconnects_total")](std::uint64_t count) {
-      if (count > 1) {
-        reconnects.inc();
-      }
-    };
-  }
-
- public:
-  void evalScript(std::vector<std::string> keys, std::vector<std::string> args,
-                  std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
-    connection_->evalScript(0, std::move(keys), std::move(args), timeout, std::move(done));
-  }
-  std::vector<std::string> keyNodes() const override { return {std::string()}; }
-  void command(const std::string& /*node*/, std::vector<std::string> argv,
-               std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
-    connection_->command(std::move(argv), timeout, std::move(done));
-  }
-  bool clustered() const override { return false; }
-  void post(std::function<void()> fn) override { net::post(io_, std::move(fn)); }
-  StoreHealth health() const override { return connection_->health(); }
-  bool ready() const override { return connection_->ready(); }
-  std::uint64_t connectCount() const override { return connection_->connectCount(); }
-  int masterOf(int /*slot*/) const override { return 0; }
-  void evalScriptOnMasterOf(int /*slot*/, std::vector<std::string> args,
-                            std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
-    connection_->evalScript(0, {}, std::move(args), timeout, std::move(done));
-  }
-  void stop() override { connection_->stop(); }
-
- private:
-  net::io_context& io_;
-  std::shared_ptr<redis::RedisConnection> connection_;
-};
 
 class RedisStore final : public Store, public std::enable_shared_from_this<RedisStore> {
  public:
@@ -173,7 +61,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         script_calls_(metrics.counter("redis_script_calls_total", {{"store", kind_}})),
         health_group_(store::StoreHealthGroup::of(metrics, kind_, clock)),
         backend_(std::move(backend)),
-        clustered_(backend_->clustered()) {}
+        clustered_(backend_->clustered()),
+        cache_(options.local_cache_max_keys) {}
 
   ~RedisStore() override {
     // Requests still waiting for their batch's turn end (at shutdown): each fails once.
@@ -205,7 +94,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       // next request on them asks Redis.
       for (const StoreLimit& limit : request.limits) {
         if (!cache_.empty()) {
-          cache_.erase(BucketKey::redisKey(prefix_, limit.key));
+          cache_.forget(BucketKey::redisKey(prefix_, limit.key));
         }
       }
     }
@@ -256,18 +145,12 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
 
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
     cache_.clear();
-    auto state = std::make_shared<ResetState>();
+    std::vector<std::string> prefixes;
+    prefixes.reserve(key_prefixes.size());
     for (const auto& p : key_prefixes) {
-      state->patterns.push_back(globEscape(BucketKey::redisKey(prefix_, p)) + "*");
+      prefixes.push_back(BucketKey::redisKey(prefix_, p));
     }
-    state->nodes = backend_->keyNodes();
-    if (state->nodes.empty()) {
-      // A cluster whose topology is not known yet: nothing to scan is not "nothing found".
-      done(redis::redisError(redis::FailureSource::kNotReady, 0, "no Redis node is known yet"));
-      return;
-    }
-    state->done = std::move(done);
-    scanNext(std::move(state));
+    redis::unlinkKeysWithPrefixes(backend_, prefixes, options_.connect_timeout, std::move(done));
   }
 
   bool healthy() const override { return backend_->health() == StoreHealth::kHealthy; }
@@ -287,17 +170,6 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   std::string_view kind() const override { return kind_; }
 
  private:
-  struct CacheLimit {
-    LimitParams params;
-    std::int64_t cost = 0;
-    bool never_denies = false;  ///< shadow or quota mode: its denial alone decides nothing
-  };
-  /// What the reply handler needs of a request to update the local cache.
-  struct CacheContext {
-    std::vector<std::string> keys;
-    std::vector<CacheLimit> limits;
-  };
-
   /// Sends one request's script call: alone when batching is off, else in the batch of its
   /// node (its hash slot in a cluster), which goes at the end of this event-loop turn or
   /// as soon as it holds max_batch calls.
@@ -385,8 +257,20 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
                            std::move(call.done));
       return;
     }
-    // The batch layout of 99_evaluate.lua: requests of one rule carry the same argument
-    // list (their limits and costs; the client is in the keys), sent once per call.
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    auto handlers = std::make_shared<std::vector<redis::ReplyHandler>>();
+    encodeBatch(batch, keys, args, *handlers);
+    backend_->evalScript(
+        std::move(keys), std::move(args), timeout,
+        [handlers](Result<redis::Reply> reply) { splitBatchReply(*handlers, reply); });
+  }
+
+  /// The batch layout of 99_evaluate.lua: requests of one rule carry the same argument
+  /// list (their limits and costs; the client is in the keys), sent once per call. The
+  /// batch's keys and handlers are moved out.
+  void encodeBatch(Batch& batch, std::vector<std::string>& keys, std::vector<std::string>& args,
+                   std::vector<redis::ReplyHandler>& handlers) {
     distinct_.clear();
     list_of_.resize(batch.size());
     std::size_t key_count = 0;
@@ -405,9 +289,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         list_of_[j] = static_cast<std::size_t>(same - distinct_.begin());
       }
     }
-    std::vector<std::string> keys;
     keys.reserve(key_count);
-    std::vector<std::string> args;
     args.reserve(arg_count);
     args.emplace_back("batch");
     args.push_back(std::to_string(batch.size()));
@@ -421,49 +303,40 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       args.push_back(std::to_string(list.size()));
       args.insert(args.end(), list.begin(), list.end());
     }
-    auto handlers = std::make_shared<std::vector<redis::ReplyHandler>>();
-    handlers->reserve(batch.size());
+    handlers.reserve(batch.size());
     for (BatchedCall& call : batch) {
       std::move(call.keys.begin(), call.keys.end(), std::back_inserter(keys));
-      handlers->push_back(std::move(call.done));
+      handlers.push_back(std::move(call.done));
       giveList(std::move(call.keys));
       call.args.reset();
     }
-    backend_->evalScript(
-        std::move(keys), std::move(args), timeout, [handlers](Result<redis::Reply> reply) {
-          if (reply && (reply->type != redis::Reply::Type::kArray ||
-                        reply->elements.size() != handlers->size())) {
-            reply = redis::redisError(redis::FailureSource::kProtocol, 0,
-                                      "the batch script returned " +
-                                          std::to_string(reply->elements.size()) + " replies for " +
-                                          std::to_string(handlers->size()) + " requests");
-          }
-          for (std::size_t j = 0; j < handlers->size(); ++j) {
-            redis::ReplyHandler& done = (*handlers)[j];
-            if (!reply) {
-              done(reply.error());
-              continue;
-            }
-            redis::Reply& one = reply->elements[j];
-            if (one.type == redis::Reply::Type::kString) {
-              // This request's own error (what its own EVALSHA would have answered).
-              done(redis::redisError(redis::FailureSource::kReply, 0, one.str));
-            } else {
-              done(std::move(one));
-            }
-          }
-        });
   }
 
-  struct ResetState {
-    std::vector<std::string> nodes;  ///< every node is scanned with every pattern
-    std::size_t node = 0;
-    std::vector<std::string> patterns;
-    std::size_t pattern = 0;
-    std::string cursor = "0";
-    std::size_t removed = 0;
-    ResetCallback done;
-  };
+  /// Hands each request of a batch its own reply (or its own error, what its own EVALSHA
+  /// would have answered); a failed call fails every request once.
+  static void splitBatchReply(std::vector<redis::ReplyHandler>& handlers,
+                              Result<redis::Reply>& reply) {
+    if (reply &&
+        (reply->type != redis::Reply::Type::kArray || reply->elements.size() != handlers.size())) {
+      reply =
+          redis::redisError(redis::FailureSource::kProtocol, 0,
+                            "the batch script returned " + std::to_string(reply->elements.size()) +
+                                " replies for " + std::to_string(handlers.size()) + " requests");
+    }
+    for (std::size_t j = 0; j < handlers.size(); ++j) {
+      redis::ReplyHandler& done = handlers[j];
+      if (!reply) {
+        done(reply.error());
+        continue;
+      }
+      redis::Reply& one = reply->elements[j];
+      if (one.type == redis::Reply::Type::kString) {
+        done(redis::redisError(redis::FailureSource::kReply, 0, one.str));
+      } else {
+        done(std::move(one));
+      }
+    }
+  }
 
   /// sketch_load and sketch_saturated_ratio of one rule's sketch, and its geometry here.
   struct SketchGauges {
@@ -539,11 +412,6 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         });
   }
 
-  static bool hasCountRejected(const StoreRequest& request) {
-    return std::any_of(request.limits.begin(), request.limits.end(),
-                       [](const StoreLimit& l) { return l.params.count_rejected; });
-  }
-
   static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n,
                                      std::size_t sketches) {
     const std::size_t expected = 1 + n * kRepliesPerLimit + 2 * sketches;
@@ -575,160 +443,14 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     return response;
   }
 
-  /// Denies from the cache when the request's only limit is known to deny this cost until
-  /// later. Exact for the decision and retry_after: a denied request consumes nothing
-  /// (count_rejected limits never come here), and the bucket can only fill up further until
-  /// then. A request with several limits always asks Redis: a denied answer reports the true
-  /// state of every limit it did not charge, which only Redis knows.
   bool answerFromCache(const StoreRequest& request, Callback& done) {
-    if (cache_.empty() || request.limits.size() != 1 || hasCountRejected(request)) {
+    StoreResponse response;
+    if (!cache_.answer(request, prefix_, clock_, response)) {
       return false;
     }
-    const Micros now = clock_.nowMicros();
-    for (std::size_t i = 0; i < request.limits.size(); ++i) {
-      const StoreLimit& limit = request.limits[i];
-      if (limit.shadow || limit.quota_group >= 0 || limit.costOr(request.cost) <= 0) {
-        continue;
-      }
-      auto it = cache_.find(BucketKey::redisKey(prefix_, limit.key));
-      if (it == cache_.end()) {
-        continue;
-      }
-      const CacheEntry& entry = it->second;
-      if (entry.denied_until <= now || !sameParams(entry.params, limit.params)) {
-        cache_.erase(it);
-        continue;
-      }
-      if (limit.costOr(request.cost) != entry.cost) {
-        // A larger cost is denied too, but until later (or never): only the same request
-        // has an exactly known answer.
-        continue;
-      }
-      StoreResponse response;
-      response.allowed = false;
-      response.outcomes.resize(request.limits.size());
-      Outcome& o = response.outcomes[i];
-      o.allowed = false;
-      o.remaining = entry.remaining;
-      o.retry_after_us = entry.denied_until - now;
-      o.reset_after_us = std::max(entry.reset_until - now, o.retry_after_us);
-      cache_hits_.inc();
-      done(std::move(response));
-      return true;
-    }
-    return false;
-  }
-
-  /// Updates the cache from a Redis answer. A key this store just charged loses its entry:
-  /// a smaller request admitted while a larger one is cached as denied pushes the larger
-  /// one's retry later. (Charges by other sidecars are not seen: their local denials stay
-  /// right, but the retry_after they report may be shorter than Redis would say; the first
-  /// request after it asks Redis again.)
-  void remember(const CacheContext& request, const StoreResponse& response, Micros sent_at) {
-    const std::vector<std::string>& keys = request.keys;
-    const bool cacheable =
-        std::none_of(request.limits.begin(), request.limits.end(),
-                     [](const CacheLimit& l) { return l.params.count_rejected; });
-    for (std::size_t i = 0; i < request.limits.size(); ++i) {
-      const Outcome& o = response.outcomes[i];
-      const CacheLimit& limit = request.limits[i];
-      if (limit.cost <= 0) {
-        continue;
-      }
-      if (response.allowed && o.allowed) {
-        if (!cache_.empty()) {
-          cache_.erase(keys[i]);
-        }
-        continue;
-      }
-      if (!cacheable || o.allowed || o.never || limit.never_denies || o.retry_after_us <= 0) {
-        continue;
-      }
-      if (cache_.size() >= options_.local_cache_max_keys) {
-        evictExpired(sent_at);
-        if (cache_.size() >= options_.local_cache_max_keys) {
-          return;
-        }
-      }
-      // Measured from the send time: Redis decided no earlier, so the local entry expires
-      // no later than the real denial does.
-      CacheEntry& entry = cache_[keys[i]];
-      entry.denied_until = sent_at + o.retry_after_us;
-      entry.reset_until = sent_at + o.reset_after_us;
-      entry.cost = limit.cost;
-      entry.remaining = o.remaining;
-      entry.params = limit.params;
-    }
-  }
-
-  void evictExpired(Micros now) {
-    std::erase_if(cache_, [now](const auto& kv) { return kv.second.denied_until <= now; });
-  }
-
-  void scanNext(std::shared_ptr<ResetState> state) {
-    if (state->pattern >= state->patterns.size()) {
-      state->pattern = 0;
-      ++state->node;
-    }
-    if (state->node >= state->nodes.size() || state->patterns.empty()) {
-      auto done = std::move(state->done);
-      done(state->removed);
-      return;
-    }
-    backend_->command(
-        state->nodes[state->node],
-        {"SCAN", state->cursor, "MATCH", state->patterns[state->pattern], "COUNT",
-         std::to_string(kResetScanCount)},
-        options_.connect_timeout, [this, state](Result<redis::Reply> reply) {
-          if (!reply) {
-            auto done = std::move(state->done);
-            done(reply.error());
-            return;
-          }
-          if (reply->type != redis::Reply::Type::kArray || reply->elements.size() != 2) {
-            auto done = std::move(state->done);
-            done(redis::redisError(redis::FailureSource::kProtocol, 0, "SCAN reply"));
-            return;
-          }
-          state->cursor = reply->elements[0].str;
-          if (state->cursor == "0") {
-            ++state->pattern;
-          }
-          // One UNLINK per hash slot: a cluster refuses multi-key commands across slots.
-          std::map<int, std::vector<std::string>> by_slot;
-          for (const auto& k : reply->elements[1].elements) {
-            auto& unlink = by_slot[clustered_ ? redis::keyHashSlot(k.str) : 0];
-            if (unlink.empty()) {
-              unlink.push_back("UNLINK");
-            }
-            unlink.push_back(k.str);
-          }
-          auto batches = std::make_shared<std::vector<std::vector<std::string>>>();
-          for (auto& [slot, unlink] : by_slot) {
-            batches->push_back(std::move(unlink));
-          }
-          unlinkNext(state, std::move(batches), 0);
-        });
-  }
-
-  void unlinkNext(std::shared_ptr<ResetState> state,
-                  std::shared_ptr<std::vector<std::vector<std::string>>> batches,
-                  std::size_t index) {
-    if (index >= batches->size()) {
-      scanNext(std::move(state));
-      return;
-    }
-    const std::string& node = state->nodes[state->node];
-    backend_->command(node, std::move((*batches)[index]), options_.connect_timeout,
-                      [this, state, batches, index](Result<redis::Reply> r) {
-                        if (!r) {
-                          auto done = std::move(state->done);
-                          done(r.error());
-                          return;
-                        }
-                        state->removed += static_cast<std::size_t>(r->integer);
-                        unlinkNext(state, batches, index + 1);
-                      });
+    cache_hits_.inc();
+    done(std::move(response));
+    return true;
   }
 
   /// One request from evaluate() until Redis answers it.
@@ -737,7 +459,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     Micros started = 0;  ///< clock_.monotonicMicros() when it was submitted
     Micros sent_at = 0;
     bool cached = false;  ///< cache is filled (the local cache is on)
-    CacheContext cache;
+    redis::OverLimitCache::Context cache;
     std::vector<SketchGauges*> sketch_gauges;
     Callback done;
   };
@@ -867,7 +589,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       health_group_->fault(redis::faultKind(response.error()), response.error().message);
     }
     if (response && call.cached) {
-      remember(call.cache, *response, call.sent_at);
+      cache_.remember(call.cache, *response, call.sent_at);
     }
     in_flight_.give(&call);
     done(std::move(response));
@@ -905,7 +627,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   std::shared_ptr<store::StoreHealthGroup> health_group_;
   std::shared_ptr<redis::RedisBackend> backend_;
   bool clustered_;
-  std::unordered_map<std::string, CacheEntry> cache_;
+  redis::OverLimitCache cache_;
   /// The sketch hash seed from Redis; null until the first sketch request reads it.
   std::shared_ptr<const SketchHasher> sketch_hasher_;
   std::unordered_map<std::string, SketchGauges> sketch_gauges_;  ///< by SketchIdentity::key
@@ -950,12 +672,6 @@ Metrics& describeRedisMetrics(Metrics& metrics) {
   return metrics;
 }
 
-std::shared_ptr<RedisBackend> makeSingleNodeBackend(net::io_context& io,
-                                                    const RedisOptions& options, Metrics* metrics,
-                                                    std::string script) {
-  return std::make_shared<SingleNodeBackend>(io, options, metrics, std::move(script));
-}
-
 StorePtr makeRedisStoreOver(std::shared_ptr<RedisBackend> backend, const RedisOptions& options,
                             Metrics& metrics, std::string_view kind, const Clock& clock) {
   return std::make_shared<RedisStore>(std::move(backend), options, metrics, kind, clock);
@@ -980,8 +696,8 @@ std::string composeScript(ScriptTime time) {
 StorePtr makeRedisStore(net::io_context& io, const RedisOptions& options, Metrics& metrics,
                         const Clock& clock) {
   return std::make_shared<RedisStore>(
-      std::make_shared<SingleNodeBackend>(io, options, &metrics,
-                                          redis::composeScript(options.script_time)),
+      redis::makeSingleNodeBackend(io, options, &metrics,
+                                   redis::composeScript(options.script_time)),
       options, metrics, "redis", clock);
 }
 

@@ -77,6 +77,53 @@ Status parseDbQuery(const std::string& url, std::string_view query, RedisOptions
   return {};
 }
 
+/// The rest of a unix:///path URL: no host, a socket path, the database in the query.
+Status parseUnixPart(const std::string& url, std::string_view authority, std::string_view path,
+                     std::string_view query, RedisOptions& out) {
+  if (!authority.empty() && authority != "localhost") {
+    return urlError(url, "a unix URL has no host: unix:///path/to/redis.sock");
+  }
+  if (path.empty() || path == "/") {
+    return urlError(url, "missing socket path");
+  }
+  if (!percentDecode(path, out.unix_path)) {
+    return urlError(url, "bad percent-encoding in the socket path");
+  }
+  return parseDbQuery(url, query, out);
+}
+
+/// host[:port] or [IPv6][:port] (default port 6379).
+Status parseHostPort(const std::string& url, std::string_view authority, RedisOptions& out) {
+  std::string_view host = authority;
+  std::string_view port;
+  if (host.starts_with('[')) {  // [IPv6]:port
+    auto close = host.find(']');
+    if (close == std::string_view::npos) {
+      return urlError(url, "unterminated IPv6 address");
+    }
+    std::string_view after = host.substr(close + 1);
+    host = host.substr(1, close - 1);
+    if (!after.empty()) {
+      if (after[0] != ':') {
+        return urlError(url, "expected ':' after the IPv6 address");
+      }
+      port = after.substr(1);
+    }
+  } else if (auto colon = host.rfind(':'); colon != std::string_view::npos) {
+    port = host.substr(colon + 1);
+    host = host.substr(0, colon);
+  }
+  if (host.empty()) {
+    return urlError(url, "missing host");
+  }
+  out.host = std::string(host);
+  out.port = 6379;
+  if (!port.empty() && (!parseInt(port, out.port) || out.port <= 0 || out.port > 65535)) {
+    return urlError(url, "port must be 1..65535");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<RedisOptions> parseRedisUrl(const std::string& url, RedisOptions base) {
@@ -110,16 +157,7 @@ Result<RedisOptions> parseRedisUrl(const std::string& url, RedisOptions base) {
   }
 
   if (scheme == "unix" || scheme == "redis+unix") {
-    if (!authority.empty() && authority != "localhost") {
-      return urlError(url, "a unix URL has no host: unix:///path/to/redis.sock");
-    }
-    if (path.empty() || path == "/") {
-      return urlError(url, "missing socket path");
-    }
-    if (!percentDecode(path, out.unix_path)) {
-      return urlError(url, "bad percent-encoding in the socket path");
-    }
-    if (Status s = parseDbQuery(url, query, out); !s) {
+    if (Status s = parseUnixPart(url, authority, path, query, out); !s) {
       return s.error();
     }
     return out;
@@ -131,32 +169,8 @@ Result<RedisOptions> parseRedisUrl(const std::string& url, RedisOptions base) {
     return urlError(url, "unknown scheme '" + std::string(scheme) + "' (use redis:// or unix://)");
   }
 
-  std::string_view host = authority;
-  std::string_view port;
-  if (host.starts_with('[')) {  // [IPv6]:port
-    auto close = host.find(']');
-    if (close == std::string_view::npos) {
-      return urlError(url, "unterminated IPv6 address");
-    }
-    std::string_view after = host.substr(close + 1);
-    host = host.substr(1, close - 1);
-    if (!after.empty()) {
-      if (after[0] != ':') {
-        return urlError(url, "expected ':' after the IPv6 address");
-      }
-      port = after.substr(1);
-    }
-  } else if (auto colon = host.rfind(':'); colon != std::string_view::npos) {
-    port = host.substr(colon + 1);
-    host = host.substr(0, colon);
-  }
-  if (host.empty()) {
-    return urlError(url, "missing host");
-  }
-  out.host = std::string(host);
-  out.port = 6379;
-  if (!port.empty() && (!parseInt(port, out.port) || out.port <= 0 || out.port > 65535)) {
-    return urlError(url, "port must be 1..65535");
+  if (Status s = parseHostPort(url, authority, out); !s) {
+    return s.error();
   }
   if (path.size() > 1) {
     if (!parseInt(path.substr(1), out.db) || out.db < 0) {
@@ -167,6 +181,39 @@ Result<RedisOptions> parseRedisUrl(const std::string& url, RedisOptions base) {
     return s.error();
   }
   return out;
+}
+
+Result<std::vector<RedisOptions>> parseRedisClusterUrls(const std::string& urls, RedisOptions base,
+                                                        char separator) {
+  std::vector<RedisOptions> seeds;
+  std::size_t start = 0;
+  while (start <= urls.size()) {
+    std::size_t comma = urls.find(separator, start);
+    if (comma == std::string::npos) {
+      comma = urls.size();
+    }
+    const std::string url = urls.substr(start, comma - start);
+    start = comma + 1;
+    const std::string where = "seed " + std::to_string(seeds.size() + 1) + " ('" + url + "'): ";
+    auto parsed = parseRedisUrl(url, base);
+    if (!parsed) {
+      return makeError(ErrorKind::kInvalidArgument, where + parsed.error().message);
+    }
+    if (!parsed->unix_path.empty()) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       where + "a cluster is reached over TCP (redis://host:port)");
+    }
+    if (parsed->db != 0) {
+      return makeError(ErrorKind::kInvalidArgument, where + "Redis Cluster has database 0 only");
+    }
+    if (!seeds.empty() &&
+        (parsed->user != seeds.front().user || parsed->password != seeds.front().password)) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       where + "every seed must have the same user and password");
+    }
+    seeds.push_back(std::move(*parsed));
+  }
+  return seeds;
 }
 
 }  // namespace sluice

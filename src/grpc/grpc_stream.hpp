@@ -1,0 +1,79 @@
+#pragma once
+
+// What the HTTP/2 connection (grpc_connection.cpp) and its built-in services
+// (grpc_builtin_services.cpp: health, reflection) share; private to the grpc module.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "grpc/grpc_connection.hpp"
+
+namespace sluice::grpc {
+
+inline constexpr std::string_view kRlsPath =
+    "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+inline constexpr std::string_view kHealthCheckPath = "/grpc.health.v1.Health/Check";
+inline constexpr std::string_view kHealthWatchPath = "/grpc.health.v1.Health/Watch";
+inline constexpr std::string_view kReflectionV1AlphaPath =
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+inline constexpr std::string_view kReflectionV1Path =
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+/// The service name envoyproxy/ratelimit registers with grpc.health.v1.
+inline constexpr std::string_view kHealthServiceName = "ratelimit";
+
+enum class Method { kUnknown, kRls, kHealthCheck, kHealthWatch, kReflection };
+
+/// One HTTP/2 stream (one call) of a connection.
+struct GrpcConnection::Stream {
+  std::int32_t id = 0;
+  std::size_t index = 0;  // in streams_
+  Method method = Method::kUnknown;
+  std::string path;
+  std::string in;   // request bytes received, framed
+  std::string out;  // response bytes to send, framed
+  std::size_t out_pos = 0;
+  std::string status_text;  // grpc-message, kept until sent
+  std::array<char, 4> status_digits{};
+  std::optional<Clock::time_point> deadline;       // grpc-timeout
+  std::optional<Clock::time_point> request_until;  // the request must be whole by then
+  std::size_t header_bytes = 0;
+  StatusCode early_status = StatusCode::kOk;  // found while reading the headers
+  std::string early_message;
+  bool bad_method = false;
+  bool not_grpc = false;
+  bool headers_done = false;
+  bool request_done = false;
+  bool dispatched = false;    // given to onCall(), not answered yet
+  bool answered = false;      // status submitted (or being sent)
+  bool headers_sent = false;  // response HEADERS submitted
+  bool trailers_due = false;  // the data provider ends with trailers
+  bool degraded = false;
+  bool data_deferred = false;
+  bool reset_after_end = false;  // RST_STREAM once the answer has gone
+  StatusCode final_status = StatusCode::kOk;
+  std::optional<bool> watched;  // Watch: the status last sent
+
+  void reset(std::int32_t stream_id) {
+    id = stream_id;
+    method = Method::kUnknown;
+    path.clear();
+    in.clear();
+    out.clear();
+    out_pos = 0;
+    status_text.clear();
+    deadline.reset();
+    request_until.reset();
+    header_bytes = 0;
+    early_status = StatusCode::kOk;
+    early_message.clear();
+    bad_method = not_grpc = headers_done = request_done = dispatched = answered = false;
+    headers_sent = trailers_due = degraded = data_deferred = reset_after_end = false;
+    final_status = StatusCode::kOk;
+    watched.reset();
+  }
+};
+
+}  // namespace sluice::grpc
