@@ -236,20 +236,9 @@ class SluiceServer {
       spdlog::critical("{}", status.error().message);
       return kExitFailure;
     }
-    MemoryStoreOptions memory_options;
-    memory_options.max_keys = options.memory_max_keys;
-    if (options.store == StoreKind::kMemory) {
-      memory_options.overrides_file = options.operations.overrides_file;
-    } else if (!options.operations.overrides_file.empty()) {
-      spdlog::warn("--overrides-file is for --store memory; the {} store keeps overrides in Redis",
-                   storeKindName(options.store));
-    }
-    auto memory = openMemoryStore(memory_options, s->clock_, s->metrics_);
-    if (!memory) {
-      spdlog::critical("--overrides-file: {}", memory.error().message);
+    if (!s->openMemory()) {
       return kExitFailure;
     }
-    s->memory_ = std::move(*memory);
     // Eventual limits (`consistency: eventual`, --store redis or redis_cluster): one engine per
     // process, shared by every I/O thread's store.
     if (options.store == StoreKind::kRedisCluster) {
@@ -374,6 +363,26 @@ class SluiceServer {
       : options_(options), server_(serverOptions(options), metrics_) {
     http::describeHttpMetrics(metrics_);
     describeDecisionMetrics(metrics_);
+  }
+
+  /// The memory store (the store, or the failover's fallback), with its overrides file for
+  /// --store memory. False (logged) when the overrides file cannot be read.
+  bool openMemory() {
+    MemoryStoreOptions memory_options;
+    memory_options.max_keys = options_.memory_max_keys;
+    if (options_.store == StoreKind::kMemory) {
+      memory_options.overrides_file = options_.operations.overrides_file;
+    } else if (!options_.operations.overrides_file.empty()) {
+      spdlog::warn("--overrides-file is for --store memory; the {} store keeps overrides in Redis",
+                   storeKindName(options_.store));
+    }
+    auto memory = openMemoryStore(memory_options, clock_, metrics_);
+    if (!memory) {
+      spdlog::critical("--overrides-file: {}", memory.error().message);
+      return false;
+    }
+    memory_ = std::move(*memory);
+    return true;
   }
 
   /// The rules from an xDS management server: every response is converted and validated as

@@ -136,6 +136,44 @@ void addAdminRoutes(Router& router, const AdminContext& context) {
 
 namespace {
 
+/// GET /limits/top: the most denied clients per rule, with their overrides.
+void addTopRoute(Router& router, const AdminContext& context) {
+  if (context.top == nullptr) {
+    return;
+  }
+  router.add(
+      "GET", "/limits/top",
+      [top = context.top, overrides = context.overrides, post = context.answer_on](
+          const Request& request, Respond respond) {
+        const std::size_t mark = request.target.find('?');
+        const std::string_view query = mark == std::string::npos
+                                           ? std::string_view()
+                                           : std::string_view(request.target).substr(mark + 1);
+        Result<TopDenialsQuery> parsed = parseTopQuery(query);
+        if (!parsed) {
+          respond(jsonError(400, parsed.error().message));
+          return;
+        }
+        if (overrides == nullptr) {
+          Response response;
+          response.body = topDenialsJson(top->report(*parsed), top->options());
+          respond(std::move(response));
+          return;
+        }
+        // The report is taken now; the overrides come back on a decision thread, the
+        // answer is written on this one.
+        overrides->list(OverrideFilter{parsed->domain, "", parsed->rule},
+                        [report = top->report(*parsed), options = top->options(),
+                         respond = answeredOn(post, std::move(respond))](
+                            Result<std::vector<StoredOverridePtr>> listed) {
+                          Response response;
+                          response.body = topDenialsJson(
+                              report, options, listed ? *listed : std::vector<StoredOverridePtr>{});
+                          respond(std::move(response));
+                        });
+      });
+}
+
 void addLimitsRoutes(Router& router, const AdminContext& context) {
   router.add("DELETE", "/limits", [context](const Request& request, Respond respond) {
     Result<DecisionRequest> parsed =
@@ -179,39 +217,7 @@ void addLimitsRoutes(Router& router, const AdminContext& context) {
                         started.error().message));
     }
   });
-  if (context.top != nullptr) {
-    router.add("GET", "/limits/top",
-               [top = context.top, overrides = context.overrides, post = context.answer_on](
-                   const Request& request, Respond respond) {
-                 const std::size_t mark = request.target.find('?');
-                 const std::string_view query =
-                     mark == std::string::npos ? std::string_view()
-                                               : std::string_view(request.target).substr(mark + 1);
-                 Result<TopDenialsQuery> parsed = parseTopQuery(query);
-                 if (!parsed) {
-                   respond(jsonError(400, parsed.error().message));
-                   return;
-                 }
-                 if (overrides == nullptr) {
-                   Response response;
-                   response.body = topDenialsJson(top->report(*parsed), top->options());
-                   respond(std::move(response));
-                   return;
-                 }
-                 // The report is taken now; the overrides come back on a decision thread, the
-                 // answer is written on this one.
-                 overrides->list(OverrideFilter{parsed->domain, "", parsed->rule},
-                                 [report = top->report(*parsed), options = top->options(),
-                                  respond = answeredOn(post, std::move(respond))](
-                                     Result<std::vector<StoredOverridePtr>> listed) {
-                                   Response response;
-                                   response.body = topDenialsJson(
-                                       report, options,
-                                       listed ? *listed : std::vector<StoredOverridePtr>{});
-                                   respond(std::move(response));
-                                 });
-               });
-  }
+  addTopRoute(router, context);
   if (context.overrides != nullptr) {
     addOverrideRoutes(router, context);
   }
