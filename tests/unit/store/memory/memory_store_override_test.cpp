@@ -56,7 +56,7 @@ class MemoryStoreOverrideTest : public ::testing::Test {
   bool set(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max = 100) {
     std::optional<Result<bool>> got;
     store_->setOverride(slot, std::move(value), max, [&](Result<bool> r) { got = std::move(r); });
-    return got->has_value();
+    return got->ok();
   }
 
   static OverrideSlot ruleSlot() { return {"acme|api", overrideRuleField(kRule)}; }
