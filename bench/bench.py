@@ -5,8 +5,12 @@ Starts every system on loopback, drives each with wrk (bench/wrk/decision.lua), 
 systems run by run, and writes <out>/latest.json, latest.md and latest.png (gnuplot).
 
 Systems: nginx limit_req, HAProxy stick tables, Sluice (memory store), a Node.js service with
-rate-limiter-flexible over ioredis, Sluice (Redis store), and the ceiling: redis-benchmark
-running Sluice's own Lua script with EVALSHA, unpipelined and with -P 16.
+rate-limiter-flexible over ioredis, Sluice (Redis store), the ceiling: redis-benchmark
+running Sluice's own Lua script with EVALSHA, unpipelined and with -P 16, and the null
+answer: nginx `return 200` (an HTTP answer doing no work), whose CPU per answer is the floor
+the others' CPU per decision is compared with. CPU time of the server process per answer
+(utime+stime from /proc) is the yardstick: a rate on this 2-core machine says which core
+bounds the run.
 
 CPU placement (2 cores): CPU 0 runs the system under test (its only process, or redis-server
 for the redis-benchmark ceiling); CPU 1 runs the load generator and, for the systems that keep
@@ -49,11 +53,12 @@ ALGORITHM_CODES = {"fixed_window": 0, "sliding_window_log": 1, "sliding_window_c
 
 # Workloads: distinct clients, the op descriptor's value, descriptors per request, who runs it.
 PEERS = ["nginx", "haproxy", "sluice-memory", "node", "sluice-redis"]
+NULL = "nginx-null"  # the null answer: measured beside the peers where it is a fair floor
 WORKLOADS = [
     {"id": "hot_allow", "label": "1 hot key", "clients": 1, "op": "fixed_window_allow",
-     "desc": 1, "systems": PEERS, "ceiling": True},
+     "desc": 1, "systems": PEERS + [NULL], "ceiling": True},
     {"id": "10k_allow", "label": "10k clients", "clients": 10_000, "op": "fixed_window_allow",
-     "desc": 1, "systems": PEERS, "ceiling": True},
+     "desc": 1, "systems": PEERS + [NULL], "ceiling": True},
     {"id": "1m_allow", "label": "1M clients", "clients": 1_000_000, "op": "fixed_window_allow",
      "desc": 1, "systems": PEERS, "ceiling": True},
     {"id": "10k_deny", "label": "10k clients, mostly denied", "clients": 10_000,
@@ -229,6 +234,7 @@ class System:
     name = ""
     mode = "json"  # wrk script mode
     uses_redis = False
+    null = False  # a null answer: no latency or memory measurement
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -295,6 +301,37 @@ class Nginx(System):
                          self.ctx.workdir)
         if not wait_port(self.port, proc=self.proc.p):
             raise BenchError("nginx did not start:\n" + self.proc.tail())
+
+
+class NginxNull(System):
+    """nginx answering `return 200` to everything: an HTTP answer with no decision in it."""
+    name = NULL
+    mode = "header"
+    null = True
+
+    def available(self):
+        return None if shutil.which("nginx") else "nginx is not installed (Debian: nginx-light)"
+
+    def start(self):
+        d = os.path.join(self.ctx.workdir, "nginx-null")
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o755)
+        self.port = free_port()
+        with open(os.path.join(BENCH_DIR, "peers", "nginx-null.conf")) as f:
+            conf = f.read().replace("@PORT@", str(self.port)).replace("@DIR@", d)
+        path = os.path.join(d, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        self.proc = Proc(NULL, taskset(SERVER_CPU, ["nginx", "-p", d, "-c", path]),
+                         self.ctx.workdir)
+        if not wait_port(self.port, proc=self.proc.p):
+            raise BenchError("nginx (return 200) did not start:\n" + self.proc.tail())
+
+    def check(self):
+        status, data = post(self.port, None, path="/fixed_window_allow/1", method="GET",
+                            headers={"X-Client": "probe"})
+        if status != 200:
+            raise BenchError(f"{self.name}: answered {status}: {data[:200]!r}")
 
 
 class Haproxy(System):
@@ -636,7 +673,7 @@ def bench_latency(ctx, systems, results, latency):
     targets = {}
     for s in systems:
         point_ = results["10k_allow"].get(s.name)
-        if point_:
+        if point_ and not s.null:
             targets[s.name] = 0.5 * point_["summary"]["rps"]["median"]
     active = [s for s in systems if s.name in targets]
     for s in active:
@@ -817,7 +854,7 @@ def main():
 
     only = set(filter(None, args.only.split(",")))
     candidates = [Nginx(ctx), Haproxy(ctx), Sluice(ctx, "memory"), Node(ctx),
-                  Sluice(ctx, "redis")]
+                  Sluice(ctx, "redis"), NginxNull(ctx)]
     systems = []
     started = time.time()
     load_before = os.getloadavg()

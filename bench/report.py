@@ -11,12 +11,20 @@ import sys
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 SYSTEMS = ["sluice-memory", "nginx", "haproxy", "sluice-redis", "node", "redis-benchmark",
-           "redis-benchmark-P16", "redis-benchmark-shared"]
+           "redis-benchmark-P16", "redis-benchmark-shared", "nginx-null"]
 TITLES = {"sluice-memory": "Sluice memory", "nginx": "nginx limit_req",
           "haproxy": "HAProxy stick table", "sluice-redis": "Sluice Redis",
           "node": "Node RLF+ioredis", "redis-benchmark": "redis-benchmark EVALSHA",
           "redis-benchmark-P16": "redis-benchmark EVALSHA -P16",
-          "redis-benchmark-shared": "redis-benchmark EVALSHA, Redis sharing CPU 1"}
+          "redis-benchmark-shared": "redis-benchmark EVALSHA, Redis sharing CPU 1",
+          "nginx-null": "nginx return 200 (null answer)"}
+# CPU per answer: (numerator, its figure, denominator, its figure, goal: at most this ratio,
+# workloads). A figure is "server" (the system's process) or "redis" (its redis-server).
+CPU_GOALS = [
+    ("sluice-memory", "server", "haproxy", "server", 1.0, ["10k_allow", "10k_deny"]),
+    ("sluice-memory", "server", "nginx-null", "server", 1.15, ["hot_allow", "10k_allow"]),
+    ("sluice-redis", "redis", "redis-benchmark", "redis", 0.5, ["10k_allow"]),
+]
 # (numerator, denominator, target ratio or None)
 RATIOS = [("sluice-memory", "nginx", 1.0), ("sluice-memory", "haproxy", None),
           ("sluice-redis", "redis-benchmark", 1.0), ("sluice-redis", "node", 3.0),
@@ -97,6 +105,56 @@ def bound_lines(doc, wls, present):
     return lines
 
 
+def cpu_lines(doc, wls, present):
+    """The headline: CPU time of each server process per answer, and the ratios with goals."""
+    tp = doc["throughput"]
+    shown = [s for s in present if s not in ("redis-benchmark-P16", "redis-benchmark-shared")]
+    lines = ["## CPU per answer (the yardstick)", "",
+             "µs of CPU time of the server process per answer (utime+stime from /proc over each "
+             "run, medians); for Redis-backed systems `server + redis-server`. On this machine "
+             "the load generator and redis-server share a core, so a rate says which core "
+             "bounded the run (below); CPU per answer says what an answer costs.", "",
+             "| workload | " + " | ".join(TITLES[s] for s in shown) + " |",
+             "|---|" + "---:|" * len(shown)]
+    for w in wls:
+        row = tp[w["id"]]
+        cells = []
+        for s in shown:
+            a = med(row.get(s), "cpu_us_per_decision")
+            r = med(row.get(s), "redis_cpu_us_per_decision")
+            if a is None and r is None:
+                cells.append("—")
+            elif a is None:
+                cells.append(f"{r:.1f} (redis-server)")
+            elif r is None:
+                cells.append(f"{a:.1f}")
+            else:
+                cells.append(f"{a:.1f} + {r:.1f}")
+        lines.append(f"| {w['label']} | " + " | ".join(cells) + " |")
+    lines += ["", "Ratios of CPU per answer [goal: at most]:", "",
+              "| ratio | " + " | ".join(w["label"] for w in wls
+                                      if any(w["id"] in g[5] for g in CPU_GOALS)) + " |",
+              "|---|" + "---:|" * len([w for w in wls
+                                       if any(w["id"] in g[5] for g in CPU_GOALS)])]
+    key = {"server": "cpu_us_per_decision", "redis": "redis_cpu_us_per_decision"}
+    for a, fa, b, fb, goal, ids in CPU_GOALS:
+        cells = []
+        for w in wls:
+            if not any(w["id"] in g[5] for g in CPU_GOALS):
+                continue
+            row = tp[w["id"]]
+            r = ratio(med(row.get(a), key[fa]), med(row.get(b), key[fb])) if w["id"] in ids \
+                else None
+            cells.append("—" if r is None else f"{r:.2f}× " + ("✓" if r <= goal else "✗"))
+        label = (f"{TITLES[a]}{' (redis-server)' if fa == 'redis' else ''} / "
+                 f"{TITLES[b]}{' (redis-server)' if fb == 'redis' else ''} [≤ {goal:g}×]")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", "The gRPC figures (a decision over Envoy's RLS against the same decision over "
+              "HTTP/1.1; the gRPC health check against `/healthz`) come from `bench/grpc.sh`, "
+              "in docs/benchmarks.md.", ""]
+    return lines
+
+
 def markdown(doc):
     tp = doc["throughput"]
     wls = [w for w in doc["workloads"] if w["id"] in tp]
@@ -121,6 +179,7 @@ def markdown(doc):
         f"{' / '.join(str(x) for x in doc.get('load_average_after', []))} (2 cores; other work "
         f"on the machine shows in the spread).",
         "",
+    ] + cpu_lines(doc, wls, present) + [
         "## Decisions per second",
         "",
         "| workload | " + " | ".join(TITLES[s] for s in present) + " |",

@@ -26,6 +26,38 @@ local function floor_div(a, b)
   return q
 end
 
+-- GCRA's exact rational time (us, rem): us + rem / L microseconds, 0 <= rem < L, passed and
+-- returned as two values, never as a table; the span of n requests, n * W / L, needs L and
+-- W = q * L + r as (limit, q, r). The one copy of these helpers for 50_gcra.lua and
+-- 70_adjust.lua, built by make_rational() on the first use in a call.
+local rational
+local function make_rational()
+  local t = {}
+  function t.less_eq(xu, xr, yu, yr)
+    return xu < yu or (xu == yu and xr <= yr)
+  end
+  function t.span(n, limit, q, r)
+    local nr = n * r
+    local whole = floor_div(nr, limit)
+    return n * q + whole, nr - whole * limit
+  end
+  function t.add(xu, xr, yu, yr, limit)
+    local us, rem = xu + yu, xr + yr
+    if rem >= limit then
+      return us + 1, rem - limit
+    end
+    return us, rem
+  end
+  function t.sub(xu, xr, yu, yr, limit)
+    local us, rem = xu - yu, xr - yr
+    if rem < 0 then
+      return us - 1, rem + limit
+    end
+    return us, rem
+  end
+  return t
+end
+
 -- tonumber() for the script's arguments: the values sent most often ('0' for most codes and
 -- flags, '1' for the cost) are matched as strings (interned: a pointer comparison). In a
 -- batch (99_evaluate.lua), whose requests repeat their limits, windows and argument counts,

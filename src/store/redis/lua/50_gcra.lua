@@ -8,31 +8,8 @@
 local function make_gcra()
   local kExact = 2 ^ 52
   local kFitSteps = 4
-  local function less_eq(xu, xr, yu, yr)
-    return xu < yu or (xu == yu and xr <= yr)
-  end
-
-  local function span(n, limit, q, r)
-    local nr = n * r
-    local whole = floor_div(nr, limit)
-    return n * q + whole, nr - whole * limit
-  end
-
-  local function add(xu, xr, yu, yr, limit)
-    local us, rem = xu + yu, xr + yr
-    if rem >= limit then
-      return us + 1, rem - limit
-    end
-    return us, rem
-  end
-
-  local function sub(xu, xr, yu, yr, limit)
-    local us, rem = xu - yu, xr - yr
-    if rem < 0 then
-      return us - 1, rem + limit
-    end
-    return us, rem
-  end
+  rational = rational or make_rational()
+  local less_eq, span, add, sub = rational.less_eq, rational.span, rational.add, rational.sub
 
   local function ceil_us(us, rem)
     if rem > 0 then

@@ -5,29 +5,9 @@
 -- Built by make_adjust() on first use in a call (see 10_common.lua).
 local swl_append  -- the sliding_window_log's log_append, built with it on first use
 local function make_adjust()
-  -- GCRA's exact rational time (us, rem), as in 50_gcra.lua.
-  local function less_eq(xu, xr, yu, yr)
-    return xu < yu or (xu == yu and xr <= yr)
-  end
-  local function span(n, limit, q, r)
-    local nr = n * r
-    local whole = floor_div(nr, limit)
-    return n * q + whole, nr - whole * limit
-  end
-  local function add(xu, xr, yu, yr, limit)
-    local us, rem = xu + yu, xr + yr
-    if rem >= limit then
-      return us + 1, rem - limit
-    end
-    return us, rem
-  end
-  local function sub(xu, xr, yu, yr, limit)
-    local us, rem = xu - yu, xr - yr
-    if rem < 0 then
-      return us - 1, rem + limit
-    end
-    return us, rem
-  end
+  -- GCRA's exact rational time (us, rem): 10_common.lua's make_rational().
+  rational = rational or make_rational()
+  local less_eq, span, add, sub = rational.less_eq, rational.span, rational.add, rational.sub
   -- D(min(n, 2B)) as D(min(n, B)) + D(the rest, at most B): every product below 2^53.
   local function two_buckets(n, burst, limit, q, r)
     local first = min(n, burst)
