@@ -110,8 +110,8 @@ Status Operations::start() {
   if (!targets_.empty()) {
     // One decision thread's store serves the overrides: they live in the store (Redis, or
     // the memory store shared by every thread), so any thread's sees every change.
-    overrides_ = makeLimitOverrides(admin_context_.rules, targets_.front(), clock_, metrics_,
-                                    max_overrides_);
+    overrides_ =
+        makeLimitOverrides(admin_context_.rules, targets_, clock_, metrics_, max_overrides_);
     extras.overrides = overrides_.get();
   }
   extras.token_file = admin_token_file_;

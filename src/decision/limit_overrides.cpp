@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <ctime>
@@ -254,10 +255,11 @@ Result<Placement> place(const RuleSet& rules, const OverrideRequest& request) {
 
 class LimitOverridesImpl final : public LimitOverrides {
  public:
-  LimitOverridesImpl(RulesProvider rules, ResetTarget target, const Clock& clock, Metrics& metrics,
-                     std::size_t max_overrides)
+  LimitOverridesImpl(RulesProvider rules, std::vector<ResetTarget> targets, const Clock& clock,
+                     Metrics& metrics, std::size_t max_overrides)
       : rules_(std::move(rules)),
-        target_(std::move(target)),
+        target_(targets.front()),
+        targets_(std::move(targets)),
         clock_(clock),
         max_overrides_(max_overrides),
         set_(metrics.counter("override_changes_total", {{"action", "set"}})),
@@ -282,15 +284,16 @@ class LimitOverridesImpl final : public LimitOverrides {
     }
     target_.post([this, store = target_.store, slot = placement->slot, value = std::move(*value),
                   done = std::move(done)]() mutable {
-      store->setOverride(slot, value, max_overrides_,
-                         [this, value, done = std::move(done)](Result<bool> replaced) {
-                           if (!replaced) {
-                             done(replaced.error());
-                             return;
-                           }
-                           (*replaced ? replaced_ : set_).inc();
-                           done(OverrideChange{value, *replaced});
-                         });
+      store->setOverride(
+          slot, value, max_overrides_,
+          [this, value, done = std::move(done)](Result<bool> replaced) {
+            if (!replaced) {
+              done(replaced.error());
+              return;
+            }
+            (*replaced ? replaced_ : set_).inc();
+            tellEveryThread([done, change = OverrideChange{value, *replaced}] { done(change); });
+          });
     });
     return {};
   }
@@ -309,6 +312,8 @@ class LimitOverridesImpl final : public LimitOverrides {
           store->removeOverride(slot, [this, done = std::move(done)](Result<bool> removed) {
             if (removed && *removed) {
               deleted_.inc();
+              tellEveryThread([done] { done(true); });
+              return;
             }
             done(std::move(removed));
           });
@@ -434,8 +439,24 @@ class LimitOverridesImpl final : public LimitOverrides {
     return out;
   }
 
+  /// Runs every target's Store::overridesChanged() on its thread, then `then` (on the thread
+  /// of the last one).
+  void tellEveryThread(std::function<void()> then) const {
+    auto pending = std::make_shared<std::atomic<std::size_t>>(targets_.size());
+    auto shared_then = std::make_shared<std::function<void()>>(std::move(then));
+    for (const ResetTarget& target : targets_) {
+      target.post([store = target.store, pending, shared_then] {
+        store->overridesChanged();
+        if (pending->fetch_sub(1) == 1) {
+          (*shared_then)();
+        }
+      });
+    }
+  }
+
   RulesProvider rules_;
   ResetTarget target_;
+  std::vector<ResetTarget> targets_;
   const Clock& clock_;
   const std::size_t max_overrides_;
   Counter& set_;
@@ -459,10 +480,11 @@ std::optional<OverrideRecordView> viewOverrideRecord(const StoredOverride& value
   }
 }
 
-std::unique_ptr<LimitOverrides> makeLimitOverrides(RulesProvider rules, ResetTarget target,
+std::unique_ptr<LimitOverrides> makeLimitOverrides(RulesProvider rules,
+                                                   std::vector<ResetTarget> targets,
                                                    const Clock& clock, Metrics& metrics,
                                                    std::size_t max_overrides) {
-  return std::make_unique<LimitOverridesImpl>(std::move(rules), std::move(target), clock, metrics,
+  return std::make_unique<LimitOverridesImpl>(std::move(rules), std::move(targets), clock, metrics,
                                               max_overrides);
 }
 

@@ -149,6 +149,7 @@ class FailoverStore final : public Store {
   void listOverrides(OverrideListCallback done) override {
     primary_->listOverrides(std::move(done));
   }
+  void overridesChanged() override { primary_->overridesChanged(); }
 
  private:
   /// One call to the primary, from evaluate() until its answer.

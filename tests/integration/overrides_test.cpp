@@ -338,5 +338,86 @@ TEST(OverridesTest, TheAdminListenerServesAUnixSocketWithItsMode) {
   std::filesystem::remove_all(dir);
 }
 
+/// Waits until the sluice answers /readyz (its store connected).
+bool waitReady(SluiceProcess& sluice) {
+  HttpClient client = sluice.client();
+  return waitFor([&] { return client.get("/readyz").status == 200; }, milliseconds(10000));
+}
+
+std::vector<std::string> redisArgs(const std::string& store, const std::string& url) {
+  return {"--store", store, "--redis", url, "--failure-mode", "closed", "--redis-timeout-ms",
+          "1000"};
+}
+
+TEST(OverridesTest, AnOverrideChangesTheNextDecisionOnRedis) {
+  awayFromWindowBoundary(seconds(60), seconds(15));
+  RedisServer redis;
+  OverrideSluice sluice(redisArgs("redis", redis.url()));
+  ASSERT_TRUE(waitReady(sluice.process));
+  HttpClient client = sluice.process.client();
+  HttpClient admin = sluice.admin();
+  expectOverrideChangesTheNextDecision(client, admin, "acme");
+  // Kept in Redis: its tag's hash, and the index.
+  HttpResponse listed = admin.get("/limits/overrides");
+  EXPECT_TRUE(json::parse(listed.body)["overrides"].empty()) << listed.body;
+}
+
+TEST(OverridesTest, AnOverrideChangesTheNextDecisionOnRedisCluster) {
+  awayFromWindowBoundary(seconds(60), seconds(15));
+  RedisCluster cluster(3, 0);
+  OverrideSluice sluice(redisArgs("redis_cluster", cluster.url(0)));
+  ASSERT_TRUE(waitReady(sluice.process));
+  HttpClient client = sluice.process.client();
+  HttpClient admin = sluice.admin();
+  // Clients whose buckets land on different masters.
+  for (const std::string who : {"acme", "globex", "initech"}) {
+    expectOverrideChangesTheNextDecision(client, admin, who);
+  }
+}
+
+TEST(OverridesTest, TwoSidecarsOnOneRedisSeeTheSameOverrideOnTheNextDecision) {
+  awayFromWindowBoundary(seconds(60), seconds(15));
+  RedisServer redis;
+  OverrideSluice a(redisArgs("redis", redis.url()));
+  OverrideSluice b(redisArgs("redis", redis.url()));
+  ASSERT_TRUE(waitReady(a.process));
+  ASSERT_TRUE(waitReady(b.process));
+  HttpClient on_a = a.process.client();
+  HttpClient on_b = b.process.client();
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(on_a.post("/shouldAllowRequest", freePlan("shared")).status, 200) << i;
+  }
+  ASSERT_EQ(a.admin().request("PUT", "/limits/overrides", raiseFree("shared", 7)).status, 200);
+  // B's very next decision applies it, on the counter A charged.
+  HttpResponse next = on_b.post("/shouldAllowRequest", freePlan("shared"));
+  ASSERT_EQ(next.status, 200) << next.body;
+  EXPECT_EQ(firstLimit(next)["limit"], 7);
+  EXPECT_EQ(firstLimit(next)["remaining"], 1);
+  EXPECT_EQ(firstLimit(next)["override"]["reason"], "launch");
+  // B lists what A set, and B's delete is A's next decision.
+  EXPECT_EQ(json::parse(b.admin().get("/limits/overrides").body)["overrides"].size(), 1u);
+  ASSERT_EQ(b.admin()
+                .request("DELETE", "/limits/overrides",
+                         R"({"domain":"api","rule":"free","clientId":"shared"})")
+                .status,
+            200);
+  EXPECT_EQ(on_a.post("/shouldAllowRequest", freePlan("shared")).status, 429);
+}
+
+TEST(OverridesTest, TheBoundOnOverridesHoldsOnRedis) {
+  RedisServer redis;
+  std::vector<std::string> args = redisArgs("redis", redis.url());
+  args.insert(args.end(), {"--max-overrides", "2"});
+  OverrideSluice sluice(args);
+  ASSERT_TRUE(waitReady(sluice.process));
+  HttpClient admin = sluice.admin();
+  EXPECT_EQ(admin.request("PUT", "/limits/overrides", raiseFree("one", 10)).status, 200);
+  EXPECT_EQ(admin.request("PUT", "/limits/overrides", raiseFree("two", 10)).status, 200);
+  HttpResponse third = admin.request("PUT", "/limits/overrides", raiseFree("three", 10));
+  EXPECT_EQ(third.status, 400) << third.body;
+  EXPECT_NE(third.body.find("too many overrides"), std::string::npos) << third.body;
+  EXPECT_EQ(admin.request("PUT", "/limits/overrides", raiseFree("two", 20)).status, 200);
+}
+
 }  // namespace
 }  // namespace sluice::test

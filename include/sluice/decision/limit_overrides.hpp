@@ -76,10 +76,14 @@ class LimitOverrides {
   virtual void list(const OverrideFilter& filter, ListDone done) const = 0;
 };
 
-/// LimitOverrides over the current rules and one decision thread's store (`target`).
+/// LimitOverrides over the current rules and the decision threads' stores: the first one
+/// keeps the overrides (they live in the store: every thread's sees the same ones), and after
+/// a change every target's Store::overridesChanged() runs, on its own thread, before the
+/// change is answered.
 /// `max_overrides` bounds how many a store keeps (`--max-overrides`). Counts
 /// `override_changes_total{action}` (set, replace, delete) in `metrics`.
-std::unique_ptr<LimitOverrides> makeLimitOverrides(RulesProvider rules, ResetTarget target,
+std::unique_ptr<LimitOverrides> makeLimitOverrides(RulesProvider rules,
+                                                   std::vector<ResetTarget> targets,
                                                    const Clock& clock, Metrics& metrics,
                                                    std::size_t max_overrides);
 

@@ -182,6 +182,10 @@ class Store {
     (void)slot;
     done(makeError(ErrorKind::kUnavailable, "this store keeps no overrides"));
   }
+  /// Called on this store's thread after an override changed (through any thread's store):
+  /// a store that answers denials from a local cache drops it, so that the change applies
+  /// to this thread's next decision.
+  virtual void overridesChanged() {}
   /// Every override kept, expired ones included (the caller filters them).
   virtual void listOverrides(OverrideListCallback done) {
     done(makeError(ErrorKind::kUnavailable, "this store keeps no overrides"));

@@ -123,6 +123,7 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
     inner_->removeOverride(slot, std::move(done));
   }
   void listOverrides(OverrideListCallback done) override { inner_->listOverrides(std::move(done)); }
+  void overridesChanged() override { inner_->overridesChanged(); }
 
  private:
   static bool isEventual(const StoreLimit& limit) {

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -24,6 +25,7 @@
 #include "store/redis/over_limit_cache.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_overrides.hpp"
 #include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
 #include "store/store_health.hpp"
@@ -41,9 +43,10 @@ constexpr int kValuesPerLimit = 9;
 constexpr int kRepliesPerLimit = 6;
 constexpr int kFlagCountRejected = 1;
 constexpr int kFlagShadow = 2;
-constexpr int kFlagEvery = 4;    // Charge::kEvery
-constexpr int kFlagReport = 8;   // Charge::kReport
-constexpr int kFlagRefund = 16;  // StoreLimit::refund
+constexpr int kFlagEvery = 4;      // Charge::kEvery
+constexpr int kFlagReport = 8;     // Charge::kReport
+constexpr int kFlagRefund = 16;    // StoreLimit::refund
+constexpr int kFlagOverride = 32;  // x the ARGV index of the rule's override field
 
 class RedisStore final : public Store, public std::enable_shared_from_this<RedisStore> {
  public:
@@ -125,8 +128,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       }
       call->cache.limits.clear();
       for (const StoreLimit& limit : request.limits) {
-        call->cache.limits.push_back(
-            {limit.params, limit.costOr(request.cost), limit.shadow || limit.quota_group >= 0});
+        call->cache.limits.push_back({limit.params, limit.costOr(request.cost),
+                                      limit.shadow || limit.quota_group >= 0,
+                                      limit.override_rule != nullptr});
       }
     }
     // The sketches' gauges, fed from the script's reply (the window's totals in Redis).
@@ -154,6 +158,24 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   }
 
   bool healthy() const override { return backend_->health() == StoreHealth::kHealthy; }
+
+  void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
+                   OverrideSetCallback done) override {
+    cache_.clear();  // a cached denial may be one the override lifts
+    redis::setOverrideIn(backend_, prefix_, slot, *value, max_overrides, options_.connect_timeout,
+                         std::move(done));
+  }
+
+  void removeOverride(const OverrideSlot& slot, OverrideRemoveCallback done) override {
+    cache_.clear();
+    redis::removeOverrideIn(backend_, prefix_, slot, options_.connect_timeout, std::move(done));
+  }
+
+  void overridesChanged() override { cache_.clear(); }
+
+  void listOverrides(OverrideListCallback done) override {
+    redis::listOverridesIn(backend_, prefix_, options_.connect_timeout, std::move(done));
+  }
 
   /// A request's script arguments, shared by the requests of one rule (argumentsOf).
   using ArgList = std::shared_ptr<const std::vector<std::string>>;
@@ -415,13 +437,18 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n,
                                      std::size_t sketches) {
     const std::size_t expected = 1 + n * kRepliesPerLimit + 2 * sketches;
-    if (reply.type != redis::Reply::Type::kArray || reply.elements.size() != expected) {
+    // One more element, an array, when runtime overrides applied (15_overrides.lua).
+    const bool overridden = reply.type == redis::Reply::Type::kArray &&
+                            reply.elements.size() == expected + 1 &&
+                            reply.elements.back().type == redis::Reply::Type::kArray;
+    if (reply.type != redis::Reply::Type::kArray ||
+        reply.elements.size() != expected + (overridden ? 1 : 0)) {
       return redis::redisError(redis::FailureSource::kProtocol, 0,
                                "the script returned " + std::to_string(reply.elements.size()) +
                                    " values, expected " + std::to_string(expected));
     }
-    for (const auto& e : reply.elements) {
-      if (e.type != redis::Reply::Type::kInteger) {
+    for (std::size_t i = 0; i < expected; ++i) {
+      if (reply.elements[i].type != redis::Reply::Type::kInteger) {
         return redis::redisError(redis::FailureSource::kProtocol, 0,
                                  "the script returned a non-integer");
       }
@@ -439,6 +466,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       o.delay_us = v[4].integer;
       o.never = v[5].integer != 0;
       response.outcomes.push_back(o);
+    }
+    if (overridden && !redis::readAppliedOverrides(reply.elements.back(), n, response.overrides)) {
+      return redis::redisError(redis::FailureSource::kProtocol, 0,
+                               "the script returned malformed overrides");
     }
     return response;
   }
@@ -520,8 +551,25 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       keys.insert(keys.end(), sketch_keys.begin(), sketch_keys.end());
       args->insert(args->end(), sketch_args.begin(), sketch_args.end());
     }
+    appendOverrideFields(request, *args);
     args->push_back(std::to_string(request.limits.size()));
     return args;
+  }
+
+  /// A limit that may take a runtime override names its rule's field after everything else,
+  /// and its flags say where (15_overrides.lua): flags + 32 x that field's ARGV index.
+  static void appendOverrideFields(const StoreRequest& request, std::vector<std::string>& args) {
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
+      if (limit.override_rule == nullptr || isSketch(limit)) {
+        continue;
+      }
+      args.push_back(overrideRuleField(*limit.override_rule));
+      // args[k] is ARGV[k + 1]: the field just added is ARGV[args.size()].
+      std::string& flags = args[1 + i * kValuesPerLimit + 5];
+      flags = std::to_string(std::stoll(flags) +
+                             kFlagOverride * static_cast<std::int64_t>(args.size()));
+    }
   }
 
   /// buildArguments() for a request without sketches, from the last kInternedLists lists
@@ -534,10 +582,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
     for (const StoreLimit& limit : request.limits) {
       const LimitParams& p = limit.params;
-      signature_.insert(signature_.end(),
-                        {static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst,
-                         p.min_interval_us, flagsOf(limit, request), p.warmup_us,
-                         costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1)});
+      signature_.insert(
+          signature_.end(),
+          {static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst, p.min_interval_us,
+           flagsOf(limit, request), p.warmup_us, costOf(limit, request),
+           std::max<std::int64_t>(limit.quota_group, -1),
+           // The rule's name (in the rules snapshot) is part of the list.
+           static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(limit.override_rule))});
     }
     for (const InternedList& interned : interned_) {
       if (interned.signature == signature_) {
