@@ -17,8 +17,9 @@ std::int64_t windowIndex(Micros now, Micros window) {
   return index;
 }
 
-bool matches(const TopDenialsQuery& query, std::string_view domain, std::string_view rule) {
-  return (query.domain.empty() || query.domain == domain) &&
+bool matches(const TopDenialsQuery& query, std::string_view domain, std::string_view rule,
+             bool candidate) {
+  return query.candidate == candidate && (query.domain.empty() || query.domain == domain) &&
          (query.rule.empty() || query.rule == rule);
 }
 
@@ -32,7 +33,7 @@ TopDenials::TopDenials(TopDenialsOptions options) : options_(options) {
 }
 
 void TopDenials::record(std::string_view domain, std::string_view rule, std::string_view client,
-                        Micros now) {
+                        Micros now, bool candidate) {
   const std::int64_t index = windowIndex(now, options_.window_us);
   std::lock_guard lock(mutex_);
   if (index > last_sweep_) {
@@ -42,11 +43,15 @@ void TopDenials::record(std::string_view domain, std::string_view rule, std::str
   key_.assign(domain);
   key_ += '\0';
   key_ += rule;
+  if (candidate) {
+    key_ += '\0';
+    key_ += 'c';
+  }
   auto it = rules_.find(key_);
   if (it == rules_.end()) {
     it = rules_
              .emplace(key_, std::make_unique<RuleState>(std::string(domain), std::string(rule),
-                                                        options_.capacity))
+                                                        candidate, options_.capacity))
              .first;
   }
   RuleState& state = *it->second;
@@ -81,12 +86,13 @@ std::vector<TopDenials::Part> TopDenials::parts(const TopDenialsQuery& query, Mi
   std::vector<Part> out;
   std::lock_guard lock(mutex_);
   for (const auto& [key, state] : rules_) {
-    if (!matches(query, state->domain, state->rule)) {
+    if (!matches(query, state->domain, state->rule, state->candidate)) {
       continue;
     }
     for (const Window* window : {state->current.get(), state->previous.get()}) {
       if (window->index >= index - 1 && window->summary.total() > 0) {
-        out.push_back(Part{state->domain, state->rule, window->summary.snapshot()});
+        out.push_back(
+            Part{state->domain, state->rule, window->summary.snapshot(), state->candidate});
       }
     }
   }
@@ -121,7 +127,7 @@ TopDenialsReport mergeTopDenials(const std::vector<TopDenials::Part>& parts,
   report.to_us = now;
   std::map<std::pair<std::string, std::string>, std::vector<SpaceSaving::Snapshot>> by_rule;
   for (const TopDenials::Part& part : parts) {
-    if (matches(query, part.domain, part.rule)) {
+    if (matches(query, part.domain, part.rule, part.candidate)) {
       by_rule[{part.domain, part.rule}].push_back(part.summary);
     }
   }
@@ -129,6 +135,7 @@ TopDenialsReport mergeTopDenials(const std::vector<TopDenials::Part>& parts,
     RuleTopDenials rule;
     rule.domain = name.first;
     rule.rule = name.second;
+    rule.candidate = query.candidate;
     for (const SpaceSaving::Snapshot& summary : summaries) {
       rule.denied += summary.total;
       // A counter's error is at most the smallest count when it was taken, and k counters

@@ -11,6 +11,7 @@ namespace {
 constexpr std::string_view kDecisionsMetric = "decisions_total";
 constexpr std::string_view kNearLimitMetric = "near_limit_total";
 constexpr std::string_view kDescriptorMetric = "descriptor_decisions_total";
+constexpr std::string_view kCandidateMetric = "candidate_decisions_total";
 constexpr std::string_view kUnknownDomainLabel = "_unknown";
 /// The rule label of request-side limits (envoy's descriptor `limit`): their generated
 /// names carry request values and must not grow the label set.
@@ -44,6 +45,7 @@ class DecisionMetrics final : public DecisionObserver {
       return;
     }
     countDecisions(*decision.domain, decision);
+    countCandidates(*decision.domain, decision);
     countNearLimit(decision.domain->domain, decision);
     countDescriptorValues(decision.domain->domain, request, decision);
   }
@@ -63,6 +65,7 @@ class DecisionMetrics final : public DecisionObserver {
       rule_counters_.clear();
       request_counters_.clear();
       no_rule_counters_.clear();
+      candidate_counters_.clear();
     }
     for (const auto& d : decision.descriptors) {
       if (!d.matched) {
@@ -99,6 +102,24 @@ class DecisionMetrics final : public DecisionObserver {
           (l.shadow ? c.shadow_denied : c.denied)->inc();
         }
       }
+    }
+  }
+
+  /// What each matched candidate would have decided (countDecisions ran first: the map is
+  /// the current snapshot's).
+  void countCandidates(const DomainConfig& domain, const Decision& decision) {
+    for (const CandidateStatus& c : decision.candidates) {
+      auto [it, inserted] = candidate_counters_.try_emplace(c.rule);
+      if (inserted) {
+        const Labels base{{"domain", domain.domain}, {"rule", c.rule->name}};
+        Labels allow = base;
+        allow.emplace_back("would", "allow");
+        Labels deny = base;
+        deny.emplace_back("would", "deny");
+        it->second = {&metrics_.counter(kCandidateMetric, allow),
+                      &metrics_.counter(kCandidateMetric, deny)};
+      }
+      (c.outcome.allowed ? it->second.first : it->second.second)->inc();
     }
   }
 
@@ -163,6 +184,8 @@ class DecisionMetrics final : public DecisionObserver {
   std::unordered_map<const RateLimit*, RuleCounters> rule_counters_;
   std::unordered_map<const DomainConfig*, RuleCounters> request_counters_;  // by domain
   std::unordered_map<const DomainConfig*, Counter*> no_rule_counters_;
+  /// Per candidate limit: its would="allow" and would="deny" series.
+  std::unordered_map<const RateLimit*, std::pair<Counter*, Counter*>> candidate_counters_;
   std::unordered_map<std::string, Counter*> near_limit_;
 };
 
@@ -210,6 +233,9 @@ void describeDecisionMetrics(Metrics& metrics) {
   metrics.describe(kNearLimitMetric, Metrics::Type::kCounter,
                    "Allowed decisions that left a limit with at most 20% of it remaining, by "
                    "domain and rule.");
+  metrics.describe(kCandidateMetric, Metrics::Type::kCounter,
+                   "What each candidate limit (docs/what-if.md) would have decided, by domain, "
+                   "rule and would (allow, deny); candidates never deny.");
   metrics.describe(kDescriptorMetric, Metrics::Type::kCounter,
                    "Decisions by descriptor value, only for rules that set detailed_metric or "
                    "value_to_metric (outcome as in decisions_total).");

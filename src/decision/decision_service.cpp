@@ -1,5 +1,6 @@
 #include "sluice/decision/decision_service.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,10 +92,12 @@ const std::vector<Descriptor>& descriptorsToMatch(const DecisionRequest& request
   return storage;
 }
 
-/// Where one store limit's outcome goes back: (descriptor index, limit index).
+/// Where one store limit's outcome goes back: (descriptor index, limit index), or for a
+/// candidate its index in Decision::candidates.
 struct LimitPosition {
   std::size_t descriptor = 0;
   std::size_t limit = 0;
+  bool candidate = false;
 };
 
 /// Readies `decision` for a new request with the storage of this thread's spare when there
@@ -115,6 +118,7 @@ void prepareDecision(Decision& decision) {
   decision.rules.reset();
   decision.metadata_json.clear();
   decision.request_limits.clear();
+  decision.candidates.clear();
   // The descriptors stay: decide() resizes and refills them.
 }
 
@@ -209,7 +213,10 @@ class DecisionServiceImpl final : public DecisionService {
     for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
       const DescriptorMatch& dm = match.descriptors[d];
       DescriptorStatus& ds = decision.descriptors[d];
-      ds.matched = dm.matched;
+      // A node whose only limit is a candidate is not a live match.
+      ds.matched =
+          dm.matched && std::any_of(dm.limits.begin(), dm.limits.end(),
+                                    [](const MatchedLimit& ml) { return !ml.limit->candidate; });
       ds.node = dm.node;
       if (dm.node != nullptr) {
         ds.metadata_json.assign(dm.node->metadata_json);
@@ -226,6 +233,10 @@ class DecisionServiceImpl final : public DecisionService {
       }
       std::size_t used = 0;  // ds.limits filled, reusing a spare decision's
       for (const MatchedLimit& ml : dm.limits) {
+        if (ml.limit->candidate) {
+          addCandidate(pending, d, ml, descriptor_cost, limits_used);
+          continue;
+        }
         fillStatus(reuseNext(ds.limits, used), ml);
         if (ml.limit->unlimited) {
           continue;
@@ -243,6 +254,31 @@ class DecisionServiceImpl final : public DecisionService {
       ds.limits.resize(used);
     }
     store_request.limits.resize(limits_used);
+  }
+
+  /// A candidate of descriptor `d`: a shadow limit in its own bucket, whose outcome goes to
+  /// Decision::candidates. A refund or report it cannot take leaves it out (a candidate
+  /// never refuses the live request).
+  void addCandidate(PendingDecision& pending, std::size_t d, const MatchedLimit& ml,
+                    std::int64_t cost, std::size_t& limits_used) {
+    Decision& decision = pending.decision;
+    const DecisionRequest& request = decision.request;
+    const LimitParams& params = ml.limit->params;
+    const bool refund = request.refunds(d);
+    if (ml.limit->unlimited || ((refund || request.charge == Charge::kReport) &&
+                                ((refund && !refundRefusal(params).empty()) ||
+                                 params.consistency == Consistency::kEventual))) {
+      return;
+    }
+    StoreLimit& limit = reuseNext(pending.store_request.limits, limits_used);
+    BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
+    limit.params = params;
+    limit.shadow = true;
+    limit.cost = cost;
+    limit.quota_group = -1;
+    limit.refund = refund;
+    pending.positions.push_back(LimitPosition{d, decision.candidates.size(), true});
+    decision.candidates.push_back(CandidateStatus{ml.limit, d, Outcome{}});
   }
 
   /// Descriptor `d` carries its own limit (envoy's descriptor-level `limit`): it replaces
@@ -283,7 +319,7 @@ class DecisionServiceImpl final : public DecisionService {
                              const Decision& decision) {
     for (std::size_t i = 0; i < request.limits.size() && i < positions.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
-      if (!limit.refund && request.charge != Charge::kReport) {
+      if ((!limit.refund && request.charge != Charge::kReport) || positions[i].candidate) {
         continue;
       }
       const LimitStatus& status =
@@ -315,8 +351,12 @@ class DecisionServiceImpl final : public DecisionService {
     Decision& decision = pending.decision;
     const std::vector<LimitPosition>& positions = pending.positions;
     for (std::size_t i = 0; i < positions.size() && i < r.outcomes.size(); ++i) {
-      decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
-          r.outcomes[i];
+      if (positions[i].candidate) {
+        decision.candidates[positions[i].limit].outcome = r.outcomes[i];
+      } else {
+        decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
+            r.outcomes[i];
+      }
     }
     for (AppliedOverride& applied : r.overrides) {
       if (applied.limit < positions.size() && applied.value) {

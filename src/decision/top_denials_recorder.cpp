@@ -9,7 +9,17 @@ class TopDenialsRecorder final : public DecisionObserver {
 
   void observe(const DecisionRequest& request, const Result<Decision>& decision,
                Micros started_us) override {
-    if (!decision || decision->allowed) {
+    if (!decision) {
+      return;
+    }
+    // What the candidates would have denied, whatever the live limits decided.
+    for (const CandidateStatus& c : decision->candidates) {
+      if (!c.outcome.allowed && !request.refund && request.charge != Charge::kReport) {
+        assignBucketIdentity(who_, *decision, c.descriptor);
+        top_.record(request.domain, c.rule->name, who_, started_us, true);
+      }
+    }
+    if (decision->allowed) {
       return;
     }
     for (std::size_t d = 0; d < decision->descriptors.size(); ++d) {

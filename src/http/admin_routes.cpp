@@ -22,11 +22,18 @@ Result<TopDenialsQuery> parseTopQuery(std::string_view query) {
       continue;
     }
     std::string_view name = pair.substr(0, pair.find('='));
-    if (name != "domain" && name != "rule" && name != "n") {
-      return makeError(
-          ErrorKind::kInvalidArgument,
-          "query: unknown parameter \"" + std::string(name) + "\" (expected domain, rule, n)");
+    if (name != "domain" && name != "rule" && name != "n" && name != "candidate") {
+      return makeError(ErrorKind::kInvalidArgument, "query: unknown parameter \"" +
+                                                        std::string(name) +
+                                                        "\" (expected domain, rule, n, candidate)");
     }
+  }
+  if (auto candidate = queryValue(query, "candidate")) {
+    if (*candidate != "1" && *candidate != "true" && *candidate != "0" && *candidate != "false") {
+      return makeError(ErrorKind::kInvalidArgument,
+                       "query: candidate must be 1 or 0, got \"" + *candidate + "\"");
+    }
+    out.candidate = *candidate == "1" || *candidate == "true";
   }
   out.domain = queryValue(query, "domain").value_or("");
   out.rule = queryValue(query, "rule").value_or("");
@@ -73,6 +80,7 @@ std::string topDenialsJson(const TopDenialsReport& report, const TopDenialsOptio
     }
     rules.push_back({{"domain", rule.domain},
                      {"rule", rule.rule},
+                     {"candidate", rule.candidate},
                      {"denied", rule.denied},
                      {"error_bound", rule.error_bound},
                      {"clients", std::move(clients)}});

@@ -75,8 +75,11 @@ void BucketKey::appendLimit(std::string& bucket, std::string_view limit_id, Algo
   bucket += algorithmCode(algorithm);
 }
 
-std::string BucketKey::limitId(bool explicit_name, std::string_view name, std::size_t index) {
-  return explicit_name ? "n" + escapeKeyPart(name) : "i" + std::to_string(index);
+std::string BucketKey::limitId(bool explicit_name, std::string_view name, std::size_t index,
+                               bool candidate) {
+  std::string id = candidate ? "c" : "";
+  id += explicit_name ? "n" + escapeKeyPart(name) : "i" + std::to_string(index);
+  return id;
 }
 
 std::string BucketKey::storeKey(std::string_view client, std::string_view bucket) {

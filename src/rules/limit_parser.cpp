@@ -61,7 +61,7 @@ bool isBucket(Algorithm algorithm) {
 
 std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
                                             const std::string& generated_name, std::size_t index,
-                                            bool shadow) {
+                                            bool shadow, bool candidate) {
   if (!reader_.spendNode(map)) {
     return std::nullopt;
   }
@@ -103,7 +103,8 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
   if (!limit.explicit_name) {
     limit.name = generated_name;
   }
-  limit.limit_id = BucketKey::limitId(limit.explicit_name, limit.name, index);
+  limit.candidate = candidate;
+  limit.limit_id = BucketKey::limitId(limit.explicit_name, limit.name, index, candidate);
   limit.params.limit = limit.requests_per_unit;
   limit.params.window_us = unitMicros(limit.unit) * limit.unit_multiplier;
   limit.params.burst =

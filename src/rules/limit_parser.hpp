@@ -27,10 +27,11 @@ class LimitParser {
   explicit LimitParser(YamlReader& reader) : reader_(reader) {}
 
   /// One limit from its mapping. `generated_name` names it when it has no `name`; `index`
-  /// (its position on the node) makes its key slot; `shadow` is the node's shadow_mode.
+  /// (its position on the node) makes its key slot; `shadow` is the node's shadow_mode;
+  /// `candidate`: the node's `candidate:` (its own key slot, RateLimit::candidate).
   /// nullopt when any of its fields is wrong (all of them are reported).
   std::optional<RateLimit> parse(const YAML::Node& map, const std::string& generated_name,
-                                 std::size_t index, bool shadow);
+                                 std::size_t index, bool shadow, bool candidate = false);
 
   /// The domain of the limits parsed next (names `sketch` rules' shared state).
   void setDomain(std::string domain) { domain_ = std::move(domain); }

@@ -73,6 +73,7 @@ class FileParser {
     domain_ = domain.domain;
     limits_.setDomain(domain.domain);
     domain.domain_limits = parseNodeLimits(fields, domain.domain, false);
+    parseCandidate(fields, domain.domain, domain.domain_limits);
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
       parseDescriptors(it->second, domain.domain, domain.descriptors, domain.descriptors_index);
     }
@@ -182,6 +183,7 @@ class FileParser {
     for (RateLimit& limit : node.limits) {
       limit.quota_mode = node.quota_mode;
     }
+    parseCandidate(fields, name, node.limits);
     if (const auto it = fields.find("descriptors"); it != fields.end()) {
       if (depth_ >= kMaxDepth) {
         reader_.error(reader_.at(it->second.key), "descriptors are nested deeper than " +
@@ -271,6 +273,30 @@ class FileParser {
       }
     }
     return limits;
+  }
+
+  /// `candidate:` (a rate limit's fields, any algorithm) appended to the node's limits: it
+  /// never denies (docs/what-if.md), so neither shadow nor quota mode applies to it.
+  void parseCandidate(const Fields& fields, const std::string& base_name,
+                      std::vector<RateLimit>& limits) {
+    const auto it = fields.find("candidate");
+    if (it == fields.end()) {
+      return;
+    }
+    if (!it->second.value.IsMap()) {
+      reader_.error(reader_.at(it->second),
+                    "'candidate' must be a mapping with 'unit' and 'requests_per_unit' (a rate "
+                    "limit's fields), not a " +
+                        YamlReader::kindOf(it->second.value));
+      return;
+    }
+    if (auto limit = limits_.parse(it->second.value, base_name + ".candidate", 0, false, true)) {
+      if (!limit->replaces.empty()) {
+        reader_.error(limit->location, "a candidate cannot 'replaces' other limits");
+        return;
+      }
+      limits.push_back(std::move(*limit));
+    }
   }
 
   /// Bounds the recursion (and the stack of the thread that reloads); real trees are a few

@@ -21,6 +21,9 @@ json limitToJson(const RateLimit& limit) {
       {"unlimited", limit.unlimited}, {"shadow_mode", limit.shadow_mode},
       {"slot", limit.limit_id},       {"location", locationText(limit.location)},
   };
+  if (limit.candidate) {
+    out["candidate"] = true;
+  }
   if (!limit.unlimited) {
     const LimitParams& params = limit.params;
     out["unit"] = unitName(limit.unit);

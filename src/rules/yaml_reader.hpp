@@ -22,12 +22,12 @@ namespace sluice::rules_detail {
 
 /// `name` is RateLimitConfig's own name (envoyproxy/ratelimit's xDS resource; Envoy Gateway
 /// writes it into its YAML too): accepted and not used.
-inline constexpr std::array<std::string_view, 5> kRootKeys{"domain", "descriptors", "rate_limit",
-                                                           "rate_limits", "name"};
-inline constexpr std::array<std::string_view, 11> kDescriptorKeys{
+inline constexpr std::array<std::string_view, 6> kRootKeys{
+    "domain", "descriptors", "rate_limit", "rate_limits", "name", "candidate"};
+inline constexpr std::array<std::string_view, 12> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
-    "quota_mode"};
+    "quota_mode",  "candidate"};
 inline constexpr std::array<std::string_view, 17> kLimitKeys{"unit",
                                                              "requests_per_unit",
                                                              "unlimited",

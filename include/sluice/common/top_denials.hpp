@@ -27,12 +27,15 @@ struct TopDenialsQuery {
   std::string domain;
   std::string rule;
   std::size_t n = 10;
+  /// The clients candidate limits would deny (docs/what-if.md) instead of the live denials.
+  bool candidate = false;
 };
 
 /// The most denied clients of one rule, over the previous window and the current one.
 struct RuleTopDenials {
   std::string domain;
   std::string rule;
+  bool candidate = false;         ///< a candidate limit's would-be denials
   std::uint64_t denied = 0;       ///< N: denials of this rule counted in these windows
   std::uint64_t error_bound = 0;  ///< no count is off by more: sum of N_i / k over summaries
   std::vector<SpaceSaving::Entry> clients;  ///< largest count first; key = client id
@@ -58,14 +61,17 @@ class TopDenials {
   TopDenials(const TopDenials&) = delete;
   TopDenials& operator=(const TopDenials&) = delete;
 
-  /// Counts one denial of `client` by `rule` of `domain` at `now`.
-  void record(std::string_view domain, std::string_view rule, std::string_view client, Micros now);
+  /// Counts one denial of `client` by `rule` of `domain` at `now`; `candidate`: a denial a
+  /// candidate limit would have made (counted apart from the live ones).
+  void record(std::string_view domain, std::string_view rule, std::string_view client, Micros now,
+              bool candidate = false);
 
   /// One summary per rule and window that overlaps [start of the previous window, now].
   struct Part {
     std::string domain;
     std::string rule;
     SpaceSaving::Snapshot summary;
+    bool candidate = false;
   };
   std::vector<Part> parts(const TopDenialsQuery& query, Micros now) const;
 
@@ -78,13 +84,15 @@ class TopDenials {
     SpaceSaving summary;
   };
   struct RuleState {
-    RuleState(std::string d, std::string r, std::size_t capacity)
+    RuleState(std::string d, std::string r, bool c, std::size_t capacity)
         : domain(std::move(d)),
           rule(std::move(r)),
+          candidate(c),
           current(std::make_unique<Window>(capacity)),
           previous(std::make_unique<Window>(capacity)) {}
     std::string domain;
     std::string rule;
+    bool candidate;
     std::unique_ptr<Window> current;
     std::unique_ptr<Window> previous;
   };
@@ -92,8 +100,9 @@ class TopDenials {
 
   TopDenialsOptions options_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<RuleState>> rules_;  // key: domain \0 rule
-  std::string key_;                                                    // reused lookup buffer
+  // key: domain \0 rule, and \0 c for a candidate
+  std::unordered_map<std::string, std::unique_ptr<RuleState>> rules_;
+  std::string key_;  // reused lookup buffer
   std::int64_t last_sweep_ = -1;
 };
 

@@ -109,6 +109,14 @@ struct LimitStatus {
   Outcome outcome;
 };
 
+/// What a candidate limit (RateLimit::candidate) of a matched descriptor would have decided:
+/// kept apart from the descriptors' limits, so it never shows in an answer.
+struct CandidateStatus {
+  const RateLimit* rule = nullptr;  ///< points into Decision::rules
+  std::size_t descriptor = 0;       ///< the request descriptor that matched it
+  Outcome outcome;
+};
+
 /// The status of one request descriptor.
 struct DescriptorStatus {
   // A constructor rather than an aggregate, so that adding a field does not make every
@@ -149,6 +157,8 @@ struct Decision {
   std::string metadata_json;
   /// The rate limits built from request-side overrides (LimitStatus::rule points here).
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
+  /// The matched candidate limits and what each would have decided (docs/what-if.md).
+  std::vector<CandidateStatus> candidates;
 
   /// The limit whose headers the answer carries: bindingLimit(*this).
   const LimitStatus* binding() const;

@@ -36,9 +36,11 @@ class BucketKey {
   /// Ends a bucket: ";" limit-id ";" algorithm code.
   static void appendLimit(std::string& bucket, std::string_view limit_id, Algorithm algorithm);
   /// The identity of a limit within its node (RateLimit::limit_id): "n" + the escaped name
-  /// for an explicitly named limit, "i<index>" otherwise. Counters survive a reload while
-  /// domain, node path, limit id and algorithm stay the same.
-  static std::string limitId(bool explicit_name, std::string_view name, std::size_t index);
+  /// for an explicitly named limit, "i<index>" otherwise, and a leading "c" for a candidate
+  /// (its own buckets, never the live limit's). Counters survive a reload while domain,
+  /// node path, limit id and algorithm stay the same.
+  static std::string limitId(bool explicit_name, std::string_view name, std::size_t index,
+                             bool candidate = false);
 
   // --- The store key ----------------------------------------------------------------------
 

@@ -37,7 +37,11 @@ struct RateLimit {
   bool unlimited = false;
   bool shadow_mode = false;  ///< from the owning node
   bool quota_mode = false;   ///< from the owning node (envoyproxy/ratelimit's `quota_mode`)
-  LimitParams params;        ///< ready for the limiter (limit, window, algorithm, ...)
+  /// A `candidate:` (docs/what-if.md): evaluated in its own buckets beside the live limits
+  /// of its node, never denying and never shown as a limit of the answer; what it would have
+  /// decided is counted (sluice_candidate_decisions_total, /limits/top?candidate=1).
+  bool candidate = false;
+  LimitParams params;  ///< ready for the limiter (limit, window, algorithm, ...)
   /// `overridable: false`: runtime overrides (PUT /limits/overrides) are refused for it.
   bool overridable = true;
   std::vector<std::string> replaces;

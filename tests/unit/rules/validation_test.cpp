@@ -65,7 +65,7 @@ TEST(ValidationTest, UnknownKeySuggestsRequestsPerUnit) {
 TEST(ValidationTest, UnknownKeyWithoutNearMissListsTheExpectedKeys) {
   expectOnlyError("domain: d\ncolour: blue\n", 2,
                   "unknown key 'colour' at the top level (expected one of: domain, descriptors, "
-                  "rate_limit, rate_limits, name)");
+                  "rate_limit, rate_limits, name, candidate)");
 }
 
 TEST(ValidationTest, LimitKeyOnTheDescriptorSaysWhereItBelongs) {
