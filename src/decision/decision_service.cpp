@@ -277,6 +277,7 @@ class DecisionServiceImpl final : public DecisionService {
     limit.cost = cost;
     limit.quota_group = -1;
     limit.refund = refund;
+    limit.override_rule = nullptr;
     pending.positions.push_back(LimitPosition{d, decision.candidates.size(), true});
     decision.candidates.push_back(CandidateStatus{ml.limit, d, Outcome{}});
   }
@@ -359,7 +360,8 @@ class DecisionServiceImpl final : public DecisionService {
       }
     }
     for (AppliedOverride& applied : r.overrides) {
-      if (applied.limit < positions.size() && applied.value) {
+      if (applied.limit < positions.size() && applied.value &&
+          !positions[applied.limit].candidate) {
         const LimitPosition& at = positions[applied.limit];
         LimitStatus& status = decision.descriptors[at.descriptor].limits[at.limit];
         status.limit = applied.value->requests_per_unit;
