@@ -90,6 +90,8 @@ ENV SLUICE_LISTEN=0.0.0.0:8080 \
     SLUICE_RULES=/etc/sluice/rules \
     SLUICE_STORE=memory
 WORKDIR /etc/sluice
+# The memory store's snapshot (--memory-snapshot) goes on a volume here, owned by the user.
+RUN mkdir -p /var/lib/sluice && chown 10001:10001 /var/lib/sluice
 # Numeric, so that runAsNonRoot-style checks can verify it without /etc/passwd.
 USER 10001:10001
 EXPOSE 8080 8081

@@ -35,7 +35,10 @@ packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhired
           # the test mounts that cache into it (tests/container/).
           ccache
           # The gRPC listener's own HTTP/2 (nghttp2) and its TLS (OpenSSL through Asio).
-          libnghttp2-dev libssl-dev)
+          libnghttp2-dev libssl-dev
+          # Calendar windows (src/limiter/calendar.cpp): Howard Hinnant's date library over
+          # the system's tz database, which tzdata installs.
+          libhowardhinnant-date-dev tzdata)
 if [[ $level == runtime ]]; then
   # What build/sluice links (Boost.Asio/Beast and nlohmann_json are header-only;
   # libgrpc++1.51 brings libgrpc29, abseil, upb, c-ares, re2). The image checks the binary
@@ -43,7 +46,9 @@ if [[ $level == runtime ]]; then
   packages=(libhiredis0.14 libyaml-cpp0.7 libspdlog1.10 libfmt9 libgrpc++1.51 libprotobuf32
             libnghttp2-14 libssl3
             # zlib: `sluice simulate` reads gzip logs.
-            zlib1g)
+            zlib1g
+            # Calendar windows: the date library's time zones, read from tzdata's files.
+            libdate-tz3 tzdata)
 fi
 if [[ $level == unit || $level == test || $level == bench ]]; then
   # GoogleTest; the Redis store's unit tests start their own redis-server;

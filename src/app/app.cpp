@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "app/counter_snapshots.hpp"
 #include "app/operations.hpp"
 #include "app/options.hpp"
 #include "app/rules_watcher.hpp"
@@ -236,8 +237,8 @@ class SluiceServer {
       spdlog::critical("{}", status.error().message);
       return kExitFailure;
     }
-    if (!s->openMemory()) {
-      return kExitFailure;
+    if (const int failed = s->startMemoryStore(); failed != kExitOk) {
+      return failed;
     }
     // Eventual limits (`consistency: eventual`, --store redis or redis_cluster): one engine per
     // process, shared by every I/O thread's store.
@@ -337,6 +338,9 @@ class SluiceServer {
     if (eventual_) {
       stopEventualEngine(*eventual_);  // a last sync of the hits admitted before the drain
     }
+    if (snapshots_) {
+      snapshots_->finish();  // every decision is in: the I/O threads have stopped
+    }
     operations_->stop();
     if (xds_) {
       xds_->stop();
@@ -351,6 +355,35 @@ class SluiceServer {
   }
 
  private:
+  /// The process's memory store and, with --memory-snapshot, its counters restored and its
+  /// snapshots started (before any request is served). Returns kExitOk, or the exit code
+  /// after saying why not.
+  int startMemoryStore() {
+    if (!openMemory()) {
+      return kExitFailure;
+    }
+    if (options_.memory_snapshot.empty()) {
+      return kExitOk;
+    }
+    if (options_.store != StoreKind::kMemory) {
+      std::cerr << "sluice: --memory-snapshot keeps the memory store's counters; with --store "
+                << storeKindName(options_.store) << " they live in Redis already\n";
+      return kExitUsage;
+    }
+    MemorySnapshotOptions snapshot;
+    snapshot.path = options_.memory_snapshot;
+    snapshot.interval = options_.snapshot_interval;
+    snapshot.on_error = options_.memory_snapshot_on_error;
+    auto started = CounterSnapshots::start(
+        snapshot, *memory_, [watcher = watcher_] { return watcher->current(); }, clock_, metrics_);
+    if (!started) {
+      spdlog::critical("{}", started.error().message);
+      return kExitFailure;
+    }
+    snapshots_ = std::move(*started);
+    return kExitOk;
+  }
+
   /// What one I/O thread owns besides its io_context: its store (Redis connections are per
   /// thread), its decision metrics (their caches are not synchronised) and its service.
   struct ThreadServices {
@@ -562,6 +595,7 @@ class SluiceServer {
   std::unique_ptr<xds::RulesClient> xds_;
   std::unique_ptr<MetricsListener> metrics_listener_;
   StorePtr memory_;
+  std::unique_ptr<CounterSnapshots> snapshots_;  ///< --memory-snapshot
   EventualEnginePtr eventual_;
   std::vector<ThreadServices> threads_;
   std::unique_ptr<grpc::RlsServer> rls_;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "decision/calendar_zone.hpp"
 #include "decision/envoy_semantics.hpp"
 
 namespace sluice {
@@ -173,9 +174,15 @@ class DecisionServiceImpl final : public DecisionService {
 
     matchRequestInto(*decision.domain, descriptorsToMatch(request, pending.without_overrides),
                      pending.match);
-    buildStoreRequest(pending);
+    std::string zone_problem = buildStoreRequest(pending);
     StoreRequest& store_request = pending.store_request;
     const std::vector<LimitPosition>& positions = pending.positions;
+    if (!zone_problem.empty()) {
+      fail(pending.decision.request,
+           makeError(ErrorKind::kInvalidArgument, std::move(zone_problem)), started, done);
+      releasePending(pending);
+      return;
+    }
     if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
            started, done);
@@ -199,8 +206,9 @@ class DecisionServiceImpl final : public DecisionService {
  private:
   /// Fills the decision's descriptor statuses and the one store request from the match:
   /// each limit charged its own descriptor's hits, a request-side limit in place of the
-  /// rules' (`positions` says where each store limit's status is).
-  void buildStoreRequest(PendingDecision& pending) {
+  /// rules' (`positions` says where each store limit's status is). Returns "", or why the
+  /// request cannot be decided: a calendar limit's zone that the request names wrongly.
+  std::string buildStoreRequest(PendingDecision& pending) {
     Decision& decision = pending.decision;
     const DecisionRequest& request = decision.request;
     const RequestMatch& match = pending.match;
@@ -209,6 +217,7 @@ class DecisionServiceImpl final : public DecisionService {
     store_request.charge = request.charge;
     std::size_t limits_used = 0;  // store_request.limits filled, reusing the slot's
     pending.positions.clear();
+    std::string zone_problem;
     decision.descriptors.resize(match.descriptors.size());
     for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
       const DescriptorMatch& dm = match.descriptors[d];
@@ -244,6 +253,9 @@ class DecisionServiceImpl final : public DecisionService {
         StoreLimit& limit = reuseNext(store_request.limits, limits_used);
         BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
         limit.params = ml.limit->params;
+        if (!ml.limit->calendar_zone_from.empty() && zone_problem.empty()) {
+          zone_problem = zoneOfRequest(*ml.limit, request, d, limit.params);
+        }
         limit.shadow = ml.limit->shadow_mode;
         limit.cost = descriptor_cost;
         limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
@@ -254,6 +266,16 @@ class DecisionServiceImpl final : public DecisionService {
       ds.limits.resize(used);
     }
     store_request.limits.resize(limits_used);
+    return zone_problem;
+  }
+
+  /// A calendar limit's zone from descriptor `d` of the request (calendar_zone.hpp).
+  static std::string zoneOfRequest(const RateLimit& rule, const DecisionRequest& request,
+                                   std::size_t d, LimitParams& params) {
+    static const Descriptor kNone;
+    const Descriptor& descriptor = d < request.descriptors.size() ? request.descriptors[d] : kNone;
+    std::string problem = decision_detail::applyRequestTimeZone(rule, descriptor, params);
+    return problem.empty() ? problem : "descriptors[" + std::to_string(d) + "]: " + problem;
   }
 
   /// A candidate of descriptor `d`: a shadow limit in its own bucket, whose outcome goes to
@@ -271,8 +293,13 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
     StoreLimit& limit = reuseNext(pending.store_request.limits, limits_used);
-    BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
     limit.params = params;
+    if (!ml.limit->calendar_zone_from.empty() &&
+        !zoneOfRequest(*ml.limit, request, d, limit.params).empty()) {
+      --limits_used;  // a zone the request names wrongly: the candidate sits this one out
+      return;
+    }
+    BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
     limit.shadow = true;
     limit.cost = cost;
     limit.quota_group = -1;

@@ -39,6 +39,10 @@ bool supportsEventual(Algorithm algorithm) {
 }
 
 std::string eventualRefusal(const LimitParams& params) {
+  if (params.calendar.enabled()) {
+    return "'consistency: eventual' does not apply with 'calendar' (the sidecars' local views "
+           "count epoch-aligned windows; a calendar window is decided in the store)";
+  }
   if (params.algorithm == Algorithm::kSketch) {
     // Merged cell by cell: every cell is a grow-only counter (docs/eventual.md, "sketch").
     return {};

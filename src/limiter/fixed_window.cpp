@@ -2,10 +2,23 @@
 
 #include "limiter/algorithms.hpp"
 
+namespace sluice {
+
+CalendarWindow fixedWindowAt(const LimitParams& params, Micros now) {
+  if (params.calendar.enabled()) {
+    return calendarWindowAt(params.calendar, now);
+  }
+  const Micros start = limiter_detail::windowStart(now, params.window_us);
+  return CalendarWindow{start, start + params.window_us};
+}
+
+}  // namespace sluice
+
 namespace sluice::limiter_detail {
 
 // fixed_window (contract: algorithms.hpp). State: a = window start, b = count.
-//   start = floor(now / W) * W; count = (a == start) ? b : 0; left = start + W - now
+//   start = floor(now / W) * W, end = start + W (a calendar window: calendarWindowAt)
+//   count = (a == start) ? b : 0; left = end - now
 //   never    iff c > L:              denied, retry = -1, nothing recorded
 //   allowed  iff count + c <= L:     b' = count + c, remaining = L - b'
 //   denied otherwise:                remaining = max(0, L - count), retry = left,
@@ -15,9 +28,10 @@ Evaluation evaluateFixedWindow(const LimitParams& params, const BucketState& sta
                                std::int64_t cost) {
   const FixedWindowView old(state);
   const std::int64_t limit = params.limit;
-  const Micros start = windowStart(now, params.window_us);
+  const CalendarWindow window = fixedWindowAt(params, now);
+  const Micros start = window.start;
   const std::int64_t count = old.windowStart() == start ? old.count() : 0;
-  const Micros left = start + params.window_us - now;
+  const Micros left = window.end - now;
 
   Evaluation e;
   const FixedWindowView next(e.next);
@@ -51,7 +65,7 @@ namespace {
 BucketState withCount(const LimitParams& params, const BucketState& state, Micros now,
                       std::int64_t delta) {
   const FixedWindowView old(state);
-  const Micros start = windowStart(now, params.window_us);
+  const Micros start = fixedWindowAt(params, now).start;
   const std::int64_t count = old.windowStart() == start ? old.count() : 0;
   BucketState next;
   const FixedWindowView view(next);

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "rules/calendar_rules.hpp"
 #include "rules/sketch_rules.hpp"
 #include "rules/suggest.hpp"
 #include "sluice/rules/consistency.hpp"
@@ -44,6 +45,7 @@ const std::vector<ParamRule>& paramRules() {
       {"expected_clients", {Algorithm::kSketch}},
       {"shape", {Algorithm::kLeakyBucket}},
       {"warmup", {Algorithm::kTokenBucket}},
+      {"calendar", {Algorithm::kFixedWindow}},
   };
   return kRules;
 }
@@ -303,6 +305,8 @@ std::optional<std::int64_t> LimitParser::readParams(const Fields& fields, bool a
       limit.params.shape = reader_.readBool(*field, "shape").value_or(false);
     } else if (rule.key == "warmup") {
       limit.params.warmup_us = reader_.readDuration(*field, "warmup").value_or(0);
+    } else if (rule.key == "calendar") {
+      readCalendar(reader_, *field, limit);
     }
   }
   return burst;

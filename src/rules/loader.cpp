@@ -13,6 +13,7 @@
 #include <utility>
 #include <variant>
 
+#include "rules/calendar_rules.hpp"
 #include "rules/domain_merge.hpp"
 #include "rules/limit_parser.hpp"
 #include "rules/yaml_reader.hpp"
@@ -179,6 +180,7 @@ class FileParser {
     readMetadata(fields, node);
     const std::string name =
         parent_name + "." + node.key + (node.value ? "_" + *node.value : std::string());
+    path_keys_.push_back(node.key);
     node.limits = parseNodeLimits(fields, name, node.shadow_mode);
     for (RateLimit& limit : node.limits) {
       limit.quota_mode = node.quota_mode;
@@ -194,6 +196,7 @@ class FileParser {
         --depth_;
       }
     }
+    path_keys_.pop_back();
     if (reader_.errorsReported() != errors_before) {
       return std::nullopt;
     }
@@ -239,6 +242,7 @@ class FileParser {
                       "'requests_per_unit', not a " +
                           YamlReader::kindOf(single->second.value));
       } else if (auto limit = limits_.parse(single->second.value, base_name, 0, shadow)) {
+        rules_detail::checkCalendarZoneKey(reader_, *limit, path_keys_);
         limits.push_back(std::move(*limit));
       }
     }
@@ -267,6 +271,7 @@ class FileParser {
                                                  std::to_string(it->second) + ")");
             }
           }
+          rules_detail::checkCalendarZoneKey(reader_, *limit, path_keys_);
           limits.push_back(std::move(*limit));
         }
         ++index;
@@ -305,6 +310,9 @@ class FileParser {
 
   YamlReader reader_;
   LimitParser limits_;
+  /// The keys of the descriptors from the top to the node being read (a calendar limit's
+  /// `time_zone_from` must be one of them).
+  std::vector<std::string> path_keys_;
   int depth_ = 1;
   std::string domain_;
 };

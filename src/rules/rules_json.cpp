@@ -52,6 +52,18 @@ json limitToJson(const RateLimit& limit) {
         params.algorithm != Algorithm::kLeakyBucket) {
       out["count_rejected"] = params.count_rejected;
     }
+    if (params.calendar.enabled()) {
+      json calendar = {{"unit", calendarUnitName(params.calendar.unit)}};
+      if (!limit.calendar_zone_from.empty()) {
+        calendar["time_zone_from"] = limit.calendar_zone_from;
+      }
+      if (params.calendar.zone != nullptr) {
+        calendar["time_zone"] = timeZoneName(*params.calendar.zone);
+      } else if (limit.calendar_zone_from.empty()) {
+        calendar["time_zone"] = "UTC";
+      }
+      out["calendar"] = std::move(calendar);
+    }
     if (params.algorithm == Algorithm::kSketch) {
       const SketchParams& sketch = params.sketch;
       out["sketch"] = {{"width", sketch.width},

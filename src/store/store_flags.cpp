@@ -21,7 +21,45 @@ constexpr std::pair<FailureMode, std::string_view> kFailureModes[] = {
     {FailureMode::kLocal, "local"},
 };
 
+constexpr std::pair<SnapshotOnError, std::string_view> kSnapshotOnError[] = {
+    {SnapshotOnError::kFail, "fail"},
+    {SnapshotOnError::kStartEmpty, "start-empty"},
+};
+
 constexpr std::size_t kMaxKeys = std::size_t{1} << 32;
+
+// Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
+void addSnapshotFlags(FlagRegistry& registry, StoreSettings& settings) {
+  namespace set = flag_setters;
+  registry.section("Memory snapshots (--store memory; docs/operations.md)");
+  registry.add({.name = "memory-snapshot",
+                .metavar = "PATH",
+                .help = "keep the memory store's counters in this file across restarts: written "
+                        "every --snapshot-interval and at SIGTERM/SIGINT, read at start-up "
+                        "(default off)",
+                .set = set::text(settings.memory_snapshot)});
+  registry.add({.name = "snapshot-interval",
+                .metavar = "DURATION",
+                .help = "time between two memory snapshots, e.g. 10s (default 10s; 100ms to 1h)",
+                .set = [&settings](std::string_view value) -> Status {
+                  const std::optional<Micros> us = parseDurationMicros(value);
+                  if (!us || *us < 100 * kMicrosPerMilli || *us > 3'600 * kMicrosPerSecond ||
+                      *us % kMicrosPerMilli != 0) {
+                    return makeError(ErrorKind::kInvalidArgument,
+                                     "must be a duration from 100ms to 1h in whole "
+                                     "milliseconds, got \"" +
+                                         std::string(value) + "\"");
+                  }
+                  settings.snapshot_interval = milliseconds(*us / kMicrosPerMilli);
+                  return {};
+                }});
+  registry.add({.name = "memory-snapshot-on-error",
+                .metavar = "MODE",
+                .help = "fail | start-empty: a snapshot that cannot be read (corrupt, truncated, "
+                        "not a snapshot) stops the start, or is set aside with a warning "
+                        "(default fail)",
+                .set = set::choice(settings.memory_snapshot_on_error, kSnapshotOnError)});
+}
 
 // Declarative table: the flags, one entry each (tests/tools/check_sizes.py).
 void addEventualFlags(FlagRegistry& registry, StoreSettings& settings) {
@@ -139,6 +177,7 @@ void addStoreFlags(FlagRegistry& registry, StoreSettings& settings) {
                 .help = "bound on the memory store's buckets (default 1000000)",
                 .set = set::integer<std::size_t>(settings.memory_max_keys, 1, kMaxKeys)});
   addEventualFlags(registry, settings);
+  addSnapshotFlags(registry, settings);
 }
 
 }  // namespace sluice

@@ -8,7 +8,7 @@ What it holds every file to (quoted includes; angle includes are third-party):
   (`sluice/<m>/...`) of that module and of the modules below it only, and private headers
   (`<m>/...`, resolved against `src/`) of their own module only. Public headers include no
   private header at all. `src/main.cpp` belongs to app.
-- A third-party library (yaml-cpp, nlohmann/json, spdlog, hiredis, Boost, gRPC) is included
+- A third-party library (yaml-cpp, nlohmann/json, spdlog, hiredis, Boost, gRPC, date) is included
   only by a module that links it (`sluice_module(...)` in CMakeLists.txt, or a public
   dependency of a module it links).
 - Tests include public headers, and the private headers of the one module they test only:
@@ -51,6 +51,7 @@ THIRD_PARTY = {
     "grpc/": "gRPC::grpc++_reflection",
     "google/protobuf/": "sluice_rls_proto",
     "absl/": "absl::synchronization",
+    "date/": "date::date-tz",
 }
 
 # Public dependencies of targets that are not modules (what linking them brings).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sluice/common/clock.hpp"
+#include "sluice/limiter/calendar.hpp"
 #include "sluice/limiter/sketch_params.hpp"
 
 /// The rate-limiting algorithms as pure functions of (state, now, cost): no I/O, no clock
@@ -47,6 +48,9 @@ struct LimitParams {
   bool shape = false;                   ///< leaky_bucket: the server holds the answer for delay
   SketchParams sketch;                  ///< sketch: geometry and identity of the rule's sketch
   Consistency consistency = Consistency::kStrict;  ///< Redis stores only (see Consistency)
+  /// fixed_window only: windows aligned to the calendar of a time zone (calendar.hpp)
+  /// instead of epoch-aligned lengths; window_us stays the unit's nominal length.
+  CalendarSpec calendar;
 };
 
 /// Outcome::retry_after_us of a request that can never pass (cost > limit or > burst).
@@ -61,6 +65,10 @@ inline std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
   }
   return q;
 }
+
+/// The fixed window holding `now`: [start, end). Epoch-aligned multiples of window_us, or
+/// the calendar window when params.calendar is enabled.
+CalendarWindow fixedWindowAt(const LimitParams& params, Micros now);
 
 /// B for token_bucket / leaky_bucket: `burst`, or L when burst is 0.
 inline std::int64_t effectiveBurst(const LimitParams& params) {

@@ -45,6 +45,13 @@ struct RateLimit {
   /// `overridable: false`: runtime overrides (PUT /limits/overrides) are refused for it.
   bool overridable = true;
   std::vector<std::string> replaces;
+  /// `calendar: {time_zone_from: KEY}`: the request descriptor's entry KEY names the zone of
+  /// this limit's calendar windows (a key on the way to the limit's node, so its value is
+  /// part of the bucket); "" when the zone is the rule's own (params.calendar.zone).
+  std::string calendar_zone_from;
+  /// With calendar_zone_from: the zone used when the request's value names no zone of the
+  /// database (`time_zone:` beside it); null: such a request is refused.
+  const TimeZone* calendar_zone_fallback = nullptr;
   /// Identity of this limit within its node, part of the bucket key (BucketKey::limitId):
   /// index in `rate_limits:`, 0 for a single `rate_limit:`.
   std::string limit_id;

@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
@@ -48,5 +51,35 @@ StorePtr makeMemoryStore(const MemoryStoreOptions& options, const Clock& clock, 
 /// missing file is none). kInvalidArgument names the file and what is wrong with it.
 Result<StorePtr> openMemoryStore(const MemoryStoreOptions& options, const Clock& clock,
                                  Metrics& metrics);
+
+/// One bucket of a memory store as its snapshot copies it (valid during the visit only).
+struct BucketView {
+  std::string_view key;  ///< the store key
+  std::int64_t a = 0;    ///< BucketState's scalar fields
+  std::int64_t b = 0;
+  std::int64_t c = 0;
+  Micros expires_at = 0;                       ///< when it is forgotten (whole seconds)
+  const std::vector<LogEntry>* log = nullptr;  ///< a sliding_window_log bucket's log
+};
+
+/// The counters of a memory store, for its snapshots (sluice/store/memory_snapshot.hpp). The
+/// rules' `sketch` limits are not buckets and are not part of them.
+class MemoryCounters {
+ public:
+  virtual ~MemoryCounters() = default;
+  /// The store's lock stripes; visitShard takes one at a time.
+  virtual std::size_t shardCount() const = 0;
+  /// Calls `visit` for every bucket of shard `shard` not expired at `now`, holding that
+  /// shard's lock: decisions on its keys wait meanwhile, so the visit must only copy.
+  /// Thread-safe.
+  virtual void visitShard(std::size_t shard, Micros now,
+                          const std::function<void(const BucketView&)>& visit) = 0;
+  /// Puts a bucket into the store (start-up, before any decision), replacing one of the
+  /// same key. False when the store holds --memory-max-keys buckets already. Thread-safe.
+  virtual bool restoreBucket(std::string_view key, BucketState&& state, Micros expires_at) = 0;
+};
+
+/// The counters of `store` when it is a memory store (made by makeMemoryStore), else null.
+MemoryCounters* memoryCountersOf(Store& store);
 
 }  // namespace sluice

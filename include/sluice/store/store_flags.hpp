@@ -7,6 +7,7 @@
 
 #include "sluice/common/flag_registry.hpp"
 #include "sluice/store/failover_store.hpp"
+#include "sluice/store/memory_snapshot.hpp"
 #include "sluice/store/redis_store.hpp"
 
 namespace sluice {
@@ -36,6 +37,11 @@ struct StoreSettings {
   std::string region = "local";
   std::string regions;
   std::size_t eventual_max_keys = 200'000;
+  /// --memory-snapshot, --snapshot-interval, --memory-snapshot-on-error: the memory
+  /// store's counters on disk across restarts (sluice/store/memory_snapshot.hpp).
+  std::string memory_snapshot;
+  std::chrono::milliseconds snapshot_interval{10'000};
+  SnapshotOnError memory_snapshot_on_error = SnapshotOnError::kFail;
 };
 
 /// Adds the store's and the eventual limits' flags, bound to `settings`.

@@ -81,6 +81,26 @@ class BucketTable {
 
   std::size_t size() const { return size_; }
 
+  /// Calls visit(key, a, b, c, expires_at, log) for every entry not expired at `now` (log:
+  /// null unless a sliding_window_log bucket's), in index order. For snapshots: the caller
+  /// holds the shard's lock, so the visit should be quick.
+  template <typename Visit>
+  void forEachLive(Micros now, Visit&& visit) const {
+    for (std::uint32_t index = 0; index < allocated_; ++index) {
+      const Entry& entry = at(index);
+      if (entry.live == 0 || toMicros(entry.expires_s) <= now) {
+        continue;
+      }
+      const std::vector<LogEntry>* log = nullptr;
+      if (entry.has_log != 0) {
+        if (const auto it = logs_.find(index); it != logs_.end()) {
+          log = &it->second;
+        }
+      }
+      visit(keyOf(index), entry.a, entry.b, entry.c, toMicros(entry.expires_s), log);
+    }
+  }
+
  private:
   struct Entry {
     std::int64_t a = 0;

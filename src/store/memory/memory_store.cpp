@@ -40,7 +40,7 @@ std::pair<std::uint64_t, std::uint64_t> sketchSeed(const std::string& text) {
 /// background thread, and no request pays for a whole shard.
 constexpr std::size_t kSweepPerRequest = 32;
 
-class MemoryStore final : public Store {
+class MemoryStore final : public Store, public MemoryCounters {
  public:
   MemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics)
       : clock_(clock),
@@ -162,6 +162,37 @@ class MemoryStore final : public Store {
 
   bool healthy() const override { return true; }
   std::string_view kind() const override { return "memory"; }
+
+  std::size_t shardCount() const override { return shards_.size(); }
+
+  void visitShard(std::size_t shard, Micros now,
+                  const std::function<void(const BucketView&)>& visit) override {
+    Shard& s = *shards_.at(shard);
+    std::lock_guard lock(s.mutex);
+    s.table.forEachLive(now,
+                        [&](std::string_view key, std::int64_t a, std::int64_t b, std::int64_t c,
+                            Micros expires_at, const std::vector<LogEntry>* log) {
+                          visit(BucketView{key, a, b, c, expires_at, log});
+                        });
+  }
+
+  bool restoreBucket(std::string_view key, BucketState&& state, Micros expires_at) override {
+    const std::uint64_t h = BucketTable::hashKey(key);
+    Shard& shard = *shards_[((h >> 32) & 0xffffffU) % shards_.size()];
+    std::lock_guard lock(shard.mutex);
+    if (const std::uint32_t existing = shard.table.find(key, h); existing != BucketTable::kNone) {
+      shard.table.save(existing, std::move(state), expires_at);
+      return true;
+    }
+    if (count_.load(std::memory_order_relaxed) >= max_keys_ ||
+        shard.table.size() >= BucketTable::kMaxEntries) {
+      return false;
+    }
+    shard.table.insert(key, h, std::move(state), expires_at);
+    count_.fetch_add(1, std::memory_order_relaxed);
+    keys_.set(static_cast<double>(count_.load(std::memory_order_relaxed)));
+    return true;
+  }
 
  private:
   struct Shard {
@@ -470,5 +501,7 @@ Result<StorePtr> openMemoryStore(const MemoryStoreOptions& options, const Clock&
   }
   return StorePtr(std::move(store));
 }
+
+MemoryCounters* memoryCountersOf(Store& store) { return dynamic_cast<MemoryCounters*>(&store); }
 
 }  // namespace sluice

@@ -28,6 +28,7 @@
 #include "store/redis/redis_overrides.hpp"
 #include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
+#include "store/redis/script_limit.hpp"
 #include "store/store_health.hpp"
 
 namespace sluice {
@@ -508,9 +509,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     std::vector<std::string> sketch_keys;
     std::vector<std::string> sketch_args;
     for (const StoreLimit& limit : request.limits) {
-      const LimitParams& p = limit.params;
+      const redis::ScriptLimitArgs p = redis::scriptLimitArgs(limit.params, sent_at);
       std::string burst = std::to_string(p.burst);
-      std::string warmup = std::to_string(p.warmup_us);
+      std::string warmup = std::to_string(p.warmup);
       if (isSketch(limit)) {
         const std::string client_key = BucketKey::redisKey(prefix_, limit.key);
         const redis::SketchPlacement place =
@@ -526,11 +527,11 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       } else {
         keys.push_back(BucketKey::redisKey(prefix_, limit.key));
       }
-      args->push_back(std::to_string(static_cast<int>(p.algorithm)));
+      args->push_back(std::to_string(p.algorithm));
       args->push_back(std::to_string(p.limit));
-      args->push_back(std::to_string(p.window_us));
+      args->push_back(std::to_string(p.window));
       args->push_back(std::move(burst));
-      args->push_back(std::to_string(p.min_interval_us));
+      args->push_back(std::to_string(p.min_interval));
       args->push_back(std::to_string(flagsOf(limit, request)));
       args->push_back(std::move(warmup));
       args->push_back(std::to_string(costOf(limit, request)));
@@ -581,12 +582,12 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       signature_.push_back(sent_at);  // a test clock's time is an argument too
     }
     for (const StoreLimit& limit : request.limits) {
-      const LimitParams& p = limit.params;
+      // A calendar window's bounds are arguments: a list is reused within one window only.
+      const redis::ScriptLimitArgs p = redis::scriptLimitArgs(limit.params, sent_at);
       signature_.insert(
           signature_.end(),
-          {static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst, p.min_interval_us,
-           flagsOf(limit, request), p.warmup_us, costOf(limit, request),
-           std::max<std::int64_t>(limit.quota_group, -1),
+          {p.algorithm, p.limit, p.window, p.burst, p.min_interval, flagsOf(limit, request),
+           p.warmup, costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1),
            // The rule's name (in the rules snapshot) is part of the list.
            static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(limit.override_rule))});
     }

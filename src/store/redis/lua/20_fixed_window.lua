@@ -1,13 +1,18 @@
 -- fixed_window: the exact port of src/limiter/fixed_window.cpp (see the formula there).
 -- State: a = window start, b = count in that window.
 -- No helpers, so no make_*(): the request's hot path costs one closure per call.
-local function fixed_window(limit, window, count_rejected, a, b, now, cost)
-  local start = floor_div(now, window) * window
+-- `start` and `finish`, when given, are the window's bounds (a calendar window, whose
+-- bounds the sidecar computes: calendar_window below); else the epoch-aligned window.
+local function fixed_window(limit, window, count_rejected, a, b, now, cost, start, finish)
+  if start == nil then
+    start = floor_div(now, window) * window
+    finish = start + window
+  end
   local count = 0
   if a == start then
     count = b
   end
-  local left = start + window - now
+  local left = finish - now
   local next_count = count
   local allowed, remaining, retry_after, never = true, 0, 0, false
   if cost > limit then
@@ -33,3 +38,4 @@ local function fixed_window(limit, window, count_rejected, a, b, now, cost)
   return allowed, remaining, reset_after, retry_after, 0, never, reset_after,
          { start, next_count, 0 }
 end
+

@@ -76,8 +76,9 @@ local function make_adjust()
     return { next_us, next_rem, next_stored }
   end
 
-  local function fixed(window, a, b, now, delta)
-    local start = floor_div(now, window) * window
+  -- `start`: a calendar window's start (algorithm 6), else the epoch-aligned one's.
+  local function fixed(window, a, b, now, delta, start)
+    start = start or floor_div(now, window) * window
     local count = 0
     if a == start then
       count = b
@@ -136,17 +137,27 @@ local function make_adjust()
     return swl_append(nxt, now, amount, limit)
   end
 
-  -- Limit i's state after the change; algorithm 0..4 (a sketch never comes here).
+  -- Limit i's state after the change; algorithm 0..4 or 6 (a sketch never comes here).
   return function(ARGV, raw, now, i, base, amount, refund)
     local algorithm = number(ARGV[base])
     local limit = number(ARGV[base + 1])
     local window = number(ARGV[base + 2])
     local a, b, c, t = read_state(raw[i])
-    if algorithm == 0 then
-      if refund then
-        return fixed(window, a, b, now, -amount)
+    if algorithm == 0 or algorithm == 6 then
+      local start
+      if algorithm == 6 then
+        -- The window holding `now` among the three the sidecar sent (99_evaluate.lua).
+        start = number(ARGV[base + 3])
+        if now < start then
+          start = start - number(ARGV[base + 4])
+        elseif now >= start + window then
+          start = start + window
+        end
       end
-      return fixed(window, a, b, now, amount)
+      if refund then
+        return fixed(window, a, b, now, -amount, start)
+      end
+      return fixed(window, a, b, now, amount, start)
     elseif algorithm == 1 then
       return log(limit, window, a, b, t, now, amount, refund)
     elseif algorithm == 2 then

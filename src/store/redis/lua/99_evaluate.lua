@@ -11,11 +11,17 @@
 -- ARGV[1]  test time in us: read only by the test-only prelude, ignored in production
 -- ARGV[2 + 9*(i-1) ...] per limit i, 9 values: algorithm (0 fixed_window,
 --          1 sliding_window_log, 2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket,
---          5 sketch), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
+--          5 sketch, 6 calendar fixed_window), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
 --          2 = shadow, 4 = counted whatever the verdict (Charge::kEvery), 8 = report:
 --          charged anyway, never denies (Charge::kReport), 16 = refund: given its cost
 --          back, never denies), warmup (us), cost (hits of this limit; 0 = check without
 --          consuming), quota group (-1: none; >= 0: the quota-mode descriptor it belongs to)
+--          For a calendar fixed_window (6: the sidecar computes the bounds, Lua has no tz
+--          database; src/store/redis/script_limit.hpp) W is the length of the window
+--          holding the sidecar's clock, burst its start, min_interval the length of the
+--          window before it and warmup the length of the one after: the script counts in
+--          the one of the three holding its own `now` (the nearest when the clocks are
+--          more than a window apart).
 --          For a sketch (60_sketch.lua), KEYS[i] is its even window's string, the burst slot
 --          holds the ARGV index of its cells and the warmup slot the KEYS index of its odd
 --          window's string (both after the n limits' own).
@@ -72,7 +78,7 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
   else
     a, b, c, t = read_state(raw[i])
   end
-  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 5
+  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 6
       or algorithm % 1 ~= 0 then
     -- Not a limit this script knows: a request that consumes nothing passes; anything
     -- else can never pass. The key is deleted if charged (ttl 0).
@@ -80,6 +86,15 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
     return cost <= 0, 0, 0, never and kRetryNever or 0, 0, never, 0, nil
   elseif algorithm == 0 then
     return fixed_window(limit, window, count_rejected, a, b, now, cost)
+  elseif algorithm == 6 then
+    local start = number(ARGV[base + 3])
+    local finish = start + window
+    if now < start then
+      start, finish = start - number(ARGV[base + 4]), start
+    elseif now >= finish then
+      start, finish = finish, finish + number(ARGV[base + 6])
+    end
+    return fixed_window(limit, window, count_rejected, a, b, now, cost, start, finish)
   elseif algorithm == 1 then
     sliding_window_log = sliding_window_log or make_sliding_window_log()
     return sliding_window_log(limit, window, number(ARGV[base + 4]), count_rejected, a, b, t,
