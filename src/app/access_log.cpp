@@ -121,6 +121,11 @@ class AccessLogObserver final : public DecisionObserver {
 
   void observe(const DecisionRequest& request, const Result<Decision>& decision,
                Micros started_us) override {
+    if (request.reservation.op != HoldOp::kNone) {
+      // A reservation step is no decision a replay could repeat (docs/reservations.md):
+      // `sluice simulate` would charge its amount as hits.
+      return;
+    }
     AccessRecord record;
     record.request = &request;
     record.domain = request.domain;

@@ -389,6 +389,7 @@ class SluiceServer {
   struct ThreadServices {
     StorePtr store;
     std::unique_ptr<DecisionObserver> metrics;
+    std::unique_ptr<DecisionObserver> reservation_metrics;
     std::unique_ptr<DecisionService> decisions;
   };
 
@@ -396,6 +397,7 @@ class SluiceServer {
       : options_(options), server_(serverOptions(options), metrics_) {
     http::describeHttpMetrics(metrics_);
     describeDecisionMetrics(metrics_);
+    describeReservationMetrics(metrics_);
   }
 
   /// The memory store (the store, or the failover's fallback), with its overrides file for
@@ -558,7 +560,10 @@ class SluiceServer {
     parts.store = t.store;
     parts.clock = &clock_;
     parts.envoy_charge = options_.envoy_charge;
+    parts.reservations = options_;
+    t.reservation_metrics = makeReservationMetrics(metrics_);
     parts.observers.push_back(t.metrics.get());
+    parts.observers.push_back(t.reservation_metrics.get());
     for (DecisionObserver* observer : operations_->observers()) {
       parts.observers.push_back(observer);
     }

@@ -219,6 +219,7 @@ void addAppFlags(FlagRegistry& registry, AppOptions& options) {
   xds::addXdsFlags(registry, options);
   addStoreFlags(registry, options);
   grpc::addGrpcFlags(registry, options);
+  addReservationFlags(registry, options);
   addOperationsFlags(registry, options.operations);
 }
 

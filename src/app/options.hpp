@@ -9,6 +9,7 @@
 #include "app/operations_options.hpp"
 #include "sluice/common/flag_registry.hpp"
 #include "sluice/common/result.hpp"
+#include "sluice/decision/reservation.hpp"
 #include "sluice/grpc/grpc_flags.hpp"
 #include "sluice/http/http_flags.hpp"
 #include "sluice/rules/rules_flags.hpp"
@@ -26,7 +27,8 @@ struct AppOptions : http::HttpSettings,
                     RulesSettings,
                     xds::XdsSettings,
                     StoreSettings,
-                    grpc::GrpcSettings {
+                    grpc::GrpcSettings,
+                    ReservationSettings {
   bool help = false;
   bool validate = false;    ///< --validate: check the rules and exit
   std::string config_file;  ///< --config: server YAML with the same keys as the flags

@@ -36,8 +36,11 @@ class DecisionMetrics final : public DecisionObserver {
       return;
     }
     const Decision& decision = *result;
-    if (request.refund || request.charge == Charge::kReport) {
-      return;  // a refund or a report decides nothing (docs/refunds.md)
+    if (request.refund || request.charge == Charge::kReport ||
+        request.reservation.op != HoldOp::kNone) {
+      // A refund, a report or a reservation step is no decision (docs/refunds.md); the
+      // reservation steps have their own metrics (reservation_metrics.cpp).
+      return;
     }
     if (decision.domain == nullptr) {
       // Unknown domains are counted under "_unknown": their names must not grow the label set.

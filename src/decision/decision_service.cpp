@@ -9,6 +9,7 @@
 
 #include "decision/calendar_zone.hpp"
 #include "decision/envoy_semantics.hpp"
+#include "decision/reservation_steps.hpp"
 
 namespace sluice {
 namespace {
@@ -40,6 +41,7 @@ void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
   status.rule = matched.limit;
   status.from_request = false;
   status.override_value.reset();
+  status.holds_expired = 0;
   status.outcome = Outcome{};
 }
 
@@ -119,6 +121,8 @@ void prepareDecision(Decision& decision) {
   decision.rules.reset();
   decision.metadata_json.clear();
   decision.request_limits.clear();
+  decision.reservation = ReservationOutcome{};
+  decision.holds_expired = 0;
   decision.candidates.clear();
   // The descriptors stay: decide() resizes and refills them.
 }
@@ -163,6 +167,16 @@ class DecisionServiceImpl final : public DecisionService {
     const DecisionRequest& request = decision.request;
     decision.rules = std::move(rules);
     decision.domain = decision.rules->findDomain(request.domain);
+    if (decision.domain == nullptr && request.reservation.op != HoldOp::kNone) {
+      // No rule can hold or settle anything: a reservation on a misspelt domain must not
+      // look granted.
+      fail(pending.decision.request,
+           makeError(ErrorKind::kInvalidArgument,
+                     "domain: \"" + request.domain + "\" is not a domain of the rules"),
+           started, done);
+      releasePending(pending);
+      return;
+    }
     if (decision.domain == nullptr) {
       decision.domain_known = false;
       decision.descriptors.clear();
@@ -183,6 +197,14 @@ class DecisionServiceImpl final : public DecisionService {
       releasePending(pending);
       return;
     }
+    store_request.hold.op = HoldOp::kNone;
+    if (request.reservation.op != HoldOp::kNone) {
+      if (Status step = prepareReservation(request, store_request); !step) {
+        fail(pending.decision.request, step.error(), started, done);
+        releasePending(pending);
+        return;
+      }
+    }
     if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
            started, done);
@@ -190,6 +212,8 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
     if (store_request.limits.empty()) {
+      reservation_detail::settleWithoutLimits(
+          request, store_request, parts_.clock ? parts_.clock->nowMicros() : 0, decision);
       succeed(pending, done);
       releasePending(pending);
       return;
@@ -204,6 +228,17 @@ class DecisionServiceImpl final : public DecisionService {
   }
 
  private:
+  /// A reservation step's checks (reservation_steps.hpp) and its store call's HoldCall; the
+  /// store must hold reservations.
+  Status prepareReservation(const DecisionRequest& request, StoreRequest& store_request) const {
+    if (!parts_.store->holdsReservations()) {
+      return makeError(
+          ErrorKind::kInvalidArgument,
+          "reservations are not available on the " + std::string(parts_.store->kind()) + " store");
+    }
+    return reservation_detail::prepareStep(request, parts_.reservations, store_request);
+  }
+
   /// Fills the decision's descriptor statuses and the one store request from the match:
   /// each limit charged its own descriptor's hits, a request-side limit in place of the
   /// rules' (`positions` says where each store limit's status is). Returns "", or why the
@@ -287,9 +322,11 @@ class DecisionServiceImpl final : public DecisionService {
     const DecisionRequest& request = decision.request;
     const LimitParams& params = ml.limit->params;
     const bool refund = request.refunds(d);
-    if (ml.limit->unlimited || ((refund || request.charge == Charge::kReport) &&
-                                ((refund && !refundRefusal(params).empty()) ||
-                                 params.consistency == Consistency::kEventual))) {
+    // A reservation step holds and settles the live limits only.
+    if (ml.limit->unlimited || request.reservation.op != HoldOp::kNone ||
+        ((refund || request.charge == Charge::kReport) &&
+         ((refund && !refundRefusal(params).empty()) ||
+          params.consistency == Consistency::kEventual))) {
       return;
     }
     StoreLimit& limit = reuseNext(pending.store_request.limits, limits_used);
@@ -342,9 +379,16 @@ class DecisionServiceImpl final : public DecisionService {
   /// one (limiter.hpp, refundRefusal), and refunds or reports of eventual limits, whose
   /// grow-only counters (docs/eventual.md) cannot take a refund and are charged only by
   /// requests they admit. Checked before the store call, so no counter is touched.
-  static std::string refusal(const StoreRequest& request,
-                             const std::vector<LimitPosition>& positions,
-                             const Decision& decision) {
+  std::string refusal(const StoreRequest& request, const std::vector<LimitPosition>& positions,
+                      const Decision& decision) const {
+    if (request.hold.op != HoldOp::kNone) {
+      return reservation_detail::refusal(request, parts_.reservations, [&](std::size_t i) {
+        const LimitStatus& status =
+            decision.descriptors[positions[i].descriptor].limits[positions[i].limit];
+        return "descriptors[" + std::to_string(positions[i].descriptor) + "]: limit \"" +
+               status.name + "\": ";
+      });
+    }
     for (std::size_t i = 0; i < request.limits.size() && i < positions.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
       if ((!limit.refund && request.charge != Charge::kReport) || positions[i].candidate) {
@@ -398,10 +442,27 @@ class DecisionServiceImpl final : public DecisionService {
         status.override_value = std::move(applied.value);
       }
     }
+    for (std::size_t i = 0; i < positions.size() && i < r.holds_expired.size(); ++i) {
+      if (positions[i].candidate) {
+        continue;
+      }
+      decision.descriptors[positions[i].descriptor].limits[positions[i].limit].holds_expired =
+          r.holds_expired[i];
+      decision.holds_expired += r.holds_expired[i];
+    }
     decision.allowed = r.allowed;
     decision.degraded = r.degraded;
     decision.decided_at_us = r.at_us;
     decision.metadata_json = mergePassedMetadata(decision.descriptors);
+    if (decision.request.reservation.op != HoldOp::kNone) {
+      if (Status settled =
+              reservation_detail::settle(decision.request, pending.store_request, r, decision);
+          !settled) {
+        fail(decision.request, settled.error(), pending.started, pending.done);
+        releasePending(pending);
+        return;
+      }
+    }
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
     succeed(pending, pending.done);
     releasePending(pending);

@@ -404,6 +404,10 @@ void GrpcConnection::onHeadersDone(Stream& stream, bool end_stream, Clock::time_
   stream.headers_done = true;
   if (stream.path == kRlsPath) {
     stream.method = Method::kRls;
+    stream.call = RlsCall::kShouldRateLimit;
+  } else if (auto kuadrant = kuadrantCall(stream.path)) {
+    stream.method = Method::kRls;
+    stream.call = *kuadrant;
   } else if (stream.path == kHealthCheckPath) {
     stream.method = Method::kHealthCheck;
   } else if (stream.path == kHealthWatchPath) {
@@ -629,6 +633,11 @@ void GrpcConnection::fail(std::int32_t id, StatusCode code, std::string_view mes
   }
   stream->dispatched = false;
   finishStream(*stream, code, message);
+}
+
+RlsCall GrpcConnection::callOf(std::int32_t id) const {
+  const Stream* stream = streamOf(id);
+  return stream == nullptr ? RlsCall::kShouldRateLimit : stream->call;
 }
 
 bool GrpcConnection::waiting(std::int32_t id) const {

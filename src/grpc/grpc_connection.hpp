@@ -62,8 +62,18 @@ struct GrpcServerState {
   bool reflection = false;
 };
 
-/// What the connection hands to the service above it: the unary
-/// envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit calls, whole.
+/// Which rate-limit method a call is (its request and response messages): Envoy's
+/// ShouldRateLimit, or one of Kuadrant's kuadrant.service.ratelimit.v1.RateLimitService.
+enum class RlsCall {
+  kShouldRateLimit,
+  kKuadrantCheck,
+  kKuadrantReport,
+  kKuadrantReserve,
+  kKuadrantCommit,
+};
+
+/// What the connection hands to the service above it: the unary rate-limit calls (RlsCall),
+/// whole.
 class GrpcCallHandler {
  public:
   virtual ~GrpcCallHandler() = default;
@@ -109,6 +119,8 @@ class GrpcConnection {
 
   /// Whether the call `stream` is still waiting for its answer.
   bool waiting(std::int32_t stream) const;
+  /// The method of the call `stream` (given to onCall()); kShouldRateLimit when gone.
+  RlsCall callOf(std::int32_t stream) const;
 
   /// When onTimer() must run next (a call's deadline), if ever.
   std::optional<Clock::time_point> nextTimer() const;

@@ -21,6 +21,30 @@ inline constexpr std::string_view kReflectionV1AlphaPath =
     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
 inline constexpr std::string_view kReflectionV1Path =
     "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+/// Kuadrant's limitador service (proto/kuadrant/service/ratelimit/v1/kuadrantrls.proto).
+inline constexpr std::string_view kKuadrantService =
+    "/kuadrant.service.ratelimit.v1.RateLimitService/";
+
+/// The Kuadrant method of a :path, if it is one.
+inline std::optional<RlsCall> kuadrantCall(std::string_view path) {
+  if (path.substr(0, kKuadrantService.size()) != kKuadrantService) {
+    return std::nullopt;
+  }
+  const std::string_view method = path.substr(kKuadrantService.size());
+  if (method == "CheckRateLimit") {
+    return RlsCall::kKuadrantCheck;
+  }
+  if (method == "Report") {
+    return RlsCall::kKuadrantReport;
+  }
+  if (method == "Reserve") {
+    return RlsCall::kKuadrantReserve;
+  }
+  if (method == "Commit") {
+    return RlsCall::kKuadrantCommit;
+  }
+  return std::nullopt;
+}
 /// The service name envoyproxy/ratelimit registers with grpc.health.v1.
 inline constexpr std::string_view kHealthServiceName = "ratelimit";
 
@@ -31,6 +55,7 @@ struct GrpcConnection::Stream {
   std::int32_t id = 0;
   std::size_t index = 0;  // in streams_
   Method method = Method::kUnknown;
+  RlsCall call = RlsCall::kShouldRateLimit;  // for Method::kRls
   std::string path;
   std::string in;   // request bytes received, framed
   std::string out;  // response bytes to send, framed
@@ -59,6 +84,7 @@ struct GrpcConnection::Stream {
   void reset(std::int32_t stream_id) {
     id = stream_id;
     method = Method::kUnknown;
+    call = RlsCall::kShouldRateLimit;
     path.clear();
     in.clear();
     out.clear();

@@ -135,6 +135,18 @@ void RlsSession::onCall(std::int32_t stream, std::string_view message,
     // decided, nothing charged.
     shared_->cancelled_queued->inc();
     answerError(stream, StatusCode::kDeadlineExceeded, "deadline passed before decided");
+  } else if (const RlsCall call = connection_.callOf(stream);
+             call != RlsCall::kShouldRateLimit && call != RlsCall::kKuadrantCheck) {
+    if (auto parsed = parseCall(call, message); !parsed) {
+      answerError(stream,
+                  parsed.error().kind == ErrorKind::kInternal ? StatusCode::kInternal
+                                                              : StatusCode::kInvalidArgument,
+                  parsed.error().message);
+    } else if (slot_.worker >= 0) {
+      decideHere(stream, std::move(*parsed));
+    } else {
+      post(stream, std::move(*parsed), deadline);
+    }
   } else if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
     answerError(stream, StatusCode::kInternal, "cannot parse RateLimitRequest");
   } else if (auto parsed = toDecisionRequest(*request); !parsed) {
@@ -208,17 +220,73 @@ void RlsSession::answer(std::int32_t stream, std::string&& framed, bool degraded
   connection_.replyFramed(stream, std::move(framed), degraded);
 }
 
-void RlsSession::encode(const Decision& decision, bool headers, rls::RateLimitResponse& response,
-                        std::string& framed) {
-  response.Clear();
-  toResponse(decision, headers, response);
-  const std::size_t size = response.ByteSizeLong();
+namespace {
+
+/// `message` behind its 5-byte gRPC prefix, in `framed`.
+template <typename Message>
+void frame(const Message& message, std::string& framed) {
+  const std::size_t size = message.ByteSizeLong();
   framed.assign(5 + size, '\0');
   framed[1] = static_cast<char>((size >> 24) & 0xff);
   framed[2] = static_cast<char>((size >> 16) & 0xff);
   framed[3] = static_cast<char>((size >> 8) & 0xff);
   framed[4] = static_cast<char>(size & 0xff);
-  response.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(framed.data() + 5));
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(framed.data() + 5));
+}
+
+}  // namespace
+
+Result<DecisionRequest> RlsSession::parseCall(RlsCall call, std::string_view message) {
+  const int size = static_cast<int>(message.size());
+  switch (call) {
+    case RlsCall::kKuadrantReserve: {
+      kuadrant::ReserveRequest reserve;
+      if (!reserve.ParseFromArray(message.data(), size)) {
+        return makeError(ErrorKind::kInternal, "cannot parse ReserveRequest");
+      }
+      return fromReserveRequest(reserve);
+    }
+    case RlsCall::kKuadrantCommit: {
+      kuadrant::CommitRequest commit;
+      if (!commit.ParseFromArray(message.data(), size)) {
+        return makeError(ErrorKind::kInternal, "cannot parse CommitRequest");
+      }
+      return fromCommitRequest(commit);
+    }
+    default:
+      break;
+  }
+  if (!request_.ParseFromArray(message.data(), size)) {
+    return makeError(ErrorKind::kInternal, "cannot parse RateLimitRequest");
+  }
+  auto parsed = toDecisionRequest(request_);
+  if (parsed && call == RlsCall::kKuadrantReport) {
+    parsed->charge = Charge::kReport;  // Kuadrant's Report: charged, never denied
+  }
+  return parsed;
+}
+
+std::optional<CallError> RlsSession::encode(const Decision& decision, bool headers,
+                                            rls::RateLimitResponse& response, std::string& framed) {
+  if (auto error = reservationError(decision)) {
+    return error;
+  }
+  if (decision.request.reservation.op == HoldOp::kReserve) {
+    kuadrant::ReserveResponse reserve;
+    toReserveResponse(decision, reserve);
+    frame(reserve, framed);
+    return std::nullopt;
+  }
+  if (decision.request.reservation.op == HoldOp::kCommit) {
+    kuadrant::CommitResponse commit;
+    toCommitResponse(decision, commit);
+    frame(commit, framed);
+    return std::nullopt;
+  }
+  response.Clear();
+  toResponse(decision, headers, response);
+  frame(response, framed);
+  return std::nullopt;
 }
 
 void RlsSession::decideHere(std::int32_t stream, DecisionRequest&& request) {
@@ -241,8 +309,11 @@ void RlsSession::onDecided(std::int32_t stream, Result<Decision> decision) {
   }
   if (!decision) {
     answerError(stream, statusCodeOf(decision.error()), decision.error().message);
+  } else if (auto error =
+                 encode(*decision, shared_->options.response_headers, response_, framed_)) {
+    answerError(stream, error->code, error->message);
+    recycleDecision(std::move(*decision));
   } else {
-    encode(*decision, shared_->options.response_headers, response_, framed_);
     // replyFramed() swaps: framed_ gets the stream's spent buffer, capacity and all.
     answer(stream, std::move(framed_), decision->degraded);
     recycleDecision(std::move(*decision));
@@ -286,35 +357,38 @@ void RlsSession::onPostedDecided(const std::shared_ptr<PostedCall>& posted,
                                  Result<Decision> decision) {
   std::string framed;
   std::optional<Error> error;
+  std::optional<CallError> call_error;
   bool degraded = false;
   if (decision) {
     rls::RateLimitResponse response;
-    encode(*decision, posted->shared->options.response_headers, response, framed);
+    call_error = encode(*decision, posted->shared->options.response_headers, response, framed);
     degraded = decision->degraded;
     recycleDecision(std::move(*decision));
   } else {
     error = decision.error();
   }
-  net::post(*posted->home,
-            [posted, framed = std::move(framed), error = std::move(error), degraded]() mutable {
-              auto self = posted->session.lock();
-              if (!self) {
-                return;
-              }
-              const std::int32_t stream = posted->stream;
-              self->posted_.erase(stream);
-              if (self->closed_ || !self->connection_.waiting(stream)) {
-                self->settleGone(stream, self->shared_->cancelled_deciding);
-                return;
-              }
-              if (error) {
-                self->answerError(stream, statusCodeOf(*error), error->message);
-              } else {
-                self->answer(stream, std::move(framed), degraded);
-              }
-              self->flush();
-              self->armTimer();
-            });
+  net::post(*posted->home, [posted, framed = std::move(framed), error = std::move(error),
+                            call_error = std::move(call_error), degraded]() mutable {
+    auto self = posted->session.lock();
+    if (!self) {
+      return;
+    }
+    const std::int32_t stream = posted->stream;
+    self->posted_.erase(stream);
+    if (self->closed_ || !self->connection_.waiting(stream)) {
+      self->settleGone(stream, self->shared_->cancelled_deciding);
+      return;
+    }
+    if (error) {
+      self->answerError(stream, statusCodeOf(*error), error->message);
+    } else if (call_error) {
+      self->answerError(stream, call_error->code, call_error->message);
+    } else {
+      self->answer(stream, std::move(framed), degraded);
+    }
+    self->flush();
+    self->armTimer();
+  });
 }
 
 void RlsSession::answerQueuedLate(std::int32_t stream) {

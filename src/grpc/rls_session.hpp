@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "grpc/grpc_connection.hpp"
+#include "grpc/kuadrant_mapping.hpp"
 #include "grpc/rls_mapping.hpp"
 #include "sluice/grpc/rls_server.hpp"
 
@@ -157,9 +158,15 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
 
   void answer(std::int32_t stream, std::string&& framed, bool degraded);
 
-  /// The response message behind its gRPC prefix, in `framed` (its capacity reused).
-  static void encode(const Decision& decision, bool headers, rls::RateLimitResponse& response,
-                     std::string& framed);
+  /// The response message behind its gRPC prefix, in `framed` (its capacity reused): Envoy's
+  /// RateLimitResponse, or Kuadrant's ReserveResponse or CommitResponse for a reservation
+  /// step. A step whose answer is a gRPC error returns it instead (kuadrant_mapping.hpp).
+  static std::optional<CallError> encode(const Decision& decision, bool headers,
+                                         rls::RateLimitResponse& response, std::string& framed);
+
+  /// The call's request message as a decision request (kInvalidArgument for a bad one,
+  /// kInternal when the bytes are no such message).
+  Result<DecisionRequest> parseCall(RlsCall call, std::string_view message);
 
   void decideHere(std::int32_t stream, DecisionRequest&& request);
 

@@ -6,6 +6,7 @@
 
 #include "http/decision_codec.hpp"
 #include "http/forward_auth.hpp"
+#include "http/reservation_routes.hpp"
 
 namespace sluice::http {
 namespace {
@@ -126,6 +127,7 @@ void addMetricsRoute(Router& router, const Metrics& metrics) {
 
 void addDecisionPortRoutes(Router& router, const HandlerContext& context) {
   addDecisionRoutes(router, context);
+  addReservationRoutes(router, context);
   addOperationsRoutes(router, context);
   addForwardAuthRoutes(router, context);
 }

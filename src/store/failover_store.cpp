@@ -138,6 +138,7 @@ class FailoverStore final : public Store {
   StoreHealth health() const override { return primary_->health(); }
 
   std::string_view kind() const override { return primary_->kind(); }
+  bool holdsReservations() const override { return primary_->holdsReservations(); }
 
   void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
                    OverrideSetCallback done) override {

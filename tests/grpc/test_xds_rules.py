@@ -16,8 +16,8 @@ import urllib.request
 import grpc
 import yaml
 
-from rls_support import (BINARY, SOURCE_DIR, Code, Redis, free_port, health_pb2,
-                         health_pb2_grpc, rls_pb2_grpc, request, wait_for)
+from rls_support import (BINARY, SOURCE_DIR, Code, Redis, RedisCluster, free_port,
+                         health_pb2, health_pb2_grpc, rls_pb2_grpc, request, wait_for)
 from xds_server import TYPE_URL, XdsServer, config_from_yaml, rls_conf_pb2, discovery_pb2
 
 UNIT = rls_conf_pb2.RateLimitUnit
@@ -556,48 +556,6 @@ class OnRedis(FirstSetAndUpdates):
     def tearDown(self):
         super().tearDown()
         self.redis.close()
-
-
-class RedisCluster:
-    """Three masters on free loopback ports (cluster bus on free ports too)."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="sluice-xds-cluster-")
-        self.processes = []
-        self.ports = []
-        for i in range(3):
-            port, bus = free_port(), free_port()
-            node_dir = os.path.join(self.dir, str(i))
-            os.mkdir(node_dir)
-            self.processes.append(subprocess.Popen(
-                ["redis-server", "--port", str(port), "--cluster-port", str(bus), "--bind",
-                 "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file",
-                 "nodes.conf", "--save", "", "--appendonly", "no", "--dir", node_dir],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            self.ports.append(port)
-        for port in self.ports:
-            wait_for(lambda: self.cli(port, "PING") == "PONG", 10, "redis node %d" % port)
-        subprocess.run(["redis-cli", "--cluster", "create"] +
-                       ["127.0.0.1:%d" % p for p in self.ports] + ["--cluster-yes"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=30)
-        for port in self.ports:
-            wait_for(lambda: "cluster_state:ok" in self.cli(port, "CLUSTER", "INFO"), 20,
-                     "cluster_state:ok")
-
-    def cli(self, port, *args):
-        done = subprocess.run(["redis-cli", "-p", str(port)] + list(args),
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)
-        return done.stdout.decode().strip()
-
-    def url(self):
-        return ",".join("redis://127.0.0.1:%d" % p for p in self.ports)
-
-    def close(self):
-        for process in self.processes:
-            process.kill()
-            process.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class OnRedisCluster(FirstSetAndUpdates):

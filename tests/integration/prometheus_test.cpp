@@ -170,6 +170,14 @@ void trafficOnEveryEndpoint(const SluiceProcess& sluice, std::uint16_t admin_por
   client.post("/shouldAllowRequest", "{not json");                                // 400
   client.post("/json", R"({"domain":"auth","descriptors":[{"entries":[)"
                        R"({"key":"auth_type","value":"login"}]}]})");
+  // A reservation (a fresh client: room for it), committed with more than it held.
+  const std::string holder = request("shop", "c7", "user", "u-hold");
+  const HttpResponse held =
+      client.post("/reserve", holder.substr(0, holder.size() - 1) + R"(,"amount":1})");
+  const json answer = json::parse(held.body, nullptr, false);
+  const std::string id = answer.is_object() ? answer.value("reservation_id", std::string()) : "";
+  client.post("/commit", holder.substr(0, holder.size() - 1) + R"(,"reservation_id":")" + id +
+                             R"(","actual":2})");
   for (int i = 0; i < 4; ++i) {
     client.request("GET", "/check", {}, {{"X-User", "bytes-\xff\xfe-\"q\\"}});
     client.request("GET", "/check/orders?id=1", {}, {{"X-User", "b\xc3\xa9"}});

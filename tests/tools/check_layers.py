@@ -59,6 +59,7 @@ EXTERNAL_PUBLIC = {
     "sluice_rls_proto": ["gRPC::grpc++_reflection", "absl::synchronization"],
     "gRPC::grpc++_reflection": ["absl::synchronization", "sluice_rls_proto"],
     "sluice_xds_proto": ["gRPC::grpc++", "sluice_rls_proto"],
+    "sluice_kuadrant_proto": ["sluice_rls_proto", "gRPC::grpc++_reflection", "absl::synchronization"],
     "gRPC::grpc++": ["gRPC::grpc++_reflection", "sluice_rls_proto"],
 }
 

@@ -12,6 +12,7 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/common/inplace_function.hpp"
 #include "sluice/common/result.hpp"
+#include "sluice/decision/reservation.hpp"
 #include "sluice/limiter/limiter.hpp"
 #include "sluice/rules/rules.hpp"
 #include "sluice/store/store.hpp"
@@ -57,6 +58,10 @@ struct DecisionRequest {
   /// The request came through Envoy's API (POST /json, gRPC RLS): a request charged all or
   /// nothing is charged as DecisionServiceParts::envoy_charge says instead.
   bool envoy_api = false;
+  /// A reservation step (docs/reservations.md); op kNone for an ordinary request. A reserve
+  /// holds `hits` on every matched limit; a commit charges `hits` (the actual amount) as a
+  /// report and releases the hold; a release gives it back.
+  ReservationRequest reservation{};
 
   /// True when descriptor `d` is refunded.
   bool refunds(std::size_t d) const {
@@ -76,6 +81,9 @@ struct DecisionRequest {
     descriptor_refunds.clear();
     charge = Charge::kAllOrNothing;
     envoy_api = false;
+    reservation.op = HoldOp::kNone;
+    reservation.ttl_us = 0;
+    reservation.id.clear();
   }
 };
 
@@ -100,6 +108,8 @@ struct LimitStatus {
   bool quota = false;
   /// A request-side limit (DecisionRequest::descriptor_limits), not a rule.
   bool from_request = false;
+  /// Reservation holds on this limit's bucket found expired unsettled by this decision.
+  std::uint32_t holds_expired = 0;
   /// The rule it comes from; points into Decision::rules, or into Decision::request_limits
   /// for a request-side limit.
   const RateLimit* rule = nullptr;
@@ -155,6 +165,10 @@ struct Decision {
   /// wins; objects merged recursively), as compact JSON: envoyproxy/ratelimit's
   /// `dynamicMetadata.metadata`. "" when none.
   std::string metadata_json;
+  /// A reservation step's result (status kNone for an ordinary request).
+  ReservationOutcome reservation{};
+  /// Holds found expired unsettled on the request's buckets (the sum of the limits').
+  std::uint32_t holds_expired = 0;
   /// The rate limits built from request-side overrides (LimitStatus::rule points here).
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
   /// The matched candidate limits and what each would have decided (docs/what-if.md).

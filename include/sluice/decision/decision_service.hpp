@@ -8,6 +8,7 @@
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/decision/reservation.hpp"
 #include "sluice/rules/rules.hpp"
 #include "sluice/store/event_stream.hpp"
 #include "sluice/store/store.hpp"
@@ -28,6 +29,8 @@ struct DecisionServiceParts {
   /// How requests of Envoy's API (DecisionRequest::envoy_api) are charged unless they ask
   /// otherwise (a report): kEvery as envoyproxy/ratelimit, or kAllOrNothing.
   Charge envoy_charge = Charge::kEvery;
+  /// The bounds of reservation steps (DecisionRequest::reservation).
+  ReservationSettings reservations;
 };
 
 /// The DecisionService: reads the rules snapshot once per request, matches once, evaluates
@@ -56,6 +59,13 @@ std::unique_ptr<DecisionObserver> makeDenialEvents(DenialEventSink& sink, const 
 /// non-shadow limit that denied, at the request's arrival (the window it falls in). One per
 /// I/O thread, with that thread's TopDenials; an allowed request costs one branch.
 std::unique_ptr<DecisionObserver> makeTopDenialsRecorder(TopDenials& top);
+
+/// Reservation metrics (docs/reservations.md), one observer per I/O thread:
+/// `reservations_total{domain,rule,outcome}`, `reservation_amount_total{domain,rule}`,
+/// `reservation_settlements_total{domain,rule,how}`, `reservation_holds{domain,rule}` and the
+/// histogram `reservation_actual_minus_reserved{domain,rule}`.
+std::unique_ptr<DecisionObserver> makeReservationMetrics(Metrics& metrics);
+void describeReservationMetrics(Metrics& metrics);
 
 /// Declares the metric families the decision module writes (HELP/TYPE lines). Idempotent.
 void describeDecisionMetrics(Metrics& metrics);

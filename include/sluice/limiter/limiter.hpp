@@ -146,4 +146,22 @@ Evaluation chargeAnyway(const LimitParams& params, const BucketState& state, Mic
 /// raises counters shared with other clients and cannot be undone.
 std::string_view refundRefusal(const LimitParams& params);
 
+/// Evaluates as evaluate() with `held` (>= 0) of outstanding reservation holds counted
+/// against the limit as if they were charged (docs/reservations.md): the request is allowed
+/// only when it fits with them (for a counter, used + held + cost <= L; for a bucket, the
+/// tokens left cover held + cost). `remaining` is net of the holds. The state to store is
+/// the request's own (the holds are never charged). When the holds alone stand in the way
+/// of a cost the limit could take, `retry_after_us` is `holds_retry_us` (when the first
+/// hold expires). held == 0 is exactly evaluate().
+Evaluation evaluateWithHolds(const LimitParams& params, const BucketState& state, Micros now,
+                             std::int64_t cost, std::int64_t held, Micros holds_retry_us);
+
+/// Why a limit cannot hold a reservation, or "" when it can: a sketch (its counters are
+/// shared, approximate and cannot be given back), a shaped leaky bucket (a hold has no place
+/// in its queue) and an eventual limit (decided from a local view) cannot.
+std::string_view holdRefusal(const LimitParams& params);
+
+/// The most a limit can ever admit at once: L, or B for token_bucket and leaky_bucket.
+std::int64_t limitCapacity(const LimitParams& params);
+
 }  // namespace sluice

@@ -59,11 +59,48 @@ enum class Charge : std::uint8_t {
   kReport,
 };
 
+/// A reservation's step (docs/reservations.md): a hold counts against every limit of the
+/// request while the work runs, as if charged, and is settled by a commit (the actual amount
+/// is charged as a report), a release, or its expiry.
+enum class HoldOp : std::uint8_t {
+  kNone,     ///< an ordinary request
+  kReserve,  ///< hold StoreRequest::cost on every limit, all or nothing
+  kCommit,   ///< charge StoreRequest::cost (as Charge::kReport) and release the hold
+  kRelease,  ///< give the hold back, charge nothing
+};
+
+/// What a reservation step asks the store (StoreRequest::hold).
+struct HoldCall {
+  HoldOp op = HoldOp::kNone;
+  std::string nonce{};         ///< the reservation's own part of its id: 16 hex digits
+  Micros ttl_us = 0;           ///< kReserve: the hold's lifetime from the store's now, > 0
+  Micros keep_us = 0;          ///< how long a settled or expired hold is remembered after expiry
+  Micros expires_at_us = 0;    ///< kCommit/kRelease: the expiry the id carries (store clock)
+  std::int64_t max_holds = 0;  ///< kReserve: most live holds on one bucket (0: no bound)
+};
+
+/// The result of a reservation step (StoreResponse::hold_status).
+enum class HoldStatus : std::uint8_t {
+  kNone,       ///< not a reservation step
+  kReserved,   ///< held on every limit until StoreResponse::hold_expires_at_us
+  kDenied,     ///< a limit cannot hold it (the outcomes say which and when to retry)
+  kFull,       ///< a bucket already holds HoldCall::max_holds live reservations
+  kCommitted,  ///< the hold was live: the actual amount charged, the hold released
+  kLate,       ///< the hold had expired (or is forgotten): charged as a report
+  kReleased,   ///< the hold was live and is given back
+  kSettled,    ///< already committed or released: nothing charged or given back
+  kExpired,    ///< release of a hold that had expired (it already returned)
+  kUnknown,    ///< no such hold and not expired yet: another request's id, or made up
+};
+
 /// All limits of one decision; evaluated atomically.
 struct StoreRequest {
   std::vector<StoreLimit> limits;
   std::int64_t cost = 1;  ///< hits; 0 checks without consuming
   Charge charge = Charge::kAllOrNothing;
+  /// A reservation step (op kNone: none). kReserve holds `cost` on every limit; kCommit
+  /// charges `cost` (the actual amount) on every limit; kRelease charges nothing.
+  HoldCall hold{};
 };
 
 struct StoreResponse {
@@ -76,6 +113,14 @@ struct StoreResponse {
   Micros at_us = 0;
   /// The runtime overrides applied, one per overridden limit (usually none).
   std::vector<AppliedOverride> overrides;
+  /// A reservation step's result (HoldStatus::kNone for an ordinary request).
+  HoldStatus hold_status = HoldStatus::kNone;
+  /// kReserved: when the hold expires, on the store's clock (Redis's for the Redis stores).
+  Micros hold_expires_at_us = 0;
+  /// kCommitted: the amount the hold was made for (for actual - reserved).
+  std::int64_t hold_amount = 0;
+  /// Per limit: holds found expired unsettled during this call (empty: none).
+  std::vector<std::uint32_t> holds_expired{};
 };
 
 namespace store_detail {
@@ -103,6 +148,10 @@ inline StoreResponse takeSpareStoreResponse() {
   response.allowed = true;
   response.degraded = false;
   response.at_us = 0;
+  response.hold_status = HoldStatus::kNone;
+  response.hold_expires_at_us = 0;
+  response.hold_amount = 0;
+  response.holds_expired.clear();
   return response;
 }
 
@@ -190,6 +239,9 @@ class Store {
   virtual void listOverrides(OverrideListCallback done) {
     done(makeError(ErrorKind::kUnavailable, "this store keeps no overrides"));
   }
+  /// True when evaluate() implements StoreRequest::hold (reservations); a store that does
+  /// not is never sent one (the decision service refuses the step).
+  virtual bool holdsReservations() const { return false; }
 };
 
 using StorePtr = std::shared_ptr<Store>;

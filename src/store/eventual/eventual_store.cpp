@@ -114,6 +114,7 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
   bool healthy() const override { return inner_->healthy(); }
   StoreHealth health() const override { return inner_->health(); }
   std::string_view kind() const override { return inner_->kind(); }
+  bool holdsReservations() const override { return inner_->holdsReservations(); }
 
   void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
                    OverrideSetCallback done) override {

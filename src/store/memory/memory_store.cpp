@@ -12,6 +12,7 @@
 
 #include "sluice/store/request_verdict.hpp"
 #include "store/memory/bucket_table.hpp"
+#include "store/memory/hold_table.hpp"
 #include "store/memory/override_table.hpp"
 #include "store/memory/sketch_registry.hpp"
 
@@ -20,6 +21,7 @@ namespace {
 
 using memory_detail::BucketTable;
 using memory_detail::Evictions;
+using memory_detail::HoldSet;
 using memory_detail::MemorySketch;
 using memory_detail::OverrideTable;
 using memory_detail::SketchRegistry;
@@ -126,9 +128,22 @@ class MemoryStore final : public Store, public MemoryCounters {
     StoreResponse response = takeSpareStoreResponse();
     response.at_us = now;
     response.outcomes.reserve(n);
+    // Reservations' holds (docs/reservations.md): read (and settled) before the limits are
+    // evaluated, so that every decision counts them. A process that never reserved skips this.
+    bool holds_present = request.hold.op != HoldOp::kNone;
+    for (const std::uint32_t s : involved) {
+      holds_present = holds_present || !shards_[s]->holds.empty();
+    }
+    if (holds_present) {
+      readHolds(request, work, now, response);
+    }
     evaluateLimits(request, now, work, response);
     response.allowed = sluice::requestAllowed(request, response.outcomes);
-    if (!response.allowed && request.charge == Charge::kAllOrNothing) {
+    if (request.hold.op == HoldOp::kReserve) {
+      placeHolds(request, work, now, response);
+    }
+    if (!response.allowed && request.charge == Charge::kAllOrNothing &&
+        request.hold.op == HoldOp::kNone) {
       answerUncharged(request, now, work, response);
     }
 
@@ -138,6 +153,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     saveExisting(request, now, work, response.allowed);
     insertNew(request, now, work, response.allowed, evictions);
     for (const std::uint32_t s : involved) {
+      shards_[s]->holds.sweep(now);
       const std::size_t removed = shards_[s]->table.sweep(now, kSweepPerRequest);
       evictions.expired += removed;
       count_.fetch_sub(removed, std::memory_order_relaxed);
@@ -154,6 +170,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     for (auto& shard : shards_) {
       std::lock_guard lock(shard->mutex);
       removed += shard->table.erasePrefixes(key_prefixes);
+      shard->holds.erasePrefixes(key_prefixes);
     }
     count_.fetch_sub(removed, std::memory_order_relaxed);
     record(Evictions{});
@@ -162,6 +179,7 @@ class MemoryStore final : public Store, public MemoryCounters {
 
   bool healthy() const override { return true; }
   std::string_view kind() const override { return "memory"; }
+  bool holdsReservations() const override { return true; }
 
   std::size_t shardCount() const override { return shards_.size(); }
 
@@ -198,6 +216,7 @@ class MemoryStore final : public Store, public MemoryCounters {
   struct Shard {
     std::mutex mutex;
     BucketTable table;
+    memory_detail::HoldTable holds;
   };
 
   /// One limit of the request being evaluated.
@@ -213,6 +232,12 @@ class MemoryStore final : public Store, public MemoryCounters {
     SketchCells cells;
     std::int64_t window_index = 0;
     SketchEvaluation sketch_eval;
+    HoldSet* holds = nullptr;  // the bucket's reservation holds, when it has any
+    std::int64_t held = 0;     // what its live holds add up to
+    Micros holds_retry = 0;    // until its first live hold expires
+    // A reservation step that charges nothing (a reserve, a release, a commit that found
+    // no hold to settle): evaluated, never written.
+    bool hold_only = false;
   };
 
   using WorkList = boost::container::small_vector<Work, 4>;
@@ -285,7 +310,7 @@ class MemoryStore final : public Store, public MemoryCounters {
           w.expired = table.expiresAt(w.index) <= now;
         }
       }
-      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now);
+      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now, w);
       response.outcomes.push_back(w.eval.outcome);
     }
   }
@@ -307,7 +332,9 @@ class MemoryStore final : public Store, public MemoryCounters {
         continue;
       }
       response.outcomes[i] =
-          sluice::evaluate(limit.params, w.expired ? BucketState{} : w.loaded, now, 0).outcome;
+          sluice::evaluateWithHolds(limit.params, w.expired ? BucketState{} : w.loaded, now, 0,
+                                    w.held, w.holds_retry)
+              .outcome;
     }
   }
 
@@ -382,6 +409,104 @@ class MemoryStore final : public Store, public MemoryCounters {
     }
   }
 
+  /// Reads the holds of every bucket of the request (refreshing them: expired holds are
+  /// counted in response.holds_expired), applies a commit or a release to them
+  /// (response.hold_status), and sets each Work's held amount. The shards are locked.
+  void readHolds(const StoreRequest& request, WorkList& work, Micros now, StoreResponse& response) {
+    const HoldOp op = request.hold.op;
+    const bool settling = op == HoldOp::kCommit || op == HoldOp::kRelease;
+    std::vector<HoldSet*> sets;
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      Work& w = work[i];
+      if (w.sketch) {
+        continue;
+      }
+      memory_detail::HoldTable& table = shards_[w.shard]->holds;
+      w.holds = settling ? &table.obtain(request.limits[i].key) : table.find(request.limits[i].key);
+      if (w.holds == nullptr) {
+        continue;
+      }
+      const memory_detail::HeldAmount h = memory_detail::refreshHolds(*w.holds, now);
+      if (h.expired > 0) {
+        response.holds_expired.resize(work.size());
+        response.holds_expired[i] += h.expired;
+      }
+      sets.push_back(w.holds);
+    }
+    if (settling) {
+      memory_detail::SettleInput input;
+      input.op = op;
+      input.id_expiry = request.hold.expires_at_us;
+      input.keep_us = request.hold.keep_us;
+      input.now = now;
+      if (!memory_detail::parseNonce(request.hold.nonce, input.nonce)) {
+        response.hold_status = HoldStatus::kUnknown;
+      } else {
+        response.hold_status = memory_detail::settleHolds(input, sets, response.hold_amount);
+      }
+    }
+    // A reservation step charges nothing, except a commit that found its hold (or found it
+    // expired): that one is charged as a report.
+    const bool hold_only =
+        op == HoldOp::kReserve || op == HoldOp::kRelease ||
+        (op == HoldOp::kCommit && response.hold_status != HoldStatus::kCommitted &&
+         response.hold_status != HoldStatus::kLate);
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      Work& w = work[i];
+      w.hold_only = hold_only;
+      if (w.holds == nullptr) {
+        continue;
+      }
+      const memory_detail::HeldAmount h = memory_detail::refreshHolds(*w.holds, now);
+      w.held = h.held;
+      w.holds_retry = h.first_expiry > now ? h.first_expiry - now : 0;
+      if (w.holds->holds.empty()) {
+        shards_[w.shard]->holds.dropIfEmpty(request.limits[i].key);
+        w.holds = nullptr;
+      }
+    }
+  }
+
+  /// After a reserve's verdict: an allowed one holds its amount on every bucket (all or
+  /// nothing: a bucket already at HoldCall::max_holds live holds refuses the whole
+  /// reservation, kFull); a denied one is kDenied. The shards are locked.
+  void placeHolds(const StoreRequest& request, WorkList& work, Micros now,
+                  StoreResponse& response) {
+    const HoldCall& call = request.hold;
+    std::uint64_t nonce = 0;
+    if (!response.allowed || !memory_detail::parseNonce(call.nonce, nonce)) {
+      response.hold_status = HoldStatus::kDenied;
+      return;
+    }
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      const Work& w = work[i];
+      if (call.max_holds > 0 && w.holds != nullptr &&
+          static_cast<std::int64_t>(memory_detail::liveHolds(*w.holds)) >= call.max_holds) {
+        response.hold_status = HoldStatus::kFull;
+        response.allowed = false;
+        return;
+      }
+    }
+    const Micros expires_at = now + call.ttl_us;
+    for (std::size_t i = 0; i < work.size(); ++i) {
+      const Work& w = work[i];
+      if (w.sketch) {
+        continue;
+      }
+      HoldSet& set = shards_[w.shard]->holds.obtain(request.limits[i].key);
+      if (memory_detail::findHold(set, nonce) != nullptr) {
+        continue;  // the same bucket twice in one request: held once
+      }
+      memory_detail::addHold(
+          set,
+          memory_detail::Hold{nonce, request.limits[i].costOr(request.cost), expires_at,
+                              expires_at + call.keep_us, memory_detail::HoldState::kHeld},
+          call.max_holds);
+    }
+    response.hold_status = HoldStatus::kReserved;
+    response.hold_expires_at_us = expires_at;
+  }
+
   static bool isSketch(const StoreLimit& limit) {
     return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
            limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
@@ -391,15 +516,24 @@ class MemoryStore final : public Store, public MemoryCounters {
   /// One bucket limit of `request` on its loaded state, as the request's charge mode says
   /// (store.hpp, Charge).
   static Evaluation evaluateLimit(const StoreRequest& request, const StoreLimit& limit,
-                                  const BucketState& state, Micros now) {
+                                  const BucketState& state, Micros now, const Work& w) {
+    if (w.hold_only) {
+      // A reserve asks for its amount with the other holds counted; a release or a commit
+      // that found nothing to settle answers a check.
+      const std::int64_t asked =
+          request.hold.op == HoldOp::kReserve ? limit.costOr(request.cost) : 0;
+      return sluice::evaluateWithHolds(limit.params, state, now, asked, w.held, w.holds_retry);
+    }
     const std::int64_t cost = limit.costOr(request.cost);
     if (limit.refund) {
       return sluice::refund(limit.params, state, now, cost);
     }
     if (request.charge == Charge::kReport) {
-      return sluice::chargeAnyway(limit.params, state, now, cost);
+      Evaluation e = sluice::chargeAnyway(limit.params, state, now, cost);
+      e.outcome.remaining = std::max<std::int64_t>(e.outcome.remaining - w.held, 0);
+      return e;
     }
-    Evaluation e = sluice::evaluate(limit.params, state, now, cost);
+    Evaluation e = sluice::evaluateWithHolds(limit.params, state, now, cost, w.held, w.holds_retry);
     if (request.charge == Charge::kEvery && !e.outcome.allowed && cost > 0) {
       // Counted although it denied: its answer is the same request's on the charged bucket.
       Evaluation charged = sluice::chargeAnyway(limit.params, state, now, cost);
@@ -453,6 +587,9 @@ class MemoryStore final : public Store, public MemoryCounters {
   /// (Charge::kEvery) write every limit.
   static bool charged(const StoreRequest& request, const StoreLimit& limit, const Work& w,
                       bool request_allowed) {
+    if (w.hold_only) {
+      return false;
+    }
     return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected ||
            limit.refund || request.charge != Charge::kAllOrNothing;
   }

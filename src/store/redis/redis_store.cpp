@@ -42,6 +42,9 @@ constexpr std::string_view kTestPrelude = "00_time_test";
 constexpr std::string_view kMainScript = "99_evaluate";
 constexpr int kValuesPerLimit = 9;
 constexpr int kRepliesPerLimit = 6;
+/// The reply's reservation tail (99_evaluate.lua): status, expiry, amount, then one count of
+/// expired holds per limit.
+constexpr std::size_t kHoldTail = 3;
 constexpr int kFlagCountRejected = 1;
 constexpr int kFlagShadow = 2;
 constexpr int kFlagEvery = 4;      // Charge::kEvery
@@ -90,7 +93,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       fetchSketchSeed(request, std::move(done));
       return;
     }
+    // A reservation step changes what its buckets hold, and must reach Redis.
     const bool decides_only = request.charge == Charge::kAllOrNothing &&
+                              request.hold.op == HoldOp::kNone &&
                               std::none_of(request.limits.begin(), request.limits.end(),
                                            [](const StoreLimit& l) { return l.refund; });
     if (options_.local_cache && !decides_only) {
@@ -110,8 +115,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     keys.reserve(request.limits.size());
     // The argument list describes the limits and costs, not the client (who is in the
     // keys): the requests of one rule share one list, built once (argumentsOf).
-    ArgList args =
-        has_sketch ? buildArguments(request, sent_at, keys) : argumentsOf(request, sent_at, keys);
+    ArgList args = has_sketch || request.hold.op != HoldOp::kNone
+                       ? buildArguments(request, sent_at, keys)
+                       : argumentsOf(request, sent_at, keys);
     // What the answer needs, in pooled storage: the callback below captures two pointers
     // (std::function's small buffer) and nothing here allocates once the thread is warm.
     InFlight* call = in_flight_.take();
@@ -191,6 +197,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   using Batch = std::vector<BatchedCall>;
   StoreHealth health() const override { return backend_->health(); }
   std::string_view kind() const override { return kind_; }
+  bool holdsReservations() const override { return true; }
 
  private:
   /// Sends one request's script call: alone when batching is off, else in the batch of its
@@ -438,12 +445,15 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n,
                                      std::size_t sketches) {
     const std::size_t expected = 1 + n * kRepliesPerLimit + 2 * sketches;
-    // One more element, an array, when runtime overrides applied (15_overrides.lua).
+    // One more element, an array, last, when runtime overrides applied (15_overrides.lua).
     const bool overridden = reply.type == redis::Reply::Type::kArray &&
-                            reply.elements.size() == expected + 1 &&
+                            reply.elements.size() > expected &&
                             reply.elements.back().type == redis::Reply::Type::kArray;
-    if (reply.type != redis::Reply::Type::kArray ||
-        reply.elements.size() != expected + (overridden ? 1 : 0)) {
+    const std::size_t size =
+        reply.type == redis::Reply::Type::kArray ? reply.elements.size() - (overridden ? 1 : 0) : 0;
+    // A request whose buckets have reservation holds (or a reservation step) adds their tail.
+    const bool holds = size == expected + kHoldTail + n;
+    if (reply.type != redis::Reply::Type::kArray || (size != expected && !holds)) {
       return redis::redisError(redis::FailureSource::kProtocol, 0,
                                "the script returned " + std::to_string(reply.elements.size()) +
                                    " values, expected " + std::to_string(expected));
@@ -471,6 +481,23 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     if (overridden && !redis::readAppliedOverrides(reply.elements.back(), n, response.overrides)) {
       return redis::redisError(redis::FailureSource::kProtocol, 0,
                                "the script returned malformed overrides");
+    }
+    if (holds) {
+      const auto* tail = &reply.elements[expected];
+      const std::int64_t status = tail[0].integer;
+      if (status < 0 || status > static_cast<std::int64_t>(HoldStatus::kUnknown)) {
+        return redis::redisError(redis::FailureSource::kProtocol, 0,
+                                 "the script returned an unknown reservation status");
+      }
+      response.hold_status = static_cast<HoldStatus>(status);
+      response.hold_expires_at_us = tail[1].integer;
+      response.hold_amount = tail[2].integer;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (tail[kHoldTail + i].integer > 0) {
+          response.holds_expired.resize(n);
+          response.holds_expired[i] = static_cast<std::uint32_t>(tail[kHoldTail + i].integer);
+        }
+      }
     }
     return response;
   }
@@ -553,7 +580,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       args->insert(args->end(), sketch_args.begin(), sketch_args.end());
     }
     appendOverrideFields(request, *args);
-    args->push_back(std::to_string(request.limits.size()));
+    if (request.hold.op != HoldOp::kNone) {
+      appendHoldArguments(request.hold, *args);
+      // n as -n: the six values before it are the reservation step's (80_holds.lua).
+      args->push_back("-" + std::to_string(request.limits.size()));
+    } else {
+      args->push_back(std::to_string(request.limits.size()));
+    }
     return args;
   }
 
@@ -607,6 +640,18 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       next_interned_ = (next_interned_ + 1) % kInternedLists;
     }
     return args;
+  }
+
+  /// A reservation step's six script arguments (80_holds.lua): op, nonce, ttl, keep, the
+  /// expiry the id carries, the most live holds per bucket.
+  static void appendHoldArguments(const HoldCall& hold, std::vector<std::string>& args) {
+    const int op = hold.op == HoldOp::kReserve ? 1 : hold.op == HoldOp::kCommit ? 2 : 3;
+    args.push_back(std::to_string(op));
+    args.push_back(hold.nonce);
+    args.push_back(std::to_string(hold.ttl_us));
+    args.push_back(std::to_string(hold.keep_us));
+    args.push_back(std::to_string(hold.expires_at_us));
+    args.push_back(std::to_string(hold.max_holds));
   }
 
   static std::int64_t flagsOf(const StoreLimit& limit, const StoreRequest& request) {

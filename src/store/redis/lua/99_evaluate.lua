@@ -112,6 +112,26 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
               count_rejected, a, b, c, now, cost)
 end
 
+-- evaluate_limit with `held` of reservation holds counted against the limit (80_holds.lua),
+-- as sluice::evaluateWithHolds: allowed only when the request fits with them; `remaining`
+-- is net of them; when only the holds stand in the way of a cost the limit could take,
+-- retry_after is `holds_retry` (until the first hold expires). The state is the request's.
+local function evaluate_held(KEYS, ARGV, raw, now, i, base, cost, count_rejected, held,
+                             holds_retry)
+  local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+      evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejected)
+  if held <= 0 or not ok then
+    return ok, remaining, reset_after, retry_after, delay, never, ttl, next_state
+  end
+  local gate_ok, _, _, gate_retry, _, gate_never =
+      evaluate_limit(KEYS, ARGV, raw, now, i, base, cost + held, count_rejected)
+  if gate_ok then
+    return ok, max(remaining - held, 0), reset_after, retry_after, delay, never, ttl, next_state
+  end
+  return false, max(remaining + cost - held, 0), reset_after,
+      gate_never and max(holds_retry, 1) or gate_retry, 0, false, ttl, next_state
+end
+
 -- Writes a charged limit's next state: SET with its ttl (ceil to ms), DEL at ttl 0.
 local function write_state(key, state, ttl)
   if ttl > 0 then
@@ -141,6 +161,11 @@ local function decide_plain(KEYS, ARGV, n)
   local cost = max(number(ARGV[9]), 0)
   -- MGET, not GET: a key of another type reads as nil, and the ACL docs/redis.md gives
   -- Sluice's user has no +get (a GET refused with NOPERM must not read as a fresh bucket).
+  -- The holds key, read on its own: a multi-key read of a slot being imported fails when
+  -- one key is absent (80_holds.lua).
+  if redis.call('MGET', KEYS[1] .. kHoldSuffix)[1] then
+    return nil  -- the bucket has reservation holds: the general path counts them
+  end
   local a, b = read_state(redis.call('MGET', KEYS[1])[1])
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
       fixed_window(limit, window, false, a, b, sluice_now, cost)
@@ -151,22 +176,132 @@ local function decide_plain(KEYS, ARGV, n)
   return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
 end
 
+-- The holds of a request's buckets (80_holds.lua), or nil when none has any and the request
+-- is no reservation step. Reads every bucket's holds string, refreshes it (expired holds
+-- counted), applies a commit or a release, and sums the live holds per limit.
+-- Returns { op, held[i], retry[i], expired[i], sets[i], dirty[i], status, amount,
+-- expires_at, charge_none }.
+local holds_lib
+local function read_holds(KEYS, ARGV, n, now, hold_at)
+  local names, index, keys = {}, {}, {}
+  for i = 1, n do
+    keys[i] = KEYS[i] .. kHoldSuffix
+    if ARGV[2 + (i - 1) * kStride] ~= '5' then
+      names[#names + 1] = keys[i]
+      index[#index + 1] = i
+    end
+  end
+  -- One key per read: a multi-key read of a slot being imported fails when one is absent.
+  local raw = {}
+  for j = 1, #names do
+    raw[j] = redis.call('MGET', names[j])[1]
+  end
+  local any = hold_at ~= nil
+  for j = 1, #raw do
+    any = any or (raw[j] and true or false)
+  end
+  if not any then
+    return nil
+  end
+  holds_lib = holds_lib or make_holds()
+  local h = { op = 0, held = {}, retry = {}, expired = {}, sets = {}, dirty = {}, status = 0,
+              amount = 0, expires_at = 0, charge_none = false, keys = keys }
+  for i = 1, n do
+    h.held[i], h.retry[i], h.expired[i], h.dirty[i] = 0, 0, 0, false
+  end
+  for j = 1, #index do
+    local i = index[j]
+    local t, _, _, expired, changed = holds_lib.refresh(holds_lib.decode(raw[j]), now)
+    h.sets[i], h.expired[i], h.dirty[i] = t, expired, changed
+  end
+  if hold_at then
+    h.op = number(ARGV[hold_at])
+    h.nonce = ARGV[hold_at + 1]
+    h.ttl = number(ARGV[hold_at + 2])
+    h.keep = number(ARGV[hold_at + 3])
+    h.id_expiry = number(ARGV[hold_at + 4])
+    h.max_holds = number(ARGV[hold_at + 5])
+  end
+  if h.op == 2 or h.op == 3 then
+    h.status, h.amount = holds_lib.settle(h.sets, n, h.op, h.nonce, h.id_expiry, h.keep, now)
+    if h.status ~= 9 and h.status ~= 7 and h.status ~= 8 then
+      for i = 1, n do
+        h.dirty[i] = h.dirty[i] or h.sets[i] ~= nil
+      end
+    end
+  end
+  h.charge_none = h.op == 1 or h.op == 3 or (h.op == 2 and h.status ~= 4 and h.status ~= 5)
+  for i = 1, n do
+    local t = h.sets[i]
+    if t then
+      local _, held, first = holds_lib.refresh(t, now)
+      h.held[i] = held
+      h.retry[i] = first > now and first - now or 0
+    end
+  end
+  return h
+end
+
+-- After the verdict: a reserve that is allowed holds its amount on every bucket (all or
+-- nothing: a bucket at max_holds live holds refuses it, status 3 full); a denied one is
+-- status 2. Writes the holds strings that changed. Returns the request's verdict.
+local function finish_holds(KEYS, ARGV, n, now, h, allowed)
+  if h.op == 1 then
+    h.status = allowed and 1 or 2
+    if allowed then
+      for i = 1, n do
+        local t = h.sets[i]
+        if h.max_holds > 0 and t and holds_lib.live(t) >= h.max_holds then
+          h.status, allowed = 3, false
+        end
+      end
+    end
+    if allowed then
+      h.expires_at = now + h.ttl
+      for i = 1, n do
+        local t = h.sets[i]
+        if t and not holds_lib.find(t, h.nonce) then
+          holds_lib.add(t, h.nonce, number(ARGV[2 + (i - 1) * kStride + 7]), h.expires_at,
+                        h.expires_at + h.keep, h.max_holds)
+          h.dirty[i] = true
+        end
+      end
+    end
+  end
+  local written = {}
+  for i = 1, n do
+    local key = h.keys[i]
+    if h.dirty[i] and h.sets[i] and not written[key] then
+      written[key] = true
+      holds_lib.write(key, h.sets[i], now)
+    end
+  end
+  return allowed
+end
+
 -- One request (its own KEYS and ARGV, laid out as above), decided on sluice_now.
 local function decide(KEYS, ARGV)
   local now = sluice_now
   local n = number(ARGV[#ARGV])
+  local hold_at  -- the reservation step's arguments (80_holds.lua), when there is one
+  if n < 0 then
+    n = -n
+    hold_at = #ARGV - 6
+  end
   if n == 0 then
     return { 1 }
   end
   -- The runtime overrides of its limits, if any: their numbers replace the rule's.
   local overridden
   ARGV, overridden = apply_overrides(KEYS, ARGV, n, now)
-  local plain = decide_plain(KEYS, ARGV, n)
-  if plain then
-    if overridden then
-      plain[#plain + 1] = overridden
+  if not hold_at then
+    local plain = decide_plain(KEYS, ARGV, n)
+    if plain then
+      if overridden then
+        plain[#plain + 1] = overridden
+      end
+      return plain
     end
-    return plain
   end
 
   -- A sketch's strings are read with BITFIELD (60_sketch.lua), not with the buckets' MGET.
@@ -210,6 +345,10 @@ local function decide(KEYS, ARGV)
     end
   end
 
+  local holds = read_holds(KEYS, ARGV, n, now, hold_at)
+  local held = holds and holds.held
+  local charge_none = holds ~= nil and holds.charge_none
+
   -- reply: the answer, filled in place (sized for one limit, grows for more).
   -- pending: per limit, the state array to store, its ttl, and count_rejected.
   local reply = { 1, 0, 0, 0, 0, 0, 0 }
@@ -234,23 +373,42 @@ local function decide(KEYS, ARGV)
     local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
         saturated
     local known = number(ARGV[base + 1]) > 0 and number(ARGV[base + 2]) > 0
-    if (refund or report) and not is_sketch and known and cost > 0 then
+    local held_i = held and held[i] or 0
+    if charge_none then
+      -- A reservation step that charges nothing: a reserve asks for its amount with the
+      -- other holds counted; a release or a refused commit answers a check.
+      ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+          evaluate_held(KEYS, ARGV, raw, now, i, base, holds.op == 1 and cost or 0,
+                        count_rejected, held_i, holds.retry[i])
+    elseif (refund or report) and not is_sketch and known and cost > 0 then
       -- Applied whatever the limit says; the answer is a check on the new state.
       adjust = adjust or make_adjust()
       local state = adjust(ARGV, raw, now, i, base, cost, refund)
       ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
           evaluate_limit(KEYS, ARGV, raw, now, i, base, 0, false, state)
+      if report then
+        remaining = max(remaining - held_i, 0)
+      end
     elseif refund or (report and not is_sketch) then
       ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
           saturated = evaluate_limit(KEYS, ARGV, raw, now, i, base, 0, false)
+      if report and not refund then
+        remaining = max(remaining - held_i, 0)
+      end
       if is_sketch then
         next_state = nil  -- a sketch takes no refund
       end
     else
       -- A sketch in a report or counted request records the attempt as count_rejected does.
-      ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
-          saturated = evaluate_limit(KEYS, ARGV, raw, now, i, base, cost,
-                                     count_rejected or (is_sketch and (every or report)))
+      if held_i > 0 then
+        ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+            evaluate_held(KEYS, ARGV, raw, now, i, base, cost, count_rejected, held_i,
+                          holds.retry[i])
+      else
+        ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
+            saturated = evaluate_limit(KEYS, ARGV, raw, now, i, base, cost,
+                                       count_rejected or (is_sketch and (every or report)))
+      end
       if every and not ok and not is_sketch and known and cost > 0 then
         -- Counted although it denied: the same request's answer on the charged bucket.
         adjust = adjust or make_adjust()
@@ -282,7 +440,7 @@ local function decide(KEYS, ARGV)
     pending[p] = next_state or false
     pending[p + 1] = ttl
     -- Written whatever the verdict.
-    pending[p + 2] = count_rejected or every or report or refund
+    pending[p + 2] = not charge_none and (count_rejected or every or report or refund)
     local denies = not shadow and not ok and not report and not refund
     if group >= 0 then
       groups = groups or {}
@@ -306,14 +464,15 @@ local function decide(KEYS, ARGV)
     end
   end
 
-  if not allowed and not counted then
+  if not allowed and not counted and not charge_none then
     -- A denied request charges no limit that allowed (count_rejected ones aside): such a limit
     -- answers with its bucket as it is, a check's answer at the same instant.
     for i = 1, n do
       local r = 2 + (i - 1) * kReplyStride
       if reply[r] == 1 and not pending[1 + (i - 1) * 3 + 2] then
         local ok, remaining, reset_after, retry_after, delay, never =
-            evaluate_limit(KEYS, ARGV, raw, now, i, 2 + (i - 1) * kStride, 0, false)
+            evaluate_held(KEYS, ARGV, raw, now, i, 2 + (i - 1) * kStride, 0, false,
+                          held and held[i] or 0, holds and holds.retry[i] or 0)
         reply[r] = ok and 1 or 0
         reply[r + 1] = remaining
         reply[r + 2] = reset_after
@@ -330,11 +489,25 @@ local function decide(KEYS, ARGV)
       reply[1 + n * kReplyStride + j] = sketch_stats[j]
     end
   end
+  if holds then
+    allowed = finish_holds(KEYS, ARGV, n, now, holds, allowed)
+    reply[1] = allowed and 1 or 0
+    local at = #reply
+    reply[at + 1] = holds.status
+    reply[at + 2] = holds.expires_at
+    reply[at + 3] = holds.amount
+    for i = 1, n do
+      reply[at + 3 + i] = holds.expired[i]
+    end
+  end
   if overridden then
-    reply[#reply + 1] = overridden
+    reply[#reply + 1] = overridden  -- last: after the sketches' and the holds' values
   end
   for i = 1, n do
     local p = 1 + (i - 1) * 3
+    if charge_none then
+      break
+    end
     if (allowed and reply[2 + (i - 1) * kReplyStride] == 1) or pending[p + 2] then
       local ttl = pending[p + 1]
       local state = pending[p]

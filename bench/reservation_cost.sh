@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# What a reservation costs the server, in instructions (valgrind's callgrind: repeatable
+# whatever else the machine does): a reserve + commit pair over HTTP against one plain
+# decision (POST /shouldAllowRequest), on the memory store, one I/O thread.
+#
+# Three runs of build/sluice under callgrind, each driven over one keep-alive connection:
+# no requests (start-up and shutdown alone), N plain decisions, N reserve + commit pairs.
+# The cost of one operation is (run - idle run) / N. Prints both and their ratio (docs/
+# benchmarks.md, "Reservations").
+#
+# Usage: bench/reservation_cost.sh [--requests N] [--sluice PATH]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+sluice=$root/${SLUICE_BUILD_DIR:-build}/sluice
+requests=2000
+while (($#)); do
+  case $1 in
+    --requests) requests=$2; shift ;;
+    --sluice) sluice=$2; shift ;;
+    *) echo "bench/reservation_cost.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+command -v valgrind > /dev/null || { echo "valgrind is not installed (scripts/deps.sh bench)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/rules"
+cat > "$work/rules/llm.yaml" <<'EOF'
+domain: llm
+descriptors:
+  - key: user
+    rate_limit: {unit: hour, requests_per_unit: 1000000000}
+EOF
+
+# One run: sluice under callgrind, `mode` requests, then SIGTERM; prints the instructions.
+run() {
+  local mode=$1
+  local port
+  port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  valgrind --tool=callgrind --callgrind-out-file="$work/$mode.out" "$sluice" --rules "$work/rules" \
+    --listen "127.0.0.1:$port" --threads 1 --log-level warn > "$work/$mode.log" 2>&1 &
+  local pid=$!
+  /usr/bin/python3 - "$port" "$mode" "$requests" <<'EOF'
+import http.client, json, sys, time
+port, mode, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+deadline = time.monotonic() + 120
+while True:
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request("GET", "/healthz")
+        c.getresponse().read()
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit("sluice did not start")
+        time.sleep(0.2)
+who = '"domain":"llm","descriptors":[[{"key":"user","value":"u1"}]]'
+def post(path, body):
+    c.request("POST", path, body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    if r.status != 200:
+        sys.exit("%s answered %d: %s" % (path, r.status, data))
+    return data
+for i in range(n if mode != "idle" else 0):
+    if mode == "plain":
+        post("/shouldAllowRequest", "{%s,\"hits\":300}" % who)
+    else:
+        rid = json.loads(post("/reserve", "{%s,\"amount\":500}" % who))["reservation_id"]
+        post("/commit", "{%s,\"reservation_id\":\"%s\",\"actual\":300}" % (who, rid))
+EOF
+  kill -TERM "$pid"
+  wait "$pid" || true
+  awk '/^summary:/ {print $2}' "$work/$mode.out"
+}
+
+idle=$(run idle)
+plain=$(run plain)
+pair=$(run pair)
+/usr/bin/python3 - "$idle" "$plain" "$pair" "$requests" <<'EOF'
+import sys
+idle, plain, pair, n = (int(x) for x in sys.argv[1:])
+one = (plain - idle) / n
+two = (pair - idle) / n
+print("instructions per plain decision:        %10.0f" % one)
+print("instructions per reserve + commit pair: %10.0f" % two)
+print("ratio:                                   %10.2f" % (two / one))
+EOF

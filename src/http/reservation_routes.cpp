@@ -1,0 +1,215 @@
+#include "http/reservation_routes.hpp"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "http/decision_codec.hpp"
+#include "sluice/decision/request_shape.hpp"
+
+namespace sluice::http {
+namespace {
+
+using Json = nlohmann::json;
+
+Error fieldError(std::string_view field, std::string_view what) {
+  return makeError(ErrorKind::kInvalidArgument, std::string(field) + ": " + std::string(what));
+}
+
+/// A whole number in [min, max] at `field`.
+Result<std::int64_t> wholeNumber(const Json& value, std::string_view field, std::int64_t min,
+                                 std::int64_t max) {
+  const std::string bounds =
+      "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  if (value.is_number_integer()) {
+    if (value.is_number_unsigned()) {
+      const auto v = value.get<std::uint64_t>();
+      if (v > static_cast<std::uint64_t>(max)) {
+        return fieldError(field, bounds + ", got " + value.dump());
+      }
+      if (static_cast<std::int64_t>(v) < min) {
+        return fieldError(field, bounds + ", got " + value.dump());
+      }
+      return static_cast<std::int64_t>(v);
+    }
+    const auto v = value.get<std::int64_t>();
+    if (v < min || v > max) {
+      return fieldError(field, bounds + ", got " + value.dump());
+    }
+    return v;
+  }
+  return fieldError(field, bounds);
+}
+
+std::string_view endpointOf(HoldOp op) {
+  switch (op) {
+    case HoldOp::kReserve:
+      return "/reserve";
+    case HoldOp::kCommit:
+      return "/commit";
+    case HoldOp::kRelease:
+      return "/release";
+    case HoldOp::kNone:
+      break;
+  }
+  return "";
+}
+
+/// Takes the step's own fields out of `json` into `step` and `hits`.
+Status takeStepFields(Json& json, HoldOp op, ReservationRequest& step, std::int64_t& hits) {
+  for (const char* refused : {"hits", "refund", "report"}) {
+    if (json.contains(refused)) {
+      return fieldError(refused, "is not a field of " + std::string(endpointOf(op)) +
+                                     (op == HoldOp::kReserve  ? " (the amount is \"amount\")"
+                                      : op == HoldOp::kCommit ? " (the amount is \"actual\")"
+                                                              : ""));
+    }
+  }
+  const auto take = [&json](const char* name) -> std::optional<Json> {
+    auto it = json.find(name);
+    if (it == json.end() || it->is_null()) {
+      if (it != json.end()) {
+        json.erase(it);
+      }
+      return std::nullopt;
+    }
+    Json value = std::move(*it);
+    json.erase(it);
+    return value;
+  };
+  step.op = op;
+  if (op == HoldOp::kReserve) {
+    auto amount = take("amount");
+    if (!amount) {
+      return fieldError("amount", "is required: the amount to hold, e.g. the estimated tokens");
+    }
+    auto value = wholeNumber(*amount, "amount", 1, kMaxHits);
+    if (!value) {
+      return value.error();
+    }
+    hits = *value;
+    if (auto ttl = take("ttl_ms")) {
+      auto ms = wholeNumber(*ttl, "ttl_ms", 1, std::int64_t{1} << 40);
+      if (!ms) {
+        return ms.error();
+      }
+      step.ttl_us = *ms * 1000;
+    }
+    return {};
+  }
+  auto id = take("reservation_id");
+  if (!id || !id->is_string()) {
+    return fieldError("reservation_id", "is required: the id /reserve answered, a string");
+  }
+  step.id = id->get<std::string>();
+  hits = 0;
+  if (op == HoldOp::kCommit) {
+    auto actual = take("actual");
+    if (!actual) {
+      return fieldError("actual", "is required: the amount the work really cost");
+    }
+    auto value = wholeNumber(*actual, "actual", 0, kMaxHits);
+    if (!value) {
+      return value.error();
+    }
+    hits = *value;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<DecisionRequest> parseReservationRequest(std::string_view body, HoldOp op,
+                                                std::string_view default_domain) {
+  Json json;
+  try {
+    json = Json::parse(body);
+  } catch (const Json::exception& e) {
+    return makeError(ErrorKind::kInvalidArgument, std::string("body: invalid JSON: ") + e.what());
+  }
+  if (!json.is_object()) {
+    return makeError(ErrorKind::kInvalidArgument, "body: must be a JSON object");
+  }
+  ReservationRequest step;
+  std::int64_t hits = 0;
+  if (Status taken = takeStepFields(json, op, step, hits); !taken) {
+    return taken.error();
+  }
+  auto request = parseDecisionRequestComplete(json.dump(), default_domain);
+  if (!request) {
+    return request.error();
+  }
+  request->hits = hits;
+  request->reservation = std::move(step);
+  return request;
+}
+
+Response reservationResponse(const Decision& decision) {
+  const ReservationOutcome& step = decision.reservation;
+  const std::string& id = decision.request.reservation.id;
+  switch (step.status) {
+    case HoldStatus::kSettled:
+      return jsonError(409,
+                       "reservation_id: " + id +
+                           " was already committed or released: nothing charged or given back");
+    case HoldStatus::kExpired:
+      return jsonError(409, "reservation_id: " + id +
+                                " expired before this release: its hold had already returned");
+    case HoldStatus::kUnknown:
+      return jsonError(404, "reservation_id: " + id +
+                                " holds nothing on these limits and has not expired: not a "
+                                "reservation of this store (another store, or made up)");
+    default:
+      break;
+  }
+  Response response = decisionResponse(decision.request, decision);
+  // The step's fields go first in the body: {"allowed":..., ...} becomes
+  // {"status":..., "reservation_id":..., "allowed":..., ...}.
+  std::string fields = "{\"status\":\"" + std::string(holdStatusName(step.status)) + "\"";
+  if (step.status == HoldStatus::kReserved) {
+    fields += ",\"reservation_id\":\"" + step.id + "\"";
+    fields += ",\"ttl_ms\":" + std::to_string(step.ttl_us / 1000);
+    fields += ",\"amount\":" + std::to_string(decision.request.hits);
+  } else if (step.status == HoldStatus::kFull) {
+    fields +=
+        ",\"reason\":\"a limit's bucket already holds --max-reservation-holds live "
+        "reservations\"";
+  } else if (step.status == HoldStatus::kCommitted || step.status == HoldStatus::kLate) {
+    fields += ",\"actual\":" + std::to_string(decision.request.hits);
+    if (step.status == HoldStatus::kCommitted) {
+      fields += ",\"reserved\":" + std::to_string(step.reserved);
+    }
+  }
+  fields += ",";
+  if (!response.body.empty() && response.body.front() == '{') {
+    response.body.replace(0, 1, fields);
+  }
+  return response;
+}
+
+void addReservationRoutes(Router& router, const HandlerContext& context) {
+  for (const HoldOp op : {HoldOp::kReserve, HoldOp::kCommit, HoldOp::kRelease}) {
+    const std::string default_domain = context.default_domain;
+    DecisionService* decisions = context.decisions;
+    router.add("POST", std::string(endpointOf(op)),
+               [decisions, op, default_domain](const Request& request, Respond respond) {
+                 Result<DecisionRequest> parsed =
+                     parseReservationRequest(request.body, op, default_domain);
+                 if (!parsed) {
+                   respond(jsonError(400, parsed.error().message));
+                   return;
+                 }
+                 decisions->decide(std::move(*parsed),
+                                   [respond = std::move(respond)](Result<Decision>&& decision) {
+                                     if (!decision) {
+                                       respond(decisionErrorResponse(decision.error()));
+                                       return;
+                                     }
+                                     respond(reservationResponse(*decision));
+                                     recycleDecision(std::move(*decision));
+                                   });
+               });
+  }
+}
+
+}  // namespace sluice::http

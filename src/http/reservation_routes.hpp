@@ -1,0 +1,28 @@
+#pragma once
+
+#include <string_view>
+
+#include "sluice/common/result.hpp"
+#include "sluice/decision/decision.hpp"
+#include "sluice/http/message.hpp"
+#include "sluice/http/routes.hpp"
+
+/// POST /reserve, /commit and /release (README.md, "Reservations"; docs/reservations.md):
+/// the body of /shouldAllowRequest (domain, clientId, descriptors, timestamp) plus the
+/// step's own fields.
+namespace sluice::http {
+
+/// Parses a body of `op`'s endpoint: /reserve takes `amount` (required, 1..10^9) and
+/// `ttl_ms` (optional, > 0); /commit `reservation_id` and `actual` (both required,
+/// actual 0..10^9); /release `reservation_id`. `hits`, `refund` and `report` are refused.
+Result<DecisionRequest> parseReservationRequest(std::string_view body, HoldOp op,
+                                                std::string_view default_domain);
+
+/// The answer of a reservation step: /shouldAllowRequest's body with the step's fields
+/// (`reservation_id`, `status`, ...), 200, or 429 for a denied reserve; a commit or release
+/// of an id already settled or expired is 409, of an unknown id 404 (nothing touched).
+Response reservationResponse(const Decision& decision);
+
+void addReservationRoutes(Router& router, const HandlerContext& context);
+
+}  // namespace sluice::http
