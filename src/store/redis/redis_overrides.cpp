@@ -109,6 +109,20 @@ void listOverridesIn(std::shared_ptr<RedisBackend> backend, std::string_view red
       });
 }
 
+void appendOverrideFields(const StoreRequest& request, std::size_t values_per_limit,
+                          std::int64_t flag, std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < request.limits.size(); ++i) {
+    const StoreLimit& limit = request.limits[i];
+    if (limit.override_rule == nullptr || limit.params.algorithm == Algorithm::kSketch) {
+      continue;
+    }
+    args.push_back(overrideRuleField(*limit.override_rule));
+    // args[k] is ARGV[k + 1]: the field just added is ARGV[args.size()].
+    std::string& flags = args[1 + i * values_per_limit + 5];
+    flags = std::to_string(std::stoll(flags) + flag * static_cast<std::int64_t>(args.size()));
+  }
+}
+
 bool readAppliedOverrides(const Reply& element, std::size_t limits,
                           std::vector<AppliedOverride>& out) {
   if (element.type != Reply::Type::kArray || element.elements.size() % 2 != 0) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +33,13 @@ void removeOverrideIn(std::shared_ptr<RedisBackend> backend, std::string_view re
 /// Every override of the index (entries that cannot be read are left out).
 void listOverridesIn(std::shared_ptr<RedisBackend> backend, std::string_view redis_prefix,
                      std::chrono::milliseconds timeout, OverrideListCallback done);
+
+/// A limit that may take a runtime override names its rule's field after the limits' own
+/// values (and the sketches'), and its flags say where: flags + `flag` x that field's ARGV
+/// index (15_overrides.lua). `values_per_limit`: the limits' stride in `args`, after its
+/// first (time) value. Sketches are never overridden.
+void appendOverrideFields(const StoreRequest& request, std::size_t values_per_limit,
+                          std::int64_t flag, std::vector<std::string>& args);
 
 /// The overrides a request script's reply says it applied (its element after the limits'
 /// and sketches' values, when present) into `out`. False when that element is malformed.
