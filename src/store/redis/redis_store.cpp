@@ -590,150 +590,147 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     return args;
   }
 
-}
-
-/// buildArguments() for a request without sketches, from the last kInternedLists lists
-/// when one was built for the same limits and costs (compared as numbers, before any
-/// string is made); keys are filled either way.
-ArgList
-argumentsOf(const StoreRequest& request, Micros sent_at, std::vector<std::string>& keys) {
-  signature_.clear();
-  if (script_clock_) {
-    signature_.push_back(sent_at);  // a test clock's time is an argument too
-  }
-  for (const StoreLimit& limit : request.limits) {
-    // A calendar window's bounds are arguments: a list is reused within one window only.
-    const redis::ScriptLimitArgs p = redis::scriptLimitArgs(limit.params, sent_at);
-    signature_.insert(
-        signature_.end(),
-        {p.algorithm, p.limit, p.window, p.burst, p.min_interval, flagsOf(limit, request), p.warmup,
-         costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1),
-         // The rule's name (in the rules snapshot) is part of the list.
-         static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(limit.override_rule))});
-  }
-  for (const InternedList& interned : interned_) {
-    if (interned.signature == signature_) {
-      for (const StoreLimit& limit : request.limits) {
-        keys.push_back(BucketKey::redisKey(prefix_, limit.key));
+  /// buildArguments() for a request without sketches, from the last kInternedLists lists
+  /// when one was built for the same limits and costs (compared as numbers, before any
+  /// string is made); keys are filled either way.
+  ArgList argumentsOf(const StoreRequest& request, Micros sent_at, std::vector<std::string>& keys) {
+    signature_.clear();
+    if (script_clock_) {
+      signature_.push_back(sent_at);  // a test clock's time is an argument too
+    }
+    for (const StoreLimit& limit : request.limits) {
+      // A calendar window's bounds are arguments: a list is reused within one window only.
+      const redis::ScriptLimitArgs p = redis::scriptLimitArgs(limit.params, sent_at);
+      signature_.insert(
+          signature_.end(),
+          {p.algorithm, p.limit, p.window, p.burst, p.min_interval, flagsOf(limit, request),
+           p.warmup, costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1),
+           // The rule's name (in the rules snapshot) is part of the list.
+           static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(limit.override_rule))});
+    }
+    for (const InternedList& interned : interned_) {
+      if (interned.signature == signature_) {
+        for (const StoreLimit& limit : request.limits) {
+          keys.push_back(BucketKey::redisKey(prefix_, limit.key));
+        }
+        return interned.args;
       }
-      return interned.args;
     }
+    ArgList args = buildArguments(request, sent_at, keys);
+    if (interned_.size() < kInternedLists) {
+      interned_.push_back({signature_, args});
+    } else {
+      interned_[next_interned_] = {signature_, args};
+      next_interned_ = (next_interned_ + 1) % kInternedLists;
+    }
+    return args;
   }
-  ArgList args = buildArguments(request, sent_at, keys);
-  if (interned_.size() < kInternedLists) {
-    interned_.push_back({signature_, args});
-  } else {
-    interned_[next_interned_] = {signature_, args};
-    next_interned_ = (next_interned_ + 1) % kInternedLists;
+
+  /// A reservation step's six script arguments (80_holds.lua): op, nonce, ttl, keep, the
+  /// expiry the id carries, the most live holds per bucket.
+  static void appendHoldArguments(const HoldCall& hold, std::vector<std::string>& args) {
+    const int op = hold.op == HoldOp::kReserve ? 1 : hold.op == HoldOp::kCommit ? 2 : 3;
+    args.push_back(std::to_string(op));
+    args.push_back(hold.nonce);
+    args.push_back(std::to_string(hold.ttl_us));
+    args.push_back(std::to_string(hold.keep_us));
+    args.push_back(std::to_string(hold.expires_at_us));
+    args.push_back(std::to_string(hold.max_holds));
   }
-  return args;
-}
 
-/// A reservation step's six script arguments (80_holds.lua): op, nonce, ttl, keep, the
-/// expiry the id carries, the most live holds per bucket.
-static void appendHoldArguments(const HoldCall& hold, std::vector<std::string>& args) {
-  const int op = hold.op == HoldOp::kReserve ? 1 : hold.op == HoldOp::kCommit ? 2 : 3;
-  args.push_back(std::to_string(op));
-  args.push_back(hold.nonce);
-  args.push_back(std::to_string(hold.ttl_us));
-  args.push_back(std::to_string(hold.keep_us));
-  args.push_back(std::to_string(hold.expires_at_us));
-  args.push_back(std::to_string(hold.max_holds));
-}
+  static std::int64_t flagsOf(const StoreLimit& limit, const StoreRequest& request) {
+    return (limit.params.count_rejected ? kFlagCountRejected : 0) |
+           (limit.shadow ? kFlagShadow : 0) | (request.charge == Charge::kEvery ? kFlagEvery : 0) |
+           (request.charge == Charge::kReport ? kFlagReport : 0) | (limit.refund ? kFlagRefund : 0);
+  }
 
-static std::int64_t flagsOf(const StoreLimit& limit, const StoreRequest& request) {
-  return (limit.params.count_rejected ? kFlagCountRejected : 0) | (limit.shadow ? kFlagShadow : 0) |
-         (request.charge == Charge::kEvery ? kFlagEvery : 0) |
-         (request.charge == Charge::kReport ? kFlagReport : 0) | (limit.refund ? kFlagRefund : 0);
-}
+  static std::int64_t costOf(const StoreLimit& limit, const StoreRequest& request) {
+    return std::max<std::int64_t>(limit.costOr(request.cost), 0);
+  }
 
-static std::int64_t costOf(const StoreLimit& limit, const StoreRequest& request) {
-  return std::max<std::int64_t>(limit.costOr(request.cost), 0);
-}
-
-void answer(InFlight& call, Result<redis::Reply>& reply) {
-  Callback done = std::move(call.done);
-  call.done = nullptr;
-  duration_.observe(static_cast<double>(clock_.monotonicMicros() - call.started) /
-                    static_cast<double>(kMicrosPerSecond));
-  if (!reply) {
+  void answer(InFlight& call, Result<redis::Reply>& reply) {
+    Callback done = std::move(call.done);
+    call.done = nullptr;
+    duration_.observe(static_cast<double>(clock_.monotonicMicros() - call.started) /
+                      static_cast<double>(kMicrosPerSecond));
+    if (!reply) {
+      in_flight_.give(&call);
+      health_group_->fault(redis::faultKind(reply.error()), reply.error().message);
+      done(reply.error());
+      return;
+    }
+    const std::size_t sketches = call.sketch_gauges.size();
+    Result<StoreResponse> response = parse(*reply, call.n, sketches);
+    if (response) {
+      health_group_->success();
+      if (sketches > 0) {
+        publishSketchStats(*reply, call.n, call.sketch_gauges);
+      }
+    } else {
+      health_group_->fault(redis::faultKind(response.error()), response.error().message);
+    }
+    if (response && call.cached) {
+      cache_.remember(call.cache, *response, call.sent_at);
+    }
     in_flight_.give(&call);
-    health_group_->fault(redis::faultKind(reply.error()), reply.error().message);
-    done(reply.error());
-    return;
+    done(std::move(response));
   }
-  const std::size_t sketches = call.sketch_gauges.size();
-  Result<StoreResponse> response = parse(*reply, call.n, sketches);
-  if (response) {
-    health_group_->success();
-    if (sketches > 0) {
-      publishSketchStats(*reply, call.n, call.sketch_gauges);
+
+  /// An empty string list with the capacity of one already sent (no allocation when warm).
+  std::vector<std::string> takeList() {
+    if (spare_lists_.empty()) {
+      return {};
     }
-  } else {
-    health_group_->fault(redis::faultKind(response.error()), response.error().message);
+    std::vector<std::string> list = std::move(spare_lists_.back());
+    spare_lists_.pop_back();
+    list.clear();
+    return list;
   }
-  if (response && call.cached) {
-    cache_.remember(call.cache, *response, call.sent_at);
-  }
-  in_flight_.give(&call);
-  done(std::move(response));
-}
 
-/// An empty string list with the capacity of one already sent (no allocation when warm).
-std::vector<std::string> takeList() {
-  if (spare_lists_.empty()) {
-    return {};
-  }
-  std::vector<std::string> list = std::move(spare_lists_.back());
-  spare_lists_.pop_back();
-  list.clear();
-  return list;
-}
-
-void giveList(std::vector<std::string>&& list) {
-  if (list.capacity() > 0 && spare_lists_.size() < kMaxSpareLists) {
-    if (spare_lists_.capacity() == 0) {
-      spare_lists_.reserve(kMaxSpareLists);
+  void giveList(std::vector<std::string>&& list) {
+    if (list.capacity() > 0 && spare_lists_.size() < kMaxSpareLists) {
+      if (spare_lists_.capacity() == 0) {
+        spare_lists_.reserve(kMaxSpareLists);
+      }
+      spare_lists_.push_back(std::move(list));
     }
-    spare_lists_.push_back(std::move(list));
   }
-}
 
-RedisOptions options_;
-Metrics& metrics_;
-std::string prefix_;
-std::string kind_;
-const Clock& clock_;
-bool script_clock_;
-Histogram& duration_;
-Counter& cache_hits_;
-Counter& script_calls_;
-std::shared_ptr<store::StoreHealthGroup> health_group_;
-std::shared_ptr<redis::RedisBackend> backend_;
-bool clustered_;
-redis::OverLimitCache cache_;
-/// The sketch hash seed from Redis; null until the first sketch request reads it.
-std::shared_ptr<const SketchHasher> sketch_hasher_;
-std::unordered_map<std::string, SketchGauges> sketch_gauges_;  ///< by SketchIdentity::key
-/// The batch of this event-loop turn on a single node; in a cluster, by hash slot.
-Batch single_;
-std::map<int, Batch> batches_;
-bool flush_posted_ = false;  ///< flush() is posted for the end of this turn
-/// send()'s scratch, kept between batches (no allocation per batch once warm): the first
-/// request of each distinct argument list, and each request's list.
-std::vector<std::size_t> distinct_;
-std::vector<std::size_t> list_of_;
-ObjectPool<InFlight> in_flight_;  ///< requests sent, until their answer
-/// The argument lists built last, by the numbers they were built from (argumentsOf).
-struct InternedList {
-  std::vector<std::int64_t> signature;
-  ArgList args;
-};
-std::vector<InternedList> interned_;
-std::size_t next_interned_ = 0;
-std::vector<std::int64_t> signature_;  ///< argumentsOf()'s scratch
-/// Key and argument lists of requests already sent, kept for their capacity.
-std::vector<std::vector<std::string>> spare_lists_;
+  RedisOptions options_;
+  Metrics& metrics_;
+  std::string prefix_;
+  std::string kind_;
+  const Clock& clock_;
+  bool script_clock_;
+  Histogram& duration_;
+  Counter& cache_hits_;
+  Counter& script_calls_;
+  std::shared_ptr<store::StoreHealthGroup> health_group_;
+  std::shared_ptr<redis::RedisBackend> backend_;
+  bool clustered_;
+  redis::OverLimitCache cache_;
+  /// The sketch hash seed from Redis; null until the first sketch request reads it.
+  std::shared_ptr<const SketchHasher> sketch_hasher_;
+  std::unordered_map<std::string, SketchGauges> sketch_gauges_;  ///< by SketchIdentity::key
+  /// The batch of this event-loop turn on a single node; in a cluster, by hash slot.
+  Batch single_;
+  std::map<int, Batch> batches_;
+  bool flush_posted_ = false;  ///< flush() is posted for the end of this turn
+  /// send()'s scratch, kept between batches (no allocation per batch once warm): the first
+  /// request of each distinct argument list, and each request's list.
+  std::vector<std::size_t> distinct_;
+  std::vector<std::size_t> list_of_;
+  ObjectPool<InFlight> in_flight_;  ///< requests sent, until their answer
+  /// The argument lists built last, by the numbers they were built from (argumentsOf).
+  struct InternedList {
+    std::vector<std::int64_t> signature;
+    ArgList args;
+  };
+  std::vector<InternedList> interned_;
+  std::size_t next_interned_ = 0;
+  std::vector<std::int64_t> signature_;  ///< argumentsOf()'s scratch
+  /// Key and argument lists of requests already sent, kept for their capacity.
+  std::vector<std::vector<std::string>> spare_lists_;
 };
 
 }  // namespace
