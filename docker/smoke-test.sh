@@ -45,15 +45,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {  # a loopback port nobody answers on
-  local port
-  while true; do
-    port=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return
-    fi
-  done
+free_port() {  # a port nothing is bound to, below the ephemeral range (32768-60999)
+  /usr/bin/python3 -c '
+import random, socket, sys
+for _ in range(1000):
+    port = random.randint(20000, 32000)
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            continue
+    print(port)
+    sys.exit(0)
+sys.exit("no free port between 20000 and 32000")'
 }
 
 build=true

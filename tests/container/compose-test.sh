@@ -49,15 +49,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {  # a loopback port nobody answers on
-  local port
-  while true; do
-    port=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return
-    fi
-  done
+free_port() {  # a port nothing is bound to on any address, below the ephemeral range
+  /usr/bin/python3 - "$@" <<'PY'
+import random, socket, sys
+taken = {int(p) for p in sys.argv[1:]}
+for _ in range(1000):
+    port = random.randint(20000, 32000)  # Linux hands out 32768-60999 to outgoing sockets
+    if port in taken:
+        continue
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    sys.exit("no free port between 20000 and 32000")
+PY
+}
+
+pick_ports() {
+  SLUICE_HTTP_PORT=$(free_port) || fail "no free port"
+  SLUICE_GRPC_PORT=$(free_port "$SLUICE_HTTP_PORT") || fail "no free port"
+  SLUICE_GATEWAY_PORT=$(free_port "$SLUICE_HTTP_PORT" "$SLUICE_GRPC_PORT") || fail "no free port"
+  export SLUICE_HTTP_PORT SLUICE_GRPC_PORT SLUICE_GATEWAY_PORT
 }
 
 # wait_until <seconds> <what> <command...>: polls the command until it succeeds.
@@ -116,10 +132,7 @@ EOF
 fi
 inspect() { "$engine" inspect "$@"; }
 
-SLUICE_HTTP_PORT=$(free_port)
-SLUICE_GRPC_PORT=$(free_port)
-SLUICE_GATEWAY_PORT=$(free_port)
-export SLUICE_HTTP_PORT SLUICE_GRPC_PORT SLUICE_GATEWAY_PORT
+pick_ports
 "$engine" image inspect sluice:local >/dev/null 2>&1 ||
   fail "no image sluice:local: build it first (docker/build-image.sh)"
 
@@ -131,10 +144,21 @@ timeout 900 docker-compose build redis nginx upstream >"$work/build.log" 2>&1 ||
   { tail -n 30 "$work/build.log" >&2; fail "docker-compose build (last lines above)"; }
 log "images built in $((SECONDS - start)) s"
 up_start=$SECONDS
-log "docker-compose up -d   (HTTP on $SLUICE_HTTP_PORT, gRPC on $SLUICE_GRPC_PORT, gateway on $SLUICE_GATEWAY_PORT)"
 up=true
-timeout 300 docker-compose up -d >"$work/up.log" 2>&1 ||
-  { tail -n 30 "$work/up.log" >&2; fail "docker-compose up -d (last lines above)"; }
+# A port free when picked can be taken before the containers bind it (other jobs share the
+# machine): then the stack goes down and comes up on new ports, at most three times.
+for attempt in 1 2 3; do
+  log "docker-compose up -d   (HTTP on $SLUICE_HTTP_PORT, gRPC on $SLUICE_GRPC_PORT, gateway on $SLUICE_GATEWAY_PORT)"
+  timeout 300 docker-compose up -d >"$work/up.log" 2>&1 && break
+  if ((attempt < 3)) && grep -q 'address already in use' "$work/up.log"; then
+    log "a port was taken meanwhile (attempt $attempt): down, new ports, up again"
+    timeout 60 docker-compose down -t 5 >/dev/null 2>&1 || true
+    pick_ports
+    continue
+  fi
+  tail -n 30 "$work/up.log" >&2
+  fail "docker-compose up -d (last lines above)"
+done
 
 http=http://127.0.0.1:$SLUICE_HTTP_PORT
 grpc=127.0.0.1:$SLUICE_GRPC_PORT
