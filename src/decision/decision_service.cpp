@@ -537,9 +537,9 @@ void recycleDecision(Decision&& decision) {
     if (t_spares.decisions.capacity() == 0) {
       t_spares.decisions.reserve(kMaxSpares);
     }
-    t_spares.decisions.push_back(
-        SpareDecision{std::move(decision.descriptors), std::move(decision.request_limits),
-                      std::move(decision.candidates)});
+    t_spares.decisions.push_back(SpareDecision{std::move(decision.descriptors),
+                                               std::move(decision.request_limits),
+                                               std::move(decision.candidates)});
   }
 }
 
