@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 
+#include "decision/reservation_steps.hpp"
 #include "sluice/common/value_parsers.hpp"
 #include "sluice/decision/decision.hpp"
 
@@ -155,12 +156,12 @@ void addReservationFlags(FlagRegistry& registry, ReservationSettings& settings) 
 
 std::string formatReservationId(const ReservationId& id) {
   std::string out;
-  assignReservationId(out, id.expires_at_us, id.nonce, id.fingerprint);
+  reservation_detail::assignReservationId(out, id.expires_at_us, id.nonce, id.fingerprint);
   return out;
 }
 
-void assignReservationId(std::string& out, Micros expires_at_us, std::string_view nonce,
-                         std::uint64_t fingerprint) {
+void reservation_detail::assignReservationId(std::string& out, Micros expires_at_us,
+                                             std::string_view nonce, std::uint64_t fingerprint) {
   char expiry[24];
   const std::size_t digits = static_cast<std::size_t>(
       std::to_chars(expiry, expiry + sizeof expiry, expires_at_us).ptr - expiry);
@@ -200,12 +201,14 @@ std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
   const std::string_view expiry = rest.substr(0, dot1);
   constexpr std::string_view kNotNumber = "its expiry is not a number";
   Micros value = 0;
+  // 18 digits always fit; a longer number is checked digit by digit.
+  const bool may_overflow = expiry.size() > 18;
   for (const char c : expiry) {
     if (c < '0' || c > '9') {
       return kNotNumber;
     }
     const int digit = c - '0';
-    if (value > (std::numeric_limits<Micros>::max() - digit) / 10) {
+    if (may_overflow && value > (std::numeric_limits<Micros>::max() - digit) / 10) {
       return kNotNumber;
     }
     value = value * 10 + digit;
@@ -239,8 +242,8 @@ Result<ReservationId> parseReservationId(std::string_view text) {
   return id;
 }
 
-bool splitReservationId(std::string_view text, Micros& expires_at_us, std::string_view& nonce,
-                        std::uint64_t& fingerprint) {
+bool reservation_detail::splitReservationId(std::string_view text, Micros& expires_at_us,
+                                            std::string_view& nonce, std::uint64_t& fingerprint) {
   return readReservationId(text, expires_at_us, nonce, fingerprint).empty();
 }
 
@@ -261,11 +264,11 @@ std::uint64_t reservationFingerprint(const DecisionRequest& request) {
 
 std::string newReservationNonce() {
   std::string out;
-  assignReservationNonce(out);
+  reservation_detail::assignReservationNonce(out);
   return out;
 }
 
-void assignReservationNonce(std::string& out) {
+void reservation_detail::assignReservationNonce(std::string& out) {
   thread_local std::mt19937_64 generator{[] {
     std::random_device random;
     return (static_cast<std::uint64_t>(random()) << 32) ^ random();

@@ -57,24 +57,14 @@ struct ReservationId {
 };
 
 std::string formatReservationId(const ReservationId& id);
-/// The same into `out`, replacing it and keeping its capacity (a warm thread's answers
-/// allocate nothing for it).
-void assignReservationId(std::string& out, Micros expires_at_us, std::string_view nonce,
-                         std::uint64_t fingerprint);
 /// Errors (kInvalidArgument) say what is wrong with the text.
 Result<ReservationId> parseReservationId(std::string_view text);
-/// The parts of `text` without copying them (`nonce` points into it); false where
-/// parseReservationId() answers an error.
-bool splitReservationId(std::string_view text, Micros& expires_at_us, std::string_view& nonce,
-                        std::uint64_t& fingerprint);
 
 /// The fingerprint of a request's domain, client id and descriptors (entries in order).
 std::uint64_t reservationFingerprint(const DecisionRequest& request);
 
 /// A fresh random nonce: 16 lower-case hex digits.
 std::string newReservationNonce();
-/// The same into `out`, keeping its capacity.
-void assignReservationNonce(std::string& out);
 
 /// "reserved", "denied", "full", "committed", "late", "released", "settled", "expired",
 /// "unknown" ("" for kNone).

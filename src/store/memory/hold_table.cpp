@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "store/memory/bucket_table.hpp"
+
 namespace sluice::memory_detail {
 namespace {
 
@@ -160,20 +162,24 @@ bool parseNonce(std::string_view text, std::uint64_t& nonce) {
   return true;
 }
 
-HoldSet* HoldTable::find(std::string_view key) {
+std::size_t HoldTable::Hash::operator()(const std::string& key) const {
+  return BucketTable::hashKey(key);
+}
+
+HoldSet* HoldTable::find(const HashedKey& key) {
   auto it = sets_.find(key);
   return it == sets_.end() ? nullptr : &it->second;
 }
 
-HoldSet& HoldTable::obtain(std::string_view key) {
+HoldSet& HoldTable::obtain(const HashedKey& key) {
   auto it = sets_.find(key);
   if (it != sets_.end()) {
     return it->second;
   }
-  return sets_.emplace(std::string(key), HoldSet{}).first->second;
+  return sets_.emplace(std::string(key.key), HoldSet{}).first->second;
 }
 
-void HoldTable::dropIfEmpty(std::string_view key) {
+void HoldTable::dropIfEmpty(const HashedKey& key) {
   auto it = sets_.find(key);
   if (it != sets_.end() && it->second.empty()) {
     sets_.erase(it);

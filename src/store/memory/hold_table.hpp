@@ -88,17 +88,24 @@ class HoldSet {
 /// 16 hex digits -> the nonce; false when the text is not that.
 bool parseNonce(std::string_view text, std::uint64_t& nonce);
 
+/// A bucket's store key with its BucketTable::hashKey(), which the memory store has
+/// computed already: the hold table does not hash the key again.
+struct HashedKey {
+  std::string_view key;
+  std::uint64_t hash = 0;
+};
+
 /// The holds of one memory-store shard, keyed by bucket store key (guarded by the shard's
 /// mutex). Empty in a process that never reserved: a decision then costs one branch.
 class HoldTable {
  public:
   bool empty() const { return sets_.empty(); }
   /// The set of `key`, or null.
-  HoldSet* find(std::string_view key);
+  HoldSet* find(const HashedKey& key);
   /// The set of `key`, created when absent.
-  HoldSet& obtain(std::string_view key);
+  HoldSet& obtain(const HashedKey& key);
   /// Drops the set of `key` when it holds nothing any more.
-  void dropIfEmpty(std::string_view key);
+  void dropIfEmpty(const HashedKey& key);
   /// Removes the sets whose key starts with one of `prefixes`; returns the live holds removed.
   std::size_t erasePrefixes(const std::vector<std::string>& prefixes);
   /// At most once a second: forgets what is past its memory in every set and drops empty
@@ -108,11 +115,16 @@ class HoldTable {
  private:
   struct Hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view key) const {
-      return std::hash<std::string_view>{}(key);
-    }
+    std::size_t operator()(const HashedKey& key) const { return key.hash; }
+    std::size_t operator()(const std::string& key) const;
   };
-  std::unordered_map<std::string, HoldSet, Hash, std::equal_to<>> sets_;
+  struct Equal {
+    using is_transparent = void;
+    bool operator()(const std::string& a, const std::string& b) const { return a == b; }
+    bool operator()(const std::string& a, const HashedKey& b) const { return a == b.key; }
+    bool operator()(const HashedKey& a, const std::string& b) const { return a.key == b; }
+  };
+  std::unordered_map<std::string, HoldSet, Hash, Equal> sets_;
   Micros next_sweep_ = 0;
 };
 

@@ -422,7 +422,8 @@ class MemoryStore final : public Store, public MemoryCounters {
         continue;
       }
       memory_detail::HoldTable& table = shards_[w.shard]->holds;
-      w.holds = settling ? &table.obtain(request.limits[i].key) : table.find(request.limits[i].key);
+      const memory_detail::HashedKey key{request.limits[i].key, w.hash};
+      w.holds = settling ? &table.obtain(key) : table.find(key);
       if (w.holds == nullptr) {
         continue;
       }
@@ -461,7 +462,7 @@ class MemoryStore final : public Store, public MemoryCounters {
       w.held = h.held;
       w.holds_retry = h.first_expiry > now ? h.first_expiry - now : 0;
       if (w.holds->empty()) {
-        shards_[w.shard]->holds.dropIfEmpty(request.limits[i].key);
+        shards_[w.shard]->holds.dropIfEmpty({request.limits[i].key, w.hash});
         w.holds = nullptr;
       }
     }
@@ -493,7 +494,7 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.sketch) {
         continue;
       }
-      HoldSet& set = shards_[w.shard]->holds.obtain(request.limits[i].key);
+      HoldSet& set = shards_[w.shard]->holds.obtain({request.limits[i].key, w.hash});
       // The nonce is fresh (random): only this request can have placed it, on the same
       // bucket twice, and it is held once.
       if (set.findLive(nonce) != nullptr) {
