@@ -409,6 +409,16 @@ void writeLimit(JsonWriter& w, const LimitStatus& limit) {
     w.field("shaped", limit.shape);
   }
   w.field("shadow", limit.shadow);
+  if (limit.override_value) {
+    // The limit above is a runtime override's, not the rule's: say so, and why.
+    w.key("override");
+    w.beginObject();
+    w.field("reason", limit.override_value->reason);
+    if (limit.override_value->expires_at_us != 0) {
+      w.field("expires_at_ms", limit.override_value->expires_at_us / kMicrosPerMilli);
+    }
+    w.endObject();
+  }
   if (o.never) {
     w.field("never", true);
   }
@@ -639,13 +649,17 @@ static bool anyApproximate(const Decision& decision) {
   return false;
 }
 
-Response decisionResponse(const DecisionRequest& request, const Decision& decision) {
+Response decisionResponse(const DecisionRequest& request, const Decision& decision,
+                          LeadingFields leading) {
   Response response = freshResponse();
   response.status = decision.allowed ? 200 : 429;
   std::string& body = response.body;
   body.reserve(256 + 224 * decision.descriptors.size());
   JsonWriter w(body);
   w.beginObject();
+  if (leading != nullptr) {
+    leading(w, decision);
+  }
   w.field("allowed", decision.allowed);
   w.field("domain", request.domain);
   if (!request.client_id.empty()) {

@@ -288,6 +288,20 @@ TEST_P(LeasesTest, TheAdminResetClearsLeases) {
       << metrics;
 }
 
+// A concurrency limit's bucket holds its leases: a runtime override of it is refused, and the
+// leases are left as they are.
+TEST_P(LeasesTest, AnOverrideOfAConcurrencyLimitIsRefused) {
+  const std::string id = take(*sluice_);
+  const HttpResponse refused = HttpClient("127.0.0.1", admin_port_)
+                                   .request("PUT", "/limits/overrides",
+                                            R"({"domain":"work","rule":"work.job","clientId":"c1",)"
+                                            R"("rate_limit":{"max_in_flight":9},"reason":"r"})");
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("is a concurrency limit"), std::string::npos) << refused.body;
+  EXPECT_EQ(available(), kMaxInFlight - 1);
+  EXPECT_EQ(sluice_->client().post("/release", leaseBody(id)).status, 200);
+}
+
 // POST /release serves leases and reservations alike, routed on the body's key.
 TEST_P(LeasesTest, ReleaseTellsALeaseFromAReservationByTheBodysKey) {
   const std::string lease = take(*sluice_);

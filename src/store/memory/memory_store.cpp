@@ -13,6 +13,7 @@
 #include "sluice/store/request_verdict.hpp"
 #include "store/memory/bucket_table.hpp"
 #include "store/memory/hold_table.hpp"
+#include "store/memory/override_table.hpp"
 #include "store/memory/sketch_registry.hpp"
 
 namespace sluice {
@@ -22,6 +23,7 @@ using memory_detail::BucketTable;
 using memory_detail::Evictions;
 using memory_detail::HoldSet;
 using memory_detail::MemorySketch;
+using memory_detail::OverrideTable;
 using memory_detail::SketchRegistry;
 
 /// The sketch hash seed: MemoryStoreOptions::sketch_seed, else random.
@@ -44,6 +46,8 @@ class MemoryStore final : public Store, public MemoryCounters {
  public:
   MemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics)
       : clock_(clock),
+        overrides_(options.overrides_file),
+        overrides_gauge_(overridesGauge(metrics)),
         max_keys_(std::max<std::size_t>(options.max_keys, 1)),
         keys_(describeGauge(metrics)),
         evicted_expired_(metrics.counter("memory_store_evictions_total", {{"reason", "expired"}})),
@@ -61,6 +65,57 @@ class MemoryStore final : public Store, public MemoryCounters {
 
   void evaluate(const StoreRequest& request, Callback done) override {
     const Micros now = clock_.nowMicros();
+    if (!overrides_.empty()) {
+      // A runtime override replaces its limit's parameters in a copy of the request; the
+      // bucket (its key, its state) stays the rule's.
+      std::vector<AppliedOverride> applied;
+      for (std::size_t i = 0; i < request.limits.size(); ++i) {
+        const StoreLimit& limit = request.limits[i];
+        if (limit.override_rule == nullptr) {
+          continue;
+        }
+        StoredOverridePtr value = overrides_.find(overrideTagOf(limit.key),
+                                                  overrideBucketField(overrideBucketOf(limit.key)),
+                                                  overrideRuleField(*limit.override_rule), now);
+        if (value) {
+          applied.push_back(AppliedOverride{i, std::move(value)});
+        }
+      }
+      if (!applied.empty()) {
+        StoreRequest patched = request;
+        for (const AppliedOverride& a : applied) {
+          applyOverride(patched.limits[a.limit].params, *a.value);
+        }
+        decide(patched, now, std::move(applied), done);
+        return;
+      }
+    }
+    decide(request, now, {}, done);
+  }
+
+  void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
+                   OverrideSetCallback done) override {
+    done(overrides_.set(slot, std::move(value), max_overrides));
+    overrides_gauge_.set(static_cast<double>(overrides_.list().size()));
+  }
+
+  void removeOverride(const OverrideSlot& slot, OverrideRemoveCallback done) override {
+    done(overrides_.remove(slot));
+    overrides_gauge_.set(static_cast<double>(overrides_.list().size()));
+  }
+
+  void listOverrides(OverrideListCallback done) override { done(overrides_.list()); }
+
+  Status loadOverrides() {
+    auto status = overrides_.load();
+    overrides_gauge_.set(static_cast<double>(overrides_.list().size()));
+    return status;
+  }
+
+ private:
+  /// Decides `request` at `now` (the Store contract); `applied` goes into the answer.
+  void decide(const StoreRequest& request, Micros now, std::vector<AppliedOverride> applied,
+              Callback& done) {
     const std::size_t n = request.limits.size();
     // Inline capacity for the usual few limits per request: no allocation on the hot path.
     WorkList work(n);
@@ -106,9 +161,11 @@ class MemoryStore final : public Store, public MemoryCounters {
     }
     locks.clear();
     record(evictions);
+    response.overrides = std::move(applied);
     done(std::move(response));
   }
 
+ public:
   void changeLease(const LeaseRequest& request, LeaseCallback done) override {
     const Micros now = clock_.nowMicros();
     const std::size_t n = request.holds.size();
@@ -431,18 +488,19 @@ class MemoryStore final : public Store, public MemoryCounters {
   void readHolds(const StoreRequest& request, WorkList& work, Micros now, StoreResponse& response) {
     const HoldOp op = request.hold.op;
     const bool settling = op == HoldOp::kCommit || op == HoldOp::kRelease;
-    std::vector<HoldSet*> sets;
+    boost::container::small_vector<HoldSet*, 4> sets;
     for (std::size_t i = 0; i < work.size(); ++i) {
       Work& w = work[i];
       if (w.sketch) {
         continue;
       }
       memory_detail::HoldTable& table = shards_[w.shard]->holds;
-      w.holds = settling ? &table.obtain(request.limits[i].key) : table.find(request.limits[i].key);
+      const memory_detail::HashedKey key{request.limits[i].key, w.hash};
+      w.holds = settling ? &table.obtain(key) : table.find(key);
       if (w.holds == nullptr) {
         continue;
       }
-      const memory_detail::HeldAmount h = memory_detail::refreshHolds(*w.holds, now);
+      const memory_detail::HeldAmount h = w.holds->refresh(now);
       if (h.expired > 0) {
         response.holds_expired.resize(work.size());
         response.holds_expired[i] += h.expired;
@@ -473,11 +531,11 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.holds == nullptr) {
         continue;
       }
-      const memory_detail::HeldAmount h = memory_detail::refreshHolds(*w.holds, now);
+      const memory_detail::HeldAmount h = w.holds->refresh(now);
       w.held = h.held;
       w.holds_retry = h.first_expiry > now ? h.first_expiry - now : 0;
-      if (w.holds->holds.empty()) {
-        shards_[w.shard]->holds.dropIfEmpty(request.limits[i].key);
+      if (w.holds->empty()) {
+        shards_[w.shard]->holds.dropIfEmpty({request.limits[i].key, w.hash});
         w.holds = nullptr;
       }
     }
@@ -497,7 +555,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     for (std::size_t i = 0; i < work.size(); ++i) {
       const Work& w = work[i];
       if (call.max_holds > 0 && w.holds != nullptr &&
-          static_cast<std::int64_t>(memory_detail::liveHolds(*w.holds)) >= call.max_holds) {
+          static_cast<std::int64_t>(w.holds->liveCount()) >= call.max_holds) {
         response.hold_status = HoldStatus::kFull;
         response.allowed = false;
         return;
@@ -509,15 +567,14 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.sketch) {
         continue;
       }
-      HoldSet& set = shards_[w.shard]->holds.obtain(request.limits[i].key);
-      if (memory_detail::findHold(set, nonce) != nullptr) {
-        continue;  // the same bucket twice in one request: held once
+      HoldSet& set = shards_[w.shard]->holds.obtain({request.limits[i].key, w.hash});
+      // The nonce is fresh (random): only this request can have placed it, on the same
+      // bucket twice, and it is held once.
+      if (set.findLive(nonce) != nullptr) {
+        continue;
       }
-      memory_detail::addHold(
-          set,
-          memory_detail::Hold{nonce, request.limits[i].costOr(request.cost), expires_at,
-                              expires_at + call.keep_us, memory_detail::HoldState::kHeld},
-          call.max_holds);
+      set.add(nonce, request.limits[i].costOr(request.cost), expires_at, expires_at + call.keep_us,
+              call.max_holds);
     }
     response.hold_status = HoldStatus::kReserved;
     response.hold_expires_at_us = expires_at;
@@ -641,6 +698,8 @@ class MemoryStore final : public Store, public MemoryCounters {
   }
 
   const Clock& clock_;
+  OverrideTable overrides_;
+  Gauge& overrides_gauge_;
   const std::size_t max_keys_;
   std::atomic<std::size_t> count_{0};  // entries in all shards
   Gauge& keys_;
@@ -654,6 +713,15 @@ class MemoryStore final : public Store, public MemoryCounters {
 
 StorePtr makeMemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics) {
   return std::make_shared<MemoryStore>(options, clock, metrics);
+}
+
+Result<StorePtr> openMemoryStore(const MemoryStoreOptions& options, const Clock& clock,
+                                 Metrics& metrics) {
+  auto store = std::make_shared<MemoryStore>(options, clock, metrics);
+  if (auto status = store->loadOverrides(); !status) {
+    return status.error();
+  }
+  return StorePtr(std::move(store));
 }
 
 MemoryCounters* memoryCountersOf(Store& store) { return dynamic_cast<MemoryCounters*>(&store); }
