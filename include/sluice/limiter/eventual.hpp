@@ -237,10 +237,6 @@ std::int64_t regionHoldLimit(const LimitParams& params, std::size_t regions, std
 bool withinRegionCap(std::int64_t region_count, std::int64_t confirmed, std::int64_t added,
                      std::int64_t hold);
 
-/// Regions: the longest a region's admitted hits may take to reach another region's Redis over
-/// the link (beyond its own sync and replication step) for the share near the limit to hold.
-inline constexpr Micros kRegionMaxDelayUs = kMicrosPerSecond;
-
 /// Regions: this region's count in one window of a key that every other region confirmed
 /// holding, as the confirmations arrive. The share of what remains may count a confirmation
 /// only once it has settled (arrived `settle_us` ago, settle_us >= the longest a region's hits

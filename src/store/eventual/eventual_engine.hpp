@@ -291,7 +291,8 @@ class EventualEngine {
   /// a cap (docs/eventual.md, "Regions: each region's share near the limit"). `shard` locked.
   std::pair<std::int64_t, std::int64_t> regionShare(const Slot& slot) const;
   /// How long a confirmation waits before the share counts it: 2 sync intervals (a region's
-  /// sync and replication step) + kRegionMaxDelay (the link).
+  /// sync and replication step) + max(4 x the slowest replication round trip seen lately,
+  /// 100 ms) (the link, and the replication step that waits for the previous one).
   Micros regionSettle() const;
   /// Regions: true when a local allow `e` of `cost` on `slot` would spend more than this
   /// region's share of what remains (eventual::beyondRegionShare()). `shard` locked.

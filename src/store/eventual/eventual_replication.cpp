@@ -102,7 +102,9 @@ void EventualEngine::replicate(Region& region) {
   auto outstanding = std::make_shared<std::size_t>(calls.size());
   auto failure = std::make_shared<std::string>();  // the first failed call's reason
   const Micros sent_steady = clock_.monotonicMicros();
-  const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4);
+  // A link between regions may take a few hundred ms each way: a deadline of 1 s at least
+  // (a shorter one failed every step through a 200 ms link, and nothing was confirmed).
+  const auto timeout = std::max(std::chrono::milliseconds(1'000), options_.sync_interval * 4);
   for (ReplicaCall& call : calls) {
     auto on_reply = [this, &region, sent, first = call.first, count = call.count, outstanding,
                      failure, sent_steady](Result<redis::Reply> reply) {

@@ -74,7 +74,12 @@ std::pair<std::int64_t, std::int64_t> EventualEngine::regionShare(const Slot& sl
 }
 
 Micros EventualEngine::regionSettle() const {
-  return 2 * tuning_.sync_interval_us + eventual::kRegionMaxDelayUs;
+  // A region's hit reaches another region's Redis within its sync, its replication step
+  // (which may wait for the previous one's reply) and the link: 2 sync intervals + 2 round
+  // trips. Twice that again covers a link that slows down to twice its slowest round trip
+  // seen lately.
+  const Micros rtt = replication_rtt_us_.load(std::memory_order_relaxed);
+  return 2 * tuning_.sync_interval_us + std::max<Micros>(4 * rtt, 100'000);
 }
 
 void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, ScriptOp op,

@@ -143,6 +143,7 @@ class TwoRegionSim {
   explicit TwoRegionSim(const Scenario& s) : s_(s), p_(params(s.algorithm, s.limit)) {
     tuning_.region_delay_us = 2 * tuning_.sync_interval_us + 2 * s.link_us;
     tuning_.tight_until_window_ends = s.share;
+    settle_ = 2 * tuning_.sync_interval_us + std::max<Micros>(4 * 2 * s.link_us, 100'000);
     for (Region& r : regions_) {
       r.views.resize(static_cast<std::size_t>(s.sidecars));
     }
@@ -265,7 +266,7 @@ class TwoRegionSim {
   Scenario s_;
   LimitParams p_;
   Tuning tuning_;
-  Micros settle_ = 2 * tuning_.sync_interval_us + kRegionMaxDelayUs;
+  Micros settle_ = 0;  ///< as the engine's: 2 sync intervals + 4 round trips
   std::int64_t window_ = 0;
   Region regions_[2];
   std::deque<InFlight> link_;
