@@ -590,27 +590,28 @@ class Simulation {
     return kExitPassed;
   }
 
-  /// One logged request through the baseline (a copy) and the new rules.
+  /// One logged request through the baseline (a copy) and the new rules: the new rules
+  /// decide while the baseline's decision is still in hand, so neither is moved.
   static void replay(Pass& run, LoggedRequest& logged) {
-    Result<Decision> old_decision = makeError(ErrorKind::kInternal, "no baseline");
-    if (run.old != nullptr) {
-      DecisionRequest copy = takeSpareRequest();
-      copyRequest(logged.request, copy);
-      old_decision = run.old->decide(logged.time_us, logged.rules_hash, std::move(copy));
+    auto decideNew = [&run, &logged](const Decision* baseline) {
+      run.fresh.decide(
+          logged.time_us, logged.rules_hash, std::move(logged.request), [&](Decision& decision) {
+            run.differ.add(logged.time_us, baseline, decision, logged.decision, logged.rule);
+            if (run.html != nullptr) {
+              run.html->add(logged.time_us, baseline, decision);
+            }
+            logged.request = std::move(decision.request);
+          });
+    };
+    if (run.old == nullptr) {
+      decideNew(nullptr);
+      return;
     }
-    Result<Decision> new_decision =
-        run.fresh.decide(logged.time_us, logged.rules_hash, std::move(logged.request));
-    if (new_decision) {
-      const Decision* baseline = run.old != nullptr && old_decision ? &*old_decision : nullptr;
-      run.differ.add(logged.time_us, baseline, *new_decision, logged.decision, logged.rule);
-      if (run.html != nullptr) {
-        run.html->add(logged.time_us, baseline, *new_decision);
-      }
-      logged.request = std::move(new_decision->request);
-      recycleDecision(std::move(*new_decision));
-    }
-    if (run.old != nullptr && old_decision) {
-      recycleDecision(std::move(*old_decision));
+    DecisionRequest copy = takeSpareRequest();
+    copyRequest(logged.request, copy);
+    if (!run.old->decide(logged.time_us, logged.rules_hash, std::move(copy),
+                         [&decideNew](Decision& baseline) { decideNew(&baseline); })) {
+      decideNew(nullptr);
     }
   }
 
