@@ -359,9 +359,9 @@ class SluiceServer {
   /// snapshots started (before any request is served). Returns kExitOk, or the exit code
   /// after saying why not.
   int startMemoryStore() {
-    MemoryStoreOptions memory_options;
-    memory_options.max_keys = options_.memory_max_keys;
-    memory_ = makeMemoryStore(memory_options, clock_, metrics_);
+    if (!openMemory()) {
+      return kExitFailure;
+    }
     if (options_.memory_snapshot.empty()) {
       return kExitOk;
     }
@@ -398,6 +398,26 @@ class SluiceServer {
     http::describeHttpMetrics(metrics_);
     describeDecisionMetrics(metrics_);
     describeReservationMetrics(metrics_);
+  }
+
+  /// The memory store (the store, or the failover's fallback), with its overrides file for
+  /// --store memory. False (logged) when the overrides file cannot be read.
+  bool openMemory() {
+    MemoryStoreOptions memory_options;
+    memory_options.max_keys = options_.memory_max_keys;
+    if (options_.store == StoreKind::kMemory) {
+      memory_options.overrides_file = options_.operations.overrides_file;
+    } else if (!options_.operations.overrides_file.empty()) {
+      spdlog::warn("--overrides-file is for --store memory; the {} store keeps overrides in Redis",
+                   storeKindName(options_.store));
+    }
+    auto memory = openMemoryStore(memory_options, clock_, metrics_);
+    if (!memory) {
+      spdlog::critical("--overrides-file: {}", memory.error().message);
+      return false;
+    }
+    memory_ = std::move(*memory);
+    return true;
   }
 
   /// The rules from an xDS management server: every response is converted and validated as

@@ -29,7 +29,12 @@ Operations::Operations(const AppOptions& options, Metrics& metrics, const Clock&
       admin_enabled_(options.operations.admin),
       top_(topOptions(options.operations), clock) {
   admin_options_.listen = {
-      http::ListenAddress::tcp(options.operations.admin_host, options.operations.admin_port)};
+      options.operations.admin_socket.empty()
+          ? http::ListenAddress::tcp(options.operations.admin_host, options.operations.admin_port)
+          : http::ListenAddress::unixSocket(options.operations.admin_socket)};
+  admin_options_.unix_socket_mode = options.operations.admin_socket_mode;
+  admin_token_file_ = options.operations.admin_token_file;
+  max_overrides_ = options.operations.max_overrides;
   admin_options_.threads = 1;
   admin_options_.max_body_bytes = options.max_body_bytes;
   admin_options_.request_timeout = options.request_timeout;
@@ -100,16 +105,30 @@ Status Operations::start() {
     return {};
   }
   reset_ = makeLimitReset(admin_context_.rules, targets_);
+  http::AdminExtras extras;
+  extras.top = &top_;
+  if (!targets_.empty()) {
+    // One decision thread's store serves the overrides: they live in the store (Redis, or
+    // the memory store shared by every thread), so any thread's sees every change.
+    overrides_ =
+        makeLimitOverrides(admin_context_.rules, targets_, clock_, metrics_, max_overrides_);
+    extras.overrides = overrides_.get();
+  }
+  extras.token_file = admin_token_file_;
   admin_ = std::make_unique<http::AdminListener>(admin_options_, metrics_, admin_context_, *reset_,
-                                                 &top_);
+                                                 std::move(extras));
   if (auto status = admin_->listen(); !status) {
     return makeError(status.error().kind, "--admin-listen: " + status.error().message);
   }
   admin_->start();
+  http::ListenAddress address = admin_options_.listen.front();
+  if (address.kind == http::ListenAddress::Kind::kTcp) {
+    address.port = admin_->port();
+  }
   spdlog::info(
-      "admin listener on {}:{} (DELETE /limits, GET /limits/top, /metrics, /rules, /healthz, "
-      "/readyz)",
-      admin_options_.listen.front().host, admin_->port());
+      "admin listener on {}{} (DELETE /limits, /limits/overrides, GET /limits/top, /metrics, "
+      "/rules, /healthz, /readyz)",
+      address.toString(), admin_token_file_.empty() ? "" : ", bearer token required");
   return {};
 }
 

@@ -9,6 +9,7 @@
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/decision/limit_overrides.hpp"
 #include "sluice/decision/limit_reset.hpp"
 #include "sluice/http/admin_server.hpp"
 #include "sluice/http/routes.hpp"
@@ -75,6 +76,9 @@ class Operations {
   std::vector<ResetTarget> targets_;
   http::HandlerContext admin_context_;
   std::unique_ptr<LimitReset> reset_;  // DELETE /limits over targets_, built by start()
+  std::unique_ptr<LimitOverrides> overrides_;  // /limits/overrides, built by start()
+  std::string admin_token_file_;
+  std::size_t max_overrides_ = 10'000;
   std::unique_ptr<http::AdminListener> admin_;
 };
 

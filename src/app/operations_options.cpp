@@ -6,6 +6,7 @@ namespace {
 constexpr std::size_t kMaxStreamLength = std::size_t{1} << 40;
 constexpr std::int64_t kMaxTopWindowMs = 24LL * 3600 * 1000;
 constexpr std::size_t kMaxTopCapacity = 10'000;
+constexpr std::size_t kMaxOverrides = 1'000'000;
 
 Status setLogFormat(OperationsOptions& options, std::string_view value) {
   auto format = parseLogFormat(value);
@@ -25,12 +26,26 @@ Status setEvents(OperationsOptions& options, std::string_view value) {
   return {};
 }
 
-/// "off", "HOST:PORT", or a bare PORT, which stays on loopback.
+/// "off", "HOST:PORT", a bare PORT, which stays on loopback, or "unix:PATH".
 Status setAdminListen(OperationsOptions& options, std::string_view value) {
   if (value == "off") {
     options.admin = false;
     return {};
   }
+  if (value.starts_with("unix:")) {
+    auto targets = parseListenList(value, ListenListRules{});
+    if (!targets) {
+      return targets.error();
+    }
+    if (targets->size() != 1 || !targets->front().unix_socket) {
+      return makeError(ErrorKind::kInvalidArgument,
+                       "must be one address: HOST:PORT, PORT or unix:PATH");
+    }
+    options.admin_socket = targets->front().path;
+    options.admin = true;
+    return {};
+  }
+  options.admin_socket.clear();
   const std::string text = value.find(':') == std::string_view::npos
                                ? "127.0.0.1:" + std::string(value)
                                : std::string(value);
@@ -91,10 +106,29 @@ void addOperationsFlags(FlagRegistry& registry, OperationsOptions& o) {
                 .help = "XADD MAXLEN ~ N caps the stream (default 100000)",
                 .set = set::integer<std::size_t>(o.events_maxlen, 1, kMaxStreamLength)});
   registry.add({.name = "admin-listen",
-                .metavar = "HOST:PORT",
-                .help = "admin listener: DELETE /limits, GET /limits/top plus the read-only "
-                        "views; a bare PORT binds 127.0.0.1 (default off)",
+                .metavar = "ADDRESS",
+                .help = "admin listener: DELETE /limits, /limits/overrides, GET /limits/top plus "
+                        "the read-only views; HOST:PORT, a bare PORT (binds 127.0.0.1) or "
+                        "unix:PATH (default off)",
                 .set = [&o](std::string_view v) { return setAdminListen(o, v); }});
+  registry.add({.name = "admin-socket-mode",
+                .metavar = "MODE",
+                .help = "octal permissions of --admin-listen unix:PATH (default 0600)",
+                .set = set::fileMode(o.admin_socket_mode)});
+  registry.add({.name = "admin-token-file",
+                .metavar = "PATH",
+                .help = "the admin listener asks every request for Authorization: Bearer <the "
+                        "token in PATH>, re-read when the file changes (default: no token)",
+                .set = set::text(o.admin_token_file)});
+  registry.add({.name = "overrides-file",
+                .metavar = "PATH",
+                .help = "--store memory: where runtime overrides are kept, written atomically "
+                        "and read at start (default: in memory only)",
+                .set = set::text(o.overrides_file)});
+  registry.add({.name = "max-overrides",
+                .metavar = "N",
+                .help = "runtime overrides a store keeps at most (default 10000)",
+                .set = set::integer<std::size_t>(o.max_overrides, 1, kMaxOverrides)});
   registry.add({.name = "top-window-ms",
                 .metavar = "MS",
                 .help = "GET /limits/top: window of the most-denied counts; the answer covers "

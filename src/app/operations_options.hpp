@@ -23,9 +23,14 @@ struct OperationsOptions {
   std::string events_redis;                      ///< --events-redis URL ("" : the store's --redis)
   std::string events_stream = "sluice:denials";  ///< --events-stream NAME
   std::size_t events_maxlen = 100'000;           ///< --events-maxlen N (XADD MAXLEN ~ N)
-  bool admin = false;  ///< --admin-listen HOST:PORT|PORT|off (default off)
+  bool admin = false;  ///< --admin-listen HOST:PORT|PORT|unix:PATH|off (default off)
   std::string admin_host = "127.0.0.1";
   std::uint16_t admin_port = 0;
+  std::string admin_socket;             ///< --admin-listen unix:PATH ("" : TCP)
+  unsigned admin_socket_mode = 0600;    ///< --admin-socket-mode: permissions of that socket
+  std::string admin_token_file;         ///< --admin-token-file PATH ("" : no token asked)
+  std::string overrides_file;           ///< --overrides-file PATH (memory store; "" : in memory)
+  std::size_t max_overrides = 10'000;   ///< --max-overrides N
   std::int64_t top_window_ms = 60'000;  ///< --top-window-ms MS (GET /limits/top)
   std::size_t top_capacity = 100;       ///< --top-capacity N (Space-Saving counters)
 };

@@ -40,12 +40,25 @@ void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
   status.quota = rule.quota_mode;
   status.rule = matched.limit;
   status.from_request = false;
+  status.override_value.reset();
   status.holds_expired = 0;
   status.outcome = Outcome{};
 }
 
+/// The rule's name when a runtime override may replace this limit, else null: not for
+/// `overridable: false`, sketches (one sketch per rule) and eventual limits (decided from
+/// local views).
+const std::string* overrideRuleOf(const RateLimit& rule) {
+  if (!rule.overridable || rule.params.algorithm == Algorithm::kSketch ||
+      rule.params.consistency == Consistency::kEventual) {
+    return nullptr;
+  }
+  return &rule.name;
+}
+
 /// This thread's spares. Of a decision only the storage worth keeping is kept (its
-/// descriptors, their limits and strings; the request-side limits): moving three vectors
+/// descriptors, their limits and strings; the request-side limits; the candidates' outcomes
+/// of a rule set with candidate limits): moving four vectors
 /// costs less than moving a whole Decision in and out. A store that answers later (Redis)
 /// has many decisions in flight on a thread: the spares are a stack of up to kMaxSpares,
 /// so that each of them finds storage when the thread is warm.
@@ -54,6 +67,7 @@ constexpr std::size_t kMaxSpares = 256;
 struct SpareDecision {
   std::vector<DescriptorStatus> descriptors;
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
+  std::vector<CandidateStatus> candidates;
 };
 
 struct Spares {
@@ -99,6 +113,7 @@ void prepareDecision(Decision& decision) {
     SpareDecision& spare = t_spares.decisions.back();
     decision.descriptors = std::move(spare.descriptors);
     decision.request_limits = std::move(spare.request_limits);
+    decision.candidates = std::move(spare.candidates);
     t_spares.decisions.pop_back();
   }
   decision.allowed = true;
@@ -283,6 +298,7 @@ class DecisionServiceImpl final : public DecisionService {
         limit.cost = descriptor_cost;
         limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
         limit.refund = request.refunds(d);
+        limit.override_rule = overrideRuleOf(*ml.limit);
         pending.positions.push_back(LimitPosition{d, used - 1});
       }
       ds.limits.resize(used);
@@ -328,6 +344,7 @@ class DecisionServiceImpl final : public DecisionService {
     limit.cost = cost;
     limit.quota_group = -1;
     limit.refund = refund;
+    limit.override_rule = nullptr;
     pending.positions.push_back(LimitPosition{d, decision.candidates.size(), true});
     decision.candidates.push_back(CandidateStatus{ml.limit, d, Outcome{}});
   }
@@ -357,6 +374,7 @@ class DecisionServiceImpl final : public DecisionService {
     limit.cost = cost;
     limit.quota_group = -1;
     limit.refund = request.refunds(d);
+    limit.override_rule = nullptr;
     pending.positions.push_back(LimitPosition{d, 0});
   }
 
@@ -413,6 +431,18 @@ class DecisionServiceImpl final : public DecisionService {
       } else {
         decision.descriptors[positions[i].descriptor].limits[positions[i].limit].outcome =
             r.outcomes[i];
+      }
+    }
+    for (AppliedOverride& applied : r.overrides) {
+      if (applied.limit < positions.size() && applied.value &&
+          !positions[applied.limit].candidate) {
+        const LimitPosition& at = positions[applied.limit];
+        LimitStatus& status = decision.descriptors[at.descriptor].limits[at.limit];
+        status.limit = applied.value->requests_per_unit;
+        status.unit = applied.value->unit;
+        status.unit_multiplier = applied.value->unit_multiplier;
+        status.window_us = applied.value->params.window_us;
+        status.override_value = std::move(applied.value);
       }
     }
     for (std::size_t i = 0; i < positions.size() && i < r.holds_expired.size(); ++i) {
@@ -496,6 +526,7 @@ DecisionRequest takeSpareRequest() {
 void recycleDecision(Decision&& decision) {
   decision.rules.reset();
   decision.request_limits.clear();
+  decision.candidates.clear();
   if (t_spares.requests.size() < kMaxSpares) {
     if (t_spares.requests.capacity() == 0) {
       t_spares.requests.reserve(kMaxSpares);  // once per thread: no allocation afterwards
@@ -506,8 +537,9 @@ void recycleDecision(Decision&& decision) {
     if (t_spares.decisions.capacity() == 0) {
       t_spares.decisions.reserve(kMaxSpares);
     }
-    t_spares.decisions.push_back(
-        SpareDecision{std::move(decision.descriptors), std::move(decision.request_limits)});
+    t_spares.decisions.push_back(SpareDecision{std::move(decision.descriptors),
+                                               std::move(decision.request_limits),
+                                               std::move(decision.candidates)});
   }
 }
 

@@ -50,12 +50,33 @@ Result<TopDenialsQuery> parseTopQuery(std::string_view query) {
   return out;
 }
 
-std::string topDenialsJson(const TopDenialsReport& report, const TopDenialsOptions& options) {
+std::string topDenialsJson(const TopDenialsReport& report, const TopDenialsOptions& options,
+                           const std::vector<StoredOverridePtr>& overrides) {
+  std::vector<std::pair<OverrideRecordView, const StoredOverride*>> views;
+  for (const StoredOverridePtr& value : overrides) {
+    if (auto view = viewOverrideRecord(*value)) {
+      views.emplace_back(std::move(*view), value.get());
+    }
+  }
   nlohmann::ordered_json rules = nlohmann::ordered_json::array();
   for (const RuleTopDenials& rule : report.rules) {
     nlohmann::ordered_json clients = nlohmann::ordered_json::array();
     for (const SpaceSaving::Entry& client : rule.clients) {
-      clients.push_back({{"client", client.key}, {"count", client.count}, {"error", client.error}});
+      nlohmann::ordered_json item = {
+          {"client", client.key}, {"count", client.count}, {"error", client.error}};
+      for (const auto& [view, value] : views) {
+        if (view.domain == rule.domain && view.rule == rule.rule && view.client_id == client.key) {
+          nlohmann::ordered_json applied = {{"requests_per_unit", value->requests_per_unit},
+                                            {"unit", unitName(value->unit)},
+                                            {"reason", value->reason}};
+          if (value->expires_at_us != 0) {
+            applied["expires_at_ms"] = value->expires_at_us / kMicrosPerMilli;
+          }
+          item["override"] = std::move(applied);
+          break;
+        }
+      }
+      clients.push_back(std::move(item));
     }
     rules.push_back({{"domain", rule.domain},
                      {"rule", rule.rule},
@@ -73,7 +94,95 @@ std::string topDenialsJson(const TopDenialsReport& report, const TopDenialsOptio
   return body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+/// Every route of `routes` added to `router`, each asking for the token first.
+void addGuarded(Router& router, const Router& routes, std::shared_ptr<AdminToken> token) {
+  for (const Router::Route& route : routes.routes()) {
+    if (!token) {
+      router.add(route.method, route.pattern, route.handler);
+      continue;
+    }
+    router.add(route.method, route.pattern,
+               [token, handler = route.handler](const Request& request, Respond respond) {
+                 if (!token->accepts(request.header("Authorization"))) {
+                   spdlog::warn("admin: {} {} from {} refused: {} bearer token", request.method,
+                                request.path, request.peer,
+                                request.header("Authorization").empty() ? "no" : "a wrong");
+                   Response refused = jsonError(401,
+                                                "unauthorized: this admin listener needs "
+                                                "Authorization: Bearer <token>");
+                   refused.headers.push_back({"WWW-Authenticate", "Bearer"});
+                   respond(std::move(refused));
+                   return;
+                 }
+                 handler(request, std::move(respond));
+               });
+  }
+}
+
+void addLimitsRoutes(Router& router, const AdminContext& context);
+
+}  // namespace
+
+Respond answeredOn(const PostTask& post, Respond respond) {
+  if (!post) {
+    return respond;
+  }
+  return [post, respond = std::move(respond)](Response response) mutable {
+    post([respond = std::move(respond), response = std::move(response)]() mutable {
+      respond(std::move(response));
+    });
+  };
+}
+
 void addAdminRoutes(Router& router, const AdminContext& context) {
+  Router routes;
+  addLimitsRoutes(routes, context);
+  addGuarded(router, routes, context.token);
+}
+
+namespace {
+
+/// GET /limits/top: the most denied clients per rule, with their overrides.
+void addTopRoute(Router& router, const AdminContext& context) {
+  if (context.top == nullptr) {
+    return;
+  }
+  router.add(
+      "GET", "/limits/top",
+      [top = context.top, overrides = context.overrides, post = context.answer_on](
+          const Request& request, Respond respond) {
+        const std::size_t mark = request.target.find('?');
+        const std::string_view query = mark == std::string::npos
+                                           ? std::string_view()
+                                           : std::string_view(request.target).substr(mark + 1);
+        Result<TopDenialsQuery> parsed = parseTopQuery(query);
+        if (!parsed) {
+          respond(jsonError(400, parsed.error().message));
+          return;
+        }
+        if (overrides == nullptr) {
+          Response response;
+          response.body = topDenialsJson(top->report(*parsed), top->options());
+          respond(std::move(response));
+          return;
+        }
+        // The report is taken now; the overrides come back on a decision thread, the
+        // answer is written on this one.
+        overrides->list(OverrideFilter{parsed->domain, "", parsed->rule},
+                        [report = top->report(*parsed), options = top->options(),
+                         respond = answeredOn(post, std::move(respond))](
+                            Result<std::vector<StoredOverridePtr>> listed) {
+                          Response response;
+                          response.body = topDenialsJson(
+                              report, options, listed ? *listed : std::vector<StoredOverridePtr>{});
+                          respond(std::move(response));
+                        });
+      });
+}
+
+void addLimitsRoutes(Router& router, const AdminContext& context) {
   router.add("DELETE", "/limits", [context](const Request& request, Respond respond) {
     Result<DecisionRequest> parsed =
         parseDecisionRequest(request.body, context.operations.default_domain);
@@ -116,23 +225,13 @@ void addAdminRoutes(Router& router, const AdminContext& context) {
                         started.error().message));
     }
   });
-  if (context.top != nullptr) {
-    router.add("GET", "/limits/top", [top = context.top](const Request& request, Respond respond) {
-      const std::size_t mark = request.target.find('?');
-      const std::string_view query = mark == std::string::npos
-                                         ? std::string_view()
-                                         : std::string_view(request.target).substr(mark + 1);
-      Result<TopDenialsQuery> parsed = parseTopQuery(query);
-      if (!parsed) {
-        respond(jsonError(400, parsed.error().message));
-        return;
-      }
-      Response response;
-      response.body = topDenialsJson(top->report(*parsed), top->options());
-      respond(std::move(response));
-    });
+  addTopRoute(router, context);
+  if (context.overrides != nullptr) {
+    addOverrideRoutes(router, context);
   }
   addOperationsRoutes(router, context.operations);
 }
+
+}  // namespace
 
 }  // namespace sluice::http

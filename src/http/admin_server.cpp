@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "http/admin_routes.hpp"
+#include "http/admin_token.hpp"
 
 namespace sluice::http {
 namespace net = boost::asio;
@@ -17,15 +18,21 @@ struct AdminListener::Impl {
 
   Server server;
   std::thread thread;
+  std::shared_ptr<AdminToken> token;
 };
 
 AdminListener::AdminListener(ServerOptions options, Metrics& metrics, HandlerContext operations,
-                             const LimitReset& reset, const TopDenialsBoard* top) {
+                             const LimitReset& reset, AdminExtras extras) {
   options.threads = 1;
   impl_ = std::make_unique<Impl>(std::move(options), metrics);
+  if (!extras.token_file.empty()) {
+    impl_->token = std::make_shared<AdminToken>(extras.token_file);
+  }
   AdminContext context;
   context.operations = std::move(operations);
-  context.top = top;
+  context.top = extras.top;
+  context.overrides = extras.overrides;
+  context.token = impl_->token;
   context.reset = &reset;
   context.answer_on = [io = &impl_->server.ioContext(0)](std::function<void()> task) {
     net::post(*io, std::move(task));
@@ -37,7 +44,14 @@ AdminListener::AdminListener(ServerOptions options, Metrics& metrics, HandlerCon
 
 AdminListener::~AdminListener() { stop(); }
 
-Status AdminListener::listen() { return impl_->server.listen(); }
+Status AdminListener::listen() {
+  if (impl_->token) {
+    if (auto loaded = impl_->token->load(); !loaded) {
+      return loaded;
+    }
+  }
+  return impl_->server.listen();
+}
 
 std::uint16_t AdminListener::port() const { return impl_->server.port(); }
 

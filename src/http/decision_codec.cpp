@@ -408,6 +408,16 @@ void writeLimit(JsonWriter& w, const LimitStatus& limit) {
     w.field("shaped", limit.shape);
   }
   w.field("shadow", limit.shadow);
+  if (limit.override_value) {
+    // The limit above is a runtime override's, not the rule's: say so, and why.
+    w.key("override");
+    w.beginObject();
+    w.field("reason", limit.override_value->reason);
+    if (limit.override_value->expires_at_us != 0) {
+      w.field("expires_at_ms", limit.override_value->expires_at_us / kMicrosPerMilli);
+    }
+    w.endObject();
+  }
   if (o.never) {
     w.field("never", true);
   }

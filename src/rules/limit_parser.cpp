@@ -87,6 +87,9 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
   if (algorithm_known && limit.params.algorithm == Algorithm::kSketch && !limit.unlimited) {
     sketch = readSketch(fields, map, limit.requests_per_unit);
   }
+  if (const Field* field = find(fields, "overridable")) {
+    limit.overridable = reader_.readBool(*field, "overridable").value_or(true);
+  }
   if (const Field* field = find(fields, "consistency")) {
     if (const auto text = reader_.readString(*field, "consistency")) {
       if (std::string problem = applyConsistency(*text, limit.params); !problem.empty()) {

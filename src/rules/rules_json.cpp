@@ -32,6 +32,9 @@ json limitToJson(const RateLimit& limit) {
     out["window_ms"] = params.window_us / kMicrosPerMilli;
     out["algorithm"] = algorithmName(params.algorithm);
     out["consistency"] = rules_detail::consistencyName(params.consistency);
+    if (!limit.overridable) {
+      out["overridable"] = false;
+    }
     if (params.algorithm == Algorithm::kTokenBucket ||
         params.algorithm == Algorithm::kLeakyBucket) {
       out["burst"] = params.burst;

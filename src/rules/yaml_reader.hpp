@@ -28,7 +28,7 @@ inline constexpr std::array<std::string_view, 12> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
     "quota_mode",  "candidate"};
-inline constexpr std::array<std::string_view, 17> kLimitKeys{"unit",
+inline constexpr std::array<std::string_view, 18> kLimitKeys{"unit",
                                                              "requests_per_unit",
                                                              "unlimited",
                                                              "name",
@@ -44,6 +44,7 @@ inline constexpr std::array<std::string_view, 17> kLimitKeys{"unit",
                                                              "bloom",
                                                              "expected_clients",
                                                              "consistency",
+                                                             "overridable",
                                                              "calendar"};
 inline constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 /// Where in a rules file a mapping is: which keys it takes and how errors name it.

@@ -140,6 +140,18 @@ class FailoverStore final : public Store {
   std::string_view kind() const override { return primary_->kind(); }
   bool holdsReservations() const override { return primary_->holdsReservations(); }
 
+  void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
+                   OverrideSetCallback done) override {
+    primary_->setOverride(slot, std::move(value), max_overrides, std::move(done));
+  }
+  void removeOverride(const OverrideSlot& slot, OverrideRemoveCallback done) override {
+    primary_->removeOverride(slot, std::move(done));
+  }
+  void listOverrides(OverrideListCallback done) override {
+    primary_->listOverrides(std::move(done));
+  }
+  void overridesChanged() override { primary_->overridesChanged(); }
+
  private:
   /// One call to the primary, from evaluate() until its answer.
   struct Call {

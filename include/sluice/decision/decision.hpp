@@ -113,6 +113,9 @@ struct LimitStatus {
   /// The rule it comes from; points into Decision::rules, or into Decision::request_limits
   /// for a request-side limit.
   const RateLimit* rule = nullptr;
+  /// The runtime override that replaced the rule's limit for this request (limit, unit,
+  /// unit_multiplier and window_us above are then the override's); null when none did.
+  StoredOverridePtr override_value;
   Outcome outcome;
 };
 

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/top_denials.hpp"
+#include "sluice/decision/limit_overrides.hpp"
 #include "sluice/decision/limit_reset.hpp"
 #include "sluice/http/routes.hpp"
 #include "sluice/http/server.hpp"
@@ -16,16 +18,26 @@ namespace sluice::http {
 ///
 /// Life cycle: construct, listen(), start() (serves on a thread of its own), stop() (drains
 /// and joins; also run by the destructor). `reset` must outlive stop().
+/// What the admin listener serves besides DELETE /limits and the read-only views.
+struct AdminExtras {
+  const TopDenialsBoard* top = nullptr;       ///< GET /limits/top; null: 404
+  const LimitOverrides* overrides = nullptr;  ///< /limits/overrides; null: 404
+  /// `--admin-token-file`: every request needs `Authorization: Bearer <its token>`; the
+  /// file is read by listen() and again whenever it changes. Empty: no token.
+  std::string token_file;
+};
+
 class AdminListener {
  public:
-  /// `top` (may be null) answers GET /limits/top and must outlive the listener.
+  /// What `extras` points to must outlive the listener.
   AdminListener(ServerOptions options, Metrics& metrics, HandlerContext operations,
-                const LimitReset& reset, const TopDenialsBoard* top = nullptr);
+                const LimitReset& reset, AdminExtras extras = {});
   ~AdminListener();
   AdminListener(const AdminListener&) = delete;
   AdminListener& operator=(const AdminListener&) = delete;
 
-  /// Binds (kUnavailable when the address is taken or invalid).
+  /// Reads the token file (kInvalidArgument when unreadable or empty), then binds
+  /// (kUnavailable when the address is taken or invalid).
   Status listen();
   std::uint16_t port() const;
   void start();

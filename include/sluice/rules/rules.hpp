@@ -42,6 +42,8 @@ struct RateLimit {
   /// decided is counted (sluice_candidate_decisions_total, /limits/top?candidate=1).
   bool candidate = false;
   LimitParams params;  ///< ready for the limiter (limit, window, algorithm, ...)
+  /// `overridable: false`: runtime overrides (PUT /limits/overrides) are refused for it.
+  bool overridable = true;
   std::vector<std::string> replaces;
   /// `calendar: {time_zone_from: KEY}`: the request descriptor's entry KEY names the zone of
   /// this limit's calendar windows (a key on the way to the limit's node, so its value is

@@ -22,6 +22,9 @@ struct MemoryStoreOptions {
   /// Seed of the `sketch` algorithm's keyed hash, 32 hex digits; empty: random per process
   /// (a sketch's counters live only in this process). Tests fix it to compare stores.
   std::string sketch_seed;
+  /// Where runtime overrides are kept (limit_override.hpp; `--overrides-file`): written
+  /// atomically after every change, read by openMemoryStore(). Empty: in memory only.
+  std::string overrides_file;
 };
 
 /// The embedded store: thread-safe, one instance shared by all I/O threads; evaluate()
@@ -43,6 +46,11 @@ struct MemoryStoreOptions {
 /// reason "expired" (idle past its ttl) or "capacity" (dropped for max_keys while live);
 /// per sketch rule `sketch_load`, `sketch_saturated_ratio`, `sketch_memory_bytes`.
 StorePtr makeMemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics);
+
+/// makeMemoryStore() with its overrides read from MemoryStoreOptions::overrides_file (a
+/// missing file is none). kInvalidArgument names the file and what is wrong with it.
+Result<StorePtr> openMemoryStore(const MemoryStoreOptions& options, const Clock& clock,
+                                 Metrics& metrics);
 
 /// One bucket of a memory store as its snapshot copies it (valid during the visit only).
 struct BucketView {

@@ -11,6 +11,7 @@
 
 #include "sluice/common/result.hpp"
 #include "sluice/limiter/limiter.hpp"
+#include "sluice/store/limit_override.hpp"
 
 namespace sluice {
 
@@ -32,6 +33,12 @@ struct StoreLimit {
   /// It never denies the request and is applied whatever the verdict; its outcome is a
   /// check on the refunded bucket. Never set on a limit that refundRefusal() names.
   bool refund = false;
+  /// The name of the rule this limit comes from when a runtime override may replace it
+  /// (limit_override.hpp): the store looks up the bucket's own override, then the rule's
+  /// for this client, and applies the first live one. Null: never overridden (request-side
+  /// limits, `overridable: false`, sketches, eventual limits). Points into the rules
+  /// snapshot, which outlives the call.
+  const std::string* override_rule = nullptr;
 
   std::int64_t costOr(std::int64_t request_cost) const { return cost.value_or(request_cost); }
 };
@@ -104,6 +111,8 @@ struct StoreResponse {
   /// the store does not say (Redis decides on its own clock). The access log records it, so
   /// that a replay decides at the very same microsecond.
   Micros at_us = 0;
+  /// The runtime overrides applied, one per overridden limit (usually none).
+  std::vector<AppliedOverride> overrides;
   /// A reservation step's result (HoldStatus::kNone for an ordinary request).
   HoldStatus hold_status = HoldStatus::kNone;
   /// kReserved: when the hold expires, on the store's clock (Redis's for the Redis stores).
@@ -135,6 +144,7 @@ inline StoreResponse takeSpareStoreResponse() {
   spare.has = false;
   StoreResponse response = std::move(spare.response);
   response.outcomes.clear();
+  response.overrides.clear();
   response.allowed = true;
   response.degraded = false;
   response.at_us = 0;
@@ -204,6 +214,31 @@ class Store {
   /// "memory", "redis", "redis_cluster".
   virtual std::string_view kind() const = 0;
 
+  /// Runtime overrides (limit_override.hpp), kept where the counters are: in process (and
+  /// its file) for the memory store, in Redis for the Redis stores. Called on an I/O thread
+  /// of this store; the callback runs on the same thread. A store that keeps none answers
+  /// kUnavailable.
+  ///
+  /// Sets (or replaces) the override at `slot`; kInvalidArgument when a new one would pass
+  /// `max_overrides`.
+  virtual void setOverride(const OverrideSlot& slot, StoredOverridePtr value,
+                           std::size_t max_overrides, OverrideSetCallback done) {
+    (void)slot, (void)value, (void)max_overrides;
+    done(makeError(ErrorKind::kUnavailable, "this store keeps no overrides"));
+  }
+  /// Removes the override at `slot`; the callback says whether there was one.
+  virtual void removeOverride(const OverrideSlot& slot, OverrideRemoveCallback done) {
+    (void)slot;
+    done(makeError(ErrorKind::kUnavailable, "this store keeps no overrides"));
+  }
+  /// Called on this store's thread after an override changed (through any thread's store):
+  /// a store that answers denials from a local cache drops it, so that the change applies
+  /// to this thread's next decision.
+  virtual void overridesChanged() {}
+  /// Every override kept, expired ones included (the caller filters them).
+  virtual void listOverrides(OverrideListCallback done) {
+    done(makeError(ErrorKind::kUnavailable, "this store keeps no overrides"));
+  }
   /// True when evaluate() implements StoreRequest::hold (reservations); a store that does
   /// not is never sent one (the decision service refuses the step).
   virtual bool holdsReservations() const { return false; }

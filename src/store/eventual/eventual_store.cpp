@@ -116,6 +116,16 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
   std::string_view kind() const override { return inner_->kind(); }
   bool holdsReservations() const override { return inner_->holdsReservations(); }
 
+  void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
+                   OverrideSetCallback done) override {
+    inner_->setOverride(slot, std::move(value), max_overrides, std::move(done));
+  }
+  void removeOverride(const OverrideSlot& slot, OverrideRemoveCallback done) override {
+    inner_->removeOverride(slot, std::move(done));
+  }
+  void listOverrides(OverrideListCallback done) override { inner_->listOverrides(std::move(done)); }
+  void overridesChanged() override { inner_->overridesChanged(); }
+
  private:
   static bool isEventual(const StoreLimit& limit) {
     return limit.params.consistency == Consistency::kEventual &&

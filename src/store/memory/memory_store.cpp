@@ -13,6 +13,7 @@
 #include "sluice/store/request_verdict.hpp"
 #include "store/memory/bucket_table.hpp"
 #include "store/memory/hold_table.hpp"
+#include "store/memory/override_table.hpp"
 #include "store/memory/sketch_registry.hpp"
 
 namespace sluice {
@@ -22,6 +23,7 @@ using memory_detail::BucketTable;
 using memory_detail::Evictions;
 using memory_detail::HoldSet;
 using memory_detail::MemorySketch;
+using memory_detail::OverrideTable;
 using memory_detail::SketchRegistry;
 
 /// The sketch hash seed: MemoryStoreOptions::sketch_seed, else random.
@@ -44,6 +46,8 @@ class MemoryStore final : public Store, public MemoryCounters {
  public:
   MemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics)
       : clock_(clock),
+        overrides_(options.overrides_file),
+        overrides_gauge_(overridesGauge(metrics)),
         max_keys_(std::max<std::size_t>(options.max_keys, 1)),
         keys_(describeGauge(metrics)),
         evicted_expired_(metrics.counter("memory_store_evictions_total", {{"reason", "expired"}})),
@@ -61,6 +65,57 @@ class MemoryStore final : public Store, public MemoryCounters {
 
   void evaluate(const StoreRequest& request, Callback done) override {
     const Micros now = clock_.nowMicros();
+    if (!overrides_.empty()) {
+      // A runtime override replaces its limit's parameters in a copy of the request; the
+      // bucket (its key, its state) stays the rule's.
+      std::vector<AppliedOverride> applied;
+      for (std::size_t i = 0; i < request.limits.size(); ++i) {
+        const StoreLimit& limit = request.limits[i];
+        if (limit.override_rule == nullptr) {
+          continue;
+        }
+        StoredOverridePtr value = overrides_.find(overrideTagOf(limit.key),
+                                                  overrideBucketField(overrideBucketOf(limit.key)),
+                                                  overrideRuleField(*limit.override_rule), now);
+        if (value) {
+          applied.push_back(AppliedOverride{i, std::move(value)});
+        }
+      }
+      if (!applied.empty()) {
+        StoreRequest patched = request;
+        for (const AppliedOverride& a : applied) {
+          applyOverride(patched.limits[a.limit].params, *a.value);
+        }
+        decide(patched, now, std::move(applied), done);
+        return;
+      }
+    }
+    decide(request, now, {}, done);
+  }
+
+  void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
+                   OverrideSetCallback done) override {
+    done(overrides_.set(slot, std::move(value), max_overrides));
+    overrides_gauge_.set(static_cast<double>(overrides_.list().size()));
+  }
+
+  void removeOverride(const OverrideSlot& slot, OverrideRemoveCallback done) override {
+    done(overrides_.remove(slot));
+    overrides_gauge_.set(static_cast<double>(overrides_.list().size()));
+  }
+
+  void listOverrides(OverrideListCallback done) override { done(overrides_.list()); }
+
+  Status loadOverrides() {
+    auto status = overrides_.load();
+    overrides_gauge_.set(static_cast<double>(overrides_.list().size()));
+    return status;
+  }
+
+ private:
+  /// Decides `request` at `now` (the Store contract); `applied` goes into the answer.
+  void decide(const StoreRequest& request, Micros now, std::vector<AppliedOverride> applied,
+              Callback& done) {
     const std::size_t n = request.limits.size();
     // Inline capacity for the usual few limits per request: no allocation on the hot path.
     WorkList work(n);
@@ -105,9 +160,11 @@ class MemoryStore final : public Store, public MemoryCounters {
     }
     locks.clear();
     record(evictions);
+    response.overrides = std::move(applied);
     done(std::move(response));
   }
 
+ public:
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
     std::size_t removed = 0;
     for (auto& shard : shards_) {
@@ -556,6 +613,8 @@ class MemoryStore final : public Store, public MemoryCounters {
   }
 
   const Clock& clock_;
+  OverrideTable overrides_;
+  Gauge& overrides_gauge_;
   const std::size_t max_keys_;
   std::atomic<std::size_t> count_{0};  // entries in all shards
   Gauge& keys_;
@@ -569,6 +628,15 @@ class MemoryStore final : public Store, public MemoryCounters {
 
 StorePtr makeMemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics) {
   return std::make_shared<MemoryStore>(options, clock, metrics);
+}
+
+Result<StorePtr> openMemoryStore(const MemoryStoreOptions& options, const Clock& clock,
+                                 Metrics& metrics) {
+  auto store = std::make_shared<MemoryStore>(options, clock, metrics);
+  if (auto status = store->loadOverrides(); !status) {
+    return status.error();
+  }
+  return StorePtr(std::move(store));
 }
 
 MemoryCounters* memoryCountersOf(Store& store) { return dynamic_cast<MemoryCounters*>(&store); }

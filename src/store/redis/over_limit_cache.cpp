@@ -24,7 +24,7 @@ bool OverLimitCache::answer(const StoreRequest& request, std::string_view prefix
       continue;
     }
     const Entry& entry = it->second;
-    if (entry.denied_until <= now || !sameParams(entry.params, limit.params)) {
+    if (entry.known_until <= now || !sameParams(entry.params, limit.params)) {
       entries_.erase(it);
       continue;
     }
@@ -63,6 +63,12 @@ void OverLimitCache::remember(const Context& request, const StoreResponse& respo
     if (!cacheable || o.allowed || o.never || limit.never_denies || o.retry_after_us <= 0) {
       continue;
     }
+    // Decided with a runtime override: the answer must say so, which a cached one cannot.
+    if (std::any_of(response.overrides.begin(), response.overrides.end(),
+                    [i](const AppliedOverride& a) { return a.limit == i; })) {
+      forget(keys[i]);
+      continue;
+    }
     if (entries_.size() >= max_keys_) {
       evictExpired(sent_at);
       if (entries_.size() >= max_keys_) {
@@ -73,6 +79,8 @@ void OverLimitCache::remember(const Context& request, const StoreResponse& respo
     // no later than the real denial does.
     Entry& entry = entries_[keys[i]];
     entry.denied_until = sent_at + o.retry_after_us;
+    entry.known_until = sent_at + (limit.overridable ? std::min(o.retry_after_us, kOverridableFor)
+                                                     : o.retry_after_us);
     entry.reset_until = sent_at + o.reset_after_us;
     entry.cost = limit.cost;
     entry.remaining = o.remaining;
@@ -92,7 +100,7 @@ bool OverLimitCache::sameParams(const LimitParams& a, const LimitParams& b) {
 }
 
 void OverLimitCache::evictExpired(Micros now) {
-  std::erase_if(entries_, [now](const auto& kv) { return kv.second.denied_until <= now; });
+  std::erase_if(entries_, [now](const auto& kv) { return kv.second.known_until <= now; });
 }
 
 }  // namespace sluice::redis

@@ -23,7 +23,13 @@ class OverLimitCache {
     LimitParams params;
     std::int64_t cost = 0;
     bool never_denies = false;  ///< shadow or quota mode: its denial alone decides nothing
+    /// It may take a runtime override, which another sidecar may set at any time: its
+    /// denial is kept at most kOverridableFor.
+    bool overridable = false;
   };
+  /// How long a denial of an overridable limit is kept: a raise set through another sidecar
+  /// reaches a client this cache denies within this (docs/overrides.md).
+  static constexpr Micros kOverridableFor = 100 * kMicrosPerMilli;
   /// What the reply handler needs of a request to update the cache: its Redis keys (the
   /// client's, also for a sketch) and its limits, in the request's order.
   struct Context {
@@ -62,6 +68,7 @@ class OverLimitCache {
   /// What Redis last said about a denied key.
   struct Entry {
     Micros denied_until = 0;  ///< local time
+    Micros known_until = 0;   ///< local time: answered from here until then
     Micros reset_until = 0;   ///< local time
     std::int64_t cost = 0;    ///< the denied cost (only this cost is answered locally)
     std::int64_t remaining = 0;

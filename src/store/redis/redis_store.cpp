@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -24,6 +25,7 @@
 #include "store/redis/over_limit_cache.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_overrides.hpp"
 #include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
 #include "store/redis/script_limit.hpp"
@@ -45,9 +47,10 @@ constexpr int kRepliesPerLimit = 6;
 constexpr std::size_t kHoldTail = 3;
 constexpr int kFlagCountRejected = 1;
 constexpr int kFlagShadow = 2;
-constexpr int kFlagEvery = 4;    // Charge::kEvery
-constexpr int kFlagReport = 8;   // Charge::kReport
-constexpr int kFlagRefund = 16;  // StoreLimit::refund
+constexpr int kFlagEvery = 4;      // Charge::kEvery
+constexpr int kFlagReport = 8;     // Charge::kReport
+constexpr int kFlagRefund = 16;    // StoreLimit::refund
+constexpr int kFlagOverride = 32;  // x the ARGV index of the rule's override field
 
 class RedisStore final : public Store, public std::enable_shared_from_this<RedisStore> {
  public:
@@ -132,8 +135,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       }
       call->cache.limits.clear();
       for (const StoreLimit& limit : request.limits) {
-        call->cache.limits.push_back(
-            {limit.params, limit.costOr(request.cost), limit.shadow || limit.quota_group >= 0});
+        call->cache.limits.push_back({limit.params, limit.costOr(request.cost),
+                                      limit.shadow || limit.quota_group >= 0,
+                                      limit.override_rule != nullptr});
       }
     }
     // The sketches' gauges, fed from the script's reply (the window's totals in Redis).
@@ -161,6 +165,24 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   }
 
   bool healthy() const override { return backend_->health() == StoreHealth::kHealthy; }
+
+  void setOverride(const OverrideSlot& slot, StoredOverridePtr value, std::size_t max_overrides,
+                   OverrideSetCallback done) override {
+    cache_.clear();  // a cached denial may be one the override lifts
+    redis::setOverrideIn(backend_, prefix_, slot, *value, max_overrides, options_.connect_timeout,
+                         std::move(done));
+  }
+
+  void removeOverride(const OverrideSlot& slot, OverrideRemoveCallback done) override {
+    cache_.clear();
+    redis::removeOverrideIn(backend_, prefix_, slot, options_.connect_timeout, std::move(done));
+  }
+
+  void overridesChanged() override { cache_.clear(); }
+
+  void listOverrides(OverrideListCallback done) override {
+    redis::listOverridesIn(backend_, prefix_, options_.connect_timeout, std::move(done));
+  }
 
   /// A request's script arguments, shared by the requests of one rule (argumentsOf).
   using ArgList = std::shared_ptr<const std::vector<std::string>>;
@@ -423,16 +445,21 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n,
                                      std::size_t sketches) {
     const std::size_t expected = 1 + n * kRepliesPerLimit + 2 * sketches;
+    // One more element, an array, last, when runtime overrides applied (15_overrides.lua).
+    const bool overridden = reply.type == redis::Reply::Type::kArray &&
+                            reply.elements.size() > expected &&
+                            reply.elements.back().type == redis::Reply::Type::kArray;
+    const std::size_t size =
+        reply.type == redis::Reply::Type::kArray ? reply.elements.size() - (overridden ? 1 : 0) : 0;
     // A request whose buckets have reservation holds (or a reservation step) adds their tail.
-    const bool holds = reply.type == redis::Reply::Type::kArray &&
-                       reply.elements.size() == expected + kHoldTail + n;
-    if (reply.type != redis::Reply::Type::kArray || (reply.elements.size() != expected && !holds)) {
+    const bool holds = size == expected + kHoldTail + n;
+    if (reply.type != redis::Reply::Type::kArray || (size != expected && !holds)) {
       return redis::redisError(redis::FailureSource::kProtocol, 0,
                                "the script returned " + std::to_string(reply.elements.size()) +
                                    " values, expected " + std::to_string(expected));
     }
-    for (const auto& e : reply.elements) {
-      if (e.type != redis::Reply::Type::kInteger) {
+    for (std::size_t i = 0; i < expected; ++i) {
+      if (reply.elements[i].type != redis::Reply::Type::kInteger) {
         return redis::redisError(redis::FailureSource::kProtocol, 0,
                                  "the script returned a non-integer");
       }
@@ -450,6 +477,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       o.delay_us = v[4].integer;
       o.never = v[5].integer != 0;
       response.outcomes.push_back(o);
+    }
+    if (overridden && !redis::readAppliedOverrides(reply.elements.back(), n, response.overrides)) {
+      return redis::redisError(redis::FailureSource::kProtocol, 0,
+                               "the script returned malformed overrides");
     }
     if (holds) {
       const auto* tail = &reply.elements[expected];
@@ -548,6 +579,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       keys.insert(keys.end(), sketch_keys.begin(), sketch_keys.end());
       args->insert(args->end(), sketch_args.begin(), sketch_args.end());
     }
+    redis::appendOverrideFields(request, kValuesPerLimit, kFlagOverride, *args);
     if (request.hold.op != HoldOp::kNone) {
       appendHoldArguments(request.hold, *args);
       // n as -n: the six values before it are the reservation step's (80_holds.lua).
@@ -572,7 +604,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       signature_.insert(
           signature_.end(),
           {p.algorithm, p.limit, p.window, p.burst, p.min_interval, flagsOf(limit, request),
-           p.warmup, costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1)});
+           p.warmup, costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1),
+           // The rule's name (in the rules snapshot) is part of the list.
+           static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(limit.override_rule))});
     }
     for (const InternedList& interned : interned_) {
       if (interned.signature == signature_) {

@@ -25,10 +25,13 @@
 --          For a sketch (60_sketch.lua), KEYS[i] is its even window's string, the burst slot
 --          holds the ARGV index of its cells and the warmup slot the KEYS index of its odd
 --          window's string (both after the n limits' own).
+--          Flags of 32 and more: the limit may take a runtime override, and flags / 32
+--          (rounded down) is the ARGV index of its rule's field (15_overrides.lua).
 -- ARGV[#ARGV] n, the number of limits (KEYS may hold more: sketches' odd strings)
 -- Returns { allowed, then per limit: allowed, remaining, reset_after_us, retry_after_us,
 --           delay_us, never, then per sketch limit in order: its window's charged total and
---           saturated counters }, integers (booleans as 0/1).
+--           saturated counters, then, only when an override applied, the array
+--           { limit index, override text, ... } }, integers (booleans as 0/1).
 --
 -- Semantics (include/sluice/store/store.hpp): the request is allowed iff every non-shadow,
 -- non-quota limit allows and, when there are quota groups, one group has no denying
@@ -52,6 +55,10 @@ local kReadBatch = 1000  -- keys per MGET: unpack() must stay within Lua's C sta
 if ARGV[1] == 'sketch-seed' then
   redis.call('SET', KEYS[1], ARGV[2], 'NX')
   return redis.call('GET', KEYS[1])
+end
+-- The admin side's override calls (15_overrides.lua).
+if ARGV[1] == 'override' then
+  return override_admin(KEYS, ARGV)
 end
 
 -- The algorithms' functions, built on first use in a call and shared by a batch's requests.
@@ -141,7 +148,9 @@ end
 -- allows; an allowed request charges it (SET with its ttl, DEL at ttl 0); a denied one
 -- writes nothing. Returns nil for any other request.
 local function decide_plain(KEYS, ARGV, n)
-  if n ~= 1 or ARGV[2] ~= '0' or ARGV[7] ~= '0' or ARGV[10] ~= '-1' then
+  -- Flags of 32 and more only say the limit may be overridden (15_overrides.lua).
+  if n ~= 1 or ARGV[2] ~= '0' or (ARGV[7] ~= '0' and number(ARGV[7]) % 32 ~= 0)
+      or ARGV[10] ~= '-1' then
     return nil
   end
   local limit = number(ARGV[3])
@@ -282,9 +291,15 @@ local function decide(KEYS, ARGV)
   if n == 0 then
     return { 1 }
   end
+  -- The runtime overrides of its limits, if any: their numbers replace the rule's.
+  local overridden
+  ARGV, overridden = apply_overrides(KEYS, ARGV, n, now)
   if not hold_at then
     local plain = decide_plain(KEYS, ARGV, n)
     if plain then
+      if overridden then
+        plain[#plain + 1] = overridden
+      end
       return plain
     end
   end
@@ -484,6 +499,9 @@ local function decide(KEYS, ARGV)
     for i = 1, n do
       reply[at + 3 + i] = holds.expired[i]
     end
+  end
+  if overridden then
+    reply[#reply + 1] = overridden  -- last: after the sketches' and the holds' values
   end
   for i = 1, n do
     local p = 1 + (i - 1) * 3
