@@ -382,48 +382,69 @@ bool parseDecisionRequestFastInto(std::string_view body, std::string_view defaul
   return true;
 }
 
-bool parseReservationRequestFastInto(std::string_view body, HoldOp op,
-                                     std::string_view default_domain, DecisionRequest& request) {
+namespace {
+
+/// parseReservationRequestFastInto() for one step, known here.
+template <HoldOp kOp>
+bool parseStepInto(std::string_view body, std::string_view default_domain,
+                   DecisionRequest& request) {
   Scanner s(body);
   SeenFields seen;
   std::int64_t amount = 0;
   std::int64_t ttl_ms = 0;
   const auto step_field = [&](std::string_view name) {
-    if (op == HoldOp::kReserve) {
+    if constexpr (kOp == HoldOp::kReserve) {
       if (is(name, "amount") && seen.first(kAmountField)) {
         return s.count(amount) && amount >= 1;
       }
-      if (is(name, "ttl_ms") && seen.first(kTtlField)) {
-        return s.count(ttl_ms) && ttl_ms >= 1;
+      return is(name, "ttl_ms") && seen.first(kTtlField) && s.count(ttl_ms) && ttl_ms >= 1;
+    } else {
+      if (is(name, "reservation_id") && seen.first(kIdField)) {
+        std::string_view text;
+        const bool read = s.longString(text);
+        request.reservation.id.assign(text);
+        return read;
       }
-      return false;
+      return kOp == HoldOp::kCommit && is(name, "actual") && seen.first(kActualField) &&
+             s.count(amount);
     }
-    if (is(name, "reservation_id") && seen.first(kIdField)) {
-      std::string_view text;
-      const bool read = s.longString(text);
-      request.reservation.id.assign(text);
-      return read;
-    }
-    if (op == HoldOp::kCommit && is(name, "actual") && seen.first(kActualField)) {
-      return s.count(amount);
-    }
-    return false;
   };
   const bool ok = objectBody(
       s, [&](std::string_view name) { return sluiceField(s, name, seen, request, step_field); });
   // A required field missing is an error, which the complete parser words.
-  const bool complete = op == HoldOp::kReserve   ? seen.has(kAmountField)
-                        : op == HoldOp::kCommit  ? seen.has(kIdField) && seen.has(kActualField)
-                        : op == HoldOp::kRelease ? seen.has(kIdField)
-                                                 : false;
+  bool complete = false;
+  if constexpr (kOp == HoldOp::kReserve) {
+    complete = seen.has(kAmountField);
+  } else if constexpr (kOp == HoldOp::kCommit) {
+    complete = seen.has(kIdField) && seen.has(kActualField);
+  } else {
+    complete = seen.has(kIdField);
+  }
   if (!ok || !complete) {
     return false;
   }
   finishSluiceFields(seen, default_domain, request);
   request.hits = amount;
-  request.reservation.op = op;
+  request.reservation.op = kOp;
   request.reservation.ttl_us = ttl_ms * 1000;
   return true;
+}
+
+}  // namespace
+
+bool parseReservationRequestFastInto(std::string_view body, HoldOp op,
+                                     std::string_view default_domain, DecisionRequest& request) {
+  switch (op) {
+    case HoldOp::kReserve:
+      return parseStepInto<HoldOp::kReserve>(body, default_domain, request);
+    case HoldOp::kCommit:
+      return parseStepInto<HoldOp::kCommit>(body, default_domain, request);
+    case HoldOp::kRelease:
+      return parseStepInto<HoldOp::kRelease>(body, default_domain, request);
+    case HoldOp::kNone:
+      break;
+  }
+  return false;
 }
 
 std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {

@@ -118,23 +118,43 @@ Status takeStepFields(Json& json, HoldOp op, ReservationRequest& step, std::int6
   return {};
 }
 
-/// A string that needs no escaping (no quote, backslash, control or non-ASCII byte), copied
-/// between its quotes as it is.
-void plainValue(JsonWriter& w, std::string_view text) {
-  w.raw("\"");
-  w.text(text);
-  w.text("\"");
+/// `"status":"<word>"` for each status (holdStatusName()'s words, plain ASCII), ready to copy.
+std::string_view statusField(HoldStatus status) {
+  switch (status) {
+    case HoldStatus::kReserved:
+      return R"("status":"reserved")";
+    case HoldStatus::kDenied:
+      return R"("status":"denied")";
+    case HoldStatus::kFull:
+      return R"("status":"full")";
+    case HoldStatus::kCommitted:
+      return R"("status":"committed")";
+    case HoldStatus::kLate:
+      return R"("status":"late")";
+    case HoldStatus::kReleased:
+      return R"("status":"released")";
+    case HoldStatus::kSettled:
+      return R"("status":"settled")";
+    case HoldStatus::kExpired:
+      return R"("status":"expired")";
+    case HoldStatus::kUnknown:
+      return R"("status":"unknown")";
+    case HoldStatus::kNone:
+      break;
+  }
+  return R"("status":"")";
 }
 
 /// The fields of a reservation step's answer, first in its body.
 void writeStepFields(JsonWriter& w, const Decision& decision) {
   const ReservationOutcome& step = decision.reservation;
-  // The status words and the ids (reservation.hpp: r1.<digits>.<hex>.<hex>) are plain ASCII.
-  w.key("status");
-  plainValue(w, holdStatusName(step.status));
+  // First in the object: no separator before it. The id needs no escaping either
+  // (reservation.hpp: r1.<digits>.<hex>.<hex>).
+  w.raw(statusField(step.status));
   if (step.status == HoldStatus::kReserved) {
-    w.key("reservation_id");
-    plainValue(w, step.id);
+    w.text(R"(,"reservation_id":")");
+    w.text(step.id);
+    w.text("\"");
     w.field("ttl_ms", step.ttl_us / 1000);
     w.field("amount", decision.request.hits);
   } else if (step.status == HoldStatus::kFull) {

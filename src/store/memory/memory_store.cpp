@@ -535,8 +535,15 @@ class MemoryStore final : public Store, public MemoryCounters {
       w.held = h.held;
       w.holds_retry = h.first_expiry > now ? h.first_expiry - now : 0;
       if (w.holds->empty()) {
+        // Every limit on this bucket (the same bucket twice in one request) lets go of the
+        // set before it is dropped.
+        const HoldSet* dropped = w.holds;
+        for (Work& other : work) {
+          if (other.holds == dropped) {
+            other.holds = nullptr;
+          }
+        }
         shards_[w.shard]->holds.dropIfEmpty({request.limits[i].key, w.hash});
-        w.holds = nullptr;
       }
     }
   }
@@ -567,7 +574,10 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.sketch) {
         continue;
       }
-      HoldSet& set = shards_[w.shard]->holds.obtain({request.limits[i].key, w.hash});
+      // The set readHolds() found, else a new one.
+      HoldSet& set = w.holds != nullptr
+                         ? *w.holds
+                         : shards_[w.shard]->holds.obtain({request.limits[i].key, w.hash});
       // The nonce is fresh (random): only this request can have placed it, on the same
       // bucket twice, and it is held once.
       if (set.findLive(nonce) != nullptr) {
