@@ -122,6 +122,12 @@ bool plausibleState(Algorithm algorithm, const BucketState& state) {
       return state.c >= 0 && state.log.empty();
     case Algorithm::kSketch:
       return false;  // sketches keep no per-key state
+    case Algorithm::kConcurrency:
+      // The leases (expiry, lease number): at most max_in_flight's bound of them.
+      return state.log.size() <= 10'000 &&
+             std::all_of(state.log.begin(), state.log.end(), [](const LogEntry& lease) {
+               return lease.at > 0 && lease.cost > 0 && lease.cost <= kMaxLeaseNumber;
+             });
   }
   return false;
 }
