@@ -315,11 +315,14 @@ TEST_P(LeasesTest, ReleaseTellsALeaseFromAReservationByTheBodysKey) {
   both["reservation_id"] = reservation;
   both["lease"] = lease;
   HttpResponse r = sluice_->client().post("/release", both.dump());
+  const auto error = [](const HttpResponse& answer) {
+    return json::parse(answer.body).value("error", std::string());
+  };
   EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.body.find("both \"lease\" and \"reservation_id\""), std::string::npos) << r.body;
+  EXPECT_NE(error(r).find("both \"lease\" and \"reservation_id\""), std::string::npos) << r.body;
   r = sluice_->client().post("/release", decision("tokens"));
   EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.body.find("neither \"lease\""), std::string::npos) << r.body;
+  EXPECT_NE(error(r).find("neither \"lease\""), std::string::npos) << r.body;
   r = sluice_->client().post("/release", "[1]");
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.body.find("body: must be a JSON object"), std::string::npos) << r.body;
