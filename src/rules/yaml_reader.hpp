@@ -28,7 +28,7 @@ inline constexpr std::array<std::string_view, 12> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
     "quota_mode",  "candidate"};
-inline constexpr std::array<std::string_view, 18> kLimitKeys{"unit",
+inline constexpr std::array<std::string_view, 19> kLimitKeys{"unit",
                                                              "requests_per_unit",
                                                              "unlimited",
                                                              "name",
@@ -45,7 +45,8 @@ inline constexpr std::array<std::string_view, 18> kLimitKeys{"unit",
                                                              "expected_clients",
                                                              "consistency",
                                                              "overridable",
-                                                             "calendar"};
+                                                             "calendar",
+                                                             "ban"};
 inline constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 /// Where in a rules file a mapping is: which keys it takes and how errors name it.
 enum class Section { kRoot, kDescriptor, kLimit, kReplaces };

@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/store/ban_applies.hpp"
 #include "sluice/store/request_verdict.hpp"
+#include "store/memory/ban_table.hpp"
 #include "store/memory/bucket_table.hpp"
 #include "store/memory/hold_table.hpp"
 #include "store/memory/override_table.hpp"
@@ -137,7 +139,9 @@ class MemoryStore final : public Store, public MemoryCounters {
     if (holds_present) {
       readHolds(request, work, now, response);
     }
+    findBans(request, now, work);
     evaluateLimits(request, now, work, response);
+    recordBans(request, now, work, response);
     response.allowed = sluice::requestAllowed(request, response.outcomes);
     if (request.hold.op == HoldOp::kReserve) {
       placeHolds(request, work, now, response);
@@ -156,6 +160,9 @@ class MemoryStore final : public Store, public MemoryCounters {
       shards_[s]->holds.sweep(now);
       const std::size_t removed = shards_[s]->table.sweep(now, kSweepPerRequest);
       evictions.expired += removed;
+      if (!shards_[s]->bans.empty()) {
+        bans_.fetch_sub(shards_[s]->bans.sweep(now, kSweepPerRequest), std::memory_order_relaxed);
+      }
       count_.fetch_sub(removed, std::memory_order_relaxed);
     }
     locks.clear();
@@ -171,6 +178,7 @@ class MemoryStore final : public Store, public MemoryCounters {
       std::lock_guard lock(shard->mutex);
       removed += shard->table.erasePrefixes(key_prefixes);
       shard->holds.erasePrefixes(key_prefixes);
+      bans_.fetch_sub(shard->bans.erasePrefixes(key_prefixes), std::memory_order_relaxed);
     }
     count_.fetch_sub(removed, std::memory_order_relaxed);
     record(Evictions{});
@@ -217,6 +225,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     std::mutex mutex;
     BucketTable table;
     memory_detail::HoldTable holds;
+    memory_detail::BanTable bans;
   };
 
   /// One limit of the request being evaluated.
@@ -238,6 +247,9 @@ class MemoryStore final : public Store, public MemoryCounters {
     // A reservation step that charges nothing (a reserve, a release, a commit that found
     // no hold to settle): evaluated, never written.
     bool hold_only = false;
+    // The client is in this limit's penalty box until ban_until: answered without its bucket.
+    bool banned = false;
+    Micros ban_until = 0;
   };
 
   using WorkList = boost::container::small_vector<Work, 4>;
@@ -291,6 +303,10 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.sketch) {
         evaluateSketchLimit(request, limit, w, now, limit.costOr(request.cost));
         response.outcomes.push_back(w.eval.outcome);
+        continue;
+      }
+      if (w.banned) {
+        response.outcomes.push_back(memory_detail::bannedOutcome(w.ban_until, now));
         continue;
       }
       BucketTable& table = shards_[w.shard]->table;
@@ -507,6 +523,61 @@ class MemoryStore final : public Store, public MemoryCounters {
     response.hold_expires_at_us = expires_at;
   }
 
+  /// Marks the limits whose client is banned at `now` (their shards are locked).
+  void findBans(const StoreRequest& request, Micros now, WorkList& work) {
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      Work& w = work[i];
+      if (w.sketch || !banApplies(request, request.limits[i])) {
+        continue;
+      }
+      const BanState* state = shards_[w.shard]->bans.find(request.limits[i].key, now);
+      if (state != nullptr && banActive(*state, now)) {
+        w.banned = true;
+        w.ban_until = state->until;
+      }
+    }
+  }
+
+  /// Counts each denial of a limit with a penalty box; the one that starts a ban answers as
+  /// banned already (the outcome's ban_step says which step of the ladder it is).
+  void recordBans(const StoreRequest& request, Micros now, WorkList& work,
+                  StoreResponse& response) {
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
+      Work& w = work[i];
+      Outcome& outcome = response.outcomes[i];
+      if (w.sketch || w.banned || outcome.allowed || limit.costOr(request.cost) <= 0 ||
+          !banApplies(request, limit) || (i > 0 && alreadyStruck(request, work, i))) {
+        continue;
+      }
+      memory_detail::BanTable& table = shards_[w.shard]->bans;
+      const BanState* known = table.find(limit.key, now);
+      const bool is_new = known == nullptr;
+      if (is_new && bans_.load(std::memory_order_relaxed) >= max_keys_) {
+        continue;  // at the key bound: no new penalty box (the limit still denies)
+      }
+      const BanStrike strike = recordDenial(limit.params.ban, is_new ? BanState{} : *known, now);
+      const int added = table.store(limit.key, strike.next, now + strike.ttl_us, now);
+      if (added != 0) {
+        bans_.fetch_add(added, std::memory_order_relaxed);
+      }
+      if (strike.started) {
+        outcome = memory_detail::bannedOutcome(strike.next.until, now);
+        outcome.ban_step = static_cast<std::int32_t>(strike.next.step);
+      }
+    }
+  }
+
+  /// True when an earlier limit of the request has the same key (counted once).
+  static bool alreadyStruck(const StoreRequest& request, const WorkList& work, std::size_t i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (work[j].shard == work[i].shard && request.limits[j].key == request.limits[i].key) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   static bool isSketch(const StoreLimit& limit) {
     return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
            limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
@@ -587,7 +658,7 @@ class MemoryStore final : public Store, public MemoryCounters {
   /// (Charge::kEvery) write every limit.
   static bool charged(const StoreRequest& request, const StoreLimit& limit, const Work& w,
                       bool request_allowed) {
-    if (w.hold_only) {
+    if (w.hold_only || w.banned) {
       return false;
     }
     return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected ||
@@ -617,6 +688,7 @@ class MemoryStore final : public Store, public MemoryCounters {
   Gauge& overrides_gauge_;
   const std::size_t max_keys_;
   std::atomic<std::size_t> count_{0};  // entries in all shards
+  std::atomic<std::size_t> bans_{0};   // penalty-box entries in all shards (max_keys_ bound)
   Gauge& keys_;
   Counter& evicted_expired_;
   Counter& evicted_capacity_;

@@ -23,6 +23,7 @@
 #include "store/redis/key_reset.hpp"
 #include "store/redis/lua_scripts.hpp"
 #include "store/redis/over_limit_cache.hpp"
+#include "store/redis/redis_bans.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
 #include "store/redis/redis_overrides.hpp"
@@ -475,7 +476,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       o.reset_after_us = v[2].integer;
       o.retry_after_us = v[3].integer;
       o.delay_us = v[4].integer;
-      o.never = v[5].integer != 0;
+      redis::readNeverSlot(v[5].integer, o);
       response.outcomes.push_back(o);
     }
     if (overridden && !redis::readAppliedOverrides(reply.elements.back(), n, response.overrides)) {
@@ -580,6 +581,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       args->insert(args->end(), sketch_args.begin(), sketch_args.end());
     }
     redis::appendOverrideFields(request, kValuesPerLimit, kFlagOverride, *args);
+    redis::appendBanArguments(request, kValuesPerLimit, *args);
     if (request.hold.op != HoldOp::kNone) {
       appendHoldArguments(request.hold, *args);
       // n as -n: the six values before it are the reservation step's (80_holds.lua).
@@ -607,6 +609,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
            p.warmup, costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1),
            // The rule's name (in the rules snapshot) is part of the list.
            static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(limit.override_rule))});
+      redis::appendBanSignature(request, limit, signature_);
     }
     for (const InternedList& interned : interned_) {
       if (interned.signature == signature_) {
