@@ -6,7 +6,11 @@
 # Three runs of build/sluice under callgrind, each driven over one keep-alive connection:
 # no requests (start-up and shutdown alone), N plain decisions, N reserve + commit pairs.
 # The cost of one operation is (run - idle run) / N. Prints both and their ratio (docs/
-# benchmarks.md, "Reservations").
+# benchmarks.md, "Reservations: what a reserve + commit costs"), and the pair split into
+# its reserve and its commit: each step's own handler (serveReserve, serveCommit in
+# src/http/reservation_routes.cpp: parsing, deciding, the answer; inclusive costs from
+# callgrind_annotate) plus half of what the pair spends outside them (reading the two
+# requests, routing, writing the two answers).
 #
 # Usage: bench/reservation_cost.sh [--requests N] [--sluice PATH]
 set -euo pipefail
@@ -75,15 +79,27 @@ EOF
   awk '/^summary:/ {print $2}' "$work/$mode.out"
 }
 
+# The inclusive cost of the function named $1 in the pair run (empty if not found).
+handler() {
+  callgrind_annotate --inclusive=yes --threshold=100 "$work/pair.out" |
+    awk -v f="::$1(" '!found && index($0, f) { gsub(",", "", $1); print $1; found = 1 }'
+}
+
 idle=$(run idle)
 plain=$(run plain)
 pair=$(run pair)
-/usr/bin/python3 - "$idle" "$plain" "$pair" "$requests" <<'EOF'
+reserve=$(handler serveReserve)
+commit=$(handler serveCommit)
+/usr/bin/python3 - "$idle" "$plain" "$pair" "$requests" "${reserve:-0}" "${commit:-0}" <<'EOF'
 import sys
-idle, plain, pair, n = (int(x) for x in sys.argv[1:])
+idle, plain, pair, n, reserve, commit = (int(x) for x in sys.argv[1:])
 one = (plain - idle) / n
 two = (pair - idle) / n
 print("instructions per plain decision:        %10.0f" % one)
+if reserve and commit:
+    outside = (two - reserve / n - commit / n) / 2
+    print("instructions per reserve:               %10.0f" % (reserve / n + outside))
+    print("instructions per commit:                %10.0f" % (commit / n + outside))
 print("instructions per reserve + commit pair: %10.0f" % two)
 print("ratio:                                   %10.2f" % (two / one))
 EOF

@@ -57,8 +57,9 @@ const std::string* overrideRuleOf(const RateLimit& rule) {
 }
 
 /// This thread's spares. Of a decision only the storage worth keeping is kept (its
-/// descriptors, their limits and strings; the request-side limits): moving three vectors
-/// costs less than moving a whole Decision in and out. A store that answers later (Redis)
+/// descriptors, their limits and strings; the request-side limits; the candidates' outcomes
+/// of a rule set with candidate limits; a reserve's id): moving these costs less than
+/// moving a whole Decision in and out. A store that answers later (Redis)
 /// has many decisions in flight on a thread: the spares are a stack of up to kMaxSpares,
 /// so that each of them finds storage when the thread is warm.
 constexpr std::size_t kMaxSpares = 256;
@@ -66,6 +67,8 @@ constexpr std::size_t kMaxSpares = 256;
 struct SpareDecision {
   std::vector<DescriptorStatus> descriptors;
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
+  std::vector<CandidateStatus> candidates;
+  std::string reservation_id;  ///< a reserve's id (ReservationOutcome::id)
 };
 
 struct Spares {
@@ -111,6 +114,8 @@ void prepareDecision(Decision& decision) {
     SpareDecision& spare = t_spares.decisions.back();
     decision.descriptors = std::move(spare.descriptors);
     decision.request_limits = std::move(spare.request_limits);
+    decision.candidates = std::move(spare.candidates);
+    decision.reservation.id = std::move(spare.reservation_id);
     t_spares.decisions.pop_back();
   }
   decision.allowed = true;
@@ -121,7 +126,7 @@ void prepareDecision(Decision& decision) {
   decision.rules.reset();
   decision.metadata_json.clear();
   decision.request_limits.clear();
-  decision.reservation = ReservationOutcome{};
+  reservation_detail::resetOutcome(decision.reservation);
   decision.holds_expired = 0;
   decision.candidates.clear();
   // The descriptors stay: decide() resizes and refills them.
@@ -523,6 +528,7 @@ DecisionRequest takeSpareRequest() {
 void recycleDecision(Decision&& decision) {
   decision.rules.reset();
   decision.request_limits.clear();
+  decision.candidates.clear();
   if (t_spares.requests.size() < kMaxSpares) {
     if (t_spares.requests.capacity() == 0) {
       t_spares.requests.reserve(kMaxSpares);  // once per thread: no allocation afterwards
@@ -534,7 +540,8 @@ void recycleDecision(Decision&& decision) {
       t_spares.decisions.reserve(kMaxSpares);
     }
     t_spares.decisions.push_back(
-        SpareDecision{std::move(decision.descriptors), std::move(decision.request_limits)});
+        SpareDecision{std::move(decision.descriptors), std::move(decision.request_limits),
+                      std::move(decision.candidates), std::move(decision.reservation.id)});
   }
 }
 

@@ -1,8 +1,12 @@
 #include "sluice/decision/reservation.hpp"
 
+#include <array>
 #include <charconv>
+#include <cstring>
+#include <limits>
 #include <random>
 
+#include "decision/reservation_steps.hpp"
 #include "sluice/common/value_parsers.hpp"
 #include "sluice/decision/decision.hpp"
 
@@ -11,25 +15,40 @@ namespace {
 
 constexpr std::string_view kIdVersion = "r1";
 
-std::string hex16(std::uint64_t value) {
+/// `value` as 16 lower-case hex digits into `out`.
+void hex16(std::uint64_t value, char* out) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(16, '0');
   for (int i = 15; i >= 0; --i) {
-    out[static_cast<std::size_t>(i)] = kDigits[value & 0xf];
+    out[i] = kDigits[value & 0xf];
     value >>= 4;
   }
-  return out;
 }
 
-bool isHex16(std::string_view text) {
+/// Each byte's value as a lower-case hex digit, or 16.
+constexpr auto kHexValue = [] {
+  std::array<std::uint8_t, 256> table{};
+  for (std::size_t c = 0; c < 256; ++c) {
+    table[c] = c >= '0' && c <= '9'   ? static_cast<std::uint8_t>(c - '0')
+               : c >= 'a' && c <= 'f' ? static_cast<std::uint8_t>(c - 'a' + 10)
+                                      : 16;
+  }
+  return table;
+}();
+
+/// 16 lower-case hex digits -> their value; false for any other text.
+bool readHex16(std::string_view text, std::uint64_t& value) {
   if (text.size() != 16) {
     return false;
   }
+  std::uint64_t v = 0;
   for (const char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+    const std::uint8_t digit = kHexValue[static_cast<unsigned char>(c)];
+    if (digit == 16) {
       return false;
     }
+    v = v << 4 | digit;
   }
+  value = v;
   return true;
 }
 
@@ -39,20 +58,35 @@ class Fnv {
   void add(std::string_view text) {
     for (const char c : text) {
       hash_ ^= static_cast<unsigned char>(c);
-      hash_ *= 1099511628211ULL;
+      hash_ *= kPrime;
     }
     // A separator no text can forge (lengths are part of the input).
     addLength(text.size());
   }
+  /// The 8 bytes of `n`, lowest first. The high bytes of a length are zeros, which the
+  /// xor leaves alone: they only multiply, by the prime's power at once.
   void addLength(std::size_t n) {
-    for (int i = 0; i < 8; ++i) {
+    int i = 0;
+    for (; i < 8 && (n >> (8 * i)) != 0; ++i) {
       hash_ ^= static_cast<unsigned char>(n >> (8 * i));
-      hash_ *= 1099511628211ULL;
+      hash_ *= kPrime;
     }
+    hash_ *= kPrimePowers[static_cast<std::size_t>(8 - i)];
   }
   std::uint64_t value() const { return hash_; }
 
  private:
+  static constexpr std::uint64_t kPrime = 1099511628211ULL;
+  /// kPrime to the powers 0..8 (mod 2^64).
+  static constexpr std::array<std::uint64_t, 9> kPrimePowers = [] {
+    std::array<std::uint64_t, 9> powers{};
+    powers[0] = 1;
+    for (std::size_t k = 1; k < powers.size(); ++k) {
+      powers[k] = powers[k - 1] * kPrime;
+    }
+    return powers;
+  }();
+
   std::uint64_t hash_ = 14695981039346656037ULL;
 };
 
@@ -73,17 +107,19 @@ void addReservationFlags(FlagRegistry& registry, ReservationSettings& settings) 
   constexpr Micros kMinTtl = 1000;
   constexpr Micros kMaxTtl = 7 * 24 * 3600 * kMicrosPerSecond;
   registry.section("Reservations");
-  registry.add({.name = "reservation-ttl",
-                .metavar = "DURATION",
-                .help = "lifetime of a reservation that names none, at most --max-reservation-ttl (default 60s)",
-                .set = [&settings](std::string_view value) -> Status {
-                  auto ttl = parseDurationFlag(value, kMinTtl, kMaxTtl);
-                  if (!ttl) {
-                    return ttl.error();
-                  }
-                  settings.default_ttl_us = *ttl;
-                  return {};
-                }});
+  registry.add(
+      {.name = "reservation-ttl",
+       .metavar = "DURATION",
+       .help =
+           "lifetime of a reservation that names none, at most --max-reservation-ttl (default 60s)",
+       .set = [&settings](std::string_view value) -> Status {
+         auto ttl = parseDurationFlag(value, kMinTtl, kMaxTtl);
+         if (!ttl) {
+           return ttl.error();
+         }
+         settings.default_ttl_us = *ttl;
+         return {};
+       }});
   registry.add({.name = "max-reservation-ttl",
                 .metavar = "DURATION",
                 .help = "longest reservation; a longer ttl is refused (default 10m)",
@@ -119,49 +155,96 @@ void addReservationFlags(FlagRegistry& registry, ReservationSettings& settings) 
 }
 
 std::string formatReservationId(const ReservationId& id) {
-  std::string out(kIdVersion);
-  out += '.';
-  out += std::to_string(id.expires_at_us);
-  out += '.';
-  out += id.nonce;
-  out += '.';
-  out += hex16(id.fingerprint);
+  std::string out;
+  reservation_detail::assignReservationId(out, id.expires_at_us, id.nonce, id.fingerprint);
   return out;
 }
 
-Result<ReservationId> parseReservationId(std::string_view text) {
-  const auto bad = [&text](std::string_view why) {
-    return makeError(ErrorKind::kInvalidArgument,
-                     "reservation_id: \"" + std::string(text.substr(0, 80)) +
-                         "\" is not a reservation id (" + std::string(why) + ")");
-  };
+void reservation_detail::assignReservationId(std::string& out, Micros expires_at_us,
+                                             std::string_view nonce, std::uint64_t fingerprint) {
+  char expiry[24];
+  const std::size_t digits = static_cast<std::size_t>(
+      std::to_chars(expiry, expiry + sizeof expiry, expires_at_us).ptr - expiry);
+  // r1.<expiry>.<nonce>.<fingerprint>, written in place.
+  out.resize(kIdVersion.size() + 1 + digits + 1 + nonce.size() + 1 + 16);
+  char* p = out.data();
+  std::memcpy(p, kIdVersion.data(), kIdVersion.size());
+  p += kIdVersion.size();
+  *p++ = '.';
+  std::memcpy(p, expiry, digits);
+  p += digits;
+  *p++ = '.';
+  std::memcpy(p, nonce.data(), nonce.size());
+  p += nonce.size();
+  *p++ = '.';
+  hex16(fingerprint, p);
+}
+
+namespace {
+
+/// Reads an id's parts without copying them: "" when `text` is an id, else why not.
+std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
+                                   std::string_view& nonce, std::uint64_t& fingerprint) {
+  constexpr std::string_view kShape = "expected r1.<expiry>.<16 hex>.<16 hex>, as /reserve answers";
   if (text.empty()) {
-    return bad("empty");
+    return "empty";
   }
   if (text.size() > 80 || text.substr(0, 3) != "r1.") {
-    return bad("expected r1.<expiry>.<16 hex>.<16 hex>, as /reserve answers");
+    return kShape;
   }
   std::string_view rest = text.substr(3);
   const std::size_t dot1 = rest.find('.');
   if (dot1 == std::string_view::npos) {
-    return bad("expected r1.<expiry>.<16 hex>.<16 hex>, as /reserve answers");
+    return kShape;
   }
-  ReservationId id;
+  // A positive decimal number that fits (leading zeros allowed, no sign).
   const std::string_view expiry = rest.substr(0, dot1);
-  const auto [end, ec] =
-      std::from_chars(expiry.data(), expiry.data() + expiry.size(), id.expires_at_us);
-  if (ec != std::errc() || end != expiry.data() + expiry.size() || id.expires_at_us <= 0) {
-    return bad("its expiry is not a number");
+  constexpr std::string_view kNotNumber = "its expiry is not a number";
+  Micros value = 0;
+  // 18 digits always fit; a longer number is checked digit by digit.
+  const bool may_overflow = expiry.size() > 18;
+  for (const char c : expiry) {
+    if (c < '0' || c > '9') {
+      return kNotNumber;
+    }
+    const int digit = c - '0';
+    if (may_overflow && value > (std::numeric_limits<Micros>::max() - digit) / 10) {
+      return kNotNumber;
+    }
+    value = value * 10 + digit;
   }
+  if (value <= 0) {
+    return kNotNumber;
+  }
+  expires_at_us = value;
   rest = rest.substr(dot1 + 1);
-  if (rest.size() != 33 || rest[16] != '.' || !isHex16(rest.substr(0, 16)) ||
-      !isHex16(rest.substr(17))) {
-    return bad("expected r1.<expiry>.<16 hex>.<16 hex>, as /reserve answers");
+  std::uint64_t nonce_value = 0;
+  if (rest.size() != 33 || rest[16] != '.' || !readHex16(rest.substr(0, 16), nonce_value) ||
+      !readHex16(rest.substr(17), fingerprint)) {
+    return kShape;
   }
-  id.nonce = std::string(rest.substr(0, 16));
-  const std::string_view fp = rest.substr(17);
-  std::from_chars(fp.data(), fp.data() + fp.size(), id.fingerprint, 16);
+  nonce = rest.substr(0, 16);
+  return {};
+}
+
+}  // namespace
+
+Result<ReservationId> parseReservationId(std::string_view text) {
+  ReservationId id;
+  std::string_view nonce;
+  const std::string_view why = readReservationId(text, id.expires_at_us, nonce, id.fingerprint);
+  if (!why.empty()) {
+    return makeError(ErrorKind::kInvalidArgument,
+                     "reservation_id: \"" + std::string(text.substr(0, 80)) +
+                         "\" is not a reservation id (" + std::string(why) + ")");
+  }
+  id.nonce = std::string(nonce);
   return id;
+}
+
+bool reservation_detail::splitReservationId(std::string_view text, Micros& expires_at_us,
+                                            std::string_view& nonce, std::uint64_t& fingerprint) {
+  return readReservationId(text, expires_at_us, nonce, fingerprint).empty();
 }
 
 std::uint64_t reservationFingerprint(const DecisionRequest& request) {
@@ -180,11 +263,19 @@ std::uint64_t reservationFingerprint(const DecisionRequest& request) {
 }
 
 std::string newReservationNonce() {
+  std::string out;
+  reservation_detail::assignReservationNonce(out);
+  return out;
+}
+
+void reservation_detail::assignReservationNonce(std::string& out) {
   thread_local std::mt19937_64 generator{[] {
     std::random_device random;
     return (static_cast<std::uint64_t>(random()) << 32) ^ random();
   }()};
-  return hex16(generator());
+  char digits[16];
+  hex16(generator(), digits);
+  out.assign(digits, sizeof digits);
 }
 
 std::string_view holdStatusName(HoldStatus status) {

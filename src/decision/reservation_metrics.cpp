@@ -1,4 +1,5 @@
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sluice/decision/decision_service.hpp"
@@ -14,7 +15,8 @@ constexpr std::string_view kDifference = "reservation_actual_minus_reserved";
 
 /// Reservation metrics by domain and rule (docs/operations.md): one observer per I/O
 /// thread. A decision that is no reservation step and found no expired hold costs two
-/// branches.
+/// branches; a step finds its rule's series by the rule's address, without building label
+/// strings (each series is looked up by its labels once per rules snapshot, when first used).
 class ReservationMetrics final : public DecisionObserver {
  public:
   explicit ReservationMetrics(Metrics& metrics) : metrics_(metrics) {
@@ -30,61 +32,99 @@ class ReservationMetrics final : public DecisionObserver {
     if (decision.domain == nullptr) {
       return;
     }
-    const std::string& domain = decision.domain->domain;
+    if (decision.rules != series_rules_) {
+      series_rules_ = decision.rules;  // also keeps the addresses below from being reused
+      rule_series_.clear();
+      request_series_.clear();
+    }
     const ReservationOutcome& step = decision.reservation;
     for (const DescriptorStatus& descriptor : decision.descriptors) {
       for (const LimitStatus& limit : descriptor.limits) {
         if (limit.unlimited) {
           continue;
         }
-        const std::string rule = limit.from_request ? std::string("_request") : limit.name;
-        if (limit.holds_expired > 0) {
-          metrics_.counter(kSettlements, {{"domain", domain}, {"rule", rule}, {"how", "expired"}})
-              .inc(limit.holds_expired);
-          metrics_.gauge(kHolds, {{"domain", domain}, {"rule", rule}})
-              .add(-static_cast<double>(limit.holds_expired));
+        // Request-side limits are new objects every time: one series per domain.
+        RuleSeries& series =
+            limit.from_request ? request_series_[decision.domain] : rule_series_[limit.rule];
+        if (series.domain.empty()) {
+          series.domain = decision.domain->domain;
+          series.rule = limit.from_request ? std::string("_request") : limit.name;
         }
-        countStep(request, step, domain, rule);
+        if (limit.holds_expired > 0) {
+          counter(series.expired, kSettlements, series, "how", "expired").inc(limit.holds_expired);
+          holds(series).add(-static_cast<double>(limit.holds_expired));
+        }
+        countStep(request, step, series);
       }
     }
   }
 
  private:
+  /// One rule's series, each found when first used.
+  struct RuleSeries {
+    std::string domain;
+    std::string rule;
+    Counter* reserved = nullptr;
+    Counter* denied = nullptr;
+    Counter* full = nullptr;
+    Counter* amount = nullptr;
+    Counter* committed = nullptr;
+    Counter* released = nullptr;
+    Counter* late = nullptr;
+    Counter* expired = nullptr;
+    Gauge* holds = nullptr;
+    Histogram* difference = nullptr;
+  };
+
+  Counter& counter(Counter*& slot, std::string_view name, const RuleSeries& series,
+                   const char* label, std::string_view value) {
+    if (slot == nullptr) {
+      Labels labels{{"domain", series.domain}, {"rule", series.rule}};
+      if (label != nullptr) {
+        labels.emplace_back(label, std::string(value));
+      }
+      slot = &metrics_.counter(name, labels);
+    }
+    return *slot;
+  }
+
+  Gauge& holds(RuleSeries& series) {
+    if (series.holds == nullptr) {
+      series.holds = &metrics_.gauge(kHolds, {{"domain", series.domain}, {"rule", series.rule}});
+    }
+    return *series.holds;
+  }
+
   void countStep(const DecisionRequest& request, const ReservationOutcome& step,
-                 const std::string& domain, const std::string& rule) {
+                 RuleSeries& series) {
     switch (step.status) {
       case HoldStatus::kReserved:
-        metrics_
-            .counter(kReservations, {{"domain", domain}, {"rule", rule}, {"outcome", "reserved"}})
-            .inc();
-        metrics_.counter(kReservedAmount, {{"domain", domain}, {"rule", rule}})
+        counter(series.reserved, kReservations, series, "outcome", "reserved").inc();
+        counter(series.amount, kReservedAmount, series, nullptr, "")
             .inc(static_cast<std::uint64_t>(request.hits));
-        metrics_.gauge(kHolds, {{"domain", domain}, {"rule", rule}}).add(1);
+        holds(series).add(1);
         return;
       case HoldStatus::kDenied:
+        counter(series.denied, kReservations, series, "outcome", "denied").inc();
+        return;
       case HoldStatus::kFull:
-        metrics_
-            .counter(kReservations,
-                     {{"domain", domain},
-                      {"rule", rule},
-                      {"outcome", step.status == HoldStatus::kFull ? "full" : "denied"}})
-            .inc();
+        counter(series.full, kReservations, series, "outcome", "full").inc();
         return;
       case HoldStatus::kCommitted:
-      case HoldStatus::kReleased:
-        metrics_
-            .counter(kSettlements, {{"domain", domain},
-                                    {"rule", rule},
-                                    {"how", std::string(holdStatusName(step.status))}})
-            .inc();
-        metrics_.gauge(kHolds, {{"domain", domain}, {"rule", rule}}).add(-1);
-        if (step.status == HoldStatus::kCommitted) {
-          metrics_.histogram(kDifference, {{"domain", domain}, {"rule", rule}})
-              .observe(static_cast<double>(request.hits - step.reserved));
+        counter(series.committed, kSettlements, series, "how", "committed").inc();
+        holds(series).add(-1);
+        if (series.difference == nullptr) {
+          series.difference =
+              &metrics_.histogram(kDifference, {{"domain", series.domain}, {"rule", series.rule}});
         }
+        series.difference->observe(static_cast<double>(request.hits - step.reserved));
+        return;
+      case HoldStatus::kReleased:
+        counter(series.released, kSettlements, series, "how", "released").inc();
+        holds(series).add(-1);
         return;
       case HoldStatus::kLate:
-        metrics_.counter(kSettlements, {{"domain", domain}, {"rule", rule}, {"how", "late"}}).inc();
+        counter(series.late, kSettlements, series, "how", "late").inc();
         return;
       case HoldStatus::kNone:
       case HoldStatus::kSettled:
@@ -95,6 +135,9 @@ class ReservationMetrics final : public DecisionObserver {
   }
 
   Metrics& metrics_;
+  RuleSetPtr series_rules_;
+  std::unordered_map<const RateLimit*, RuleSeries> rule_series_;
+  std::unordered_map<const DomainConfig*, RuleSeries> request_series_;
 };
 
 }  // namespace

@@ -19,12 +19,22 @@ std::string seconds(Micros us) {
 
 }  // namespace
 
+void resetOutcome(ReservationOutcome& out) {
+  out.status = HoldStatus::kNone;
+  out.id.clear();  // keeps its capacity for the next reserve's id
+  out.expires_at_us = 0;
+  out.ttl_us = 0;
+  out.reserved = 0;
+}
+
 Status prepareStep(const DecisionRequest& request, const ReservationSettings& settings,
                    StoreRequest& store_request) {
   const ReservationRequest& step = request.reservation;
   HoldCall& call = store_request.hold;
-  call = HoldCall{};
   call.op = step.op;
+  call.nonce.clear();  // keeps its capacity: the slot's next step writes its own
+  call.ttl_us = 0;
+  call.expires_at_us = 0;
   call.keep_us = settings.max_ttl_us;
   call.max_holds = settings.max_holds;
   if (!request.descriptor_hits.empty()) {
@@ -48,8 +58,8 @@ Status prepareStep(const DecisionRequest& request, const ReservationSettings& se
                        std::to_string(request.hits));
       }
       // The default never passes the bound: --max-reservation-ttl 30s alone shortens it.
-      const Micros ttl = step.ttl_us == 0 ? std::min(settings.default_ttl_us, settings.max_ttl_us)
-                                          : step.ttl_us;
+      const Micros ttl =
+          step.ttl_us == 0 ? std::min(settings.default_ttl_us, settings.max_ttl_us) : step.ttl_us;
       if (ttl < 0) {
         return invalid("ttl: must be over 0, got " + std::to_string(ttl / 1000) + "ms");
       }
@@ -58,18 +68,20 @@ Status prepareStep(const DecisionRequest& request, const ReservationSettings& se
                        seconds(settings.max_ttl_us) + ")");
       }
       call.ttl_us = std::min(ttl, settings.max_ttl_us);
-      call.nonce = newReservationNonce();
+      assignReservationNonce(call.nonce);
       store_request.charge = Charge::kAllOrNothing;
       store_request.cost = request.hits;
       return {};
     }
     case HoldOp::kCommit:
     case HoldOp::kRelease: {
-      auto id = parseReservationId(step.id);
-      if (!id) {
-        return id.error();
+      Micros expires_at_us = 0;
+      std::string_view nonce;
+      std::uint64_t fingerprint = 0;
+      if (!splitReservationId(step.id, expires_at_us, nonce, fingerprint)) {
+        return parseReservationId(step.id).error();  // words what is wrong
       }
-      if (id->fingerprint != reservationFingerprint(request)) {
+      if (fingerprint != reservationFingerprint(request)) {
         return invalid("reservation_id: \"" + step.id +
                        "\" was made for another domain, client or descriptors than this "
                        "request's (send the ones the reservation was made with)");
@@ -77,8 +89,8 @@ Status prepareStep(const DecisionRequest& request, const ReservationSettings& se
       if (step.op == HoldOp::kCommit && request.hits < 0) {
         return invalid("actual: must be 0 or more");
       }
-      call.nonce = id->nonce;
-      call.expires_at_us = id->expires_at_us;
+      call.nonce.assign(nonce);
+      call.expires_at_us = expires_at_us;
       store_request.charge = step.op == HoldOp::kCommit ? Charge::kReport : Charge::kAllOrNothing;
       store_request.cost = step.op == HoldOp::kCommit ? request.hits : 0;
       return {};
@@ -126,14 +138,14 @@ Status settle(const DecisionRequest& request, const StoreRequest& store_request,
                      "failure mode's answer");
   }
   ReservationOutcome& out = decision.reservation;
-  out = ReservationOutcome{};
+  resetOutcome(out);
   out.status = response.hold_status;
   if (request.reservation.op == HoldOp::kReserve) {
     if (out.status == HoldStatus::kReserved) {
       out.expires_at_us = response.hold_expires_at_us;
       out.ttl_us = store_request.hold.ttl_us;
-      out.id = formatReservationId(ReservationId{
-          response.hold_expires_at_us, store_request.hold.nonce, reservationFingerprint(request)});
+      assignReservationId(out.id, response.hold_expires_at_us, store_request.hold.nonce,
+                          reservationFingerprint(request));
     } else if (out.status != HoldStatus::kFull) {
       out.status = HoldStatus::kDenied;
     }
@@ -149,7 +161,7 @@ Status settle(const DecisionRequest& request, const StoreRequest& store_request,
 void settleWithoutLimits(const DecisionRequest& request, const StoreRequest& store_request,
                          Micros now, Decision& decision) {
   ReservationOutcome& out = decision.reservation;
-  out = ReservationOutcome{};
+  resetOutcome(out);
   switch (request.reservation.op) {
     case HoldOp::kNone:
       return;
@@ -158,8 +170,8 @@ void settleWithoutLimits(const DecisionRequest& request, const StoreRequest& sto
       out.status = HoldStatus::kReserved;
       out.ttl_us = store_request.hold.ttl_us;
       out.expires_at_us = now + store_request.hold.ttl_us;
-      out.id = formatReservationId(ReservationId{out.expires_at_us, store_request.hold.nonce,
-                                                 reservationFingerprint(request)});
+      assignReservationId(out.id, out.expires_at_us, store_request.hold.nonce,
+                          reservationFingerprint(request));
       return;
     case HoldOp::kCommit:
       out.status = HoldStatus::kCommitted;

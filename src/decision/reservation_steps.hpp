@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "sluice/common/result.hpp"
 #include "sluice/decision/decision.hpp"
@@ -12,6 +13,22 @@
 /// The decision service's part of a reservation step (docs/reservations.md): what it checks
 /// before the store call, and how the store's answer becomes Decision::reservation.
 namespace sluice::reservation_detail {
+
+// Allocation-free forms of reservation.hpp's id functions, for the steps' hot path
+// (defined in reservation.cpp beside them).
+
+/// formatReservationId() into `out`, replacing it and keeping its capacity.
+void assignReservationId(std::string& out, Micros expires_at_us, std::string_view nonce,
+                         std::uint64_t fingerprint);
+/// The parts of `text` without copying them (`nonce` points into it); false where
+/// parseReservationId() answers an error.
+bool splitReservationId(std::string_view text, Micros& expires_at_us, std::string_view& nonce,
+                        std::uint64_t& fingerprint);
+/// newReservationNonce() into `out`, keeping its capacity.
+void assignReservationNonce(std::string& out);
+
+/// `out` back to an outcome of no step (ReservationOutcome{}), keeping the id's capacity.
+void resetOutcome(ReservationOutcome& out);
 
 /// Checks what a reservation step asks before any rule is read and fills the store's
 /// HoldCall (and charge and cost): a reserve's amount (> 0) and ttl (0: the default; over

@@ -651,13 +651,17 @@ static bool anyApproximate(const Decision& decision) {
   return false;
 }
 
-Response decisionResponse(const DecisionRequest& request, const Decision& decision) {
+Response decisionResponse(const DecisionRequest& request, const Decision& decision,
+                          LeadingFields leading) {
   Response response = freshResponse();
   response.status = decision.allowed ? 200 : 429;
   std::string& body = response.body;
   body.reserve(256 + 224 * decision.descriptors.size());
   JsonWriter w(body);
   w.beginObject();
+  if (leading != nullptr) {
+    leading(w, decision);
+  }
   w.field("allowed", decision.allowed);
   w.field("domain", request.domain);
   if (!request.client_id.empty()) {

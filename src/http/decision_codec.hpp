@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/common/json_writer.hpp"
 #include "sluice/common/result.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/decision/request_shape.hpp"
@@ -28,7 +29,11 @@ Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
 /// The /shouldAllowRequest answer: 200 or 429 with the JSON body and the headers of the
 /// binding limit; 200 without limit headers when no limit was evaluated. `hold` is set
 /// for an allowed request whose shaped leaky bucket asks for a delay.
-Response decisionResponse(const DecisionRequest& request, const Decision& decision);
+/// `leading`, when given, writes fields of the caller's own first in the object (a
+/// reservation step's: reservation_routes.cpp).
+using LeadingFields = void (*)(JsonWriter& writer, const Decision& decision);
+Response decisionResponse(const DecisionRequest& request, const Decision& decision,
+                          LeadingFields leading = nullptr);
 
 /// Parses envoyproxy/ratelimit's RateLimitRequest in proto3 JSON (`hits_addend` and
 /// `hitsAddend` both accepted; a request-level 0 means 1, as envoy does). As envoy: an

@@ -21,6 +21,19 @@ constexpr auto kPlain = [] {
   return table;
 }();
 
+/// True when the 8 bytes at `p` are all kPlain (no byte under 0x20, at or over 0x80, '"'
+/// or '\\'): the usual test for a zero byte, on the word and on its xors with '"' and '\\'.
+bool allPlain(const char* p) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, sizeof v);
+  const auto zero_byte = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
+  const std::uint64_t control = (v - 0x20 * kOnes) & ~v & kHighs;  // a byte under 0x20
+  const std::uint64_t special = zero_byte(v ^ ('"' * kOnes)) | zero_byte(v ^ ('\\' * kOnes));
+  return ((v & kHighs) | control | special) == 0;
+}
+
 /// `name == literal`, the literal's length known here (no call to memcmp).
 template <std::size_t N>
 bool is(std::string_view name, const char (&literal)[N]) {
@@ -70,6 +83,30 @@ class Scanner {
       return false;  // the end, an escape, a control or non-ASCII byte
     }
     out = text_.substr(start, pos_ - start);
+    ++pos_;
+    return out.size() <= kMaxStringBytes;
+  }
+
+  /// string() for a value that is usually long (a reservation id): eight bytes at a time
+  /// while they are all plain, then byte by byte. The same strings, the same answer.
+  bool longString(std::string_view& out) {
+    if (!consume('"')) {
+      return false;
+    }
+    const char* const start = text_.data() + pos_;
+    const char* const end = text_.data() + text_.size();
+    const char* p = start;
+    while (end - p >= 8 && allPlain(p)) {
+      p += 8;
+    }
+    while (p != end && kPlain[static_cast<unsigned char>(*p)]) {
+      ++p;
+    }
+    pos_ = static_cast<std::size_t>(p - text_.data());
+    if (p == end || *p != '"') {
+      return false;  // the end, an escape, a control or non-ASCII byte
+    }
+    out = std::string_view(start, static_cast<std::size_t>(p - start));
     ++pos_;
     return out.size() <= kMaxStringBytes;
   }
@@ -268,6 +305,55 @@ bool objectBody(Scanner& s, Field field) {
   return s.atEnd();
 }
 
+/// The fields of a Sluice body (SeenFields bits): those every endpoint takes, then those of
+/// /shouldAllowRequest and of the reservation steps.
+enum : unsigned {
+  kDomainField = 1,
+  kClientField = 2,
+  kDescriptorsField = 4,
+  kTimestampField = 8,
+  kHitsField = 16,
+  kAmountField = 32,
+  kTtlField = 64,
+  kIdField = 128,
+  kActualField = 256,
+};
+
+/// Reads the value of `name` into `request` when it is a field every Sluice body has
+/// (domain, clientId, descriptors, timestamp); any other goes to `other(name)`.
+template <typename Other>
+bool sluiceField(Scanner& s, std::string_view name, SeenFields& seen, DecisionRequest& request,
+                 Other other) {
+  if (is(name, "domain")) {
+    return seen.first(kDomainField) && readDomain(s, request);
+  }
+  if (is(name, "clientId")) {
+    std::string_view text;
+    const bool read = seen.first(kClientField) && s.string(text);
+    request.client_id.assign(text);
+    return read;
+  }
+  if (is(name, "descriptors")) {
+    return seen.first(kDescriptorsField) && descriptors(s, request, false);
+  }
+  if (is(name, "timestamp")) {
+    std::string_view text;
+    return seen.first(kTimestampField) && s.string(text) && isIso8601DateTime(text);
+  }
+  return other(name);
+}
+
+/// The defaults of the fields a body left out.
+void finishSluiceFields(const SeenFields& seen, std::string_view default_domain,
+                        DecisionRequest& request) {
+  if (!seen.has(kDomainField)) {
+    request.domain.assign(default_domain);
+  }
+  if (!seen.has(kDescriptorsField)) {
+    request.descriptors.clear();
+  }
+}
+
 }  // namespace
 
 std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
@@ -283,40 +369,82 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
 bool parseDecisionRequestFastInto(std::string_view body, std::string_view default_domain,
                                   DecisionRequest& request) {
   Scanner s(body);
-  enum : unsigned { kDomain = 1, kClient = 2, kDescriptors = 4, kHits = 8, kTimestamp = 16 };
   SeenFields seen;
   const bool ok = objectBody(s, [&](std::string_view name) {
-    if (is(name, "domain") && seen.first(kDomain)) {
-      return readDomain(s, request);
-    }
-    if (is(name, "clientId") && seen.first(kClient)) {
-      std::string_view text;
-      const bool read = s.string(text);
-      request.client_id.assign(text);
-      return read;
-    }
-    if (is(name, "descriptors") && seen.first(kDescriptors)) {
-      return descriptors(s, request, false);
-    }
-    if (is(name, "hits") && seen.first(kHits)) {
-      return s.count(request.hits);
-    }
-    if (is(name, "timestamp") && seen.first(kTimestamp)) {
-      std::string_view text;
-      return s.string(text) && isIso8601DateTime(text);
-    }
-    return false;
+    return sluiceField(s, name, seen, request, [&](std::string_view other) {
+      return is(other, "hits") && seen.first(kHitsField) && s.count(request.hits);
+    });
   });
   if (!ok) {
     return false;
   }
-  if (!seen.has(kDomain)) {
-    request.domain.assign(default_domain);
-  }
-  if (!seen.has(kDescriptors)) {
-    request.descriptors.clear();
-  }
+  finishSluiceFields(seen, default_domain, request);
   return true;
+}
+
+namespace {
+
+/// parseReservationRequestFastInto() for one step, known here.
+template <HoldOp kOp>
+bool parseStepInto(std::string_view body, std::string_view default_domain,
+                   DecisionRequest& request) {
+  Scanner s(body);
+  SeenFields seen;
+  std::int64_t amount = 0;
+  std::int64_t ttl_ms = 0;
+  const auto step_field = [&](std::string_view name) {
+    if constexpr (kOp == HoldOp::kReserve) {
+      if (is(name, "amount") && seen.first(kAmountField)) {
+        return s.count(amount) && amount >= 1;
+      }
+      return is(name, "ttl_ms") && seen.first(kTtlField) && s.count(ttl_ms) && ttl_ms >= 1;
+    } else {
+      if (is(name, "reservation_id") && seen.first(kIdField)) {
+        std::string_view text;
+        const bool read = s.longString(text);
+        request.reservation.id.assign(text);
+        return read;
+      }
+      return kOp == HoldOp::kCommit && is(name, "actual") && seen.first(kActualField) &&
+             s.count(amount);
+    }
+  };
+  const bool ok = objectBody(
+      s, [&](std::string_view name) { return sluiceField(s, name, seen, request, step_field); });
+  // A required field missing is an error, which the complete parser words.
+  bool complete = false;
+  if constexpr (kOp == HoldOp::kReserve) {
+    complete = seen.has(kAmountField);
+  } else if constexpr (kOp == HoldOp::kCommit) {
+    complete = seen.has(kIdField) && seen.has(kActualField);
+  } else {
+    complete = seen.has(kIdField);
+  }
+  if (!ok || !complete) {
+    return false;
+  }
+  finishSluiceFields(seen, default_domain, request);
+  request.hits = amount;
+  request.reservation.op = kOp;
+  request.reservation.ttl_us = ttl_ms * 1000;
+  return true;
+}
+
+}  // namespace
+
+bool parseReservationRequestFastInto(std::string_view body, HoldOp op,
+                                     std::string_view default_domain, DecisionRequest& request) {
+  switch (op) {
+    case HoldOp::kReserve:
+      return parseStepInto<HoldOp::kReserve>(body, default_domain, request);
+    case HoldOp::kCommit:
+      return parseStepInto<HoldOp::kCommit>(body, default_domain, request);
+    case HoldOp::kRelease:
+      return parseStepInto<HoldOp::kRelease>(body, default_domain, request);
+    case HoldOp::kNone:
+      break;
+  }
+  return false;
 }
 
 std::optional<DecisionRequest> parseEnvoyRequestFast(std::string_view body) {

@@ -23,6 +23,14 @@ std::optional<DecisionRequest> parseDecisionRequestFast(std::string_view body,
 bool parseDecisionRequestFastInto(std::string_view body, std::string_view default_domain,
                                   DecisionRequest& request);
 
+/// The same for POST /reserve, /commit and /release (parseReservationRequest(),
+/// reservation_routes.hpp): the fields of /shouldAllowRequest but `hits`, and the step's
+/// own: /reserve's `amount` (required) and `ttl_ms`, /commit's `reservation_id` and `actual`
+/// (both required), /release's `reservation_id`. A value out of the step's range, `hits`,
+/// `refund`, `report` and anything the plain fast path leaves go to the complete parser.
+bool parseReservationRequestFastInto(std::string_view body, HoldOp op,
+                                     std::string_view default_domain, DecisionRequest& request);
+
 /// The same for POST /json (parseEnvoyRequest(), envoyproxy/ratelimit's RateLimitRequest in
 /// proto3 JSON): `domain`, `descriptors` as `{"entries": [...]}` objects with an optional
 /// integer `hits_addend`, and an optional integer `hits_addend`. Strings for integers, a

@@ -15,8 +15,15 @@ namespace sluice::http {
 /// Parses a body of `op`'s endpoint: /reserve takes `amount` (required, 1..10^9) and
 /// `ttl_ms` (optional, > 0); /commit `reservation_id` and `actual` (both required,
 /// actual 0..10^9); /release `reservation_id`. `hits`, `refund` and `report` are refused.
+/// A body of the usual shape takes the fast path (parseReservationRequestFastInto(),
+/// fast_decision_parser.hpp); any other, errors included, the complete parser below.
 Result<DecisionRequest> parseReservationRequest(std::string_view body, HoldOp op,
                                                 std::string_view default_domain);
+
+/// The complete parser: every body, every error message is defined here.
+/// parseReservationRequest() answers the same.
+Result<DecisionRequest> parseReservationRequestComplete(std::string_view body, HoldOp op,
+                                                        std::string_view default_domain);
 
 /// The answer of a reservation step: /shouldAllowRequest's body with the step's fields
 /// (`reservation_id`, `status`, ...), 200, or 429 for a denied reserve; a commit or release

@@ -129,6 +129,7 @@ void RateEstimate::observe(Micros at, std::int64_t window, std::int64_t total, s
   // difference per sample (a lull between bursts must not drop the guard).
   global_ = global >= global_ ? global : (global_ + global) / 2;
   own_ = own_rate >= own_ ? own_rate : (own_ + own_rate) / 2;
+  measured_ = true;
   at_ = at;
   total_ = total;
   own_total_ = own;
@@ -313,7 +314,9 @@ void merge(View& view, const LimitParams& params, const KeyReading& reading, Mic
                                view.cur.writers + 1, latency_us, tuning);
   // The key stays tight while its allowance is below the margin: one look at cost 0.
   const Evaluation look = decide(view, params, now, 0);
-  view.tight = look.outcome.remaining < view.tight_below;
+  const bool stays =
+      tuning.tight_until_window_ends && view.tight && params.algorithm != Algorithm::kTokenBucket;
+  view.tight = stays || look.outcome.remaining < view.tight_below;
 }
 
 std::int64_t tightenAt(double global_per_second, double own_per_second, std::size_t writers,
@@ -330,6 +333,87 @@ std::int64_t tightenAt(double global_per_second, double own_per_second, std::siz
   }
   return margin >= 9.0e18 ? std::numeric_limits<std::int64_t>::max()
                           : static_cast<std::int64_t>(margin);
+}
+
+std::int64_t regionCap(const LimitParams& params, std::size_t regions) {
+  if (regions < 2 || params.limit <= 0 ||
+      (params.algorithm != Algorithm::kFixedWindow &&
+       params.algorithm != Algorithm::kSlidingWindowCounter)) {
+    return 0;
+  }
+  const std::int64_t divisor = params.algorithm == Algorithm::kFixedWindow ? 200 : 400;
+  const std::int64_t others = static_cast<std::int64_t>(regions - 1);
+  return std::max<std::int64_t>(params.limit / divisor / others, 1);
+}
+
+std::int64_t regionHoldLimit(const LimitParams& params, std::size_t regions, std::int64_t cap,
+                             std::int64_t confirmed, std::int64_t elsewhere, std::int64_t before) {
+  if (cap <= 0 || regions < 2) {
+    return cap;
+  }
+  const std::int64_t left = params.limit - before - confirmed - elsewhere;
+  return std::max(cap, left > 0 ? left / static_cast<std::int64_t>(regions) : 0);
+}
+
+bool withinRegionCap(std::int64_t region_count, std::int64_t confirmed, std::int64_t added,
+                     std::int64_t hold) {
+  if (hold <= 0 || added <= 0) {
+    return true;
+  }
+  return region_count + added - std::min(confirmed, region_count) <= hold;
+}
+
+void RegionConfirmations::note(std::int64_t window, std::int64_t value, Micros now,
+                               Micros settle_us) {
+  if (window < window_) {
+    return;
+  }
+  if (window > window_) {
+    window_ = window;
+    settled_ = 0;
+    count_ = 0;
+  }
+  // Settle what has aged, then keep the new value (a full list: the newest entry takes it,
+  // later, which only settles it later).
+  settled_ = settled(window, now, settle_us);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < count_; ++i) {
+    if (pending_[i].first > settled_ && now - pending_[i].second < settle_us) {
+      pending_[kept++] = pending_[i];
+    }
+  }
+  count_ = kept;
+  if (value <= settled_ || (count_ > 0 && value <= pending_[count_ - 1].first)) {
+    return;
+  }
+  if (count_ == kPending) {
+    pending_[count_ - 1] = {value, now};
+  } else {
+    pending_[count_++] = {value, now};
+  }
+}
+
+std::int64_t RegionConfirmations::settled(std::int64_t window, Micros now, Micros settle_us) const {
+  if (window != window_) {
+    return 0;
+  }
+  std::int64_t best = settled_;
+  for (std::size_t i = 0; i < count_; ++i) {
+    if (now - pending_[i].second >= settle_us) {
+      best = std::max(best, pending_[i].first);
+    }
+  }
+  return best;
+}
+
+bool beyondRegionShare(std::int64_t unconfirmed, std::int64_t cost, std::int64_t remaining_after,
+                       std::size_t regions) {
+  if (regions < 2) {
+    return false;
+  }
+  const Wide spent =
+      static_cast<Wide>(std::max<std::int64_t>(unconfirmed, 0)) + std::max<std::int64_t>(cost, 0);
+  return spent * static_cast<Wide>(regions - 1) > static_cast<Wide>(remaining_after);
 }
 
 BucketState advanceTat(const BucketState& tat, const LimitParams& params, Micros now,

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "simulate/json_cursor.hpp"
+#include "simulate/written_line.hpp"
 #include "sluice/common/logging.hpp"
 
 namespace sluice::simulate {
@@ -81,21 +83,53 @@ void appendRfc3339Micros(std::string& out, Micros micros) {
   out.append(text, static_cast<std::size_t>(n));
 }
 
-bool parseRfc3339(std::string_view text, Micros& out) {
+namespace {
+
+/// The date, hour and minute of the last time parsed ("2026-11-26T03:50"), already checked,
+/// and their instant: a log's lines share them by the thousand.
+struct MinuteCache {
+  char prefix[16] = {};
+  Micros start_us = 0;
+  bool valid = false;
+};
+thread_local MinuteCache t_minute;
+
+/// The start of the minute `text` (at least 19 bytes) begins with, when it is well formed.
+bool parseMinute(std::string_view text, Micros& start_us) {
+  MinuteCache& cache = t_minute;
+  if (cache.valid && std::memcmp(text.data(), cache.prefix, sizeof(cache.prefix)) == 0) {
+    start_us = cache.start_us;
+    return true;
+  }
   int year = 0;
   int month = 0;
   int day = 0;
   int hour = 0;
   int minute = 0;
-  int second = 0;
-  if (!digits(text, 0, 4, year) || text.size() < 19 || text[4] != '-' ||
-      !digits(text, 5, 2, month) || text[7] != '-' || !digits(text, 8, 2, day) ||
-      (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || !digits(text, 11, 2, hour) ||
-      text[13] != ':' || !digits(text, 14, 2, minute) || text[16] != ':' ||
-      !digits(text, 17, 2, second)) {
+  if (!digits(text, 0, 4, year) || text[4] != '-' || !digits(text, 5, 2, month) || text[7] != '-' ||
+      !digits(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') ||
+      !digits(text, 11, 2, hour) || text[13] != ':' || !digits(text, 14, 2, minute)) {
     return false;
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59) {
+    return false;
+  }
+  const std::int64_t days =
+      daysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  start_us = (days * 86400 + hour * 3600 + minute * 60) * kMicrosPerSecond;
+  std::memcpy(cache.prefix, text.data(), sizeof(cache.prefix));
+  cache.start_us = start_us;
+  cache.valid = true;
+  return true;
+}
+
+}  // namespace
+
+bool parseRfc3339(std::string_view text, Micros& out) {
+  Micros minute_us = 0;
+  int second = 0;
+  if (text.size() < 19 || !parseMinute(text, minute_us) || text[16] != ':' ||
+      !digits(text, 17, 2, second) || second > 60) {
     return false;
   }
   std::size_t pos = 19;
@@ -139,10 +173,7 @@ bool parseRfc3339(std::string_view text, Micros& out) {
   if (pos != text.size()) {
     return false;
   }
-  const std::int64_t days =
-      daysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  out =
-      ((days * 86400 + hour * 3600 + minute * 60 + second) * kMicrosPerSecond) + fraction - offset;
+  out = minute_us + second * kMicrosPerSecond + fraction - offset;
   return true;
 }
 
@@ -410,56 +441,131 @@ struct Seen {
 
 enum class FieldRead { kOk, kStop, kBad };
 
+enum class Field {
+  kOther,
+  kTime,
+  kDomain,
+  kClient,
+  kDescriptors,
+  kHits,
+  kDescriptorHits,
+  kDescriptorLimits,
+  kCharge,
+  kRefund,
+  kDescriptorRefunds,
+  kDecision,
+  kRule,
+  kRules,
+};
+
+/// `name` is `word` (whose length the caller has matched).
+template <std::size_t N>
+bool named(std::string_view name, const char (&word)[N]) {
+  return std::memcmp(name.data(), word, N - 1) == 0;
+}
+
+/// The member `name` names: by its length first, then one comparison of a known size (not
+/// a string comparison for each member of the format in turn).
+Field fieldNamed(std::string_view name) {
+  switch (name.size()) {
+    case 4:
+      return named(name, "time")   ? Field::kTime
+             : named(name, "hits") ? Field::kHits
+             : named(name, "rule") ? Field::kRule
+                                   : Field::kOther;
+    case 5:
+      return named(name, "rules") ? Field::kRules : Field::kOther;
+    case 6:
+      return named(name, "domain")   ? Field::kDomain
+             : named(name, "client") ? Field::kClient
+             : named(name, "charge") ? Field::kCharge
+             : named(name, "refund") ? Field::kRefund
+                                     : Field::kOther;
+    case 8:
+      return named(name, "decision") ? Field::kDecision : Field::kOther;
+    case 11:
+      return named(name, "descriptors") ? Field::kDescriptors : Field::kOther;
+    case 15:
+      return named(name, "descriptor_hits") ? Field::kDescriptorHits : Field::kOther;
+    case 17:
+      return named(name, "descriptor_limits") ? Field::kDescriptorLimits : Field::kOther;
+    case 18:
+      return named(name, "descriptor_refunds") ? Field::kDescriptorRefunds : Field::kOther;
+    default:
+      return Field::kOther;
+  }
+}
+
+/// "time": an RFC 3339 string, without escapes as a view of the line.
+FieldRead readTime(JsonCursor& in, LoggedRequest& out, Seen& seen, std::string& text) {
+  std::string_view when;
+  bool ok = in.readPlainString(when);
+  if (!ok && in.error().empty()) {
+    ok = in.readString(text);
+    when = text;
+  }
+  if (ok && !parseRfc3339(when, out.time_us)) {
+    seen.problem = "\"time\" is not an RFC 3339 time: \"" + std::string(when) + "\"";
+    return FieldRead::kBad;
+  }
+  seen.time = ok;
+  return ok ? FieldRead::kOk : FieldRead::kStop;
+}
+
 /// The value of field `name` into `out` (an unknown field is skipped): kStop when the
 /// cursor failed (its error says why), kBad with `seen.problem` for a value out of range.
 FieldRead readField(JsonCursor& in, std::string_view name, LoggedRequest& out, Seen& seen,
                     std::string& text) {
   DecisionRequest& request = out.request;
   bool ok = true;
-  if (name == "time") {
-    std::string_view when;
-    ok = in.readPlainString(when);
-    if (!ok && in.error().empty()) {
-      ok = in.readString(text);
-      when = text;
-    }
-    if (ok && !parseRfc3339(when, out.time_us)) {
-      seen.problem = "\"time\" is not an RFC 3339 time: \"" + std::string(when) + "\"";
-      return FieldRead::kBad;
-    }
-    seen.time = ok;
-  } else if (name == "domain") {
-    ok = in.readString(request.domain);
-    seen.domain = ok;
-  } else if (name == "client") {
-    ok = in.readString(request.client_id);
-  } else if (name == "descriptors") {
-    ok = readDescriptors(in, request);
-    seen.descriptors = ok;
-  } else if (name == "hits") {
-    ok = in.readInt(request.hits);
-    if (ok && request.hits < 0) {
-      seen.problem = "\"hits\" must not be negative";
-      return FieldRead::kBad;
-    }
-  } else if (name == "descriptor_hits") {
-    ok = readDescriptorHits(in, request);
-  } else if (name == "descriptor_limits") {
-    ok = readDescriptorLimits(in, request);
-  } else if (name == "charge") {
-    ok = readCharge(in, request, text);
-  } else if (name == "refund") {
-    ok = readBool(in, request.refund);
-  } else if (name == "descriptor_refunds") {
-    ok = readDescriptorRefunds(in, request);
-  } else if (name == "decision") {
-    ok = in.readString(out.decision);
-  } else if (name == "rule") {
-    ok = in.readString(out.rule);
-  } else if (name == "rules") {
-    ok = in.readString(out.rules_hash);
-  } else {
-    ok = in.skipValue();
+  switch (fieldNamed(name)) {
+    case Field::kTime:
+      return readTime(in, out, seen, text);
+    case Field::kDomain:
+      ok = in.readString(request.domain);
+      seen.domain = ok;
+      break;
+    case Field::kClient:
+      ok = in.readString(request.client_id);
+      break;
+    case Field::kDescriptors:
+      ok = readDescriptors(in, request);
+      seen.descriptors = ok;
+      break;
+    case Field::kHits:
+      ok = in.readInt(request.hits);
+      if (ok && request.hits < 0) {
+        seen.problem = "\"hits\" must not be negative";
+        return FieldRead::kBad;
+      }
+      break;
+    case Field::kDescriptorHits:
+      ok = readDescriptorHits(in, request);
+      break;
+    case Field::kDescriptorLimits:
+      ok = readDescriptorLimits(in, request);
+      break;
+    case Field::kCharge:
+      ok = readCharge(in, request, text);
+      break;
+    case Field::kRefund:
+      ok = readBool(in, request.refund);
+      break;
+    case Field::kDescriptorRefunds:
+      ok = readDescriptorRefunds(in, request);
+      break;
+    case Field::kDecision:
+      ok = in.readString(out.decision);
+      break;
+    case Field::kRule:
+      ok = in.readString(out.rule);
+      break;
+    case Field::kRules:
+      ok = in.readString(out.rules_hash);
+      break;
+    case Field::kOther:
+      ok = in.skipValue();
+      break;
   }
   return ok ? FieldRead::kOk : FieldRead::kStop;
 }
@@ -467,6 +573,9 @@ FieldRead readField(JsonCursor& in, std::string_view name, LoggedRequest& out, S
 }  // namespace
 
 bool parseAccessLine(std::string_view line, LoggedRequest& out, std::string& error) {
+  if (parseWrittenLine(line, out)) {
+    return true;  // the usual line, as Sluice writes it
+  }
   JsonCursor in(line);
   DecisionRequest& request = out.request;
   request.clearForReuse();

@@ -124,6 +124,10 @@ RuleStats& Differ::ruleFor(const LimitStatus& limit, const DecisionRequest& requ
 void Differ::count(const Decision& decision, bool is_new, Micros at) {
   (void)at;
   const DecisionRequest& request = decision.request;
+  // The identity depends on the descriptor only: computed once for all its limits, and
+  // the new rules' descriptor 0 is the request's own (add() has it).
+  std::size_t who_of = decision.descriptors.size();
+  HashedIdentity who{};
   for (std::size_t d = 0; d < decision.descriptors.size(); ++d) {
     const DescriptorStatus& ds = decision.descriptors[d];
     for (const LimitStatus& limit : ds.limits) {
@@ -131,8 +135,16 @@ void Differ::count(const Decision& decision, bool is_new, Micros at) {
         continue;
       }
       RuleStats& rule = ruleFor(limit, request, is_new);
-      identity(decision, d, who_);
-      ClientStats& client = rule.clients[who_];
+      if (who_of != d) {
+        who_of = d;
+        if (is_new && d == 0) {
+          who = client_;
+        } else {
+          identity(decision, d, who_);
+          who = HashedIdentity{who_, std::hash<std::string>{}(who_)};
+        }
+      }
+      ClientStats& client = entryOf(rule.clients, who);
       Touch* touch = nullptr;
       for (Touch& t : touches_) {
         if (t.rule == &rule && t.client == &client) {
@@ -168,6 +180,9 @@ void Differ::add(Micros at, const Decision* old_decision, const Decision& new_de
   totals_.last_us = std::max(totals_.last_us, at);
   ++totals_.requests;
   touches_.clear();
+  // The request's "who": its client id, else the first descriptor's entries.
+  identity(new_decision, 0, client_who_);
+  client_ = HashedIdentity{client_who_, std::hash<std::string>{}(client_who_)};
   if (old_decision != nullptr) {
     count(*old_decision, false, at);
   }
@@ -177,7 +192,7 @@ void Differ::add(Micros at, const Decision* old_decision, const Decision& new_de
   const bool new_denied = !new_decision.allowed;
   totals_.denied_old += old_denied ? 1 : 0;
   totals_.denied_new += new_denied ? 1 : 0;
-  countClient(new_decision, old_denied, new_denied);
+  countClient(old_denied, new_denied);
   if (old_decision != nullptr && !logged.empty() && logged != "error") {
     compareWithLog(at, *old_decision, new_decision, logged, logged_rule);
   }
@@ -221,12 +236,10 @@ void Differ::countTouches(Micros at) {
   }
 }
 
-void Differ::countClient(const Decision& new_decision, bool old_denied, bool new_denied) {
-  // The request's "who": its client id, else the first descriptor's entries.
-  identity(new_decision, 0, who_);
-  auto [it, inserted] = clients_.try_emplace(who_);
-  ClientTotals& client = it->second;
-  if (inserted) {
+void Differ::countClient(bool old_denied, bool new_denied) {
+  const std::size_t before = clients_.size();
+  ClientTotals& client = entryOf(clients_, client_);
+  if (clients_.size() != before) {
     ++totals_.clients;
   }
   if (new_denied && !old_denied) {

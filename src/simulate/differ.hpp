@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,6 +30,29 @@ class TimeSeries {
   Micros width_ = kMicrosPerSecond;
   std::vector<std::uint64_t> counts_;
 };
+
+/// An identity with its hash (std::hash's, computed once a request): looked up in the
+/// tables below without hashing it again for each.
+struct HashedIdentity {
+  std::string_view text;
+  std::size_t hash;
+};
+
+/// The tables' hash and equality: std::hash of the identity's text, and lookups by a
+/// HashedIdentity as by the string itself.
+struct IdentityHash {
+  using is_transparent = void;
+  std::size_t operator()(const std::string& text) const { return std::hash<std::string>{}(text); }
+  std::size_t operator()(const HashedIdentity& who) const { return who.hash; }
+};
+struct IdentityEqual {
+  using is_transparent = void;
+  bool operator()(const std::string& a, const std::string& b) const { return a == b; }
+  bool operator()(const HashedIdentity& a, const std::string& b) const { return a.text == b; }
+  bool operator()(const std::string& a, const HashedIdentity& b) const { return a == b.text; }
+};
+template <typename T>
+using IdentityMap = std::unordered_map<std::string, T, IdentityHash, IdentityEqual>;
 
 /// One client of one rule: the identity its buckets are charged to.
 struct ClientStats {
@@ -62,7 +86,7 @@ struct RuleStats {
   std::uint64_t denied_old = 0;
   std::uint64_t denied_new = 0;
   std::uint64_t mismatches = 0;  ///< logged decisions it bound that the baseline replay did not
-  std::unordered_map<std::string, ClientStats> clients;
+  IdentityMap<ClientStats> clients;
   TimeSeries series_old;
   TimeSeries series_new;
 
@@ -119,11 +143,20 @@ class Differ {
     std::uint64_t no_longer = 0;
   };
   RuleStats& ruleFor(const LimitStatus& limit, const DecisionRequest& request, bool is_new);
+  /// The entry of `who` in `table`, added when new.
+  template <typename T>
+  static T& entryOf(IdentityMap<T>& table, const HashedIdentity& who) {
+    auto it = table.find(who);
+    if (it == table.end()) {
+      it = table.emplace(std::string(who.text), T{}).first;
+    }
+    return it->second;
+  }
   void count(const Decision& decision, bool is_new, Micros at);
   /// add()'s parts: the rules and clients the request touched, its client's totals, and
   /// the baseline's replay against what was logged live.
   void countTouches(Micros at);
-  void countClient(const Decision& new_decision, bool old_denied, bool new_denied);
+  void countClient(bool old_denied, bool new_denied);
   void compareWithLog(Micros at, const Decision& old_decision, const Decision& new_decision,
                       std::string_view logged, std::string_view logged_rule);
 
@@ -131,7 +164,7 @@ class Differ {
   Totals totals_;
   std::unordered_map<std::string, RuleStats> rules_;
   std::unordered_map<const RateLimit*, RuleStats*> by_limit_;
-  std::unordered_map<std::string, ClientTotals> clients_;
+  IdentityMap<ClientTotals> clients_;
   std::vector<std::string> mismatch_samples_;
   // Per request: the rules it touched (so a rule matched by both sets counts once).
   struct Touch {
@@ -141,7 +174,9 @@ class Differ {
     std::int64_t hits;
   };
   std::vector<Touch> touches_;
-  std::string who_;
+  std::string who_;         ///< scratch: the identity of a descriptor
+  std::string client_who_;  ///< the request's "who" under the new rules (descriptor 0's)
+  HashedIdentity client_{};
 };
 
 }  // namespace sluice::simulate

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <bit>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -7,6 +8,39 @@
 #include <string_view>
 
 namespace sluice::simulate {
+
+/// The length of the run from `p` before the first '"' or '\\' (or `end`): eight bytes
+/// at a time where eight remain (a zero-byte test on the bytes xor'ed with each).
+inline std::size_t plainRun(const char* p, const char* end) {
+  const char* at = p;
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+    constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+    while (end - at >= 8) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, at, 8);
+      const std::uint64_t quotes = word ^ (kOnes * '"');
+      const std::uint64_t slashes = word ^ (kOnes * '\\');
+      // The lowest flagged byte is exact (a false flag only ever follows a true one).
+      const std::uint64_t found =
+          ((quotes - kOnes) & ~quotes & kHighs) | ((slashes - kOnes) & ~slashes & kHighs);
+      if (found != 0) {
+        return static_cast<std::size_t>(at - p) +
+               static_cast<std::size_t>(std::countr_zero(found) / 8);
+      }
+      at += 8;
+    }
+  }
+  while (at < end && *at != '"' && *at != '\\') {
+    ++at;
+  }
+  return static_cast<std::size_t>(at - p);
+}
+
+/// A byte of a JSON number (or of what JsonCursor::skipValue takes for one).
+inline bool isNumberByte(char c) {
+  return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
+}
 
 /// A forward-only reader of one JSON text, for the log lines: no tree is built, strings are
 /// decoded into caller-owned buffers (whose capacity is reused). Every method returns false
@@ -32,10 +66,18 @@ class JsonCursor {
   }
   /// The next non-space byte, 0 at the end.
   char peek() {
+    if (pos_ < text_.size() && text_[pos_] > ' ') {
+      return text_[pos_];  // the usual case: no space to skip
+    }
     skipSpace();
     return pos_ < text_.size() ? text_[pos_] : '\0';
   }
+  /// `ch` (a structural byte, never a space) after any space.
   bool consume(char ch) {
+    if (pos_ < text_.size() && text_[pos_] == ch) {
+      ++pos_;
+      return true;
+    }
     if (peek() != ch) {
       return fail(std::string("expected '") + ch + "'");
     }
@@ -73,6 +115,13 @@ class JsonCursor {
     }
     const char* begin = text_.data() + pos_ + 1;
     const char* end = text_.data() + text_.size();
+    const std::size_t plain = plainRun(begin, end);
+    if (begin + plain < end && begin[plain] == '"') {
+      out = std::string_view(begin, plain);
+      pos_ += plain + 2;
+      return true;
+    }
+    // A backslash first, or no closing quote.
     const auto* quote = static_cast<const char*>(std::memchr(begin, '"', end - begin));
     if (quote == nullptr) {
       return fail("unterminated string");
@@ -86,11 +135,19 @@ class JsonCursor {
   }
 
   bool readString(std::string& out) {
-    out.clear();
     if (peek() != '"') {
+      out.clear();
       return fail("expected a string");
     }
     ++pos_;
+    const char* run = text_.data() + pos_;
+    const std::size_t plain = plainRun(run, text_.data() + text_.size());
+    if (pos_ + plain < text_.size() && run[plain] == '"') {
+      out.assign(run, plain);  // the usual case: no escape
+      pos_ += plain + 1;
+      return true;
+    }
+    out.clear();
     for (;;) {
       // The run up to the next quote or backslash is copied at once (memchr, not a loop per
       // byte: this is the replay's hottest code).
@@ -205,8 +262,7 @@ class JsonCursor {
       return readLiteral("null");
     }
     const std::size_t start = pos_;
-    while (pos_ < text_.size() &&
-           (std::string_view("+-.eE0123456789").find(text_[pos_]) != std::string_view::npos)) {
+    while (pos_ < text_.size() && isNumberByte(text_[pos_])) {
       ++pos_;
     }
     if (pos_ == start) {

@@ -29,8 +29,7 @@ Replayer::Replayer(std::vector<RuleSetPtr> sets) : sets_(std::move(sets)) {
 
 Replayer::~Replayer() = default;
 
-Result<Decision> Replayer::decide(Micros time_us, const std::string& rules_hash,
-                                  DecisionRequest&& request) {
+void Replayer::start(Micros time_us, const std::string& rules_hash) {
   if (sets_.size() > 1) {
     current_ = sets_.front();
     for (const RuleSetPtr& set : sets_) {
@@ -41,7 +40,12 @@ Result<Decision> Replayer::decide(Micros time_us, const std::string& rules_hash,
     }
   }
   clock_.moveTo(time_us);
+}
+
+Result<Decision> Replayer::decide(Micros time_us, const std::string& rules_hash,
+                                  DecisionRequest&& request) {
   std::optional<Result<Decision>> answer;
+  start(time_us, rules_hash);
   service_->decide(std::move(request),
                    [&answer](Result<Decision> decision) { answer.emplace(std::move(decision)); });
   if (!answer) {

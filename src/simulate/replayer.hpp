@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sluice/common/clock.hpp"
@@ -48,8 +49,26 @@ class Replayer {
   Replayer& operator=(const Replayer&) = delete;
 
   /// Decides `request` at `time_us` with the rules of hash `rules_hash` (when one of the
-  /// sets has it). `request` is moved in and comes back in the decision (Decision::request).
-  /// The memory store answers inline, so the decision is there when this returns.
+  /// sets has it) and hands the decision to `use` before this returns (the memory store
+  /// answers inline). `request` is moved in and comes back in the decision
+  /// (Decision::request), from which `use` may take it back; the rest of the decision is
+  /// the thread's spare storage again once `use` returns (recycleDecision), so a replay
+  /// neither moves nor allocates decisions. False, without calling `use`, when the request
+  /// was refused (a line live would have answered with an error).
+  template <typename Use>
+  bool decide(Micros time_us, const std::string& rules_hash, DecisionRequest&& request, Use&& use) {
+    bool used = false;
+    start(time_us, rules_hash);
+    service_->decide(std::move(request), [&use, &used](Result<Decision>&& result) {
+      if (result) {
+        use(*result);
+        used = true;
+        recycleDecision(std::move(*result));
+      }
+    });
+    return used;
+  }
+  /// The same, the decision returned (moved out: for a caller that keeps it).
   Result<Decision> decide(Micros time_us, const std::string& rules_hash, DecisionRequest&& request);
 
   /// The rule set that decided the last request.
@@ -58,6 +77,9 @@ class Replayer {
   std::uint64_t capacityEvictions();
 
  private:
+  /// The rule set and the clock for the next decision.
+  void start(Micros time_us, const std::string& rules_hash);
+
   std::vector<RuleSetPtr> sets_;
   RuleSetPtr current_;
   ReplayClock clock_;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -203,6 +204,9 @@ double ratio(std::uint64_t part, std::uint64_t whole) {
 /// Lines waiting to be replayed in time order: the access log's writer takes lines from
 /// several I/O threads, so neighbours can be out of order by a little. A line is replayed
 /// once a line kReorderWindowUs later has been read (or the buffer holds kMaxPending).
+/// Lines come out by (time, order read). Most lines arrive in order: those go to a queue
+/// (in order by construction), the others to a heap, and the next line is the earlier of
+/// the two fronts: the order of one heap, at the cost of a queue for a sorted log.
 class ReorderBuffer {
  public:
   static constexpr Micros kReorderWindowUs = kMicrosPerSecond;
@@ -210,30 +214,42 @@ class ReorderBuffer {
 
   LoggedRequest& slot() {
     if (free_.empty()) {
-      items_.emplace_back();
-      free_.push_back(items_.size() - 1);
+      storage_.push_back(std::make_unique<LoggedRequest>());
+      free_.push_back(storage_.back().get());
     }
-    return items_[free_.back()];
+    return *free_.back();
   }
   /// Queues the slot just filled.
   void push() {
-    const std::size_t index = free_.back();
+    LoggedRequest* line = free_.back();
     free_.pop_back();
-    newest_ = std::max(newest_, items_[index].time_us);
-    heap_.push(Item{items_[index].time_us, seq_++, index});
+    newest_ = std::max(newest_, line->time_us);
+    const Item item{line->time_us, seq_++, line};
+    if (in_order_.empty() || item.time_us >= in_order_.back().time_us) {
+      in_order_.push_back(item);
+    } else {
+      late_.push(item);
+    }
   }
   /// The next line due (all of them when `drain`), or null.
   LoggedRequest* pop(bool drain) {
-    if (heap_.empty()) {
+    const bool from_queue =
+        !in_order_.empty() && (late_.empty() || late_.top() > in_order_.front());
+    if (!from_queue && late_.empty()) {
       return nullptr;
     }
-    const Item& top = heap_.top();
-    if (!drain && top.time_us > newest_ - kReorderWindowUs && heap_.size() < kMaxPending) {
+    const Item& next = from_queue ? in_order_.front() : late_.top();
+    if (!drain && next.time_us > newest_ - kReorderWindowUs &&
+        in_order_.size() + late_.size() < kMaxPending) {
       return nullptr;
     }
-    current_ = top.index;
-    heap_.pop();
-    return &items_[current_];
+    current_ = next.line;
+    if (from_queue) {
+      in_order_.pop_front();
+    } else {
+      late_.pop();
+    }
+    return current_;
   }
   /// Gives the popped line's slot back.
   void release() { free_.push_back(current_); }
@@ -242,16 +258,17 @@ class ReorderBuffer {
   struct Item {
     Micros time_us;
     std::uint64_t seq;
-    std::size_t index;
+    LoggedRequest* line;
     bool operator>(const Item& o) const {
       return time_us != o.time_us ? time_us > o.time_us : seq > o.seq;
     }
   };
-  std::deque<LoggedRequest> items_;
-  std::vector<std::size_t> free_;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap_;
+  std::vector<std::unique_ptr<LoggedRequest>> storage_;
+  std::vector<LoggedRequest*> free_;
+  std::deque<Item> in_order_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> late_;
   std::uint64_t seq_ = 0;
-  std::size_t current_ = 0;
+  LoggedRequest* current_ = nullptr;
   Micros newest_ = 0;
 };
 
@@ -590,27 +607,28 @@ class Simulation {
     return kExitPassed;
   }
 
-  /// One logged request through the baseline (a copy) and the new rules.
+  /// One logged request through the baseline (a copy) and the new rules: the new rules
+  /// decide while the baseline's decision is still in hand, so neither is moved.
   static void replay(Pass& run, LoggedRequest& logged) {
-    Result<Decision> old_decision = makeError(ErrorKind::kInternal, "no baseline");
-    if (run.old != nullptr) {
-      DecisionRequest copy = takeSpareRequest();
-      copyRequest(logged.request, copy);
-      old_decision = run.old->decide(logged.time_us, logged.rules_hash, std::move(copy));
+    auto decideNew = [&run, &logged](const Decision* baseline) {
+      run.fresh.decide(
+          logged.time_us, logged.rules_hash, std::move(logged.request), [&](Decision& decision) {
+            run.differ.add(logged.time_us, baseline, decision, logged.decision, logged.rule);
+            if (run.html != nullptr) {
+              run.html->add(logged.time_us, baseline, decision);
+            }
+            logged.request = std::move(decision.request);
+          });
+    };
+    if (run.old == nullptr) {
+      decideNew(nullptr);
+      return;
     }
-    Result<Decision> new_decision =
-        run.fresh.decide(logged.time_us, logged.rules_hash, std::move(logged.request));
-    if (new_decision) {
-      const Decision* baseline = run.old != nullptr && old_decision ? &*old_decision : nullptr;
-      run.differ.add(logged.time_us, baseline, *new_decision, logged.decision, logged.rule);
-      if (run.html != nullptr) {
-        run.html->add(logged.time_us, baseline, *new_decision);
-      }
-      logged.request = std::move(new_decision->request);
-      recycleDecision(std::move(*new_decision));
-    }
-    if (run.old != nullptr && old_decision) {
-      recycleDecision(std::move(*old_decision));
+    DecisionRequest copy = takeSpareRequest();
+    copyRequest(logged.request, copy);
+    if (!run.old->decide(logged.time_us, logged.rules_hash, std::move(copy),
+                         [&decideNew](Decision& baseline) { decideNew(&baseline); })) {
+      decideNew(nullptr);
     }
   }
 

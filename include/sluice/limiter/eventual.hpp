@@ -83,6 +83,10 @@ struct Tuning {
   /// With other regions: how late their hits reach this region's Redis (their sync interval,
   /// a replication step and the link's round trip); added to the tightening horizon.
   Micros region_delay_us = 0;
+  /// With other regions: a windowed key that turned tight stays tight until its window ends
+  /// (its round trips are capped by the region's share, which slows the rate the margin is
+  /// estimated from; going local again on that slower rate would admit at full speed).
+  bool tight_until_window_ends = false;
   /// The blind allowance, as a share of a key's capacity (L; a bucket's burst): how many hits
   /// a sidecar may admit locally on a key it has not read yet (or not for stale_after_us),
   /// until the sync that follows reads it. N sidecars arriving blind at a key within 1 % of
@@ -102,6 +106,9 @@ class RateEstimate {
                Micros min_gap_us);
   double globalPerSecond() const { return global_; }
   double ownPerSecond() const { return own_; }
+  /// True once two observations of one window have given a rate (before that the rates are
+  /// 0 however busy the key is).
+  bool measured() const { return measured_; }
 
  private:
   Micros at_ = 0;
@@ -111,6 +118,7 @@ class RateEstimate {
   double global_ = 0;
   double own_ = 0;
   bool has_sample_ = false;
+  bool measured_ = false;
 };
 
 /// Everything a sidecar knows about one eventual key.
@@ -205,6 +213,57 @@ void merge(View& view, const LimitParams& params, const KeyReading& reading, Mic
 /// A key with less allowance left than this is decided by round trips.
 std::int64_t tightenAt(double global_per_second, double own_per_second, std::size_t writers,
                        Micros latency_us, const Tuning& tuning);
+
+/// Regions, near the limit (docs/eventual.md, "Regions: each region's share near the
+/// limit"): on a key decided by round trips, a region may hold, beyond what every other region
+/// has confirmed holding of its count, the larger of this cap and its share of what remains
+/// (regionHoldLimit()). floor(L / 200 / (regions - 1)) for fixed_window,
+/// floor(L / 400 / (regions - 1)) for sliding_window_counter (its previous window's hits count
+/// too), at least 1. 0 (no cap) for one region and for token_bucket and sketch (their regions
+/// keep the rate x delay bound).
+std::int64_t regionCap(const LimitParams& params, std::size_t regions);
+/// How many hits of the window a region may hold beyond `confirmed` (its count that every
+/// other region confirmed, settled: see RegionConfirmations): max(cap, its share of what
+/// remains, floor((L - before - confirmed - elsewhere) / regions)), where `elsewhere` is the
+/// other regions' counts in its Redis and `before` what the previous window still weighs
+/// (sliding_window_counter: ceil(previous total x (W - elapsed) / W); 0 for fixed_window).
+/// The script computes the same on the values it holds.
+std::int64_t regionHoldLimit(const LimitParams& params, std::size_t regions, std::int64_t cap,
+                             std::int64_t confirmed, std::int64_t elsewhere,
+                             std::int64_t before = 0);
+/// True when a region holding `region_count` hits of the window (its sidecars' fields in its
+/// own Redis), of which every other region confirmed `confirmed`, may add `added` within
+/// `hold` (regionHoldLimit(); 0 = no cap).
+bool withinRegionCap(std::int64_t region_count, std::int64_t confirmed, std::int64_t added,
+                     std::int64_t hold);
+
+/// Regions: this region's count in one window of a key that every other region confirmed
+/// holding, as the confirmations arrive. The share of what remains may count a confirmation
+/// only once it has settled (arrived `settle_us` ago, settle_us >= the longest a region's hits
+/// take to reach the other regions' Redis): by then every hit the other regions admitted
+/// before they confirmed it is in this region's Redis (docs/eventual.md).
+class RegionConfirmations {
+ public:
+  /// A confirmation of `value` in `window` arriving at `now` (an older window is ignored, a
+  /// newer one starts over).
+  void note(std::int64_t window, std::int64_t value, Micros now, Micros settle_us);
+  /// The largest confirmed value of `window` that arrived at least `settle_us` before `now`.
+  std::int64_t settled(std::int64_t window, Micros now, Micros settle_us) const;
+
+ private:
+  static constexpr std::size_t kPending = 4;
+  std::int64_t window_ = kNoWindow;
+  std::int64_t settled_ = 0;
+  std::pair<std::int64_t, Micros> pending_[kPending] = {};
+  std::size_t count_ = 0;
+};
+/// Regions, a local decision: true when this sidecar's hits that the other regions have not
+/// confirmed (`unconfirmed`), plus `cost`, exceed its region's share of what remains
+/// (remaining_after + unconfirmed + cost, split between `regions`): the request must go to
+/// a round trip (the key turns tight, and regionCap() applies). Keeps the regions' local
+/// bursts (before a key's rate is known) within L together.
+bool beyondRegionShare(std::int64_t unconfirmed, std::int64_t cost, std::int64_t remaining_after,
+                       std::size_t regions);
 
 /// Token bucket: the arrival time `tat` advanced by `hits` applied at `now`
 /// (max(tat, now) + hits x W / L, exact in 1/L microseconds).

@@ -144,11 +144,29 @@ void EventualEngine::decideCounterLimit(LocalPass& pass, std::size_t i, std::int
       eventual::route(slot.view, slot.params, now, limit_cost, tuning_, pass.reachable);
   if (route != Route::kLocal) {
     pass.trip = route;
-  } else if (eventual::tooClose(slot.view, e, now, tuning_)) {
+  } else if (eventual::tooClose(slot.view, e, now, tuning_) || beyondShare(slot, e, limit_cost) ||
+             (pass.reachable && unmeasured(slot) &&
+              slot.view.blind + limit_cost > eventual::blindAllowance(slot.params, tuning_))) {
     slot.view.tight = true;
     noteTight(false, true);
     pass.trip = Route::kTight;
   }
+}
+
+bool EventualEngine::unmeasured(const Slot& slot) const {
+  // With regions, a key whose rate is not known yet has no margin: its local hits are blind.
+  return !regions_.empty() && eventual_detail::isWindowed(slot.params) &&
+         !slot.view.rate.measured();
+}
+
+bool EventualEngine::beyondShare(const Slot& slot, const Evaluation& e, std::int64_t cost) const {
+  if (regions_.empty() || !eventual_detail::isWindowed(slot.params)) {
+    return false;
+  }
+  const std::int64_t confirmed =
+      slot.region_confirmed.settled(slot.view.cur.index, clock_.nowMicros(), regionSettle());
+  const std::int64_t unconfirmed = std::max<std::int64_t>(slot.view.cur.own - confirmed, 0);
+  return eventual::beyondRegionShare(unconfirmed, cost, e.outcome.remaining, regions_.size() + 1);
 }
 
 void EventualEngine::settle(LocalPass& pass, std::int64_t cost, bool charge, Local& local) {
@@ -240,7 +258,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
 void EventualEngine::chargeOne(Slot& slot, const BucketState& state, const Evaluation& evaluation,
                                std::int64_t cost, Micros now, bool reachable) {
   const std::int64_t added = eventual::charge(slot.view, slot.params, state, evaluation, cost);
-  if (reachable && eventual::blindView(slot.view, now, tuning_)) {
+  if (reachable && (eventual::blindView(slot.view, now, tuning_) || unmeasured(slot))) {
     slot.view.blind += added;
   }
   addPending(added);

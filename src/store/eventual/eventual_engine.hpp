@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sluice/common/clock.hpp"
@@ -171,6 +172,9 @@ class EventualEngine {
     bool queued = false;    ///< in its shard's sync queue
     Micros synced_at = -1;  ///< when a sync last sent this key (-1: never)
     Micros last_used = 0;
+    /// Regions: this region's count in the current window that every other region has
+    /// confirmed holding (the share of the tight round trips, regionShare()).
+    eventual::RegionConfirmations region_confirmed;
   };
   static constexpr std::size_t kShards = 64;
   /// Hashes std::string and std::string_view alike (lookups without a copy of the key).
@@ -202,6 +206,7 @@ class EventualEngine {
   /// One key waiting to be replicated to another region.
   struct Replica {
     std::string hash;  ///< the Redis hash (one window)
+    std::string key;   ///< the store key of its slot
     LimitParams params;
     std::int64_t value = 0;  ///< this region's cumulative hits in it
     std::int64_t acked = 0;  ///< the value that region last confirmed
@@ -280,6 +285,21 @@ class EventualEngine {
   void appendEntry(Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
                    int quota_group, std::vector<std::string>& keys,
                    std::vector<std::string>& args) const;
+  /// Regions: {the count of this region in the slot's current window that every other region
+  /// confirmed (settled), the cap on this region's hits beyond it} for a tight key's round
+  /// trip; {0, 0} (no cap) with one region, a key that is not tight, or an algorithm without
+  /// a cap (docs/eventual.md, "Regions: each region's share near the limit"). `shard` locked.
+  std::pair<std::int64_t, std::int64_t> regionShare(const Slot& slot) const;
+  /// How long a confirmation waits before the share counts it: 2 sync intervals (a region's
+  /// sync and replication step) + max(4 x the slowest replication round trip seen lately,
+  /// 100 ms) (the link, and the replication step that waits for the previous one).
+  Micros regionSettle() const;
+  /// Regions: true when a local allow `e` of `cost` on `slot` would spend more than this
+  /// region's share of what remains (eventual::beyondRegionShare()). `shard` locked.
+  bool beyondShare(const Slot& slot, const Evaluation& e, std::int64_t cost) const;
+  /// Regions: true while the key's rate is not measured yet (one reading of its window at
+  /// most): its local decisions stay within the blind allowance, as an unknown key's do.
+  bool unmeasured(const Slot& slot) const;
   /// Merges one entry of a round trip's reply into `slot`.
   void absorbOne(Shard& shard, Slot& slot, std::string_view key, eventual::ScriptOp op,
                  const std::int64_t* v, Micros sent_at, Micros now);
@@ -315,7 +335,9 @@ class EventualEngine {
   void closeLinks();
 
   // --- Replication (eventual_replication.cpp; executor thread) -----------------------------
-  void enqueueReplica(const std::string& hash, const LimitParams& params, std::int64_t value);
+  /// `key`: the store key of the slot whose window `hash` is.
+  void enqueueReplica(const std::string& hash, const std::string& key, const LimitParams& params,
+                      std::int64_t value);
   void replicate(Region& region);
   /// Sets the region's lag gauge from its oldest queued update.
   void updateReplicationLag(Region& region, Micros steady);
@@ -331,6 +353,9 @@ class EventualEngine {
   /// Records whether `region` answers; a loss (after it once answered) logs one warning and
   /// counts eventual_region_unreachable_total, a return logs once.
   void setRegionReachable(Region& region, bool reachable, const std::string& why);
+  /// Records in the slot of store key `key` (when `hash` is its current window) the least
+  /// value every other region has confirmed of `hash`: Slot::region_confirmed.
+  void noteConfirmed(const std::string& hash, const std::string& key);
   /// Queues every value `region` confirmed again (after its connection was renewed).
   void resendConfirmed(Region& region);
   /// The region whose Redis holds the sketch seed, when it is not this one.

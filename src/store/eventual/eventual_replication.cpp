@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 
 #include "store/eventual/eventual_engine.hpp"
@@ -18,26 +19,34 @@ constexpr std::size_t kReplicasPerTick = 4096;
 
 }  // namespace
 
-void EventualEngine::enqueueReplica(const std::string& hash, const LimitParams& params,
-                                    std::int64_t value) {
+void EventualEngine::enqueueReplica(const std::string& hash, const std::string& key,
+                                    const LimitParams& params, std::int64_t value) {
   if (value <= 0) {
     return;
   }
+  bool everywhere = true;  // every other region confirmed this value already
   for (auto& region : regions_) {
     auto confirmed = region->confirmed.find(hash);
     if (confirmed != region->confirmed.end() && confirmed->second.value >= value) {
       continue;
     }
+    everywhere = false;
     auto it = region->queue.find(hash);
     if (it == region->queue.end()) {
       if (region->queue.size() >= options_.replication_queue) {
         region->dropped->inc();
         continue;
       }
-      it = region->queue.emplace(hash, Replica{hash, params, 0, 0, clock_.monotonicMicros()}).first;
+      it = region->queue.emplace(hash, Replica{hash, key, params, 0, 0, clock_.monotonicMicros()})
+               .first;
     }
     it->second.value = std::max(it->second.value, value);
     it->second.params = params;
+  }
+  if (everywhere && !regions_.empty()) {
+    // Nothing new to send: the share of the tight round trips still needs the confirmed value
+    // (the slot may be new since it was confirmed).
+    noteConfirmed(hash, key);
   }
 }
 
@@ -93,7 +102,9 @@ void EventualEngine::replicate(Region& region) {
   auto outstanding = std::make_shared<std::size_t>(calls.size());
   auto failure = std::make_shared<std::string>();  // the first failed call's reason
   const Micros sent_steady = clock_.monotonicMicros();
-  const auto timeout = std::max(std::chrono::milliseconds(200), options_.sync_interval * 4);
+  // A link between regions may take a few hundred ms each way: a deadline of 1 s at least
+  // (a shorter one failed every step through a 200 ms link, and nothing was confirmed).
+  const auto timeout = std::max(std::chrono::milliseconds(1'000), options_.sync_interval * 4);
   for (ReplicaCall& call : calls) {
     auto on_reply = [this, &region, sent, first = call.first, count = call.count, outstanding,
                      failure, sent_steady](Result<redis::Reply> reply) {
@@ -196,6 +207,8 @@ void EventualEngine::onReplicated(Region& region, std::vector<Replica>& sent, st
       auto [c, fresh] = region.confirmed.try_emplace(r.hash, r);
       c->second.value = std::max(c->second.value, r.value);
       c->second.params = r.params;
+      c->second.key = r.key;
+      noteConfirmed(r.hash, r.key);
       continue;
     }
     // Back into the queue unless a newer value of the same key is already there.
@@ -208,6 +221,30 @@ void EventualEngine::onReplicated(Region& region, std::vector<Replica>& sent, st
   if (region.confirmed.size() > options_.replication_queue) {
     region.confirmed.clear();
   }
+}
+
+void EventualEngine::noteConfirmed(const std::string& hash, const std::string& key) {
+  // What every other region holds of this region's count: the least of their confirmations
+  // (a region that confirmed nothing yet holds, as far as this sidecar knows, nothing).
+  std::int64_t least = INT64_MAX;
+  for (const auto& other : regions_) {
+    auto it = other->confirmed.find(hash);
+    least = std::min(least, it != other->confirmed.end() ? it->second.value : 0);
+  }
+  if (least <= 0 || least == INT64_MAX || key.empty()) {
+    return;
+  }
+  Shard& shard = shardOf(key);
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.slots.find(key);
+  if (it == shard.slots.end()) {
+    return;
+  }
+  Slot& slot = it->second;
+  if (hashKey(slot.redis_key, slot.view.cur.index, slot.params) != hash) {
+    return;  // another window (or a key of the same name with other parameters)
+  }
+  slot.region_confirmed.note(slot.view.cur.index, least, clock_.nowMicros(), regionSettle());
 }
 
 void EventualEngine::setRegionReachable(Region& region, bool reachable, const std::string& why) {
@@ -242,7 +279,8 @@ void EventualEngine::resendConfirmed(Region& region) {
         region.dropped->inc();
         continue;
       }
-      it = region.queue.emplace(hash, Replica{hash, confirmed.params, 0, 0, steady}).first;
+      it = region.queue.emplace(hash, Replica{hash, confirmed.key, confirmed.params, 0, 0, steady})
+               .first;
     }
     it->second.value = std::max(it->second.value, confirmed.value);
     ++keys;

@@ -43,12 +43,43 @@ void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, boo
   args.push_back(std::to_string(p.burst));
   args.push_back(std::to_string(view.cur.own));
   args.push_back(std::to_string(prev_pending ? view.prev.own : 0));
-  args.push_back(std::to_string(view.cur.own_acked));
+  // Windowed op 1 with other regions: acked carries the number of regions (the share's
+  // divisor; the script reads acked for token_bucket and sketch cells only).
+  const bool share = op == ScriptOp::kDecide && isWindowed(p) && !regions_.empty();
+  args.push_back(std::to_string(share ? regions_.size() + 1 : view.cur.own_acked));
   args.push_back(std::to_string(std::max<std::int64_t>(cost, 0)));
   args.push_back(std::to_string((p.count_rejected ? 1 : 0) | (shadow ? 2 : 0) |
                                 (std::max(quota_group, -1) + 1) * 4));
-  args.push_back(std::to_string(view.redis_tat.a));
-  args.push_back(std::to_string(view.redis_tat.b));
+  if (op == ScriptOp::kDecide && isWindowed(p)) {
+    // Near the limit, with other regions: the region's share (regionShare()).
+    const auto [confirmed, cap] = regionShare(slot);
+    args.push_back(std::to_string(confirmed));
+    args.push_back(std::to_string(cap));
+  } else {
+    args.push_back(std::to_string(view.redis_tat.a));
+    args.push_back(std::to_string(view.redis_tat.b));
+  }
+}
+
+std::pair<std::int64_t, std::int64_t> EventualEngine::regionShare(const Slot& slot) const {
+  if (regions_.empty() || !slot.view.tight) {
+    return {0, 0};
+  }
+  const std::int64_t cap = eventual::regionCap(slot.params, regions_.size() + 1);
+  if (cap <= 0) {
+    return {0, 0};
+  }
+  return {slot.region_confirmed.settled(slot.view.cur.index, clock_.nowMicros(), regionSettle()),
+          cap};
+}
+
+Micros EventualEngine::regionSettle() const {
+  // A region's hit reaches another region's Redis within its sync, its replication step
+  // (which may wait for the previous one's reply) and the link: 2 sync intervals + 2 round
+  // trips. Twice that again covers a link that slows down to twice its slowest round trip
+  // seen lately.
+  const Micros rtt = replication_rtt_us_.load(std::memory_order_relaxed);
+  return 2 * tuning_.sync_interval_us + std::max<Micros>(4 * rtt, 100'000);
 }
 
 void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, ScriptOp op,

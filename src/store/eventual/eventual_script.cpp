@@ -39,7 +39,10 @@ local sluice_ttl_slack_ms = 0
 //     (in the window before, 0 = nothing to send), acked (token_bucket: the entry's value
 //     the caller last saw stored), cost (op 1), flags (1 = count_rejected, 2 = shadow,
 //     4 x (quota group + 1): the quota-mode group of the limit, 0 for none),
-//     tat_us, tat_rem (token_bucket: the arrival time the caller last read; max-merged)
+//     tat_us, tat_rem (token_bucket: the arrival time the caller last read; max-merged;
+//     fixed_window and sliding_window_counter, op 1: with other regions, the count of this
+//     region in the window that every other region confirmed, and the cap on this region's
+//     hits beyond it, 0 for none: eventual::regionCap(); acked is then the number of regions)
 //   KEYS[2i-1] the hash of the entry's window (token_bucket: the bucket's only hash),
 //   KEYS[2i]   the hash of the window before (token_bucket: the same key, unused)
 //   With no key declared (Redis Cluster: one call per master for the keys of every slot it
@@ -284,6 +287,28 @@ for i = 1, n do
             fixed_window(limit, window, count_rejected, start, count, now, cost)
       end
       charge = max(st[2] - count, 0)
+      -- Regions, near the limit (fixed_window and sliding_window_counter): this region may
+      -- hold beyond its count every other region confirmed (tat_us) the larger of a cap
+      -- (tat_rem, 0 for none) and its share of what remains (acked = the number of regions;
+      -- `others + own - region` = the other regions' counts here). Denied past it until more
+      -- is confirmed (eventual::regionHoldLimit()).
+      local cap = hint_rem
+      local confirmed = min(hint_us, region)
+      local hold = cap
+      if cap > 0 and acked >= 2 then
+        local weighs = 0 -- what the previous window still weighs (sliding_window_counter)
+        if algorithm == 2 then
+          weighs = math.ceil(before * (window - (now - start)) / window)
+        end
+        local left = limit - weighs - confirmed - (others + own - region)
+        hold = max(cap, floor(max(left, 0) / acked))
+      end
+      if ok and cap > 0 and charge > 0 and region + charge - confirmed > hold then
+        ok, remaining, retry_after, never = false, 0, min(reset_after, 100000), false
+        if not count_rejected then
+          charge = 0
+        end
+      end
     end
   end
   if number(ARGV[b]) == 2 and not sketch_done then

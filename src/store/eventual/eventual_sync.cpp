@@ -308,9 +308,10 @@ bool EventualEngine::onSynced(const std::vector<SyncEntry>& entries, Result<redi
       }
     }
     if (!regions_.empty()) {
-      enqueueReplica(hashKey(e.redis_key, e.window, e.params), e.params, v[eventual::kRegion]);
+      enqueueReplica(hashKey(e.redis_key, e.window, e.params), e.key, e.params,
+                     v[eventual::kRegion]);
       if (isWindowed(e.params) && v[eventual::kPrevRegion] > 0) {
-        enqueueReplica(hashKey(e.redis_key, e.window - 1, e.params), e.params,
+        enqueueReplica(hashKey(e.redis_key, e.window - 1, e.params), e.key, e.params,
                        v[eventual::kPrevRegion]);
       }
     }

@@ -162,6 +162,7 @@ void EventualEngine::mergeReading(Slot& slot, const eventual::KeyReading& readin
   if (!regions_.empty()) {
     tuning.region_delay_us =
         2 * tuning_.sync_interval_us + replication_rtt_us_.load(std::memory_order_relaxed);
+    tuning.tight_until_window_ends = true;
   }
   eventual::merge(slot.view, slot.params, reading, now, latency, tuning);
   noteTight(was, slot.view.tight);

@@ -1,34 +1,47 @@
 #include "store/memory/hold_table.hpp"
 
 #include <algorithm>
+#include <array>
+
+#include "store/memory/bucket_table.hpp"
 
 namespace sluice::memory_detail {
+namespace {
 
-HeldAmount refreshHolds(HoldSet& set, Micros now) {
+/// The heap order of the memories: the one forgotten first (then the oldest) on top.
+bool laterForgotten(const Hold& a, const Hold& b) {
+  return a.forget_at != b.forget_at ? a.forget_at > b.forget_at : a.seq > b.seq;
+}
+
+}  // namespace
+
+HeldAmount HoldSet::refresh(Micros now) {
   HeldAmount out;
-  auto& holds = set.holds;
-  holds.erase(std::remove_if(holds.begin(), holds.end(),
-                             [now, &out](Hold& hold) {
-                               if (hold.state == HoldState::kHeld && hold.expires_at <= now) {
-                                 hold.state = HoldState::kExpired;
-                                 ++out.expired;
-                               }
-                               return hold.forget_at <= now;
-                             }),
-              holds.end());
-  for (const Hold& hold : holds) {
-    if (hold.state == HoldState::kHeld) {
-      out.held += hold.amount;
-      if (out.first_expiry == 0 || hold.expires_at < out.first_expiry) {
-        out.first_expiry = hold.expires_at;
+  if (first_expiry_ != 0 && first_expiry_ <= now) {
+    for (std::size_t i = 0; i < live_.size();) {
+      if (live_[i].expires_at > now) {
+        ++i;
+        continue;
       }
+      Hold expired = live_[i];
+      expired.state = HoldState::kExpired;
+      ++out.expired;
+      live_[i] = live_.back();
+      live_.pop_back();
+      pushMemory(expired);
     }
+    sumLive();
   }
+  while (!memories_.empty() && memories_.front().forget_at <= now) {
+    popMemory();
+  }
+  out.held = held_;
+  out.first_expiry = first_expiry_;
   return out;
 }
 
-Hold* findHold(HoldSet& set, std::uint64_t nonce) {
-  for (Hold& hold : set.holds) {
+Hold* HoldSet::findLive(std::uint64_t nonce) {
+  for (Hold& hold : live_) {
     if (hold.nonce == nonce) {
       return &hold;
     }
@@ -36,45 +49,111 @@ Hold* findHold(HoldSet& set, std::uint64_t nonce) {
   return nullptr;
 }
 
-std::size_t liveHolds(const HoldSet& set) {
-  return static_cast<std::size_t>(
-      std::count_if(set.holds.begin(), set.holds.end(),
-                    [](const Hold& hold) { return hold.state == HoldState::kHeld; }));
+Hold* HoldSet::findMemory(std::uint64_t nonce) {
+  for (Hold& hold : memories_) {
+    if (hold.nonce == nonce) {
+      return &hold;
+    }
+  }
+  return nullptr;
 }
 
-void addHold(HoldSet& set, const Hold& hold, std::int64_t max_holds) {
+void HoldSet::add(std::uint64_t nonce, std::int64_t amount, Micros expires_at, Micros forget_at,
+                  std::int64_t max_holds) {
   const std::size_t bound = 2 * static_cast<std::size_t>(std::max<std::int64_t>(max_holds, 1));
-  auto& holds = set.holds;
-  while (holds.size() >= bound) {
-    // Forget the settled hold remembered the shortest time ahead; live holds stay (the
-    // caller refused a reservation beyond max_holds of them).
-    auto oldest = holds.end();
-    for (auto it = holds.begin(); it != holds.end(); ++it) {
-      if (it->state != HoldState::kHeld &&
-          (oldest == holds.end() || it->forget_at < oldest->forget_at)) {
-        oldest = it;
-      }
-    }
-    if (oldest == holds.end()) {
-      break;
-    }
-    holds.erase(oldest);
+  // Forget the memories remembered the shortest time ahead; live holds stay (the caller
+  // refused a reservation beyond max_holds of them).
+  while (size() >= bound && !memories_.empty()) {
+    popMemory();
   }
-  holds.push_back(hold);
+  live_.push_back(Hold{nonce, amount, expires_at, forget_at, next_seq_++, HoldState::kHeld});
+  held_ += amount;
+  if (first_expiry_ == 0 || expires_at < first_expiry_) {
+    first_expiry_ = expires_at;
+  }
+}
+
+void HoldSet::settle(std::uint64_t nonce, HoldState state, Micros id_expiry, Micros forget_at) {
+  if (Hold* hold = findLive(nonce)) {
+    Hold memory = *hold;
+    memory.state = state;
+    memory.amount = 0;
+    memory.forget_at = std::max(memory.forget_at, forget_at);
+    *hold = live_.back();
+    live_.pop_back();
+    sumLive();
+    pushMemory(memory);
+    return;
+  }
+  if (Hold* memory = findMemory(nonce)) {
+    memory->state = state;
+    memory->amount = 0;
+    memory->forget_at = std::max(memory->forget_at, forget_at);
+    std::make_heap(memories_.begin(), memories_.end(), laterForgotten);
+    return;
+  }
+  pushMemory(Hold{nonce, 0, id_expiry, forget_at, next_seq_++, state});
+}
+
+std::size_t HoldSet::forgetPast(Micros now) {
+  std::size_t expired = 0;
+  for (std::size_t i = 0; i < live_.size();) {
+    if (live_[i].forget_at > now) {
+      ++i;
+      continue;
+    }
+    ++expired;
+    live_[i] = live_.back();
+    live_.pop_back();
+  }
+  if (expired > 0) {
+    sumLive();
+  }
+  while (!memories_.empty() && memories_.front().forget_at <= now) {
+    popMemory();
+  }
+  return expired;
+}
+
+void HoldSet::pushMemory(const Hold& hold) {
+  memories_.push_back(hold);
+  std::push_heap(memories_.begin(), memories_.end(), laterForgotten);
+}
+
+void HoldSet::popMemory() {
+  std::pop_heap(memories_.begin(), memories_.end(), laterForgotten);
+  memories_.pop_back();
+}
+
+void HoldSet::sumLive() {
+  held_ = 0;
+  first_expiry_ = 0;
+  for (const Hold& hold : live_) {
+    held_ += hold.amount;
+    if (first_expiry_ == 0 || hold.expires_at < first_expiry_) {
+      first_expiry_ = hold.expires_at;
+    }
+  }
 }
 
 bool parseNonce(std::string_view text, std::uint64_t& nonce) {
+  // Each byte's value as a lower-case hex digit, or 16.
+  static constexpr auto kHexValue = [] {
+    std::array<std::uint8_t, 256> table{};
+    for (std::size_t c = 0; c < 256; ++c) {
+      table[c] = c >= '0' && c <= '9'   ? static_cast<std::uint8_t>(c - '0')
+                 : c >= 'a' && c <= 'f' ? static_cast<std::uint8_t>(c - 'a' + 10)
+                                        : 16;
+    }
+    return table;
+  }();
   if (text.size() != 16) {
     return false;
   }
   std::uint64_t value = 0;
   for (const char c : text) {
-    std::uint64_t digit = 0;
-    if (c >= '0' && c <= '9') {
-      digit = static_cast<std::uint64_t>(c - '0');
-    } else if (c >= 'a' && c <= 'f') {
-      digit = static_cast<std::uint64_t>(c - 'a' + 10);
-    } else {
+    const std::uint8_t digit = kHexValue[static_cast<unsigned char>(c)];
+    if (digit == 16) {
       return false;
     }
     value = value << 4 | digit;
@@ -83,22 +162,26 @@ bool parseNonce(std::string_view text, std::uint64_t& nonce) {
   return true;
 }
 
-HoldSet* HoldTable::find(std::string_view key) {
+std::size_t HoldTable::Hash::operator()(const std::string& key) const {
+  return BucketTable::hashKey(key);
+}
+
+HoldSet* HoldTable::find(const HashedKey& key) {
   auto it = sets_.find(key);
   return it == sets_.end() ? nullptr : &it->second;
 }
 
-HoldSet& HoldTable::obtain(std::string_view key) {
+HoldSet& HoldTable::obtain(const HashedKey& key) {
   auto it = sets_.find(key);
   if (it != sets_.end()) {
     return it->second;
   }
-  return sets_.emplace(std::string(key), HoldSet{}).first->second;
+  return sets_.emplace(std::string(key.key), HoldSet{}).first->second;
 }
 
-void HoldTable::dropIfEmpty(std::string_view key) {
+void HoldTable::dropIfEmpty(const HashedKey& key) {
   auto it = sets_.find(key);
-  if (it != sets_.end() && it->second.holds.empty()) {
+  if (it != sets_.end() && it->second.empty()) {
     sets_.erase(it);
   }
 }
@@ -110,7 +193,7 @@ std::size_t HoldTable::erasePrefixes(const std::vector<std::string>& prefixes) {
       return it->first.compare(0, p.size(), p) == 0;
     });
     if (match) {
-      live += liveHolds(it->second);
+      live += it->second.liveCount();
       it = sets_.erase(it);
     } else {
       ++it;
@@ -128,16 +211,8 @@ std::size_t HoldTable::sweep(Micros now) {
   for (auto it = sets_.begin(); it != sets_.end();) {
     // Holds past their expiry stay (as expired) until they are forgotten, so that a late
     // commit is still told apart from a second one; only their memory ends here.
-    auto& holds = it->second.holds;
-    for (const Hold& hold : holds) {
-      if (hold.forget_at <= now && hold.state == HoldState::kHeld) {
-        ++expired;
-      }
-    }
-    holds.erase(std::remove_if(holds.begin(), holds.end(),
-                               [now](const Hold& hold) { return hold.forget_at <= now; }),
-                holds.end());
-    if (holds.empty()) {
+    expired += it->second.forgetPast(now);
+    if (it->second.empty()) {
       it = sets_.erase(it);
     } else {
       ++it;
@@ -146,71 +221,40 @@ std::size_t HoldTable::sweep(Micros now) {
   return expired;
 }
 
-namespace {
-
-/// Where the holds of one nonce stand across a request's buckets.
-struct Found {
-  Hold* live = nullptr;
+HoldStatus settleHolds(const SettleInput& input, std::span<HoldSet* const> sets,
+                       std::int64_t& amount) {
+  const bool commit = input.op == HoldOp::kCommit;
+  const Micros forget_at = std::max(input.now, input.id_expiry) + input.keep_us;
+  const auto markAll = [&](HoldState state) {
+    for (HoldSet* set : sets) {
+      if (set != nullptr) {
+        set->settle(input.nonce, state, input.id_expiry, forget_at);
+      }
+    }
+  };
+  // The usual step first: the hold is live (its buckets' memories are not read).
+  for (HoldSet* set : sets) {
+    if (const Hold* live = set == nullptr ? nullptr : set->findLive(input.nonce)) {
+      amount = live->amount;
+      markAll(commit ? HoldState::kCommitted : HoldState::kReleased);
+      return commit ? HoldStatus::kCommitted : HoldStatus::kReleased;
+    }
+  }
   bool settled = false;
   bool expired = false;
-};
-
-Found lookAt(const SettleInput& input, std::vector<HoldSet*>& sets) {
-  Found found;
   for (HoldSet* set : sets) {
-    Hold* hold = set == nullptr ? nullptr : findHold(*set, input.nonce);
-    if (hold == nullptr) {
-      continue;
-    }
-    if (hold->state == HoldState::kHeld) {
-      found.live = found.live ? found.live : hold;
-    } else if (hold->state == HoldState::kExpired) {
-      found.expired = true;
-    } else {
-      found.settled = true;
+    if (const Hold* memory = set == nullptr ? nullptr : set->findMemory(input.nonce)) {
+      (memory->state == HoldState::kExpired ? expired : settled) = true;
     }
   }
-  return found;
-}
-
-/// Marks every bucket's hold of the nonce `state` (adding its memory where a bucket has
-/// none: a late commit is remembered too).
-void markAll(const SettleInput& input, std::vector<HoldSet*>& sets, HoldState state) {
-  const Micros forget_at = std::max(input.now, input.id_expiry) + input.keep_us;
-  for (HoldSet* set : sets) {
-    if (set == nullptr) {
-      continue;
-    }
-    Hold* hold = findHold(*set, input.nonce);
-    if (hold == nullptr) {
-      set->holds.push_back(Hold{input.nonce, 0, input.id_expiry, forget_at, state});
-      continue;
-    }
-    hold->state = state;
-    hold->amount = 0;
-    hold->forget_at = std::max(hold->forget_at, forget_at);
-  }
-}
-
-}  // namespace
-
-HoldStatus settleHolds(const SettleInput& input, std::vector<HoldSet*>& sets,
-                       std::int64_t& amount) {
-  const Found found = lookAt(input, sets);
-  const bool commit = input.op == HoldOp::kCommit;
-  if (found.live != nullptr) {
-    amount = found.live->amount;
-    markAll(input, sets, commit ? HoldState::kCommitted : HoldState::kReleased);
-    return commit ? HoldStatus::kCommitted : HoldStatus::kReleased;
-  }
-  if (found.settled) {
+  if (settled) {
     return HoldStatus::kSettled;
   }
-  if (found.expired || input.now >= input.id_expiry) {
+  if (expired || input.now >= input.id_expiry) {
     if (!commit) {
       return HoldStatus::kExpired;
     }
-    markAll(input, sets, HoldState::kCommitted);
+    markAll(HoldState::kCommitted);
     return HoldStatus::kLate;
   }
   return HoldStatus::kUnknown;

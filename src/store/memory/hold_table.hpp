@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,12 +23,10 @@ struct Hold {
   std::int64_t amount = 0;
   Micros expires_at = 0;
   Micros forget_at = 0;
+  /// The order the bucket first saw the nonce in (80_holds.lua keeps one array in that
+  /// order): among memories forgotten at the same instant, the older goes first.
+  std::uint64_t seq = 0;
   HoldState state = HoldState::kHeld;
-};
-
-/// The holds of one bucket.
-struct HoldSet {
-  std::vector<Hold> holds;
 };
 
 /// What the live holds of a bucket add up to at an instant.
@@ -37,22 +36,64 @@ struct HeldAmount {
   std::uint32_t expired = 0;  ///< holds found expired unsettled by this refresh
 };
 
-/// Marks the holds past their expiry as expired (counted in `expired`), forgets those past
-/// `forget_at`, and sums the live ones.
-HeldAmount refreshHolds(HoldSet& set, Micros now);
+/// The holds of one bucket: the live ones (few: at most --max-reservation-holds) apart from
+/// the memories of settled and expired ones (up to twice that many), which are only read to
+/// tell a second or late commit apart and to be forgotten in order. So a reserve, a commit
+/// of a live hold and a decision cost the live holds, not the memories: the sums are kept,
+/// and the memories form a heap on (forget_at, seq).
+class HoldSet {
+ public:
+  bool empty() const { return live_.empty() && memories_.empty(); }
+  /// Live holds plus memories.
+  std::size_t size() const { return live_.size() + memories_.size(); }
+  std::size_t liveCount() const { return live_.size(); }
 
-/// The hold of `nonce` in `set`, or null.
-Hold* findHold(HoldSet& set, std::uint64_t nonce);
+  /// Marks the holds past their expiry as expired (counted in `expired`), forgets those past
+  /// `forget_at`, and sums the live ones.
+  HeldAmount refresh(Micros now);
 
-/// Live holds in `set` (refreshed).
-std::size_t liveHolds(const HoldSet& set);
+  /// The live hold of `nonce`, or null.
+  Hold* findLive(std::uint64_t nonce);
+  /// The memory of `nonce` (settled or expired), or null. Walks every memory: for the rare
+  /// steps only (a second, late or unknown settlement).
+  Hold* findMemory(std::uint64_t nonce);
 
-/// Adds a live hold, forgetting the settled holds that are remembered longest ago when the
-/// set would pass `2 * max(max_holds, 1)` entries.
-void addHold(HoldSet& set, const Hold& hold, std::int64_t max_holds);
+  /// Adds a live hold of a nonce the set does not carry, forgetting the memories that are
+  /// remembered the shortest time ahead when the set would pass `2 * max(max_holds, 1)`
+  /// entries.
+  void add(std::uint64_t nonce, std::int64_t amount, Micros expires_at, Micros forget_at,
+           std::int64_t max_holds);
+
+  /// Settles the hold of `nonce` as `state` (committed or released): a live hold becomes a
+  /// memory kept at least until `forget_at`, a memory takes the state, and a nonce the set
+  /// does not carry is remembered (a late commit is remembered too).
+  void settle(std::uint64_t nonce, HoldState state, Micros id_expiry, Micros forget_at);
+
+  /// Forgets what is past its memory; returns the live holds forgotten (their expiry passed
+  /// with no request reading them).
+  std::size_t forgetPast(Micros now);
+
+ private:
+  void pushMemory(const Hold& hold);
+  void popMemory();
+  void sumLive();
+
+  std::vector<Hold> live_;
+  std::vector<Hold> memories_;  ///< a min-heap on (forget_at, seq)
+  std::uint64_t next_seq_ = 0;
+  std::int64_t held_ = 0;    ///< the sum of live_'s amounts
+  Micros first_expiry_ = 0;  ///< the earliest of live_'s expiries (0: none)
+};
 
 /// 16 hex digits -> the nonce; false when the text is not that.
 bool parseNonce(std::string_view text, std::uint64_t& nonce);
+
+/// A bucket's store key with its BucketTable::hashKey(), which the memory store has
+/// computed already: the hold table does not hash the key again.
+struct HashedKey {
+  std::string_view key;
+  std::uint64_t hash = 0;
+};
 
 /// The holds of one memory-store shard, keyed by bucket store key (guarded by the shard's
 /// mutex). Empty in a process that never reserved: a decision then costs one branch.
@@ -60,11 +101,11 @@ class HoldTable {
  public:
   bool empty() const { return sets_.empty(); }
   /// The set of `key`, or null.
-  HoldSet* find(std::string_view key);
+  HoldSet* find(const HashedKey& key);
   /// The set of `key`, created when absent.
-  HoldSet& obtain(std::string_view key);
+  HoldSet& obtain(const HashedKey& key);
   /// Drops the set of `key` when it holds nothing any more.
-  void dropIfEmpty(std::string_view key);
+  void dropIfEmpty(const HashedKey& key);
   /// Removes the sets whose key starts with one of `prefixes`; returns the live holds removed.
   std::size_t erasePrefixes(const std::vector<std::string>& prefixes);
   /// At most once a second: forgets what is past its memory in every set and drops empty
@@ -74,11 +115,16 @@ class HoldTable {
  private:
   struct Hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view key) const {
-      return std::hash<std::string_view>{}(key);
-    }
+    std::size_t operator()(const HashedKey& key) const { return key.hash; }
+    std::size_t operator()(const std::string& key) const;
   };
-  std::unordered_map<std::string, HoldSet, Hash, std::equal_to<>> sets_;
+  struct Equal {
+    using is_transparent = void;
+    bool operator()(const std::string& a, const std::string& b) const { return a == b; }
+    bool operator()(const std::string& a, const HashedKey& b) const { return a == b.key; }
+    bool operator()(const HashedKey& a, const std::string& b) const { return a.key == b; }
+  };
+  std::unordered_map<std::string, HoldSet, Hash, Equal> sets_;
   Micros next_sweep_ = 0;
 };
 
@@ -95,6 +141,7 @@ struct SettleInput {
   Micros keep_us = 0;
   Micros now = 0;
 };
-HoldStatus settleHolds(const SettleInput& input, std::vector<HoldSet*>& sets, std::int64_t& amount);
+HoldStatus settleHolds(const SettleInput& input, std::span<HoldSet* const> sets,
+                       std::int64_t& amount);
 
 }  // namespace sluice::memory_detail

@@ -431,18 +431,19 @@ class MemoryStore final : public Store, public MemoryCounters {
   void readHolds(const StoreRequest& request, WorkList& work, Micros now, StoreResponse& response) {
     const HoldOp op = request.hold.op;
     const bool settling = op == HoldOp::kCommit || op == HoldOp::kRelease;
-    std::vector<HoldSet*> sets;
+    boost::container::small_vector<HoldSet*, 4> sets;
     for (std::size_t i = 0; i < work.size(); ++i) {
       Work& w = work[i];
       if (w.sketch) {
         continue;
       }
       memory_detail::HoldTable& table = shards_[w.shard]->holds;
-      w.holds = settling ? &table.obtain(request.limits[i].key) : table.find(request.limits[i].key);
+      const memory_detail::HashedKey key{request.limits[i].key, w.hash};
+      w.holds = settling ? &table.obtain(key) : table.find(key);
       if (w.holds == nullptr) {
         continue;
       }
-      const memory_detail::HeldAmount h = memory_detail::refreshHolds(*w.holds, now);
+      const memory_detail::HeldAmount h = w.holds->refresh(now);
       if (h.expired > 0) {
         response.holds_expired.resize(work.size());
         response.holds_expired[i] += h.expired;
@@ -473,12 +474,19 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.holds == nullptr) {
         continue;
       }
-      const memory_detail::HeldAmount h = memory_detail::refreshHolds(*w.holds, now);
+      const memory_detail::HeldAmount h = w.holds->refresh(now);
       w.held = h.held;
       w.holds_retry = h.first_expiry > now ? h.first_expiry - now : 0;
-      if (w.holds->holds.empty()) {
-        shards_[w.shard]->holds.dropIfEmpty(request.limits[i].key);
-        w.holds = nullptr;
+      if (w.holds->empty()) {
+        // Every limit on this bucket (the same bucket twice in one request) lets go of the
+        // set before it is dropped.
+        const HoldSet* dropped = w.holds;
+        for (Work& other : work) {
+          if (other.holds == dropped) {
+            other.holds = nullptr;
+          }
+        }
+        shards_[w.shard]->holds.dropIfEmpty({request.limits[i].key, w.hash});
       }
     }
   }
@@ -497,7 +505,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     for (std::size_t i = 0; i < work.size(); ++i) {
       const Work& w = work[i];
       if (call.max_holds > 0 && w.holds != nullptr &&
-          static_cast<std::int64_t>(memory_detail::liveHolds(*w.holds)) >= call.max_holds) {
+          static_cast<std::int64_t>(w.holds->liveCount()) >= call.max_holds) {
         response.hold_status = HoldStatus::kFull;
         response.allowed = false;
         return;
@@ -509,15 +517,17 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.sketch) {
         continue;
       }
-      HoldSet& set = shards_[w.shard]->holds.obtain(request.limits[i].key);
-      if (memory_detail::findHold(set, nonce) != nullptr) {
-        continue;  // the same bucket twice in one request: held once
+      // The set readHolds() found, else a new one.
+      HoldSet& set = w.holds != nullptr
+                         ? *w.holds
+                         : shards_[w.shard]->holds.obtain({request.limits[i].key, w.hash});
+      // The nonce is fresh (random): only this request can have placed it, on the same
+      // bucket twice, and it is held once.
+      if (set.findLive(nonce) != nullptr) {
+        continue;
       }
-      memory_detail::addHold(
-          set,
-          memory_detail::Hold{nonce, request.limits[i].costOr(request.cost), expires_at,
-                              expires_at + call.keep_us, memory_detail::HoldState::kHeld},
-          call.max_holds);
+      set.add(nonce, request.limits[i].costOr(request.cost), expires_at, expires_at + call.keep_us,
+              call.max_holds);
     }
     response.hold_status = HoldStatus::kReserved;
     response.hold_expires_at_us = expires_at;

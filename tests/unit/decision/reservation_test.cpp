@@ -140,6 +140,33 @@ TEST_F(ReservationTest, ACommitTwiceChargesOnce) {
   EXPECT_EQ(remaining(), 920);
 }
 
+// The same bucket twice in one request (a descriptor sent twice): held once, settled once,
+// and the bucket's memory forgotten once both limits have let go of it.
+TEST_F(ReservationTest, TheSameBucketTwiceIsHeldAndForgottenOnce) {
+  DecisionRequest twice = base();
+  twice.descriptors.push_back(twice.descriptors.front());
+  auto held = reserve(100, 0, twice);
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  EXPECT_EQ(held->reservation.status, HoldStatus::kReserved);
+  auto committed = settle(HoldOp::kCommit, held->reservation.id, 100, twice);
+  ASSERT_TRUE(committed.ok()) << committed.error().message;
+  EXPECT_EQ(committed->reservation.status, HoldStatus::kCommitted);
+  EXPECT_EQ(committed->reservation.reserved, 100);
+  EXPECT_EQ(settle(HoldOp::kCommit, held->reservation.id, 100, twice)->reservation.status,
+            HoldStatus::kSettled);
+  // Past the hold's expiry and its memory (--max-reservation-ttl after it): the next request
+  // on the bucket forgets the memory, and the set with it, on both limits.
+  clock_.advance(std::chrono::seconds(30 + 120 + 1));
+  DecisionRequest check = twice;
+  check.hits = 0;
+  auto after = decide(std::move(check));
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_TRUE(after->allowed);
+  // Forgotten: a commit now is a late one (charged as a report), not a second one.
+  EXPECT_EQ(settle(HoldOp::kCommit, held->reservation.id, 100, twice)->reservation.status,
+            HoldStatus::kLate);
+}
+
 TEST_F(ReservationTest, AReleaseGivesTheHoldBackAndASecondIsRefused) {
   auto held = reserve(700);
   ASSERT_TRUE(held.ok());

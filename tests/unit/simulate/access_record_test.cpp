@@ -110,6 +110,67 @@ TEST(AccessRecordTest, ParsingReusesTheSlotAndForgetsTheLastLine) {
   EXPECT_TRUE(parsed.decision.empty());
 }
 
+/// A line as written, then the same line with a space after each member (which the reader
+/// takes through its general parser): into one reused slot each, the same request.
+void expectReadAlike(const DecisionRequest& request, LoggedRequest& written,
+                     LoggedRequest& spaced) {
+  std::string line;
+  appendAccessJson(line, 1'795'665'014'000'007, request, "r", "allowed", true, 7, "h1");
+  std::string spaced_line;
+  for (const char c : line) {
+    spaced_line += c;
+    spaced_line += c == ',' ? " " : "";
+  }
+  std::string error;
+  ASSERT_TRUE(parseAccessLine(line, written, error)) << error << "\n" << line;
+  ASSERT_TRUE(parseAccessLine(spaced_line, spaced, error)) << error << "\n" << spaced_line;
+  for (const LoggedRequest* read : {&written, &spaced}) {
+    EXPECT_EQ(read->time_us, 1'795'665'014'000'007);
+    EXPECT_EQ(read->request.domain, request.domain);
+    EXPECT_EQ(read->request.client_id, request.client_id);
+    ASSERT_EQ(read->request.descriptors.size(), request.descriptors.size()) << line;
+    for (std::size_t d = 0; d < request.descriptors.size(); ++d) {
+      ASSERT_EQ(read->request.descriptors[d].size(), request.descriptors[d].size()) << line;
+      for (std::size_t e = 0; e < request.descriptors[d].size(); ++e) {
+        EXPECT_EQ(read->request.descriptors[d][e].key, request.descriptors[d][e].key);
+        EXPECT_EQ(read->request.descriptors[d][e].value, request.descriptors[d][e].value);
+      }
+    }
+    EXPECT_EQ(read->request.hits, request.hits);
+    EXPECT_EQ(read->request.descriptor_hits, request.descriptor_hits);
+    EXPECT_EQ(read->request.charge, request.charge);
+    EXPECT_EQ(read->request.refund, request.refund);
+    EXPECT_EQ(read->rule, "r");
+    EXPECT_EQ(read->decision, "allowed");
+    EXPECT_EQ(read->rules_hash, "h1");
+  }
+}
+
+TEST(AccessRecordTest, AWrittenLineReadsAsTheGeneralParserReadsIt) {
+  LoggedRequest written;
+  LoggedRequest spaced;
+  DecisionRequest request;
+  request.domain = "auth";
+  request.client_id = "joe";
+  request.descriptors = {{{"user", "mallory"}, {"path", "/login"}, {"k", ""}}, {{"ip", "::1"}}};
+  request.hits = 0;
+  expectReadAlike(request, written, spaced);
+  // Fewer descriptors and entries than the slot's last line; an empty one; more hits.
+  request.client_id.clear();
+  request.descriptors = {{}, {{"user", "a-rather-longer-value-than-sixteen-bytes"}}};
+  request.hits = 7;
+  expectReadAlike(request, written, spaced);
+  request.descriptors.clear();
+  expectReadAlike(request, written, spaced);
+  // Escapes, per-descriptor hits, a refund and another charge: the general parser's lines.
+  request.domain = "a\"b";
+  request.descriptors = {{{"user", "m\u00e9l"}}, {{"user", "x"}}};
+  request.descriptor_hits = {std::nullopt, 2};
+  request.refund = true;
+  request.charge = Charge::kEvery;
+  expectReadAlike(request, written, spaced);
+}
+
 TEST(AccessRecordTest, MalformedLinesSayWhatAndWhere) {
   LoggedRequest parsed;
   std::string error;

@@ -28,11 +28,47 @@ end
 
 -- GCRA's exact rational time (us, rem): us + rem / L microseconds, 0 <= rem < L, passed and
 -- returned as two values, never as a table; the span of n requests, n * W / L, needs L and
--- W = q * L + r as (limit, q, r). The one copy of these helpers for 50_gcra.lua and
--- 70_adjust.lua, built by make_rational() on the first use in a call.
+-- W = q * L + r as (limit, q, r). With them, how both GCRA scripts read a limit and its
+-- stored state (frame, stored) and the warm-up surcharge. The one copy of these helpers for
+-- 50_gcra.lua and 70_adjust.lua, built by make_rational() on the first use in a call.
 local rational
 local function make_rational()
   local t = {}
+  function t.ceil_us(us, rem)
+    if rem > 0 then
+      return us + 1
+    end
+    return us
+  end
+  -- A GCRA limit and its stored pair (a, b) as the algorithms read them: W = q * L + r, the
+  -- burst (0: the limit), the warm-up period (token_bucket only) and the TAT normalised to
+  -- 0 <= rem < L. Returns q, r, burst, period, tat_us, tat_rem.
+  function t.frame(leaky, limit, window, burst, warmup, a, b)
+    local q = floor(window / limit)
+    local r = window - q * limit
+    if burst <= 0 then
+      burst = limit
+    end
+    local period = 0
+    if not leaky then
+      period = max(warmup, 0)
+    end
+    local k = floor_div(b, limit)
+    return q, r, burst, period, a + k, b - k * limit
+  end
+  -- The warm-up store at `now`: what it held (c) plus the idle time since the TAT, at most
+  -- the period.
+  function t.stored(period, c, tat_us, tat_rem, now)
+    local idle = max(0, now - t.ceil_us(tat_us, tat_rem))
+    return min(period, max(c, 0) + min(idle, period))
+  end
+  -- Guava's warm-up surcharge for taking `delta` us of stored time at level `stored`.
+  function t.warmup_extra(stored, delta, period)
+    local half = floor(period / 2)
+    local hi = max(0, stored - half)
+    local lo = max(0, stored - delta - half)
+    return math.ceil(2 * (hi - lo) * (hi + lo) / period)
+  end
   function t.less_eq(xu, xr, yu, yr)
     return xu < yu or (xu == yu and xr <= yr)
   end

@@ -10,13 +10,8 @@ local function make_gcra()
   local kFitSteps = 4
   rational = rational or make_rational()
   local less_eq, span, add, sub = rational.less_eq, rational.span, rational.add, rational.sub
-
-  local function ceil_us(us, rem)
-    if rem > 0 then
-      return us + 1
-    end
-    return us
-  end
+  local ceil_us, frame, stored_at = rational.ceil_us, rational.frame, rational.stored
+  local warmup_extra = rational.warmup_extra
 
   -- from + span(k) <= till
   local function fits_at(k, fu, fr, tu, tr, limit, q, r)
@@ -62,26 +57,9 @@ local function make_gcra()
     return lo
   end
 
-  -- Guava's warm-up surcharge for taking `delta` us of stored time at level `stored`.
-  local function warmup_extra(stored, delta, period)
-    local half = floor(period / 2)
-    local hi = max(0, stored - half)
-    local lo = max(0, stored - delta - half)
-    return math.ceil(2 * (hi - lo) * (hi + lo) / period)
-  end
-
   return function(leaky, limit, window, burst, warmup, count_rejected, a, b, c, now, cost)
-    local q = floor(window / limit)
-    local r = window - q * limit
-    if burst <= 0 then
-      burst = limit
-    end
-    local period = 0
-    if not leaky then
-      period = max(warmup, 0)
-    end
-    local k = floor_div(b, limit)
-    local tat_us, tat_rem = a + k, b - k * limit
+    local q, r, period, tat_us, tat_rem
+    q, r, burst, period, tat_us, tat_rem = frame(leaky, limit, window, burst, warmup, a, b)
     local base_us, base_rem = now, 0
     if not less_eq(tat_us, tat_rem, now, 0) then
       base_us, base_rem = tat_us, tat_rem
@@ -93,8 +71,7 @@ local function make_gcra()
 
     local stored = 0
     if period > 0 then
-      local idle = max(0, now - ceil_us(tat_us, tat_rem))
-      stored = min(period, max(c, 0) + min(idle, period))
+      stored = stored_at(period, c, tat_us, tat_rem, now)
     end
 
     local next_us, next_rem = tat_us, tat_rem

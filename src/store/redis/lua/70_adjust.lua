@@ -15,25 +15,11 @@ local function make_adjust()
     local bu, br = span(min(n - first, burst), limit, q, r)
     return add(au, ar, bu, br, limit)
   end
-  local function warmup_extra(stored, delta, period)
-    local half = floor(period / 2)
-    local hi = max(0, stored - half)
-    local lo = max(0, stored - delta - half)
-    return math.ceil(2 * (hi - lo) * (hi + lo) / period)
-  end
+  local frame, stored_at, warmup_extra = rational.frame, rational.stored, rational.warmup_extra
 
   local function gcra(leaky, limit, window, burst, warmup, a, b, c, now, amount, refund)
-    local q = floor(window / limit)
-    local r = window - q * limit
-    if burst <= 0 then
-      burst = limit
-    end
-    local period = 0
-    if not leaky then
-      period = max(warmup, 0)
-    end
-    local k = floor_div(b, limit)
-    local tat_us, tat_rem = a + k, b - k * limit
+    local q, r, period, tat_us, tat_rem
+    q, r, burst, period, tat_us, tat_rem = frame(leaky, limit, window, burst, warmup, a, b)
     if refund then
       local back_us, back_rem = tat_us, tat_rem
       if not less_eq(tat_us, tat_rem, now, 0) then
@@ -57,12 +43,7 @@ local function make_adjust()
     local next_us, next_rem = add(base_us, base_rem, su, sr, limit)
     local next_stored = 0
     if period > 0 then
-      local ceil_tat = tat_us
-      if tat_rem > 0 then
-        ceil_tat = tat_us + 1
-      end
-      local idle = max(0, now - ceil_tat)
-      local stored = min(period, max(c, 0) + min(idle, period))
+      local stored = stored_at(period, c, tat_us, tat_rem, now)
       local delta = min(stored, su)
       next_us, next_rem = add(next_us, next_rem, warmup_extra(stored, delta, period), 0, limit)
       next_stored = stored - delta

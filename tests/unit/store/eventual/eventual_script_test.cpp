@@ -27,6 +27,10 @@ struct Entry {
   std::int64_t limit = 0;
   int quota_group = -1;
   bool shadow = false;
+  /// Regions: this region's count the other regions confirmed, and the cap beyond it.
+  std::int64_t confirmed = 0;
+  std::int64_t cap = 0;
+  std::int64_t regions = 0;  ///< the share's divisor (0: the cap only)
 };
 
 /// One op-1 (decide) call of cost 1 on fixed_window entries by writer "s1"; returns the reply
@@ -48,9 +52,9 @@ std::vector<std::int64_t> decide(RedisServer& redis, const std::vector<Entry>& e
   argv.push_back("s1");
   for (const Entry& e : entries) {
     const int flags = (e.shadow ? 2 : 0) | (e.quota_group + 1) * 4;
-    for (std::int64_t v : {std::int64_t{1}, std::int64_t{0}, e.limit, kDay, std::int64_t{0},
-                           std::int64_t{0}, std::int64_t{0}, std::int64_t{0}, std::int64_t{1},
-                           std::int64_t{flags}, std::int64_t{0}, std::int64_t{0}}) {
+    for (std::int64_t v :
+         {std::int64_t{1}, std::int64_t{0}, e.limit, kDay, std::int64_t{0}, std::int64_t{0},
+          std::int64_t{0}, e.regions, std::int64_t{1}, std::int64_t{flags}, e.confirmed, e.cap}) {
       argv.push_back(std::to_string(v));
     }
   }
@@ -97,6 +101,58 @@ TEST(EventualScriptTest, QuotaGroupsDecideLikeTheRequestScript) {
   EXPECT_EQ(answers, (std::vector<bool>{true, true, true, false, false}));
   EXPECT_EQ(stored(redis, "qa"), 1);
   EXPECT_EQ(stored(redis, "qb"), 3);
+}
+
+// Regions, near the limit: a region holds at most `cap` hits beyond what the other regions
+// confirmed of its count (its sidecars' fields); past it the request is denied, uncharged,
+// while the limit itself has room, and allowed again once more is confirmed.
+TEST(EventualScriptTest, ARegionsHitsBeyondTheConfirmedCountAreCapped) {
+  RedisServer redis;
+  // Another sidecar of this region holds 5 hits, the other region 100 (field rb).
+  redis.command({"HSET", "capped", "s2", "5", "rb", "100"});
+  Entry e{"capped", 1'000};
+  e.confirmed = 3;
+  e.cap = 4;
+  std::vector<bool> answers;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<std::int64_t> v = decide(redis, {e});
+    answers.push_back(allowedAt(v, 0));
+    EXPECT_EQ(chargedAt(v, 0), allowedAt(v, 0) ? 1 : 0) << i;
+  }
+  // 5 + 1 + 1 - 3 = 4 <= 4: two pass, then 5 + 3 - 3 > 4.
+  EXPECT_EQ(answers, (std::vector<bool>{true, true, false, false}));
+  EXPECT_EQ(stored(redis, "capped"), 2);
+  std::vector<std::int64_t> denied = decide(redis, {e});
+  EXPECT_GT(denied[3], 0);        // retry_after: after the next confirmation
+  EXPECT_LE(denied[3], 100'000);  // at most 100 ms
+  // The other region confirmed 7: room for 4 more (11 - 7 = 4).
+  e.confirmed = 7;
+  int allowed = 0;
+  for (int i = 0; i < 6; ++i) {
+    allowed += allowedAt(decide(redis, {e}), 0) ? 1 : 0;
+  }
+  EXPECT_EQ(allowed, 4);
+  // No cap (one region, or a key that is not tight): only the limit counts.
+  e.cap = 0;
+  EXPECT_TRUE(allowedAt(decide(redis, {e}), 0));
+}
+
+// With the number of regions, a fixed_window region may hold its share of what remains when
+// that is more than the cap: (L - confirmed - the other regions' counts) / regions.
+TEST(EventualScriptTest, ARegionMayHoldItsShareOfWhatRemains) {
+  RedisServer redis;
+  redis.command({"HSET", "shared", "s2", "10", "rb", "30"});
+  Entry e{"shared", 100};
+  e.confirmed = 10;
+  e.cap = 2;
+  e.regions = 2;
+  int allowed = 0;
+  for (int i = 0; i < 40; ++i) {
+    allowed += allowedAt(decide(redis, {e}), 0) ? 1 : 0;
+  }
+  // (100 - 10 - 30) / 2 = 30 beyond the 10 confirmed.
+  EXPECT_EQ(allowed, 30);
+  EXPECT_EQ(stored(redis, "shared"), 30);
 }
 
 TEST(EventualScriptTest, AnOrdinaryDenialStillDeniesAQuotaRequest) {
