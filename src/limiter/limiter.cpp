@@ -70,6 +70,59 @@ std::optional<Algorithm> parseAlgorithm(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Algorithm> algorithmFromCode(std::string_view code) {
+  for (const auto& [value, spelling] : kNames) {
+    if (algorithmCode(value) == code) {
+      return value;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr std::int64_t kPlausible = std::int64_t{1} << 53;
+
+bool within(std::int64_t value) { return value >= -kPlausible && value <= kPlausible; }
+
+bool plausibleLog(const std::vector<LogEntry>& log) {
+  Micros previous = -kPlausible;
+  std::int64_t total = 0;
+  for (const LogEntry& entry : log) {
+    if (!within(entry.at) || entry.at < previous || entry.cost <= 0 || entry.cost > kPlausible) {
+      return false;
+    }
+    previous = entry.at;
+    total += entry.cost;  // at most 2^53 per entry: no overflow before the check below
+    if (total > kPlausible) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool plausibleState(Algorithm algorithm, const BucketState& state) {
+  if (!within(state.a) || !within(state.b) || !within(state.c)) {
+    return false;
+  }
+  switch (algorithm) {
+    case Algorithm::kFixedWindow:
+      return state.b >= 0 && state.log.empty();
+    case Algorithm::kSlidingWindowLog:
+      return (state.b == 0 || state.b == 1) && plausibleLog(state.log);
+    case Algorithm::kSlidingWindowCounter:
+      return state.b >= 0 && state.c >= 0 && state.log.empty();
+    case Algorithm::kTokenBucket:
+    case Algorithm::kLeakyBucket:
+      return state.c >= 0 && state.log.empty();
+    case Algorithm::kSketch:
+      return false;  // sketches keep no per-key state
+  }
+  return false;
+}
+
 Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
                     std::int64_t cost) {
   cost = std::max<std::int64_t>(cost, 0);

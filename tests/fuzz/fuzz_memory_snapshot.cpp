@@ -91,7 +91,10 @@ struct Sidecar {
       SLUICE_FUZZ_CHECK(decision.ok());
       const sluice::Outcome& outcome = decision->descriptors.at(0).limits.at(0).outcome;
       SLUICE_FUZZ_CHECK(outcome.remaining >= 0 && outcome.remaining <= kLimits[index]);
-      SLUICE_FUZZ_CHECK(outcome.reset_after_us >= 0 && outcome.retry_after_us >= 0);
+      SLUICE_FUZZ_CHECK(outcome.reset_after_us >= 0);
+      SLUICE_FUZZ_CHECK(outcome.retry_after_us >= 0 ||
+                        outcome.retry_after_us == sluice::kRetryNever);
+      SLUICE_FUZZ_CHECK(!outcome.allowed || outcome.retry_after_us == 0);
     });
     SLUICE_FUZZ_CHECK(answered);  // the memory store answers inline
   }

@@ -31,6 +31,8 @@ std::string_view algorithmName(Algorithm algorithm);
 std::string_view algorithmCode(Algorithm algorithm);
 /// Parses the YAML spelling; nullopt when unknown.
 std::optional<Algorithm> parseAlgorithm(std::string_view name);
+/// The algorithm whose algorithmCode() is `code`; nullopt when none is.
+std::optional<Algorithm> algorithmFromCode(std::string_view code);
 
 /// Where a limit is decided on the Redis stores (`consistency:` in a rule). kStrict: one
 /// Redis round trip per decision. kEventual: decided from the sidecar's local view, synced
@@ -99,6 +101,13 @@ struct BucketState {
   std::int64_t c = 0;
   std::vector<LogEntry> log;  ///< sliding_window_log only
 };
+
+/// Whether `state` is one the algorithm could have written (read back from outside the
+/// process: a memory snapshot): every time and count within ±2^53, counts and the warm-up
+/// store not negative, a log only for sliding_window_log, its entries oldest first with
+/// positive costs, `b` of sliding_window_log 0 or 1. The algorithms' answers stay within
+/// their bounds only for such states.
+bool plausibleState(Algorithm algorithm, const BucketState& state);
 
 /// What one limit says about one request.
 struct Outcome {

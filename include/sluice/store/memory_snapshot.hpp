@@ -39,6 +39,7 @@ struct SnapshotRestore {
   std::size_t expired = 0;     ///< dropped: expired since the snapshot
   std::size_t rule_gone = 0;   ///< dropped: their limit is gone or has other parameters
   std::size_t capacity = 0;    ///< dropped: the store was full (--memory-max-keys)
+  std::size_t invalid = 0;     ///< dropped: a state its algorithm never writes
 };
 
 /// Reads the snapshot at options.path into `counters`, at start-up before any decision,
@@ -47,7 +48,8 @@ struct SnapshotRestore {
 /// read is an error naming the file and the byte offset ("/var/lib/sluice/counters.snap:
 /// offset 4124: truncated: ..."), or, with SnapshotOnError::kStartEmpty, a warning and an
 /// empty store (the file renamed to PATH.unreadable). Without `rules` (rules over xDS that
-/// have not arrived yet) every unexpired bucket is restored. Metrics: memory_snapshot_restored_buckets_total{outcome}.
+/// have not arrived yet) every unexpired bucket is restored. Metrics:
+/// memory_snapshot_restored_buckets_total{outcome}.
 Result<SnapshotRestore> restoreMemorySnapshot(MemoryCounters& counters,
                                               const MemorySnapshotOptions& options,
                                               const RuleSetPtr& rules, Micros now,

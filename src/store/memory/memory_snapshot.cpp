@@ -212,7 +212,7 @@ void describeSnapshotMetrics(Metrics& metrics) {
                    "Buckets in the last memory-store snapshot written.");
   metrics.describe("memory_snapshot_restored_buckets_total", Metrics::Type::kCounter,
                    "Buckets of the start-up snapshot, by outcome (restored, expired, "
-                   "rule_gone, capacity).");
+                   "rule_gone, capacity, invalid).");
 }
 
 class Snapshotter final : public MemorySnapshotter {
@@ -316,6 +316,19 @@ Result<std::optional<std::string>> readWhole(const std::string& path) {
   return std::optional<std::string>(std::move(bytes));
 }
 
+/// A record whose key names an algorithm (the bucket's last ";" part) and whose state that
+/// algorithm could have written. A checksum proves the file is the one written, not that
+/// its writer was Sluice: a state outside the algorithm's bounds would answer outside them.
+bool plausibleRecord(const memory_detail::SnapshotRecord& record) {
+  const std::size_t last = record.key.rfind(';');
+  if (last == std::string::npos) {
+    return false;
+  }
+  const std::optional<Algorithm> algorithm =
+      algorithmFromCode(std::string_view(record.key).substr(last + 1));
+  return algorithm && plausibleState(*algorithm, record.state);
+}
+
 }  // namespace
 
 Result<SnapshotRestore> restoreMemorySnapshot(MemoryCounters& counters,
@@ -358,6 +371,8 @@ Result<SnapshotRestore> restoreMemorySnapshot(MemoryCounters& counters,
   for (memory_detail::SnapshotRecord& record : contents->records) {
     if (record.expires_at <= now) {
       ++report.expired;
+    } else if (!plausibleRecord(record)) {
+      ++report.invalid;
     } else if (rules && record.rule != 0 && current.ruleOf(record.key) != record.rule) {
       ++report.rule_gone;
     } else if (!counters.restoreBucket(record.key, std::move(record.state), record.expires_at)) {
@@ -373,10 +388,18 @@ Result<SnapshotRestore> restoreMemorySnapshot(MemoryCounters& counters,
   count("expired", report.expired);
   count("rule_gone", report.rule_gone);
   count("capacity", report.capacity);
+  count("invalid", report.invalid);
   spdlog::info(
       "memory snapshot: {} buckets restored from {} (dropped: {} expired, {} whose limit is gone "
-      "or changed, {} over --memory-max-keys)",
-      report.restored, options.path, report.expired, report.rule_gone, report.capacity);
+      "or changed, {} over --memory-max-keys, {} with a state no algorithm writes)",
+      report.restored, options.path, report.expired, report.rule_gone, report.capacity,
+      report.invalid);
+  if (report.invalid > 0) {
+    spdlog::warn(
+        "memory snapshot: {}: {} buckets dropped: their state is not one their "
+        "algorithm writes (a file changed outside Sluice?)",
+        options.path, report.invalid);
+  }
   return report;
 }
 

@@ -2,16 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sluice/common/clock.hpp"
 #include "sluice/common/manual_executor.hpp"
 #include "sluice/decision/decision_service.hpp"
+#include "store/memory/snapshot_format.hpp"
 
 namespace sluice {
 namespace {
@@ -270,6 +273,44 @@ TEST_F(MemorySnapshotTest, AFlippedByteIsAChecksumMismatch) {
   EXPECT_NE(refused.error().message.find(": offset 28: checksum mismatch in the block"),
             std::string::npos)
       << refused.error().message;
+}
+
+// Checksums prove a file is the one written, not that Sluice wrote it: a forged file with
+// good checksums and states no algorithm writes restores only the plausible buckets.
+TEST_F(MemorySnapshotTest, AForgedStateIsDroppedNotRestored) {
+  Sidecar before(clock_, load(kRulesV1));
+  before.decide("user", "alice", 2);
+  before.decide("log", "alice", 1);
+  ASSERT_TRUE(snapshot(before).ok());
+  auto contents = memory_detail::parseSnapshot(fileBytes());
+  ASSERT_TRUE(contents.ok());
+  ASSERT_EQ(contents->records.size(), 2u);
+  std::string payload;
+  for (const auto& record : contents->records) {
+    const bool log = record.key.ends_with(";swl");
+    std::vector<LogEntry> entries = record.state.log;
+    if (log) {
+      std::reverse(entries.begin(), entries.end());  // newest first: never written
+      entries.push_back(LogEntry{clock_.nowMicros(), -3});
+    }
+    const std::int64_t count = log ? record.state.b : -1'000;  // a negative count
+    memory_detail::appendSnapshotRecord(payload, record.key, record.rule, record.state.a, count,
+                                        record.state.c, record.expires_at, &entries);
+  }
+  std::string file;
+  memory_detail::appendSnapshotHeader(file, contents->written_at);
+  memory_detail::appendBlockHeader(file, payload, 2);
+  file += payload;
+  memory_detail::appendSnapshotEnd(file, 2);
+  writeBytes(file);
+
+  Sidecar after(clock_, load(kRulesV1));
+  const Result<SnapshotRestore> restored = restore(after);
+  ASSERT_TRUE(restored.ok()) << restored.error().message;
+  EXPECT_EQ(restored->restored, 0u);
+  EXPECT_EQ(restored->invalid, 2u);
+  EXPECT_EQ(after.decide("user", "alice").remaining, 4);  // fresh, not 1,005
+  EXPECT_EQ(after.decide("log", "alice").remaining, 3);
 }
 
 TEST_F(MemorySnapshotTest, AFailedWriteKeepsThePreviousSnapshotAndCounts) {
