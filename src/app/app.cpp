@@ -24,6 +24,8 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision_service.hpp"
+#include "sluice/decision/lease_service.hpp"
+#include "sluice/decision/lease_tracker.hpp"
 #include "sluice/grpc/rls_server.hpp"
 #include "sluice/http/forward_auth_config.hpp"
 #include "sluice/http/routes.hpp"
@@ -299,6 +301,9 @@ class SluiceServer {
             if (health_timer_) {
               health_timer_->cancel();
             }
+            if (lease_timer_) {
+              lease_timer_->cancel();
+            }
             server_.stop();
           }
           signals.async_wait(on_signal);
@@ -392,12 +397,16 @@ class SluiceServer {
     std::unique_ptr<DecisionObserver> reservation_metrics;
     std::unique_ptr<DecisionObserver> ban_observer;
     std::unique_ptr<DecisionService> decisions;
+    std::unique_ptr<LeaseService> leases;
   };
 
   explicit SluiceServer(const AppOptions& options)
       : options_(options), server_(serverOptions(options), metrics_) {
     http::describeHttpMetrics(metrics_);
     describeDecisionMetrics(metrics_);
+    leases_ = std::make_unique<LeaseTracker>(metrics_);
+    lease_timer_.emplace(server_.controlContext());
+    sweepLeases();
     describeReservationMetrics(metrics_);
   }
 
@@ -497,6 +506,18 @@ class SluiceServer {
     return {};
   }
 
+  /// Leases that reached their expiry unreleased leave `leases_outstanding` within a second
+  /// even when no request comes (LeaseTracker).
+  void sweepLeases() {
+    leases_->sweep(clock_.nowMicros());
+    lease_timer_->expires_after(std::chrono::seconds(1));
+    lease_timer_->async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) {
+        sweepLeases();
+      }
+    });
+  }
+
   void followHealth(bool was_serving) {
     // Serving once rules are in force (from xDS they may not be yet) and every store is up.
     bool serving = watcher_->current() != nullptr &&
@@ -570,10 +591,14 @@ class SluiceServer {
     for (DecisionObserver* observer : operations_->observers()) {
       parts.observers.push_back(observer);
     }
+    parts.leases = leases_.get();
     t.decisions = makeDecisionService(std::move(parts));
+    t.leases = makeLeaseService(
+        LeaseServiceParts{[this] { return watcher_->current(); }, t.store, &clock_, leases_.get()});
 
     http::HandlerContext context;
     context.decisions = t.decisions.get();
+    context.leases = t.leases.get();
     context.metrics = &metrics_;
     context.rules = [this] { return watcher_->current(); };
     // Ready only when every I/O thread's store is: each thread has its own Redis
@@ -592,6 +617,7 @@ class SluiceServer {
     http::addDecisionPortRoutes(*router, context);
     server_.setRouter(i, std::move(router));
     operations_->addResetTarget(server_.ioContext(i), *t.store, context);
+    operations_->followLeases(*leases_);
   }
 
   const AppOptions& options_;
@@ -609,6 +635,8 @@ class SluiceServer {
   std::unique_ptr<grpc::RlsServer> rls_;
   std::thread rls_drain_;
   std::optional<net::steady_timer> health_timer_;
+  std::unique_ptr<LeaseTracker> leases_;
+  std::optional<net::steady_timer> lease_timer_;
 };
 
 std::variant<std::unique_ptr<SluiceServer>, int> makeServer(const AppOptions& options) {

@@ -104,7 +104,13 @@ Status Operations::start() {
   if (!admin_enabled_) {
     return {};
   }
-  reset_ = makeLimitReset(admin_context_.rules, targets_);
+  ResetDone deleted;
+  if (leases_ != nullptr) {
+    deleted = [leases = leases_, clock = &clock_](const std::vector<std::string>& prefixes) {
+      leases->reset(prefixes, clock->nowMicros());
+    };
+  }
+  reset_ = makeLimitReset(admin_context_.rules, targets_, std::move(deleted));
   http::AdminExtras extras;
   extras.top = &top_;
   if (!targets_.empty()) {

@@ -9,6 +9,7 @@
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/decision/lease_tracker.hpp"
 #include "sluice/decision/limit_overrides.hpp"
 #include "sluice/decision/limit_reset.hpp"
 #include "sluice/http/admin_server.hpp"
@@ -54,6 +55,10 @@ class Operations {
   void addResetTarget(boost::asio::io_context& io, Store& store,
                       const http::HandlerContext& context);
 
+  /// DELETE /limits tells `leases` (which outlives this) of the buckets it deleted: their
+  /// leases are no longer outstanding. Call before start().
+  void followLeases(LeaseTracker& leases) { leases_ = &leases; }
+
   /// Starts the event publisher and binds and starts the admin listener (kUnavailable when
   /// its address is taken).
   Status start();
@@ -75,7 +80,8 @@ class Operations {
   std::vector<std::unique_ptr<DecisionObserver>> top_observers_;  // their recorders
   std::vector<ResetTarget> targets_;
   http::HandlerContext admin_context_;
-  std::unique_ptr<LimitReset> reset_;  // DELETE /limits over targets_, built by start()
+  LeaseTracker* leases_ = nullptr;
+  std::unique_ptr<LimitReset> reset_;          // DELETE /limits over targets_, built by start()
   std::unique_ptr<LimitOverrides> overrides_;  // /limits/overrides, built by start()
   std::string admin_token_file_;
   std::size_t max_overrides_ = 10'000;

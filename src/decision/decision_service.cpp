@@ -9,7 +9,9 @@
 
 #include "decision/calendar_zone.hpp"
 #include "decision/envoy_semantics.hpp"
+#include "decision/lease_grant.hpp"
 #include "decision/reservation_steps.hpp"
+#include "sluice/decision/lease_id.hpp"
 
 namespace sluice {
 namespace {
@@ -126,6 +128,8 @@ void prepareDecision(Decision& decision) {
   decision.rules.reset();
   decision.metadata_json.clear();
   decision.request_limits.clear();
+  decision.lease_id.clear();
+  decision.lease_us = 0;
   reservation_detail::resetOutcome(decision.reservation);
   decision.holds_expired = 0;
   decision.candidates.clear();
@@ -146,6 +150,7 @@ struct PendingDecision {
   std::vector<Descriptor> without_overrides;
   StoreRequest store_request;
   std::vector<LimitPosition> positions;
+  bool takes_lease = false;  ///< a concurrency limit takes store_request.lease if admitted
 };
 
 class DecisionServiceImpl final : public DecisionService {
@@ -164,30 +169,16 @@ class DecisionServiceImpl final : public DecisionService {
     Decision& decision = pending.decision;
     prepareDecision(decision);
     decision.request = std::move(incoming);
-    // Envoy's endpoints are charged as --envoy-charge says; the request keeps the charge it
-    // was decided with, so the access log (and a replay of it) says how it was charged.
-    if (decision.request.envoy_api && decision.request.charge == Charge::kAllOrNothing) {
-      decision.request.charge = parts_.envoy_charge;
+    if (Status adopted = adoptRequest(decision.request); !adopted) {
+      fail(decision.request, adopted.error(), started, done);
+      releasePending(pending);
+      return;
     }
     const DecisionRequest& request = decision.request;
     decision.rules = std::move(rules);
     decision.domain = decision.rules->findDomain(request.domain);
-    if (decision.domain == nullptr && request.reservation.op != HoldOp::kNone) {
-      // No rule can hold or settle anything: a reservation on a misspelt domain must not
-      // look granted.
-      fail(pending.decision.request,
-           makeError(ErrorKind::kInvalidArgument,
-                     "domain: \"" + request.domain + "\" is not a domain of the rules"),
-           started, done);
-      releasePending(pending);
-      return;
-    }
     if (decision.domain == nullptr) {
-      decision.domain_known = false;
-      decision.descriptors.clear();
-      decision.descriptors.resize(request.descriptors.size());
-      succeed(pending, done);
-      releasePending(pending);
+      answerUnknownDomain(pending, started, done);
       return;
     }
 
@@ -195,6 +186,7 @@ class DecisionServiceImpl final : public DecisionService {
                      pending.match);
     std::string zone_problem = buildStoreRequest(pending);
     StoreRequest& store_request = pending.store_request;
+    chooseLease(pending);
     const std::vector<LimitPosition>& positions = pending.positions;
     if (!zone_problem.empty()) {
       fail(pending.decision.request,
@@ -233,6 +225,54 @@ class DecisionServiceImpl final : public DecisionService {
   }
 
  private:
+  /// The request as it is decided: Envoy's endpoints are charged as --envoy-charge says (the
+  /// request keeps the charge it was decided with, so the access log, and a replay of it,
+  /// says how it was charged); a refund's `lease_id` entries are taken out (lease_id.hpp).
+  Status adoptRequest(DecisionRequest& request) const {
+    if (request.envoy_api && request.charge == Charge::kAllOrNothing) {
+      request.charge = parts_.envoy_charge;
+    }
+    if (request.refund || !request.descriptor_refunds.empty()) {
+      if (auto bad = decision_detail::takeLeaseEntries(request); !bad.empty()) {
+        return makeError(ErrorKind::kInvalidArgument, std::move(bad));
+      }
+    }
+    return {};
+  }
+
+  /// A domain the rules do not have: nothing limits the request, but a reservation step on a
+  /// misspelt domain must not look granted (no rule can hold or settle anything).
+  void answerUnknownDomain(PendingDecision& pending, Micros started, Callback& done) {
+    Decision& decision = pending.decision;
+    const DecisionRequest& request = decision.request;
+    if (request.reservation.op != HoldOp::kNone) {
+      fail(request,
+           makeError(ErrorKind::kInvalidArgument,
+                     "domain: \"" + request.domain + "\" is not a domain of the rules"),
+           started, done);
+    } else {
+      decision.domain_known = false;
+      decision.descriptors.clear();
+      decision.descriptors.resize(request.descriptors.size());
+      succeed(pending, done);
+    }
+    releasePending(pending);
+  }
+
+  /// The lease of the request: a new one when a (live) concurrency limit may take it, else
+  /// the one a refund names (0: none).
+  static void chooseLease(PendingDecision& pending) {
+    StoreRequest& store_request = pending.store_request;
+    pending.takes_lease = false;
+    for (std::size_t i = 0; i < store_request.limits.size(); ++i) {
+      pending.takes_lease = pending.takes_lease ||
+                            (!pending.positions[i].candidate &&
+                             decision_detail::takesLease(store_request, store_request.limits[i]));
+    }
+    store_request.lease =
+        pending.takes_lease ? decision_detail::drawLeaseNumber() : pending.decision.request.lease;
+  }
+
   /// A reservation step's checks (reservation_steps.hpp) and its store call's HoldCall; the
   /// store must hold reservations.
   Status prepareReservation(const DecisionRequest& request, StoreRequest& store_request) const {
@@ -459,6 +499,11 @@ class DecisionServiceImpl final : public DecisionService {
     decision.degraded = r.degraded;
     decision.decided_at_us = r.at_us;
     decision.metadata_json = mergePassedMetadata(decision.descriptors);
+    if (pending.takes_lease && r.allowed && !r.degraded) {
+      grantLease(pending, r);
+    } else if (pending.store_request.lease > 0 && anyRefund(pending.store_request)) {
+      noteRefundedLeases(pending);
+    }
     if (decision.request.reservation.op != HoldOp::kNone) {
       if (Status settled =
               reservation_detail::settle(decision.request, pending.store_request, r, decision);
@@ -471,6 +516,75 @@ class DecisionServiceImpl final : public DecisionService {
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
     succeed(pending, pending.done);
     releasePending(pending);
+  }
+
+  /// An admitted request took store_request.lease in its concurrency limits that allowed:
+  /// the decision names it (a lease id of the descriptors that hold it) and the tracker
+  /// follows it.
+  void grantLease(PendingDecision& pending, const StoreResponse& response) {
+    Decision& decision = pending.decision;
+    const StoreRequest& store_request = pending.store_request;
+    LeaseToken token{store_request.lease, decision.request.domain, decision.request.client_id, {}};
+    std::vector<bool> holds(decision.request.descriptors.size(), false);
+    const Micros now = parts_.clock != nullptr ? parts_.clock->nowMicros() : response.at_us;
+    for (std::size_t i = 0; i < store_request.limits.size() && i < response.outcomes.size(); ++i) {
+      const StoreLimit& limit = store_request.limits[i];
+      if (pending.positions[i].candidate || !decision_detail::takesLease(store_request, limit) ||
+          !response.outcomes[i].allowed) {
+        continue;
+      }
+      const std::size_t d = pending.positions[i].descriptor;
+      if (d < holds.size()) {
+        holds[d] = true;
+      }
+      const Micros lease_us = limit.params.window_us;
+      decision.lease_us = decision.lease_us == 0 ? lease_us : std::min(decision.lease_us, lease_us);
+      if (parts_.leases != nullptr) {
+        const LimitStatus& status = decision.descriptors[d].limits[pending.positions[i].limit];
+        parts_.leases->granted(decision.request.domain, status.name, store_request.lease, limit.key,
+                               now + lease_us, now);
+      }
+    }
+    if (decision.lease_us == 0) {
+      return;  // only shadow limits that denied: no lease held
+    }
+    for (std::size_t d = 0; d < holds.size(); ++d) {
+      if (holds[d]) {
+        token.descriptors.push_back(decision.request.descriptors[d]);
+      }
+    }
+    decision.lease_id = encodeLeaseId(token);
+  }
+
+  static bool anyRefund(const StoreRequest& request) {
+    for (const StoreLimit& limit : request.limits) {
+      if (limit.refund && limit.params.algorithm == Algorithm::kConcurrency) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// A refund that named a lease released it in its concurrency limits (when they held it):
+  /// the tracker hears of it.
+  void noteRefundedLeases(PendingDecision& pending) {
+    if (parts_.leases == nullptr || parts_.clock == nullptr) {
+      return;
+    }
+    const StoreRequest& store_request = pending.store_request;
+    const Decision& decision = pending.decision;
+    const Micros now = parts_.clock->nowMicros();
+    for (std::size_t i = 0; i < store_request.limits.size(); ++i) {
+      const StoreLimit& limit = store_request.limits[i];
+      if (!limit.refund || limit.params.algorithm != Algorithm::kConcurrency ||
+          pending.positions[i].candidate) {
+        continue;
+      }
+      const LimitStatus& status =
+          decision.descriptors[pending.positions[i].descriptor].limits[pending.positions[i].limit];
+      parts_.leases->released(decision.request.domain, status.name, store_request.lease, "refund",
+                              now);
+    }
   }
 
   PendingDecision& takePending() {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "sluice/decision/lease_id.hpp"
+
 namespace sluice {
 
 std::string_view envoyUnitName(TimeUnit unit) {
@@ -34,7 +36,8 @@ void writeRulesMetadata(JsonWriter& w, const std::string& text) {
 }
 
 bool hasEnvoyDynamicMetadata(const Decision& decision) {
-  return std::any_of(decision.descriptors.begin(), decision.descriptors.end(),
+  return !decision.lease_id.empty() ||
+         std::any_of(decision.descriptors.begin(), decision.descriptors.end(),
                      [](const DescriptorStatus& d) { return !d.metadata_json.empty(); });
 }
 
@@ -69,6 +72,10 @@ void writeEnvoyDynamicMetadata(JsonWriter& w, const Decision& decision) {
   if (!decision.metadata_json.empty()) {
     w.key("metadata");
     writeRulesMetadata(w, decision.metadata_json);
+  }
+  if (!decision.lease_id.empty()) {
+    // What Envoy's `metadata` action reads back into the refund at stream end (lease_id.hpp).
+    w.field(kLeaseIdKey, decision.lease_id);
   }
   w.endObject();
 }

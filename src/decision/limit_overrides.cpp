@@ -69,6 +69,11 @@ std::string refusalOf(const RateLimit& rule) {
   if (rule.params.consistency == Consistency::kEventual) {
     return where + " is eventual, decided from local views: it takes no override";
   }
+  if (rule.params.algorithm == Algorithm::kConcurrency) {
+    return where +
+           " is a concurrency limit, whose bucket holds its leases: it takes no override "
+           "(change max_in_flight in the rules)";
+  }
   return {};
 }
 

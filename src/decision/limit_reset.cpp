@@ -37,8 +37,8 @@ struct ResetFanOut {
 
 class LimitResetImpl final : public LimitReset {
  public:
-  LimitResetImpl(RulesProvider rules, std::vector<ResetTarget> targets)
-      : rules_(std::move(rules)), targets_(std::move(targets)) {}
+  LimitResetImpl(RulesProvider rules, std::vector<ResetTarget> targets, ResetDone deleted)
+      : rules_(std::move(rules)), targets_(std::move(targets)), deleted_(std::move(deleted)) {}
 
   Status reset(const DecisionRequest& request, Done done) const override {
     RuleSetPtr rules = rules_();
@@ -49,6 +49,16 @@ class LimitResetImpl final : public LimitReset {
     if (!prefixes) {
       return prefixes.error();
     }
+    auto shared_prefixes = std::make_shared<const std::vector<std::string>>(std::move(*prefixes));
+    if (deleted_) {
+      done = [deleted = deleted_, shared_prefixes,
+              done = std::move(done)](Result<std::size_t> removed) {
+        if (removed) {
+          deleted(*shared_prefixes);
+        }
+        done(std::move(removed));
+      };
+    }
     if (targets_.empty()) {
       done(std::size_t{0});
       return {};
@@ -56,7 +66,6 @@ class LimitResetImpl final : public LimitReset {
     auto fan_out = std::make_shared<ResetFanOut>();
     fan_out->pending = targets_.size();
     fan_out->done = std::move(done);
-    auto shared_prefixes = std::make_shared<const std::vector<std::string>>(std::move(*prefixes));
     for (const ResetTarget& target : targets_) {
       target.post([store = target.store, shared_prefixes, fan_out] {
         store->reset(*shared_prefixes,
@@ -69,6 +78,7 @@ class LimitResetImpl final : public LimitReset {
  private:
   RulesProvider rules_;
   std::vector<ResetTarget> targets_;
+  ResetDone deleted_;
 };
 
 }  // namespace
@@ -99,8 +109,9 @@ Result<std::vector<std::string>> resetKeyPrefixes(const RuleSet& rules,
   return prefixes;
 }
 
-std::unique_ptr<LimitReset> makeLimitReset(RulesProvider rules, std::vector<ResetTarget> targets) {
-  return std::make_unique<LimitResetImpl>(std::move(rules), std::move(targets));
+std::unique_ptr<LimitReset> makeLimitReset(RulesProvider rules, std::vector<ResetTarget> targets,
+                                           ResetDone deleted) {
+  return std::make_unique<LimitResetImpl>(std::move(rules), std::move(targets), std::move(deleted));
 }
 
 }  // namespace sluice

@@ -11,6 +11,7 @@
 #include "http/fast_decision_parser.hpp"
 #include "sluice/common/json_writer.hpp"
 #include "sluice/decision/envoy_response.hpp"
+#include "sluice/decision/lease_id.hpp"
 #include "sluice/decision/rate_limit_headers.hpp"
 #include "sluice/decision/request_shape.hpp"
 
@@ -694,6 +695,13 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     w.endObject();
   }
   w.endArray();
+  if (!decision.lease_id.empty()) {
+    w.key("lease");
+    w.beginObject();
+    w.field("id", decision.lease_id);
+    w.field("expires_in_ms", decision.lease_us / kMicrosPerMilli);
+    w.endObject();
+  }
   if (const LimitStatus* binding = bindingLimit(decision)) {
     if (binding->outcome.never) {
       w.field("reason", "the cost exceeds what limit \"" + binding->name + "\" can ever admit");
@@ -709,6 +717,9 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
   w.finish();
   if (decision.degraded) {
     response.headers.push_back({"X-Sluice-Degraded", "true"});
+  }
+  if (!decision.lease_id.empty()) {
+    response.headers.push_back({std::string(kLeaseHeader), decision.lease_id});
   }
   response.hold = std::chrono::microseconds(shapingDelay(decision));
   return response;

@@ -264,17 +264,20 @@ void serveStep(HoldOp op, DecisionService& decisions, std::string_view default_d
 
 }  // namespace
 
-void addReservationRoutes(Router& router, const HandlerContext& context) {
+Handler reservationHandler(const HandlerContext& context, HoldOp op) {
   using Serve = void (*)(DecisionService&, std::string_view, const Request&, Respond&);
-  const std::pair<HoldOp, Serve> endpoints[] = {{HoldOp::kReserve, serveReserve},
-                                                {HoldOp::kCommit, serveCommit},
-                                                {HoldOp::kRelease, serveRelease}};
-  for (const auto& [op, serve] : endpoints) {
-    router.add("POST", std::string(endpointOf(op)),
-               [decisions = context.decisions, serve, default_domain = context.default_domain](
-                   const Request& request, Respond respond) {
-                 serve(*decisions, default_domain, request, respond);
-               });
+  const Serve serve = op == HoldOp::kReserve  ? serveReserve
+                      : op == HoldOp::kCommit ? serveCommit
+                                              : serveRelease;
+  return [decisions = context.decisions, serve, default_domain = context.default_domain](
+             const Request& request, Respond respond) {
+    serve(*decisions, default_domain, request, respond);
+  };
+}
+
+void addReservationRoutes(Router& router, const HandlerContext& context) {
+  for (const HoldOp op : {HoldOp::kReserve, HoldOp::kCommit}) {
+    router.add("POST", std::string(endpointOf(op)), reservationHandler(context, op));
   }
 }
 

@@ -30,6 +30,12 @@ Result<DecisionRequest> parseReservationRequestComplete(std::string_view body, H
 /// of an id already settled or expired is 409, of an unknown id 404 (nothing touched).
 Response reservationResponse(const Decision& decision);
 
+/// The handler of `op`'s endpoint (a body parsed by parseReservationRequest, decided, answered
+/// by reservationResponse).
+Handler reservationHandler(const HandlerContext& context, HoldOp op);
+
+/// POST /reserve and /commit. POST /release is shared with leases (lease_routes.hpp), which
+/// hands a body with "reservation_id" to reservationHandler(context, HoldOp::kRelease).
 void addReservationRoutes(Router& router, const HandlerContext& context);
 
 }  // namespace sluice::http

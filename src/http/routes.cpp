@@ -6,6 +6,7 @@
 
 #include "http/decision_codec.hpp"
 #include "http/forward_auth.hpp"
+#include "http/lease_routes.hpp"
 #include "http/reservation_routes.hpp"
 
 namespace sluice::http {
@@ -128,6 +129,7 @@ void addMetricsRoute(Router& router, const Metrics& metrics) {
 void addDecisionPortRoutes(Router& router, const HandlerContext& context) {
   addDecisionRoutes(router, context);
   addReservationRoutes(router, context);
+  addLeaseRoutes(router, context);
   addOperationsRoutes(router, context);
   addForwardAuthRoutes(router, context);
 }

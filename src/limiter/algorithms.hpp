@@ -42,6 +42,15 @@ Evaluation evaluateSlidingWindowCounter(const LimitParams& params, const BucketS
 Evaluation evaluateGcra(const LimitParams& params, const BucketState& state, Micros now,
                         std::int64_t cost, bool leaky);
 
+/// concurrency (src/limiter/concurrency.cpp): take lease `lease` when admitting cost > 0;
+/// refund: release `lease` (nothing when it is 0 or not held);
+/// check: the answer of a cost-0 request (a report or a counted charge takes no lease).
+Evaluation evaluateConcurrency(const LimitParams& params, const BucketState& state, Micros now,
+                               std::int64_t cost, LeaseNumber lease);
+Evaluation refundConcurrency(const LimitParams& params, const BucketState& state, Micros now,
+                             std::int64_t amount, LeaseNumber lease);
+Evaluation checkConcurrency(const LimitParams& params, const BucketState& state, Micros now);
+
 /// Refunds and charges that land whatever the limit says (limiter.hpp: refund,
 /// chargeAnyway): each returns the state after the change; the caller derives the outcome
 /// and ttl from a check (cost 0) on it. amount/cost > 0. Per algorithm:

@@ -47,6 +47,12 @@ std::string eventualRefusal(const LimitParams& params) {
     // Merged cell by cell: every cell is a grow-only counter (docs/eventual.md, "sketch").
     return {};
   }
+  if (params.algorithm == Algorithm::kConcurrency) {
+    return "'consistency: eventual' does not apply to algorithm 'concurrency': a lease must be "
+           "taken and released in one place that every sidecar sees at once, and an eventual "
+           "limit lets each sidecar admit on its own view (several sidecars would each grant "
+           "the last free lease)";
+  }
   if (!supportsEventual(params.algorithm)) {
     return "'consistency: eventual' does not apply to algorithm '" +
            std::string(algorithmName(params.algorithm)) +

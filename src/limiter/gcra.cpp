@@ -45,10 +45,10 @@ namespace sluice::limiter_detail {
 //       `math.ceil(2 * (hi - lo) * (hi + lo) / P)`), the integral of the surcharge above T;
 //     S' = S_now - delta
 //   a denial without count_rejected returns the state unchanged (TAT' = TAT, S' = S).
-// The admission test is exactly docs/algorithms.md's base + D(c) <= now + D(B); the warm-up surcharge only
-// pushes TAT for the requests after this one, as Guava makes the next caller pay, so a cold
-// bucket admits at L/3 per W and ramps to L per W while S falls from P to P/2, and every
-// c <= B still passes eventually. `remaining` counts requests at the stable interval T.
+// The admission test is exactly docs/algorithms.md's base + D(c) <= now + D(B); the warm-up
+// surcharge only pushes TAT for the requests after this one, as Guava makes the next caller pay, so
+// a cold bucket admits at L/3 per W and ramps to L per W while S falls from P to P/2, and every c
+// <= B still passes eventually. `remaining` counts requests at the stable interval T.
 namespace {
 
 // Products n * r can exceed 64 bits for huge bursts before they are divided by L.

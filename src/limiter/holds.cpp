@@ -48,6 +48,9 @@ std::string_view holdRefusal(const LimitParams& params) {
     case Algorithm::kSketch:
       return "a sketch limit cannot hold a reservation: its counters are shared by many "
              "clients and approximate, so a hold could not be told apart or given back";
+    case Algorithm::kConcurrency:
+      return "a concurrency limit cannot hold a reservation: it counts requests in progress, "
+             "each holding a lease (take one with a decision; docs/algorithms.md)";
   }
   return "this algorithm cannot hold a reservation";
 }

@@ -9,13 +9,14 @@
 namespace sluice {
 namespace {
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kNames{{
+constexpr std::array<std::pair<Algorithm, std::string_view>, 7> kNames{{
     {Algorithm::kFixedWindow, "fixed_window"},
     {Algorithm::kSlidingWindowLog, "sliding_window_log"},
     {Algorithm::kSlidingWindowCounter, "sliding_window_counter"},
     {Algorithm::kTokenBucket, "token_bucket"},
     {Algorithm::kLeakyBucket, "leaky_bucket"},
     {Algorithm::kSketch, "sketch"},
+    {Algorithm::kConcurrency, "concurrency"},
 }};
 
 /// L = 0 blocks everything: any positive cost can never pass; a check (cost 0) is allowed
@@ -57,6 +58,8 @@ std::string_view algorithmCode(Algorithm algorithm) {
       return "lb";
     case Algorithm::kSketch:
       return "sk";
+    case Algorithm::kConcurrency:
+      return "cc";
   }
   return "unknown";
 }
@@ -119,12 +122,23 @@ bool plausibleState(Algorithm algorithm, const BucketState& state) {
       return state.c >= 0 && state.log.empty();
     case Algorithm::kSketch:
       return false;  // sketches keep no per-key state
+    case Algorithm::kConcurrency:
+      // The leases (expiry, lease number): at most max_in_flight's bound of them.
+      return state.log.size() <= 10'000 &&
+             std::all_of(state.log.begin(), state.log.end(), [](const LogEntry& lease) {
+               return lease.at > 0 && lease.cost > 0 && lease.cost <= kMaxLeaseNumber;
+             });
   }
   return false;
 }
 
 Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
                     std::int64_t cost) {
+  return evaluate(params, state, now, cost, 0);
+}
+
+Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
+                    std::int64_t cost, LeaseNumber lease) {
   cost = std::max<std::int64_t>(cost, 0);
   if (params.limit <= 0 || params.window_us <= 0) {
     return evaluateBlocked(state, cost);
@@ -144,6 +158,8 @@ Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros 
       // The stores evaluate sketch limits on the rule's shared sketch (evaluateSketch); on a
       // bucket of its own a sketch is a sketch without collisions: sliding_window_counter.
       return limiter_detail::evaluateSlidingWindowCounter(params, state, now, cost);
+    case Algorithm::kConcurrency:
+      return limiter_detail::evaluateConcurrency(params, state, now, cost, lease);
   }
   return evaluateBlocked(state, cost);
 }
@@ -178,6 +194,10 @@ BucketState changed(const LimitParams& params, const BucketState& state, Micros 
       return refund ? limiter_detail::refundGcra(params, state, now, amount, leaky)
                     : limiter_detail::chargeGcra(params, state, now, amount, leaky);
     }
+    case Algorithm::kConcurrency:
+      // Only a refund that names a lease releases one (refund() below); a charge never
+      // takes one.
+      return limiter_detail::checkConcurrency(params, state, now).next;
   }
   return state;
 }
@@ -204,6 +224,14 @@ Evaluation applied(const LimitParams& params, const BucketState& state, Micros n
 
 Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
                   std::int64_t amount) {
+  return applied(params, state, now, amount, /*refund=*/true);
+}
+
+Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
+                  std::int64_t amount, LeaseNumber lease) {
+  if (params.algorithm == Algorithm::kConcurrency && params.limit > 0 && params.window_us > 0) {
+    return limiter_detail::refundConcurrency(params, state, now, amount, lease);
+  }
   return applied(params, state, now, amount, /*refund=*/true);
 }
 

@@ -23,10 +23,16 @@ constexpr std::array<std::string_view, 7> kUnitNames{"second", "minute", "hour",
                                                      "week",   "month",  "year"};
 constexpr const char* kAlgorithmList =
     "fixed_window, sliding_window_log, sliding_window_counter, token_bucket, leaky_bucket, "
-    "sketch";
-constexpr std::array<std::string_view, 6> kAlgorithmNames{
-    "fixed_window", "sliding_window_log", "sliding_window_counter",
-    "token_bucket", "leaky_bucket",       "sketch"};
+    "sketch, concurrency";
+constexpr std::array<std::string_view, 7> kAlgorithmNames{
+    "fixed_window", "sliding_window_log", "sliding_window_counter", "token_bucket", "leaky_bucket",
+    "sketch",       "concurrency"};
+
+/// A concurrency limit's leases live in one bucket's state (a list the stores read and
+/// write whole on every decision): its size is bounded.
+constexpr std::int64_t kMaxInFlight = 10'000;
+/// The shortest lease: shorter ones expire before a request's answer reaches its caller.
+constexpr Micros kMinLeaseMicros = 1'000;
 
 /// Which algorithms each optional algorithm parameter applies to.
 struct ParamRule {
@@ -46,6 +52,8 @@ const std::vector<ParamRule>& paramRules() {
       {"expected_clients", {Algorithm::kSketch}},
       {"shape", {Algorithm::kLeakyBucket}},
       {"warmup", {Algorithm::kTokenBucket}},
+      {"max_in_flight", {Algorithm::kConcurrency}},
+      {"lease", {Algorithm::kConcurrency}},
       {"calendar", {Algorithm::kFixedWindow}},
   };
   return kRules;
@@ -73,8 +81,12 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
   RateLimit limit;
   limit.location = reader_.at(map);
   limit.shadow_mode = shadow;
-  readWindow(fields, map, limit);
-  readMultiplier(fields, limit);
+  if (isConcurrency(fields)) {
+    readConcurrency(fields, map, limit);
+  } else {
+    readWindow(fields, map, limit);
+    readMultiplier(fields, limit);
+  }
   readName(fields, limit);
   // After `name`, wherever the keys are in the file, so a self-reference is caught.
   if (const Field* field = find(fields, "replaces")) {
@@ -114,6 +126,9 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
   limit.limit_id = BucketKey::limitId(limit.explicit_name, limit.name, index, candidate);
   limit.params.limit = limit.requests_per_unit;
   limit.params.window_us = unitMicros(limit.unit) * limit.unit_multiplier;
+  if (limit.params.algorithm == Algorithm::kConcurrency) {
+    limit.params.window_us = lease_us_;
+  }
   limit.params.burst =
       isBucket(limit.params.algorithm) ? burst.value_or(limit.requests_per_unit) : 0;
   if (sketch) {
@@ -141,6 +156,46 @@ std::optional<SketchParams> LimitParser::readSketch(const Fields& fields, const 
                             [this](const YAML::Node& node, const std::string& message) {
                               reader_.error(reader_.at(node), message);
                             });
+}
+
+bool LimitParser::isConcurrency(const Fields& fields) {
+  const Field* field = find(fields, "algorithm");
+  return field != nullptr && field->value.IsScalar() && field->value.Scalar() == "concurrency";
+}
+
+// A concurrency limit counts leases, not requests per window: `max_in_flight` and `lease`
+// take the place of `requests_per_unit` and `unit`.
+void LimitParser::readConcurrency(const Fields& fields, const YAML::Node& map, RateLimit& limit) {
+  for (const std::string_view key : {"unit", "requests_per_unit", "unit_multiplier", "unlimited"}) {
+    if (const Field* field = find(fields, key)) {
+      reader_.error(reader_.at(field->key),
+                    inQuotes(key) +
+                        " does not apply to algorithm 'concurrency' (it limits the requests in "
+                        "progress: use 'max_in_flight' and 'lease')");
+    }
+  }
+  lease_us_ = 0;
+  if (const Field* field = find(fields, "max_in_flight")) {
+    limit.requests_per_unit =
+        reader_.readInteger(*field, "max_in_flight", 0, kMaxInFlight).value_or(0);
+  } else {
+    reader_.error(reader_.at(map),
+                  "a concurrency limit is missing 'max_in_flight' (the requests that may be in "
+                  "progress at once)");
+  }
+  if (const Field* field = find(fields, "lease")) {
+    if (const auto lease = reader_.readDuration(*field, "lease")) {
+      if (*lease < kMinLeaseMicros) {
+        reader_.error(reader_.at(*field), "'lease' must be at least 1ms");
+      } else {
+        lease_us_ = *lease;
+      }
+    }
+  } else {
+    reader_.error(reader_.at(map),
+                  "a concurrency limit is missing 'lease' (how long a lease is held unless "
+                  "released or renewed, e.g. 'lease: 30s')");
+  }
 }
 
 // `unlimited`, `unit` and `requests_per_unit`: the ones an unlimited limit does without.

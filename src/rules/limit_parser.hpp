@@ -46,6 +46,10 @@ class LimitParser {
     SourceLocation location;
   };
 
+  /// True when the limit says `algorithm: concurrency` (read before its other fields).
+  static bool isConcurrency(const Fields& fields);
+  /// `max_in_flight` and `lease`, in place of the window; the lease goes to lease_us_.
+  void readConcurrency(const Fields& fields, const YAML::Node& map, RateLimit& limit);
   void readWindow(const Fields& fields, const YAML::Node& map, RateLimit& limit);
   void readMultiplier(const Fields& fields, RateLimit& limit);
   void readName(const Fields& fields, RateLimit& limit);
@@ -64,6 +68,7 @@ class LimitParser {
 
   YamlReader& reader_;
   std::string domain_;
+  Micros lease_us_ = 0;  ///< the concurrency limit being parsed: its `lease`
   std::set<std::string> names_;
   std::vector<ReplacesRef> replaces_refs_;
 };

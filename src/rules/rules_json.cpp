@@ -48,8 +48,11 @@ json limitToJson(const RateLimit& limit) {
     if (params.algorithm == Algorithm::kTokenBucket) {
       out["warmup_ms"] = static_cast<double>(params.warmup_us) / kMicrosPerMilli;
     }
-    if (params.algorithm != Algorithm::kTokenBucket &&
-        params.algorithm != Algorithm::kLeakyBucket) {
+    if (params.algorithm == Algorithm::kConcurrency) {
+      out["max_in_flight"] = params.limit;
+      out["lease_ms"] = static_cast<double>(params.window_us) / kMicrosPerMilli;
+    } else if (params.algorithm != Algorithm::kTokenBucket &&
+               params.algorithm != Algorithm::kLeakyBucket) {
       out["count_rejected"] = params.count_rejected;
     }
     if (params.ban.enabled()) {

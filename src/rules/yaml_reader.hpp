@@ -28,7 +28,7 @@ inline constexpr std::array<std::string_view, 12> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
     "quota_mode",  "candidate"};
-inline constexpr std::array<std::string_view, 19> kLimitKeys{"unit",
+inline constexpr std::array<std::string_view, 21> kLimitKeys{"unit",
                                                              "requests_per_unit",
                                                              "unlimited",
                                                              "name",
@@ -44,6 +44,8 @@ inline constexpr std::array<std::string_view, 19> kLimitKeys{"unit",
                                                              "bloom",
                                                              "expected_clients",
                                                              "consistency",
+                                                             "max_in_flight",
+                                                             "lease",
                                                              "overridable",
                                                              "calendar",
                                                              "ban"};

@@ -120,6 +120,31 @@ class FailoverStore final : public Store {
                        [this, call](Result<StoreResponse> result) { onPrimary(*call, result); });
   }
 
+  /// A lease lives where it was taken: with `local`, the memory store answers while the
+  /// primary is not connected (a lease taken there is released there), and when the primary
+  /// fails the call; otherwise the primary's answer or error stands (a lease operation has
+  /// no "open" answer).
+  void changeLease(const LeaseRequest& request, LeaseCallback done) override {
+    const bool local = mode_ == FailureMode::kLocal && fallback_;
+    if (local && primary_->health() == StoreHealth::kFailing) {
+      fallback_->changeLease(request, std::move(done));
+      return;
+    }
+    if (!local) {
+      primary_->changeLease(request, std::move(done));
+      return;
+    }
+    auto copy = std::make_shared<LeaseRequest>(request);
+    primary_->changeLease(
+        *copy, [this, copy, done = std::move(done)](Result<LeaseResponse> result) mutable {
+          if (result) {
+            done(std::move(result));
+            return;
+          }
+          fallback_->changeLease(*copy, std::move(done));
+        });
+  }
+
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
     if (fallback_) {
       fallback_->reset(key_prefixes, [](Result<std::size_t>) {});

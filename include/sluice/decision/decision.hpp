@@ -58,6 +58,9 @@ struct DecisionRequest {
   /// The request came through Envoy's API (POST /json, gRPC RLS): a request charged all or
   /// nothing is charged as DecisionServiceParts::envoy_charge says instead.
   bool envoy_api = false;
+  /// A refund's lease (its concurrency limits release it; without one they release nothing):
+  /// taken by the service from a refunded descriptor's `lease_id` entry (lease_id.hpp).
+  LeaseNumber lease = 0;
   /// A reservation step (docs/reservations.md); op kNone for an ordinary request. A reserve
   /// holds `hits` on every matched limit; a commit charges `hits` (the actual amount) as a
   /// report and releases the hold; a release gives it back.
@@ -81,6 +84,7 @@ struct DecisionRequest {
     descriptor_refunds.clear();
     charge = Charge::kAllOrNothing;
     envoy_api = false;
+    lease = 0;
     reservation.op = HoldOp::kNone;
     reservation.ttl_us = 0;
     reservation.id.clear();
@@ -171,6 +175,10 @@ struct Decision {
   std::uint32_t holds_expired = 0;
   /// The rate limits built from request-side overrides (LimitStatus::rule points here).
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
+  /// The lease an admitted request took in its concurrency limits (lease_id.hpp), "" when
+  /// it took none; lease_us is the shortest lease time among them (renew before it ends).
+  std::string lease_id;
+  Micros lease_us = 0;
   /// The matched candidate limits and what each would have decided (docs/what-if.md).
   std::vector<CandidateStatus> candidates;
 

@@ -8,6 +8,7 @@
 #include "sluice/common/metrics.hpp"
 #include "sluice/common/top_denials.hpp"
 #include "sluice/decision/decision.hpp"
+#include "sluice/decision/lease_tracker.hpp"
 #include "sluice/decision/reservation.hpp"
 #include "sluice/rules/rules.hpp"
 #include "sluice/store/event_stream.hpp"
@@ -29,6 +30,9 @@ struct DecisionServiceParts {
   /// How requests of Envoy's API (DecisionRequest::envoy_api) are charged unless they ask
   /// otherwise (a report): kEvery as envoyproxy/ratelimit, or kAllOrNothing.
   Charge envoy_charge = Charge::kEvery;
+  /// Follows the leases of concurrency limits for the metrics (shared by every thread's
+  /// service; outlives it); null: not followed. Needs `clock`.
+  LeaseTracker* leases = nullptr;
   /// The bounds of reservation steps (DecisionRequest::reservation).
   ReservationSettings reservations;
 };

@@ -23,14 +23,16 @@ std::string_view envoyUnitName(TimeUnit unit);
 /// a text that is not JSON is written as a string.
 void writeRulesMetadata(JsonWriter& w, const std::string& text);
 
-/// Whether a decision has envoy dynamic metadata: some matched rule node has `metadata`.
+/// Whether a decision has envoy dynamic metadata: some matched rule node has `metadata`, or
+/// the decision took a lease.
 bool hasEnvoyDynamicMetadata(const Decision& decision);
 
 /// envoyproxy/ratelimit's response dynamic metadata as one JSON object: `domain`,
 /// `descriptors` (the request's: entries as "key=value", the request-side `limit`, the
 /// descriptor's `hitsAddend`), `hitsAddend` when the request's is not 1, and `metadata`
 /// (Decision::metadata_json: the rules `metadata` of the descriptors that passed, first
-/// wins). The request is Decision::request.
+/// wins), and `lease_id` when the decision took a lease (lease_id.hpp). The request is
+/// Decision::request.
 void writeEnvoyDynamicMetadata(JsonWriter& w, const Decision& decision);
 
 /// writeEnvoyDynamicMetadata() as compact JSON; "" when hasEnvoyDynamicMetadata() is false.

@@ -51,7 +51,12 @@ class LimitReset {
   virtual Status reset(const DecisionRequest& request, Done done) const = 0;
 };
 
+/// Told the store-key prefixes of a reset once every target deleted them without error
+/// (e.g. LeaseTracker::reset, whose leases lived in those buckets); on the thread of `done`.
+using ResetDone = std::function<void(const std::vector<std::string>& key_prefixes)>;
+
 /// A LimitReset over the current rules and these targets.
-std::unique_ptr<LimitReset> makeLimitReset(RulesProvider rules, std::vector<ResetTarget> targets);
+std::unique_ptr<LimitReset> makeLimitReset(RulesProvider rules, std::vector<ResetTarget> targets,
+                                           ResetDone deleted = nullptr);
 
 }  // namespace sluice

@@ -7,6 +7,7 @@
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/decision/decision_service.hpp"
+#include "sluice/decision/lease_service.hpp"
 #include "sluice/http/router.hpp"
 #include "sluice/store/store.hpp"
 
@@ -18,6 +19,7 @@ struct ForwardAuthConfig;
 /// objects alive until Server::run() has returned.
 struct HandlerContext {
   DecisionService* decisions = nullptr;  ///< this thread's service
+  LeaseService* leases = nullptr;        ///< this thread's release/renew (null: 503)
   Metrics* metrics = nullptr;
   RulesProvider rules;  ///< the current rules snapshot (null: not loaded)
   /// Readiness of every I/O thread's store (Store::healthy()); thread-safe.
@@ -35,7 +37,7 @@ struct HandlerContext {
 /// one line here (e.g. `addForwardAuthRoutes(router, context);`).
 void addDecisionPortRoutes(Router& router, const HandlerContext& context);
 
-/// POST /shouldAllowRequest and POST /json.
+/// POST /shouldAllowRequest and POST /json; POST /release and /renew (leases).
 void addDecisionRoutes(Router& router, const HandlerContext& context);
 /// GET /healthz, /readyz, /rules, /metrics.
 void addOperationsRoutes(Router& router, const HandlerContext& context);

@@ -22,12 +22,15 @@ enum class Algorithm : std::uint8_t {
   kTokenBucket,
   kLeakyBucket,
   kSketch,  ///< approximate, per-rule count-min sketches (sluice/limiter/sketch.hpp)
+  /// In-flight limit: at most `limit` leases held at once, each for `window_us` unless
+  /// released or renewed earlier (docs/algorithms.md, "concurrency").
+  kConcurrency,
 };
 
 /// "fixed_window", "sliding_window_log", ...
 std::string_view algorithmName(Algorithm algorithm);
 /// The short code that names the algorithm inside bucket keys: "fw", "swl", "swc", "tb",
-/// "lb", "sk" (every byte of a key is stored per tracked client).
+/// "lb", "sk", "cc" (every byte of a key is stored per tracked client).
 std::string_view algorithmCode(Algorithm algorithm);
 /// Parses the YAML spelling; nullopt when unknown.
 std::optional<Algorithm> parseAlgorithm(std::string_view name);
@@ -95,6 +98,8 @@ struct LogEntry {
 /// - sliding_window_counter: a = current window start, b = its count, c = previous window's count
 /// - token/leaky_bucket:     a = TAT whole microseconds, b = TAT remainder in 1/L microseconds
 ///                           (0 <= b < L), c = warm-up stored time in microseconds (token only)
+/// - concurrency:            log = the leases held, (at = expiry, cost = lease number), soonest
+///                           expiry first (src/limiter/concurrency.cpp)
 struct BucketState {
   std::int64_t a = 0;
   std::int64_t b = 0;
@@ -160,6 +165,45 @@ Evaluation refund(const LimitParams& params, const BucketState& state, Micros no
 Evaluation chargeAnyway(const LimitParams& params, const BucketState& state, Micros now,
                         std::int64_t cost);
 
+/// A lease's number within its bucket (concurrency): random, 1 .. 2^53 - 1 (exact in the
+/// Redis scripts' Lua doubles); 0 names no lease.
+using LeaseNumber = std::int64_t;
+inline constexpr LeaseNumber kMaxLeaseNumber = (std::int64_t{1} << 53) - 1;
+
+/// concurrency: evaluate() that takes lease `lease` (> 0) when it admits a cost > 0. Every
+/// admitted request holds one lease whatever its cost (a concurrency limit counts requests
+/// in progress); a cost of 0 is a check. Other algorithms ignore `lease`.
+Evaluation evaluate(const LimitParams& params, const BucketState& state, Micros now,
+                    std::int64_t cost, LeaseNumber lease);
+
+/// concurrency: refund() that releases lease `lease` when the bucket holds it; nothing when
+/// it does not or `lease` is 0 (a refund's hits are not leases: a token refund that shares
+/// a descriptor with a concurrency limit must not end other requests' leases).
+Evaluation refund(const LimitParams& params, const BucketState& state, Micros now,
+                  std::int64_t amount, LeaseNumber lease);
+
+/// What happened to one lease of one bucket (releaseLease, renewLease).
+enum class LeaseFound : std::uint8_t {
+  kHeld,     ///< it was held and live: released, or renewed
+  kExpired,  ///< it was held but its time had passed: nothing changed
+  kNotHeld,  ///< the bucket does not hold it (released, expired and dropped, never granted)
+};
+
+/// The result of a lease operation on one bucket: the state to store (when found is kHeld)
+/// and the lease's expiry (renewed: the new one; expired: the old one).
+struct LeaseChange {
+  LeaseFound found = LeaseFound::kNotHeld;
+  Evaluation evaluation;  ///< outcome: a check on the new state; next/ttl_us to store
+  Micros expires_at = 0;
+};
+
+/// concurrency: releases lease `lease` of the bucket at `now`.
+LeaseChange releaseLease(const LimitParams& params, const BucketState& state, Micros now,
+                         LeaseNumber lease);
+/// concurrency: extends lease `lease` to now + params.window_us (never shortens it).
+LeaseChange renewLease(const LimitParams& params, const BucketState& state, Micros now,
+                       LeaseNumber lease);
+
 /// Why a limit cannot take a refund, or "" when it can. A sketch's conservative update
 /// raises counters shared with other clients and cannot be undone.
 std::string_view refundRefusal(const LimitParams& params);
@@ -175,8 +219,9 @@ Evaluation evaluateWithHolds(const LimitParams& params, const BucketState& state
                              std::int64_t cost, std::int64_t held, Micros holds_retry_us);
 
 /// Why a limit cannot hold a reservation, or "" when it can: a sketch (its counters are
-/// shared, approximate and cannot be given back), a shaped leaky bucket (a hold has no place
-/// in its queue) and an eventual limit (decided from a local view) cannot.
+/// shared, approximate and cannot be given back), a concurrency limit (it holds leases, not
+/// amounts), a shaped leaky bucket (a hold has no place in its queue) and an eventual limit
+/// (decided from a local view) cannot.
 std::string_view holdRefusal(const LimitParams& params);
 
 /// The most a limit can ever admit at once: L, or B for token_bucket and leaky_bucket.

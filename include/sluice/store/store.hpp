@@ -11,6 +11,7 @@
 
 #include "sluice/common/result.hpp"
 #include "sluice/limiter/limiter.hpp"
+#include "sluice/store/lease.hpp"
 #include "sluice/store/limit_override.hpp"
 
 namespace sluice {
@@ -98,6 +99,9 @@ struct StoreRequest {
   std::vector<StoreLimit> limits;
   std::int64_t cost = 1;  ///< hits; 0 checks without consuming
   Charge charge = Charge::kAllOrNothing;
+  /// concurrency limits: the lease an admitted request takes (> 0; the decision service
+  /// draws it), or the lease a refund releases (0: none).
+  LeaseNumber lease = 0;
   /// A reservation step (op kNone: none). kReserve holds `cost` on every limit; kCommit
   /// charges `cost` (the actual amount) on every limit; kRelease charges nothing.
   HoldCall hold{};
@@ -187,6 +191,7 @@ class Store {
  public:
   using Callback = std::function<void(Result<StoreResponse>)>;
   using ResetCallback = std::function<void(Result<std::size_t>)>;
+  using LeaseCallback = std::function<void(Result<LeaseResponse>)>;
 
   virtual ~Store() = default;
 
@@ -194,6 +199,15 @@ class Store {
   /// the callback runs on the same thread, possibly before evaluate() returns. Errors:
   /// kTimeout, kConnection, kScript.
   virtual void evaluate(const StoreRequest& request, Callback done) = 0;
+
+  /// Releases or renews one lease in every bucket of `request`, atomically, as evaluate()
+  /// does (same thread rules). Buckets that do not hold it are left as they are. The default
+  /// is for stores that hold no leases: every bucket answers kNotHeld.
+  virtual void changeLease(const LeaseRequest& request, LeaseCallback done) {
+    LeaseResponse response;
+    response.holds.resize(request.holds.size());
+    done(std::move(response));
+  }
 
   /// Deletes the buckets whose keys start with any of `key_prefixes` (admin reset).
   /// The callback gets the number of buckets removed.

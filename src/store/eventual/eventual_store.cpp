@@ -107,6 +107,11 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
     roundTrip(std::move(p), local.reason);
   }
 
+  /// Leases are strict only (the rules refuse eventual concurrency limits).
+  void changeLease(const LeaseRequest& request, LeaseCallback done) override {
+    inner_->changeLease(request, std::move(done));
+  }
+
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
     inner_->reset(key_prefixes, std::move(done));
   }
@@ -238,6 +243,7 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
     // only if they allowed too.
     StoreRequest strict;
     strict.cost = p->request.cost;
+    strict.lease = p->request.lease;
     strict.limits.reserve(p->strict.size());
     for (std::size_t i : p->strict) {
       strict.limits.push_back(p->request.limits[i]);

@@ -146,8 +146,9 @@ class MemoryStore final : public Store, public MemoryCounters {
     if (request.hold.op == HoldOp::kReserve) {
       placeHolds(request, work, now, response);
     }
-    if (!response.allowed && request.charge == Charge::kAllOrNothing &&
-        request.hold.op == HoldOp::kNone) {
+    // Other charge modes charge every limit (answerUncharged answers the leases they do not
+    // take); a reservation step's answer is its own.
+    if (!response.allowed && request.hold.op == HoldOp::kNone) {
       answerUncharged(request, now, work, response);
     }
 
@@ -172,6 +173,34 @@ class MemoryStore final : public Store, public MemoryCounters {
   }
 
  public:
+  void changeLease(const LeaseRequest& request, LeaseCallback done) override {
+    const Micros now = clock_.nowMicros();
+    const std::size_t n = request.holds.size();
+    std::vector<std::uint64_t> hashes(n);
+    std::vector<std::uint32_t> involved(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      hashes[i] = BucketTable::hashKey(request.holds[i].key);
+      involved[i] = shardOf(hashes[i]);
+    }
+    std::vector<std::uint32_t> order = involved;
+    std::sort(order.begin(), order.end());
+    order.erase(std::unique(order.begin(), order.end()), order.end());
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(order.size());
+    for (const std::uint32_t s : order) {
+      locks.emplace_back(shards_[s]->mutex);
+    }
+    LeaseResponse response;
+    response.at_us = now;
+    response.holds.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      response.holds[i] = changeOne(request, request.holds[i], hashes[i], involved[i], now);
+    }
+    locks.clear();
+    record(Evictions{});
+    done(std::move(response));
+  }
+
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
     std::size_t removed = 0;
     for (auto& shard : shards_) {
@@ -252,6 +281,45 @@ class MemoryStore final : public Store, public MemoryCounters {
     Micros ban_until = 0;
   };
 
+  std::uint32_t shardOf(std::uint64_t hash) const {
+    // Bits 32..55 pick the shard; the table uses the low bits and the top 8.
+    return static_cast<std::uint32_t>(((hash >> 32) & 0xffffffU) % shards_.size());
+  }
+
+  /// One bucket of a lease operation (its shard locked by the caller).
+  LeaseHoldResult changeOne(const LeaseRequest& request, const LeaseHold& hold, std::uint64_t hash,
+                            std::uint32_t shard, Micros now) {
+    LeaseHoldResult result;
+    BucketTable& table = shards_[shard]->table;
+    const std::uint32_t index = table.find(hold.key, hash);
+    // A bucket past its end but still in the table is read: its leases say "expired" (the
+    // concurrency state knows each one's expiry), not "never held".
+    if (index == BucketTable::kNone || hold.params.algorithm != Algorithm::kConcurrency) {
+      result.outcome = sluice::evaluate(hold.params, BucketState{}, now, 0).outcome;
+      return result;
+    }
+    BucketState state = table.load(index);
+    const LeaseChange change = request.op == LeaseOp::kRelease
+                                   ? releaseLease(hold.params, state, now, request.lease)
+                                   : renewLease(hold.params, state, now, request.lease);
+    result.found = change.found;
+    result.expires_at = change.expires_at;
+    if (change.found != LeaseFound::kHeld) {
+      result.outcome = sluice::evaluate(hold.params, state, now, 0).outcome;
+      table.restore(index, std::move(state.log));
+      return result;
+    }
+    result.outcome = change.evaluation.outcome;
+    if (change.evaluation.ttl_us > 0) {
+      BucketState next = change.evaluation.next;
+      table.save(index, std::move(next), now + change.evaluation.ttl_us);
+    } else {
+      table.erase(index);
+      count_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    return result;
+  }
+
   using WorkList = boost::container::small_vector<Work, 4>;
   using ShardList = boost::container::small_vector<std::uint32_t, 4>;
   using Locks = boost::container::small_vector<std::unique_lock<std::mutex>, 4>;
@@ -275,8 +343,7 @@ class MemoryStore final : public Store, public MemoryCounters {
       }
       const std::uint64_t h = BucketTable::hashKey(request.limits[i].key);
       work[i].hash = h;
-      // Bits 32..55 pick the shard; the table uses the low bits and the top 8.
-      work[i].shard = static_cast<std::uint32_t>(((h >> 32) & 0xffffffU) % shards_.size());
+      work[i].shard = shardOf(h);
       involved.push_back(work[i].shard);
     }
     std::sort(involved.begin(), involved.end());
@@ -332,12 +399,18 @@ class MemoryStore final : public Store, public MemoryCounters {
   }
 
   /// A denied all-or-nothing request: a limit that allowed is not charged, and answers with
-  /// its bucket as it is, what a check (cost 0) says at this instant.
+  /// its bucket as it is, what a check (cost 0) says at this instant. So does a concurrency
+  /// limit of a denied request in any charge mode.
   void answerUncharged(const StoreRequest& request, Micros now, const WorkList& work,
                        StoreResponse& response) const {
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       const StoreLimit& limit = request.limits[i];
       if (!response.outcomes[i].allowed || limit.params.count_rejected || limit.refund) {
+        continue;
+      }
+      // Other charge modes charge such a limit anyway; a lease is never taken by a denied
+      // request, whatever the mode.
+      if (request.charge != Charge::kAllOrNothing && !isLease(limit)) {
         continue;
       }
       const Work& w = work[i];
@@ -607,14 +680,17 @@ class MemoryStore final : public Store, public MemoryCounters {
     }
     const std::int64_t cost = limit.costOr(request.cost);
     if (limit.refund) {
-      return sluice::refund(limit.params, state, now, cost);
+      return sluice::refund(limit.params, state, now, cost, request.lease);
     }
     if (request.charge == Charge::kReport) {
       Evaluation e = sluice::chargeAnyway(limit.params, state, now, cost);
       e.outcome.remaining = std::max<std::int64_t>(e.outcome.remaining - w.held, 0);
       return e;
     }
-    Evaluation e = sluice::evaluateWithHolds(limit.params, state, now, cost, w.held, w.holds_retry);
+    // A concurrency limit never has holds (holdRefusal): it is the one that takes a lease.
+    Evaluation e = w.held > 0 ? sluice::evaluateWithHolds(limit.params, state, now, cost, w.held,
+                                                          w.holds_retry)
+                              : sluice::evaluate(limit.params, state, now, cost, request.lease);
     if (request.charge == Charge::kEvery && !e.outcome.allowed && cost > 0) {
       // Counted although it denied: its answer is the same request's on the charged bucket.
       Evaluation charged = sluice::chargeAnyway(limit.params, state, now, cost);
@@ -666,13 +742,22 @@ class MemoryStore final : public Store, public MemoryCounters {
   /// Store semantics: an allowed request charges every limit that allowed; count_rejected
   /// limits record the attempt whatever the outcome; refunds, reports and envoy's counting
   /// (Charge::kEvery) write every limit.
+  /// A concurrency limit takes a lease only with an admitted request (a report or envoy's
+  /// counting takes none; refunds release).
   static bool charged(const StoreRequest& request, const StoreLimit& limit, const Work& w,
                       bool request_allowed) {
     if (w.hold_only || w.banned) {
       return false;
     }
+    if (isLease(limit) && !limit.refund) {
+      return request_allowed && w.eval.outcome.allowed;
+    }
     return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected ||
            limit.refund || request.charge != Charge::kAllOrNothing;
+  }
+
+  static bool isLease(const StoreLimit& limit) {
+    return limit.params.algorithm == Algorithm::kConcurrency;
   }
 
   static Gauge& describeGauge(Metrics& metrics) {

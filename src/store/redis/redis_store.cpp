@@ -26,6 +26,7 @@
 #include "store/redis/redis_bans.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
+#include "store/redis/redis_leases.hpp"
 #include "store/redis/redis_overrides.hpp"
 #include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
@@ -94,8 +95,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       fetchSketchSeed(request, std::move(done));
       return;
     }
+    const bool has_lease = std::any_of(request.limits.begin(), request.limits.end(), isLease);
+    // A concurrency limit's denial ends with any release: never cached, never from the cache.
     // A reservation step changes what its buckets hold, and must reach Redis.
-    const bool decides_only = request.charge == Charge::kAllOrNothing &&
+    const bool decides_only = request.charge == Charge::kAllOrNothing && !has_lease &&
                               request.hold.op == HoldOp::kNone &&
                               std::none_of(request.limits.begin(), request.limits.end(),
                                            [](const StoreLimit& l) { return l.refund; });
@@ -116,7 +119,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     keys.reserve(request.limits.size());
     // The argument list describes the limits and costs, not the client (who is in the
     // keys): the requests of one rule share one list, built once (argumentsOf).
-    ArgList args = has_sketch || request.hold.op != HoldOp::kNone
+    // A lease number and a reservation step are the request's own: such lists are not shared.
+    ArgList args = has_sketch || has_lease || request.hold.op != HoldOp::kNone
                        ? buildArguments(request, sent_at, keys)
                        : argumentsOf(request, sent_at, keys);
     // What the answer needs, in pooled storage: the callback below captures two pointers
@@ -153,6 +157,11 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     call->started = clock_.monotonicMicros();
     submit(std::move(keys), std::move(args), call->started,
            [this, call](Result<redis::Reply> reply) { answer(*call, reply); });
+  }
+
+  void changeLease(const LeaseRequest& request, LeaseCallback done) override {
+    redis::changeLeaseOnRedis(*backend_, prefix_, script_clock_ ? clock_.nowMicros() : 0, request,
+                              options_.request_timeout, std::move(done));
   }
 
   void reset(const std::vector<std::string>& key_prefixes, ResetCallback done) override {
@@ -413,6 +422,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
   }
 
+  static bool isLease(const StoreLimit& limit) {
+    return limit.params.algorithm == Algorithm::kConcurrency;
+  }
+
   static bool isSketch(const StoreLimit& limit) {
     return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
            limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
@@ -538,7 +551,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     std::vector<std::string> sketch_args;
     for (const StoreLimit& limit : request.limits) {
       const redis::ScriptLimitArgs p = redis::scriptLimitArgs(limit.params, sent_at);
-      std::string burst = std::to_string(p.burst);
+      // A concurrency limit's burst slot carries the lease (99_evaluate.lua).
+      std::string burst = std::to_string(isLease(limit) ? request.lease : p.burst);
       std::string warmup = std::to_string(p.warmup);
       if (isSketch(limit)) {
         const std::string client_key = BucketKey::redisKey(prefix_, limit.key);

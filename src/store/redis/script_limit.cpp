@@ -11,6 +11,9 @@ ScriptLimitArgs scriptLimitArgs(const LimitParams& params, Micros now) {
                            current.end - current.start,   current.start,
                            previous.end - previous.start, next.end - next.start};
   }
+  if (params.algorithm == Algorithm::kConcurrency) {
+    return ScriptLimitArgs{kConcurrencyCode, params.limit, params.window_us, 0, 0, 0};
+  }
   return ScriptLimitArgs{static_cast<std::int64_t>(params.algorithm),
                          params.limit,
                          params.window_us,

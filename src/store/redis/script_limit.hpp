@@ -9,6 +9,8 @@ namespace sluice::redis {
 /// The algorithm code 99_evaluate.lua knows a calendar fixed window by: a fixed_window whose
 /// bounds the sidecar computes (Lua has no tz database).
 inline constexpr std::int64_t kCalendarWindowCode = 6;
+/// The algorithm code of a concurrency limit (65_concurrency.lua).
+inline constexpr std::int64_t kConcurrencyCode = 7;
 
 /// The values of one limit's algorithm and window in 99_evaluate.lua's layout: its
 /// algorithm code, L, W, burst, min_interval and warmup slots. For a calendar fixed window

@@ -297,7 +297,8 @@ TEST(ValidationTest, UnknownAlgorithm) {
       withLimit("      unit: second\n      requests_per_unit: 5\n      algorithm: token-bucket\n"),
       8,
       "unknown algorithm 'token-bucket' (expected one of fixed_window, sliding_window_log, "
-      "sliding_window_counter, token_bucket, leaky_bucket, sketch); did you mean 'token_bucket'?");
+      "sliding_window_counter, token_bucket, leaky_bucket, sketch, concurrency); did you mean "
+      "'token_bucket'?");
 }
 
 struct ParamCase {

@@ -118,12 +118,24 @@ local function make_adjust()
     return swl_append(nxt, now, amount, limit)
   end
 
-  -- Limit i's state after the change; algorithm 0..4 or 6 (a sketch never comes here).
+  -- Limit i's state after the change; algorithm 0..4, 6 or 7 (a sketch never comes here).
+  -- A concurrency limit (7) releases the lease a refund names, and takes none on a charge.
+  local concurrency_refund
   return function(ARGV, raw, now, i, base, amount, refund)
     local algorithm = number(ARGV[base])
     local limit = number(ARGV[base + 1])
     local window = number(ARGV[base + 2])
     local a, b, c, t = read_state(raw[i])
+    if algorithm == 7 then
+      if concurrency_refund == nil then
+        local _
+        _, concurrency_refund = make_concurrency()
+      end
+      if refund then
+        return concurrency_refund(limit, window, t, now, amount, number(ARGV[base + 3]))
+      end
+      return concurrency_refund(limit, window, t, now, 0, 0)
+    end
     if algorithm == 0 or algorithm == 6 then
       local start
       if algorithm == 6 then

@@ -11,7 +11,7 @@
 -- ARGV[1]  test time in us: read only by the test-only prelude, ignored in production
 -- ARGV[2 + 9*(i-1) ...] per limit i, 9 values: algorithm (0 fixed_window,
 --          1 sliding_window_log, 2 sliding_window_counter, 3 token_bucket, 4 leaky_bucket,
---          5 sketch, 6 calendar fixed_window), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
+--          5 sketch, 6 calendar fixed_window, 7 concurrency), L, W (us), burst, min_interval (us), flags (1 = count_rejected,
 --          2 = shadow, 4 = counted whatever the verdict (Charge::kEvery), 8 = report:
 --          charged anyway, never denies (Charge::kReport), 16 = refund: given its cost
 --          back, never denies), warmup (us), cost (hits of this limit; 0 = check without
@@ -25,6 +25,8 @@
 --          For a sketch (60_sketch.lua), KEYS[i] is its even window's string, the burst slot
 --          holds the ARGV index of its cells and the warmup slot the KEYS index of its odd
 --          window's string (both after the n limits' own).
+--          For concurrency (65_concurrency.lua), W is the lease time and the burst slot holds
+--          the lease an admitted request takes (or a refund releases; 0: none).
 --          Flags of 32 and more: the limit may take a runtime override, and flags / 32
 --          (rounded down) is the ARGV index of its rule's field (15_overrides.lua).
 --          A quota group of the form "<group>@<k>": the limit has a penalty box whose
@@ -65,7 +67,7 @@ if ARGV[1] == 'override' then
 end
 
 -- The algorithms' functions, built on first use in a call and shared by a batch's requests.
-local sliding_window_log, sliding_window_counter, gcra, sketch, adjust
+local sliding_window_log, sliding_window_counter, gcra, sketch, adjust, concurrency
 
 -- Limit i of a request (its ARGV from `base`) on the state read from raw[i], for `cost`, at
 -- `now`. A sketch also returns its window's charged total and saturated counters. Defined
@@ -81,7 +83,7 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
   else
     a, b, c, t = read_state(raw[i])
   end
-  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 6
+  if limit <= 0 or window <= 0 or algorithm == nil or algorithm < 0 or algorithm > 7
       or algorithm % 1 ~= 0 then
     -- Not a limit this script knows: a request that consumes nothing passes; anything
     -- else can never pass. The key is deleted if charged (ttl 0).
@@ -105,6 +107,9 @@ local function evaluate_limit(KEYS, ARGV, raw, now, i, base, cost, count_rejecte
   elseif algorithm == 2 then
     sliding_window_counter = sliding_window_counter or make_sliding_window_counter()
     return sliding_window_counter(limit, window, count_rejected, a, b, c, now, cost)
+  elseif algorithm == 7 then
+    concurrency = concurrency or make_concurrency()
+    return concurrency(limit, window, number(ARGV[base + 3]), t, now, cost)
   elseif algorithm == 5 then
     sketch = sketch or make_sketch()
     return sketch(limit, window, count_rejected, KEYS[i], KEYS[number(ARGV[base + 6])],
@@ -483,9 +488,11 @@ local function decide(KEYS, ARGV)
     local p = 1 + (i - 1) * 3
     pending[p] = next_state or false
     pending[p + 1] = ttl
-    -- Written whatever the verdict.
+    -- Written whatever the verdict; a concurrency limit takes its lease only with an
+    -- admitted request (a report or a counted denial takes none).
     pending[p + 2] = not charge_none and not banned
         and (count_rejected or every or report or refund)
+        and (refund or ARGV[base] ~= '7')
     local denies = not shadow and not ok and not report and not refund
     if group >= 0 then
       groups = groups or {}
@@ -512,9 +519,11 @@ local function decide(KEYS, ARGV)
     end
   end
 
-  if not allowed and not counted and not charge_none then
+  if not allowed and not charge_none then
     -- A denied request charges no limit that allowed (count_rejected ones aside): such a limit
-    -- answers with its bucket as it is, a check's answer at the same instant.
+    -- answers with its bucket as it is, a check's answer at the same instant. (In a counted
+    -- request every other limit is written whatever the verdict: only a concurrency limit
+    -- is answered so, as it takes no lease.)
     for i = 1, n do
       local r = 2 + (i - 1) * kReplyStride
       if reply[r] == 1 and not pending[1 + (i - 1) * 3 + 2] then
