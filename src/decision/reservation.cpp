@@ -7,6 +7,7 @@
 #include <random>
 
 #include "decision/reservation_steps.hpp"
+#include "sluice/common/hex.hpp"
 #include "sluice/common/value_parsers.hpp"
 #include "sluice/decision/decision.hpp"
 
@@ -22,34 +23,6 @@ void hex16(std::uint64_t value, char* out) {
     out[i] = kDigits[value & 0xf];
     value >>= 4;
   }
-}
-
-/// Each byte's value as a lower-case hex digit, or 16.
-constexpr auto kHexValue = [] {
-  std::array<std::uint8_t, 256> table{};
-  for (std::size_t c = 0; c < 256; ++c) {
-    table[c] = c >= '0' && c <= '9'   ? static_cast<std::uint8_t>(c - '0')
-               : c >= 'a' && c <= 'f' ? static_cast<std::uint8_t>(c - 'a' + 10)
-                                      : 16;
-  }
-  return table;
-}();
-
-/// 16 lower-case hex digits -> their value; false for any other text.
-bool readHex16(std::string_view text, std::uint64_t& value) {
-  if (text.size() != 16) {
-    return false;
-  }
-  std::uint64_t v = 0;
-  for (const char c : text) {
-    const std::uint8_t digit = kHexValue[static_cast<unsigned char>(c)];
-    if (digit == 16) {
-      return false;
-    }
-    v = v << 4 | digit;
-  }
-  value = v;
-  return true;
 }
 
 /// FNV-1a, 64 bits: the same in every process, so any sidecar checks another's id.

@@ -1,7 +1,6 @@
 #include "store/memory/hold_table.hpp"
 
 #include <algorithm>
-#include <array>
 
 #include "store/memory/bucket_table.hpp"
 
@@ -134,32 +133,6 @@ void HoldSet::sumLive() {
       first_expiry_ = hold.expires_at;
     }
   }
-}
-
-bool parseNonce(std::string_view text, std::uint64_t& nonce) {
-  // Each byte's value as a lower-case hex digit, or 16.
-  static constexpr auto kHexValue = [] {
-    std::array<std::uint8_t, 256> table{};
-    for (std::size_t c = 0; c < 256; ++c) {
-      table[c] = c >= '0' && c <= '9'   ? static_cast<std::uint8_t>(c - '0')
-                 : c >= 'a' && c <= 'f' ? static_cast<std::uint8_t>(c - 'a' + 10)
-                                        : 16;
-    }
-    return table;
-  }();
-  if (text.size() != 16) {
-    return false;
-  }
-  std::uint64_t value = 0;
-  for (const char c : text) {
-    const std::uint8_t digit = kHexValue[static_cast<unsigned char>(c)];
-    if (digit == 16) {
-      return false;
-    }
-    value = value << 4 | digit;
-  }
-  nonce = value;
-  return true;
 }
 
 std::size_t HoldTable::Hash::operator()(const std::string& key) const {

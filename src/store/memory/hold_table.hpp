@@ -85,9 +85,6 @@ class HoldSet {
   Micros first_expiry_ = 0;  ///< the earliest of live_'s expiries (0: none)
 };
 
-/// 16 hex digits -> the nonce; false when the text is not that.
-bool parseNonce(std::string_view text, std::uint64_t& nonce);
-
 /// A bucket's store key with its BucketTable::hashKey(), which the memory store has
 /// computed already: the hold table does not hash the key again.
 struct HashedKey {

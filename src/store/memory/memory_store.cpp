@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/common/hex.hpp"
 #include "sluice/store/ban_applies.hpp"
 #include "sluice/store/request_verdict.hpp"
 #include "store/memory/ban_table.hpp"
@@ -529,7 +530,7 @@ class MemoryStore final : public Store, public MemoryCounters {
       input.id_expiry = request.hold.expires_at_us;
       input.keep_us = request.hold.keep_us;
       input.now = now;
-      if (!memory_detail::parseNonce(request.hold.nonce, input.nonce)) {
+      if (!readHex16(request.hold.nonce, input.nonce)) {
         response.hold_status = HoldStatus::kUnknown;
       } else {
         response.hold_status = memory_detail::settleHolds(input, sets, response.hold_amount);
@@ -571,7 +572,7 @@ class MemoryStore final : public Store, public MemoryCounters {
                   StoreResponse& response) {
     const HoldCall& call = request.hold;
     std::uint64_t nonce = 0;
-    if (!response.allowed || !memory_detail::parseNonce(call.nonce, nonce)) {
+    if (!response.allowed || !readHex16(call.nonce, nonce)) {
       response.hold_status = HoldStatus::kDenied;
       return;
     }
