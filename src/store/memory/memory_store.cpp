@@ -16,6 +16,7 @@
 #include "store/memory/ban_table.hpp"
 #include "store/memory/bucket_table.hpp"
 #include "store/memory/hold_table.hpp"
+#include "store/memory/limit_work.hpp"
 #include "store/memory/override_table.hpp"
 #include "store/memory/sketch_registry.hpp"
 
@@ -28,6 +29,8 @@ using memory_detail::HoldSet;
 using memory_detail::MemorySketch;
 using memory_detail::OverrideTable;
 using memory_detail::SketchRegistry;
+using memory_detail::WorkList;
+using Work = memory_detail::LimitWork;
 
 /// The sketch hash seed: MemoryStoreOptions::sketch_seed, else random.
 std::pair<std::uint64_t, std::uint64_t> sketchSeed(const std::string& text) {
@@ -150,7 +153,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     // Other charge modes charge every limit (answerUncharged answers the leases they do not
     // take); a reservation step's answer is its own.
     if (!response.allowed && request.hold.op == HoldOp::kNone) {
-      answerUncharged(request, now, work, response);
+      memory_detail::answerUncharged(request, now, work, response);
     }
 
     // Existing entries first (save, drop or give back), then new keys: an insert may evict,
@@ -258,30 +261,6 @@ class MemoryStore final : public Store, public MemoryCounters {
     memory_detail::BanTable bans;
   };
 
-  /// One limit of the request being evaluated.
-  struct Work {
-    std::uint64_t hash = 0;
-    std::uint32_t shard = 0;
-    std::uint32_t index = BucketTable::kNone;
-    std::size_t first = 0;  // the first limit of this request with the same stored entry
-    bool expired = false;   // the stored entry outlived its ttl: evaluate a fresh bucket
-    BucketState loaded;
-    Evaluation eval;
-    std::shared_ptr<MemorySketch> sketch;  // set for a `sketch` limit
-    SketchCells cells;
-    std::int64_t window_index = 0;
-    SketchEvaluation sketch_eval;
-    HoldSet* holds = nullptr;  // the bucket's reservation holds, when it has any
-    std::int64_t held = 0;     // what its live holds add up to
-    Micros holds_retry = 0;    // until its first live hold expires
-    // A reservation step that charges nothing (a reserve, a release, a commit that found
-    // no hold to settle): evaluated, never written.
-    bool hold_only = false;
-    // The client is in this limit's penalty box until ban_until: answered without its bucket.
-    bool banned = false;
-    Micros ban_until = 0;
-  };
-
   std::uint32_t shardOf(std::uint64_t hash) const {
     // Bits 32..55 pick the shard; the table uses the low bits and the top 8.
     return static_cast<std::uint32_t>(((hash >> 32) & 0xffffffU) % shards_.size());
@@ -321,7 +300,6 @@ class MemoryStore final : public Store, public MemoryCounters {
     return result;
   }
 
-  using WorkList = boost::container::small_vector<Work, 4>;
   using ShardList = boost::container::small_vector<std::uint32_t, 4>;
   using Locks = boost::container::small_vector<std::unique_lock<std::mutex>, 4>;
 
@@ -336,7 +314,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     boost::container::small_vector<MemorySketch*, 2> sketches;
     for (std::size_t i = 0; i < n; ++i) {
       work[i].first = i;
-      if (isSketch(request.limits[i])) {
+      if (memory_detail::isSketchLimit(request.limits[i])) {
         // One sketch per rule, shared by its clients; the shards are not involved.
         work[i].sketch = sketches_.find(request.limits[i].params, now);
         sketches.push_back(work[i].sketch.get());
@@ -394,37 +372,9 @@ class MemoryStore final : public Store, public MemoryCounters {
           w.expired = table.expiresAt(w.index) <= now;
         }
       }
-      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now, w);
+      w.eval = memory_detail::evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded,
+                                            now, w);
       response.outcomes.push_back(w.eval.outcome);
-    }
-  }
-
-  /// A denied all-or-nothing request: a limit that allowed is not charged, and answers with
-  /// its bucket as it is, what a check (cost 0) says at this instant. So does a concurrency
-  /// limit of a denied request in any charge mode.
-  void answerUncharged(const StoreRequest& request, Micros now, const WorkList& work,
-                       StoreResponse& response) const {
-    for (std::size_t i = 0; i < request.limits.size(); ++i) {
-      const StoreLimit& limit = request.limits[i];
-      if (!response.outcomes[i].allowed || limit.params.count_rejected || limit.refund) {
-        continue;
-      }
-      // Other charge modes charge such a limit anyway; a lease is never taken by a denied
-      // request, whatever the mode.
-      if (request.charge != Charge::kAllOrNothing && !isLease(limit)) {
-        continue;
-      }
-      const Work& w = work[i];
-      if (w.sketch) {
-        response.outcomes[i] =
-            evaluateSketch(limit.params, w.sketch->table.read(w.cells, w.window_index), now, 0)
-                .outcome;
-        continue;
-      }
-      response.outcomes[i] =
-          sluice::evaluateWithHolds(limit.params, w.expired ? BucketState{} : w.loaded, now, 0,
-                                    w.held, w.holds_retry)
-              .outcome;
     }
   }
 
@@ -434,7 +384,8 @@ class MemoryStore final : public Store, public MemoryCounters {
     const std::size_t n = request.limits.size();
     for (std::size_t i = 0; i < n; ++i) {
       if (work[i].sketch) {
-        if (work[i].sketch_eval.record && charged(request, request.limits[i], work[i], allowed)) {
+        if (work[i].sketch_eval.record &&
+            memory_detail::charged(request, request.limits[i], work[i], allowed)) {
           chargeSketch(work[i], request.limits[i].costOr(request.cost));
         }
         continue;
@@ -446,7 +397,8 @@ class MemoryStore final : public Store, public MemoryCounters {
       // Redis script's writes in order leave it).
       std::size_t last = n;
       for (std::size_t k = i; k < n; ++k) {
-        if (work[k].first == i && charged(request, request.limits[k], work[k], allowed)) {
+        if (work[k].first == i &&
+            memory_detail::charged(request, request.limits[k], work[k], allowed)) {
           last = k;
         }
       }
@@ -468,7 +420,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       Work& w = work[i];
       if (w.sketch || w.index != BucketTable::kNone ||
-          !charged(request, request.limits[i], w, allowed)) {
+          !memory_detail::charged(request, request.limits[i], w, allowed)) {
         continue;
       }
       BucketTable& table = shards_[w.shard]->table;
@@ -662,56 +614,6 @@ class MemoryStore final : public Store, public MemoryCounters {
     return false;
   }
 
-  static bool isSketch(const StoreLimit& limit) {
-    return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
-           limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
-           limit.params.limit > 0 && limit.params.window_us > 0;
-  }
-
-  /// One bucket limit of `request` on its loaded state, as the request's charge mode says
-  /// (store.hpp, Charge).
-  static Evaluation evaluateLimit(const StoreRequest& request, const StoreLimit& limit,
-                                  const BucketState& state, Micros now, const Work& w) {
-    if (w.hold_only) {
-      // A reserve asks for its amount with the other holds counted; a release or a commit
-      // that found nothing to settle answers a check.
-      const std::int64_t asked =
-          request.hold.op == HoldOp::kReserve ? limit.costOr(request.cost) : 0;
-      return sluice::evaluateWithHolds(limit.params, state, now, asked, w.held, w.holds_retry);
-    }
-    const std::int64_t cost = limit.costOr(request.cost);
-    if (limit.refund) {
-      return sluice::refund(limit.params, state, now, cost, request.lease);
-    }
-    if (request.charge == Charge::kReport) {
-      Evaluation e = sluice::chargeAnyway(limit.params, state, now, cost);
-      e.outcome.remaining = std::max<std::int64_t>(e.outcome.remaining - w.held, 0);
-      return e;
-    }
-    // A concurrency limit never has holds (holdRefusal): it is the one that takes a lease.
-    Evaluation e = w.held > 0 ? sluice::evaluateWithHolds(limit.params, state, now, cost, w.held,
-                                                          w.holds_retry)
-                              : sluice::evaluate(limit.params, state, now, cost, request.lease);
-    if (request.charge == Charge::kEvery && !e.outcome.allowed && cost > 0) {
-      // Counted although it denied: its answer is the same request's on the charged bucket.
-      Evaluation charged = sluice::chargeAnyway(limit.params, state, now, cost);
-      const bool never = e.outcome.never;
-      if (limit.params.count_rejected) {
-        // Answered on the charged bucket as it is (recorded once, above).
-        LimitParams once = limit.params;
-        once.count_rejected = false;
-        e.outcome = sluice::evaluate(once, charged.next, now, cost).outcome;
-      } else {
-        e.outcome = sluice::evaluate(limit.params, charged.next, now, cost).outcome;
-      }
-      e.outcome.allowed = false;
-      e.outcome.never = never;
-      e.next = std::move(charged.next);
-      e.ttl_us = charged.ttl_us;
-    }
-    return e;
-  }
-
   /// Evaluates a sketch limit on its rule's sketch (locked by the caller). A sketch takes no
   /// refund (the decision service refuses it; here it is a check); a report or envoy's
   /// counting records the attempt as count_rejected does.
@@ -738,27 +640,6 @@ class MemoryStore final : public Store, public MemoryCounters {
     MemorySketch& sketch = *w.sketch;
     sketch.table.record(w.cells, w.window_index, w.sketch_eval.raise_to, cost);
     sketch.publish(w.window_index);
-  }
-
-  /// Store semantics: an allowed request charges every limit that allowed; count_rejected
-  /// limits record the attempt whatever the outcome; refunds, reports and envoy's counting
-  /// (Charge::kEvery) write every limit.
-  /// A concurrency limit takes a lease only with an admitted request (a report or envoy's
-  /// counting takes none; refunds release).
-  static bool charged(const StoreRequest& request, const StoreLimit& limit, const Work& w,
-                      bool request_allowed) {
-    if (w.hold_only || w.banned) {
-      return false;
-    }
-    if (isLease(limit) && !limit.refund) {
-      return request_allowed && w.eval.outcome.allowed;
-    }
-    return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected ||
-           limit.refund || request.charge != Charge::kAllOrNothing;
-  }
-
-  static bool isLease(const StoreLimit& limit) {
-    return limit.params.algorithm == Algorithm::kConcurrency;
   }
 
   static Gauge& describeGauge(Metrics& metrics) {
