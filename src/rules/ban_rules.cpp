@@ -56,6 +56,11 @@ std::string refusal(const RateLimit& limit) {
     return "'ban' does not apply to algorithm 'sketch' (its counters are shared between "
            "clients; use an exact algorithm for a penalty box)";
   }
+  if (limit.params.algorithm == Algorithm::kConcurrency) {
+    return "'ban' does not apply to algorithm 'concurrency' (its denial means too many "
+           "requests in flight, not abuse: a ban would lock out a client whose own requests "
+           "are merely slow)";
+  }
   if (limit.params.consistency == Consistency::kEventual) {
     return "'ban' needs 'consistency: strict': an eventual limit is decided from each "
            "sidecar's own view, which cannot keep one exact ban for every sidecar";

@@ -109,6 +109,21 @@ TEST(BanRulesTest, RefusesLimitsThatCannotKeepAnExactBan) {
                   "clients; use an exact algorithm for a penalty box)");
 }
 
+TEST(BanRulesTest, RefusesAConcurrencyLimit) {
+  expectOnlyError(
+      "domain: d\n"
+      "descriptors:\n"
+      "  - key: user\n"
+      "    rate_limit:\n"
+      "      algorithm: concurrency\n"
+      "      max_in_flight: 8\n"
+      "      lease: 30s\n"
+      "      ban: {after: 3, duration: 10m}\n",
+      8,
+      "'ban' does not apply to algorithm 'concurrency' (its denial means too many requests in "
+      "flight, not abuse: a ban would lock out a client whose own requests are merely slow)");
+}
+
 TEST(BanRulesTest, RulesJsonShowsTheBan) {
   const RuleSetPtr rules = loadOne(withBan("{after: 3, duration: 10m, backoff: 1.5, max: 1h}"));
   ASSERT_TRUE(rules);
