@@ -9,18 +9,21 @@
 # answer is (run - idle run) / N. With --store redis a redis-server of its own is started,
 # and the Redis commands each run sent are counted too (INFO commandstats).
 #
-# Usage: bench/ban_cost.sh [--requests N] [--store memory|redis] [--sluice PATH]
+# Usage: bench/ban_cost.sh [--requests N] [--store memory|redis] [--sluice PATH] [--keep DIR]
+# --keep DIR copies the three callgrind outputs there (callgrind_annotate DIR/boxed.out).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 sluice=$root/${SLUICE_BUILD_DIR:-build}/sluice
 requests=2000
 store=memory
+keep=
 while (($#)); do
   case $1 in
     --requests) requests=$2; shift ;;
     --store) store=$2; shift ;;
     --sluice) sluice=$2; shift ;;
+    --keep) keep=$2; shift ;;
     *) echo "bench/ban_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -68,12 +71,15 @@ while True:
     try:
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         c.request("GET", "/readyz")
-        if c.getresponse().read() and True:
+        r = c.getresponse()
+        r.read()
+        if r.status == 200:
             break
     except OSError:
-        if time.monotonic() > deadline:
-            sys.exit("sluice did not start")
-        time.sleep(0.2)
+        pass
+    if time.monotonic() > deadline:
+        sys.exit("sluice did not become ready")
+    time.sleep(0.2)
 def post(body):
     c.request("POST", "/shouldAllowRequest", body, {"Content-Type": "application/json"})
     r = c.getresponse()
@@ -91,8 +97,13 @@ if mode != "idle":
 EOF
   kill -TERM "$pid"
   wait "$pid" || true
-  local instructions
+  local instructions dispatch
   instructions=$(awk '/^summary:/ {print $2}' "$work/$mode.out")
+  # The requests' own work, from a parsed request to its answer written into the buffer
+  # (Session::dispatch, inclusive): free of how the reads happened to split the bytes.
+  dispatch=$(callgrind_annotate --inclusive=yes "$work/$mode.out" 2> /dev/null |
+    awk '/sluice::http::Session::dispatch\(/ {gsub(",", "", $1); print $1; exit}')
+  instructions="$instructions ${dispatch:-0}"
   if [[ $store == redis ]]; then
     local calls
     calls=$(redis-cli -p "$redis_port" info commandstats | tr -d '\r' | awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ {s += $3} END {print s + 0}')
@@ -102,18 +113,30 @@ EOF
   fi
 }
 
-read -r idle _ <<< "$(run idle)"
-read -r denied denied_calls <<< "$(run plain)"
-read -r banned banned_calls <<< "$(run boxed)"
-/usr/bin/python3 - "$idle" "$denied" "$banned" "$requests" "$store" "$denied_calls" "$banned_calls" <<'EOF'
+read -r idle idle_dispatch _ <<< "$(run idle)"
+read -r denied denied_dispatch denied_calls <<< "$(run plain)"
+read -r banned banned_dispatch banned_calls <<< "$(run boxed)"
+if [[ -n $keep ]]; then
+  mkdir -p "$keep"
+  cp "$work"/idle.out "$work"/plain.out "$work"/boxed.out "$keep"/
+fi
+/usr/bin/python3 - "$idle" "$denied" "$banned" "$requests" "$store" "$denied_calls" "$banned_calls" \
+  "$idle_dispatch" "$denied_dispatch" "$banned_dispatch" <<'EOF'
 import sys
 idle, denied, banned, n = (int(x) for x in sys.argv[1:5])
 store, dc, bc = sys.argv[5], int(sys.argv[6]), int(sys.argv[7])
+idle_d, denied_d, banned_d = (int(x) for x in sys.argv[8:11])
 d = (denied - idle) / n
 b = (banned - idle) / n
+# Each run's dispatch also holds its 2 first requests and its /readyz polls (the idle run's
+# one poll is taken off); spread over n + 2 decisions.
+dd = (denied_d - idle_d) / (n + 2)
+bd = (banned_d - idle_d) / (n + 2)
 print("store %s, %d answers each, one I/O thread, instructions per answer (callgrind)" % (store, n))
-print("  plain denial:  %8.0f" % d)
-print("  banned answer: %8.0f  (%.2fx the denial)" % (b, b / d))
+print("                 whole process   request -> answer (Session::dispatch)")
+print("  plain denial:  %8.0f        %8.0f" % (d, dd))
+print("  banned answer: %8.0f        %8.0f" % (b, bd))
+print("  banned/denial: %8.2fx       %8.2fx" % (b / d, bd / dd))
 if store == "redis":
     print("  script calls to Redis: denials %d, banned %d (for %d answers each + 2)" % (dc, bc, n))
 EOF

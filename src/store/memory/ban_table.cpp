@@ -2,9 +2,15 @@
 
 #include <algorithm>
 
+#include "store/memory/bucket_table.hpp"
+
 namespace sluice::memory_detail {
 
-const BanState* BanTable::find(std::string_view key, Micros now) const {
+std::size_t BanTable::Hash::operator()(const std::string& key) const {
+  return BucketTable::hashKey(key);
+}
+
+const BanState* BanTable::find(const HashedKey& key, Micros now) const {
   if (entries_.empty()) {
     return nullptr;
   }
@@ -15,7 +21,7 @@ const BanState* BanTable::find(std::string_view key, Micros now) const {
   return &it->second.state;
 }
 
-int BanTable::store(std::string_view key, const BanState& state, Micros expires_at, Micros now) {
+int BanTable::store(const HashedKey& key, const BanState& state, Micros expires_at, Micros now) {
   auto it = entries_.find(key);
   if (expires_at <= now) {
     if (it != entries_.end()) {
@@ -24,11 +30,13 @@ int BanTable::store(std::string_view key, const BanState& state, Micros expires_
     }
     return 0;
   }
+  earliest_ = std::min(earliest_, expires_at);
+  pass_earliest_ = std::min(pass_earliest_, expires_at);
   if (it != entries_.end()) {
     it->second = Entry{state, expires_at};
     return 0;
   }
-  entries_.emplace(std::string(key), Entry{state, expires_at});
+  entries_.emplace(std::string(key.key), Entry{state, expires_at});
   return 1;
 }
 
@@ -40,13 +48,18 @@ std::size_t BanTable::erasePrefixes(const std::vector<std::string>& prefixes) {
 }
 
 std::size_t BanTable::sweep(Micros now, std::size_t budget) {
-  if (entries_.empty()) {
+  if (entries_.empty() || now < earliest_) {
     return 0;
   }
-  std::size_t removed = 0;
   const std::size_t buckets = entries_.bucket_count();
+  if (buckets != pass_buckets_) {
+    // A rehash moved entries between buckets: the pass starts over (earliest_ still holds).
+    pass_buckets_ = buckets;
+    sweep_bucket_ = 0;
+    pass_earliest_ = kNever;
+  }
+  std::size_t removed = 0;
   for (std::size_t n = 0; n < budget && n < buckets; ++n) {
-    sweep_bucket_ = (sweep_bucket_ + 1) % buckets;
     for (auto it = entries_.begin(sweep_bucket_); it != entries_.end(sweep_bucket_);) {
       if (it->second.expires_at <= now) {
         // Erasing from a bucket invalidates only that element's local iterator.
@@ -55,8 +68,15 @@ std::size_t BanTable::sweep(Micros now, std::size_t budget) {
         entries_.erase(key);
         ++removed;
       } else {
+        pass_earliest_ = std::min(pass_earliest_, it->second.expires_at);
         ++it;
       }
+    }
+    if (++sweep_bucket_ == buckets) {
+      // A whole pass: nothing left expires before the earliest expiry it saw.
+      sweep_bucket_ = 0;
+      earliest_ = pass_earliest_;
+      pass_earliest_ = kNever;
     }
   }
   return removed;

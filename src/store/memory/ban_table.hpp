@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/limiter/ban.hpp"
 #include "sluice/limiter/limiter.hpp"
+#include "store/memory/hold_table.hpp"
 
 namespace sluice::memory_detail {
 
@@ -20,16 +22,19 @@ class BanTable {
  public:
   bool empty() const { return entries_.empty(); }
   std::size_t size() const { return entries_.size(); }
-  /// The state of `key` at `now`; null when it has none (or it outlived its ttl).
-  const BanState* find(std::string_view key, Micros now) const;
+  /// The state of `key` at `now`; null when it has none (or it outlived its ttl). The key's
+  /// hash is the bucket's (BucketTable::hashKey), computed once per request.
+  const BanState* find(const HashedKey& key, Micros now) const;
   /// Stores `state` for `key` until `expires_at` (erases it when expires_at <= now). Returns
   /// +1 for a new entry, -1 for an erased one, 0 otherwise.
-  int store(std::string_view key, const BanState& state, Micros expires_at, Micros now);
+  int store(const HashedKey& key, const BanState& state, Micros expires_at, Micros now);
   /// Removes the entries whose key starts with one of `prefixes` (the admin reset); returns
   /// how many were removed.
   std::size_t erasePrefixes(const std::vector<std::string>& prefixes);
-  /// Drops up to `budget` entries past their ttl, resuming where the last sweep stopped;
-  /// returns how many were dropped.
+  /// Drops up to `budget` buckets' entries past their ttl, resuming where the last sweep
+  /// stopped; returns how many were dropped. Costs one comparison while no entry can have
+  /// expired (before the earliest expiry a whole pass saw): a client banned for an hour
+  /// adds no sweeping to the answers of its flood.
   std::size_t sweep(Micros now, std::size_t budget);
 
  private:
@@ -39,12 +44,25 @@ class BanTable {
   };
   struct Hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view key) const {
-      return std::hash<std::string_view>{}(key);
-    }
+    std::size_t operator()(const HashedKey& key) const { return key.hash; }
+    std::size_t operator()(const std::string& key) const;
   };
-  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> entries_;
+  struct Equal {
+    using is_transparent = void;
+    bool operator()(const std::string& a, const std::string& b) const { return a == b; }
+    bool operator()(const std::string& a, const HashedKey& b) const { return a == b.key; }
+    bool operator()(const HashedKey& a, const std::string& b) const { return a.key == b; }
+  };
+  static constexpr Micros kNever = INT64_MAX;
+  std::unordered_map<std::string, Entry, Hash, Equal> entries_;
   std::size_t sweep_bucket_ = 0;
+  /// The bucket count the current pass walks (a rehash starts a new pass).
+  std::size_t pass_buckets_ = 0;
+  /// No entry expires before this: the earliest expiry of the last whole pass and of every
+  /// store since (0 until a first pass ends).
+  Micros earliest_ = 0;
+  /// The earliest expiry seen by the current pass and the stores since it began.
+  Micros pass_earliest_ = kNever;
 };
 
 /// The answer of a limit whose client is banned until `until` (> now).

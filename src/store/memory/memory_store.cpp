@@ -166,7 +166,9 @@ class MemoryStore final : public Store, public MemoryCounters {
       const std::size_t removed = shards_[s]->table.sweep(now, kSweepPerRequest);
       evictions.expired += removed;
       if (!shards_[s]->bans.empty()) {
-        bans_.fetch_sub(shards_[s]->bans.sweep(now, kSweepPerRequest), std::memory_order_relaxed);
+        if (const std::size_t gone = shards_[s]->bans.sweep(now, kSweepPerRequest); gone > 0) {
+          bans_.fetch_sub(gone, std::memory_order_relaxed);
+        }
       }
       count_.fetch_sub(removed, std::memory_order_relaxed);
     }
@@ -566,7 +568,7 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.sketch || !banApplies(request, request.limits[i])) {
         continue;
       }
-      const BanState* state = shards_[w.shard]->bans.find(request.limits[i].key, now);
+      const BanState* state = shards_[w.shard]->bans.find({request.limits[i].key, w.hash}, now);
       if (state != nullptr && banActive(*state, now)) {
         w.banned = true;
         w.ban_until = state->until;
@@ -587,13 +589,14 @@ class MemoryStore final : public Store, public MemoryCounters {
         continue;
       }
       memory_detail::BanTable& table = shards_[w.shard]->bans;
-      const BanState* known = table.find(limit.key, now);
+      const memory_detail::HashedKey key{limit.key, w.hash};
+      const BanState* known = table.find(key, now);
       const bool is_new = known == nullptr;
       if (is_new && bans_.load(std::memory_order_relaxed) >= max_keys_) {
         continue;  // at the key bound: no new penalty box (the limit still denies)
       }
       const BanStrike strike = recordDenial(limit.params.ban, is_new ? BanState{} : *known, now);
-      const int added = table.store(limit.key, strike.next, now + strike.ttl_us, now);
+      const int added = table.store(key, strike.next, now + strike.ttl_us, now);
       if (added != 0) {
         bans_.fetch_add(added, std::memory_order_relaxed);
       }
