@@ -9,7 +9,10 @@
 # answer is (run - idle run) / N. With --store redis a redis-server of its own is started,
 # and the Redis commands each run sent are counted too (INFO commandstats).
 #
-# Usage: bench/ban_cost.sh [--requests N] [--store memory|redis] [--sluice PATH] [--keep DIR]
+# Usage: bench/ban_cost.sh [--requests N] [--store memory|redis] [--endpoint should|json]
+#                          [--sluice PATH] [--keep DIR]
+# --endpoint json asks Envoy's /json, whose denials are charged (envoy's counting) and never
+# answered from the Redis store's over-limit cache; should (the default) /shouldAllowRequest.
 # --keep DIR copies the three callgrind outputs there (callgrind_annotate DIR/boxed.out).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,12 +21,14 @@ sluice=$root/${SLUICE_BUILD_DIR:-build}/sluice
 requests=2000
 store=memory
 keep=
+endpoint=should
 while (($#)); do
   case $1 in
     --requests) requests=$2; shift ;;
     --store) store=$2; shift ;;
     --sluice) sluice=$2; shift ;;
     --keep) keep=$2; shift ;;
+    --endpoint) endpoint=$2; shift ;;
     *) echo "bench/ban_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -63,9 +68,9 @@ run() {
   valgrind --tool=callgrind --callgrind-out-file="$work/$mode.out" "$sluice" --rules "$work/rules" \
     --listen "127.0.0.1:$port" --threads 1 --log-level error "${store_args[@]}" > "$work/$mode.log" 2>&1 &
   local pid=$!
-  /usr/bin/python3 - "$port" "$mode" "$requests" <<'EOF'
+  /usr/bin/python3 - "$port" "$mode" "$requests" "$endpoint" <<'EOF'
 import http.client, json, sys, time
-port, mode, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+port, mode, n, endpoint = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 deadline = time.monotonic() + 120
 while True:
     try:
@@ -81,11 +86,15 @@ while True:
         sys.exit("sluice did not become ready")
     time.sleep(0.2)
 def post(body):
-    c.request("POST", "/shouldAllowRequest", body, {"Content-Type": "application/json"})
+    path = "/json" if endpoint == "json" else "/shouldAllowRequest"
+    c.request("POST", path, body, {"Content-Type": "application/json"})
     r = c.getresponse()
     return r.status, r.read()
 if mode != "idle":
-    body = '{"domain":"api","clientId":"c","descriptors":[[{"key":"%s","value":"v"}]]}' % mode
+    if endpoint == "json":
+        body = '{"domain":"api","descriptors":[{"entries":[{"key":"%s","value":"v"}]}]}' % mode
+    else:
+        body = '{"domain":"api","clientId":"c","descriptors":[[{"key":"%s","value":"v"}]]}' % mode
     post(body)  # the one allowed request
     status, data = post(body)  # the first denial (bans in the boxed mode)
     if status != 429 or (mode == "boxed") != (b'"banned":true' in data):
@@ -105,38 +114,46 @@ EOF
     awk '/sluice::http::Session::dispatch\(/ {gsub(",", "", $1); print $1; exit}')
   instructions="$instructions ${dispatch:-0}"
   if [[ $store == redis ]]; then
-    local calls
-    calls=$(redis-cli -p "$redis_port" info commandstats | tr -d '\r' | awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ {s += $3} END {print s + 0}')
-    echo "$instructions $calls"
+    # Script calls, and the commands the scripts ran (as name=calls,name=calls).
+    local stats calls commands
+    stats=$(redis-cli -p "$redis_port" info commandstats | tr -d '\r')
+    calls=$(awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ {s += $3} END {print s + 0}' <<< "$stats")
+    commands=$(awk -F'[=,:]' '/^cmdstat_/ && !/^cmdstat_(evalsha|eval|script|config|flushall|info|ping|client|hello|select|auth|cluster|command):/ {
+      sub("cmdstat_", "", $1); printf "%s%s=%s", (n++ ? "," : ""), $1, $3 } END {if (!n) printf "-"}' <<< "$stats")
+    echo "$instructions $calls $commands"
   else
-    echo "$instructions 0"
+    echo "$instructions 0 -"
   fi
 }
 
 read -r idle idle_dispatch _ <<< "$(run idle)"
-read -r denied denied_dispatch denied_calls <<< "$(run plain)"
-read -r banned banned_dispatch banned_calls <<< "$(run boxed)"
+read -r denied denied_dispatch denied_calls denied_commands <<< "$(run plain)"
+read -r banned banned_dispatch banned_calls banned_commands <<< "$(run boxed)"
 if [[ -n $keep ]]; then
   mkdir -p "$keep"
   cp "$work"/idle.out "$work"/plain.out "$work"/boxed.out "$keep"/
 fi
 /usr/bin/python3 - "$idle" "$denied" "$banned" "$requests" "$store" "$denied_calls" "$banned_calls" \
-  "$idle_dispatch" "$denied_dispatch" "$banned_dispatch" <<'EOF'
+  "$idle_dispatch" "$denied_dispatch" "$banned_dispatch" "$endpoint" "$denied_commands" \
+  "$banned_commands" <<'EOF'
 import sys
 idle, denied, banned, n = (int(x) for x in sys.argv[1:5])
 store, dc, bc = sys.argv[5], int(sys.argv[6]), int(sys.argv[7])
 idle_d, denied_d, banned_d = (int(x) for x in sys.argv[8:11])
+endpoint, denied_cmds, banned_cmds = sys.argv[11:14]
 d = (denied - idle) / n
 b = (banned - idle) / n
 # Each run's dispatch also holds its 2 first requests and its /readyz polls (the idle run's
 # one poll is taken off); spread over n + 2 decisions.
 dd = (denied_d - idle_d) / (n + 2)
 bd = (banned_d - idle_d) / (n + 2)
-print("store %s, %d answers each, one I/O thread, instructions per answer (callgrind)" % (store, n))
+print("store %s, endpoint %s, %d answers each, one I/O thread, instructions per answer "
+      "(callgrind)" % (store, "/json" if endpoint == "json" else "/shouldAllowRequest", n))
 print("                 whole process   request -> answer (Session::dispatch)")
 print("  plain denial:  %8.0f        %8.0f" % (d, dd))
 print("  banned answer: %8.0f        %8.0f" % (b, bd))
 print("  banned/denial: %8.2fx       %8.2fx" % (b / d, bd / dd))
 if store == "redis":
     print("  script calls to Redis: denials %d, banned %d (for %d answers each + 2)" % (dc, bc, n))
+    print("  commands the scripts ran: denials %s; banned %s" % (denied_cmds, banned_cmds))
 EOF

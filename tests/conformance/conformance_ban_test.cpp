@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conformance/conformance_harness.hpp"
+#include "sluice/store/limit_override.hpp"
 
 namespace sluice::conformance {
 namespace {
@@ -69,6 +70,26 @@ class ConformanceBanTest : public ::testing::TestWithParam<bool> {
     }
   }
 
+  /// Sets `value` for `rule`'s slot in `tag` (a client and domain) on both stores.
+  void setOverride(const std::string& tag, const std::string& rule, StoredOverridePtr value) {
+    for (Store* store : {&pair_.memory(), &pair_.redis()}) {
+      std::optional<Result<bool>> done;
+      store->setOverride({tag, overrideRuleField(rule)}, value, 10,
+                         [&](Result<bool> r) { done.emplace(std::move(r)); });
+      ASSERT_TRUE(test::runUntil(pair_.io(), [&] { return done.has_value(); }));
+      ASSERT_TRUE(done->ok()) << done->error().message;
+    }
+  }
+
+  /// How many times the scripts ran `command` since the last CONFIG RESETSTAT.
+  static long long commandCalls(const std::string& command) {
+    test::ReplyPtr info = sharedRedis().command({"INFO", "commandstats"});
+    const std::string text(info->str, info->len);
+    const std::string tag = "cmdstat_" + command + ":calls=";
+    const std::size_t at = text.find(tag);
+    return at == std::string::npos ? 0 : std::stoll(text.substr(at + tag.size()));
+  }
+
   StorePair pair_;
 };
 
@@ -103,6 +124,39 @@ TEST_P(ConformanceBanTest, TheResetLiftsABanOnBothStores) {
   EXPECT_TRUE(both(request, "banned").outcomes.at(0).banned);
   reset(BucketKey::domainPrefixes("r", "api"));
   EXPECT_TRUE(both(request, "after the reset").allowed);
+}
+
+TEST_P(ConformanceBanTest, ABannedLoneLimitIsRefusedOnOneReadWithoutItsOverride) {
+  static const std::string kRule = "login";
+  StoreLimit limit = banned("api:user=o;nlogin;fw", Algorithm::kFixedWindow, 5, 60 * kSec, 2,
+                            30 * kSec, 2000, 60 * kSec);
+  limit.override_rule = &kRule;
+  const StoreRequest request = clientRequest({limit}, 1, "o");
+  auto lowered = std::make_shared<StoredOverride>();
+  lowered->params = limit.params;
+  lowered->params.limit = 1;
+  lowered->requests_per_unit = 1;
+  lowered->unit = TimeUnit::kMinute;
+  lowered->reason = "abuse";
+  lowered->record_json = R"({"domain":"api","rule":"login","clientId":"o"})";
+  setOverride("o|api", kRule, lowered);
+  // The override's limit of 1 decides (and says so) until the ban starts.
+  EXPECT_EQ(both(request, "allowed").overrides.size(), 1u);
+  for (int i = 0; i < 2; ++i) {
+    both(request, "flood " + std::to_string(i));
+  }
+  sharedRedis().command({"CONFIG", "RESETSTAT"});
+  const StoreResponse memory = both(request, "banned");
+  ASSERT_TRUE(memory.outcomes.at(0).banned);
+  EXPECT_TRUE(memory.overrides.empty());
+  Result<StoreResponse> redis = pair_.run(pair_.redis(), request);
+  ASSERT_TRUE(redis.ok());
+  EXPECT_TRUE(redis->outcomes.at(0).banned);
+  EXPECT_TRUE(redis->overrides.empty());
+  // Two banned answers from Redis (or its local cache): the ban key's MGET each, nothing else.
+  EXPECT_LE(commandCalls("mget"), 2);
+  EXPECT_EQ(commandCalls("hmget"), 0);
+  EXPECT_EQ(commandCalls("set"), 0);
 }
 
 TEST_P(ConformanceBanTest, RandomTracesAgree) {

@@ -144,6 +144,11 @@ class MemoryStore final : public Store, public MemoryCounters {
       readHolds(request, work, now, response);
     }
     findBans(request, now, work);
+    if (n == 1 && work[0].banned && request.hold.op == HoldOp::kNone && !request.limits[0].shadow) {
+      // A lone banned limit is refused on its ban alone, whatever the limit says: its answer
+      // shows no override (as the Redis script's, which does not read them then).
+      applied.clear();
+    }
     evaluateLimits(request, now, work, response);
     recordBans(request, now, work, response);
     response.allowed = sluice::requestAllowed(request, response.outcomes);

@@ -321,6 +321,17 @@ local function decide(KEYS, ARGV)
   if n == 0 then
     return { 1 }
   end
+  -- The penalty box first (85_ban.lua): a lone limit whose client is banned is refused on
+  -- one read, its bucket and its overrides unread (a ban refuses whatever the limit says).
+  -- A lone limit's quota group slot is ARGV[10]: '-1' when it has no ban.
+  local bans, bans_read
+  if n == 1 and not hold_at and ARGV[10] ~= '-1' then
+    bans, bans_read = read_bans(KEYS, ARGV, n, now, kStride), true
+    if bans and bans.untl[1] and (floor(number(ARGV[7]) / 2) % 2) == 0 then
+      local wait = bans.untl[1] - now
+      return { 0, 0, 0, wait, wait, 0, 2 }
+    end
+  end
   -- The runtime overrides of its limits, if any: their numbers replace the rule's.
   local overridden
   ARGV, overridden = apply_overrides(KEYS, ARGV, n, now)
@@ -334,17 +345,9 @@ local function decide(KEYS, ARGV)
     end
   end
 
-  -- The penalty boxes (85_ban.lua): a lone limit whose client is banned is refused at once,
-  -- on one read; otherwise a banned limit is answered without its bucket below.
-  local bans = read_bans(KEYS, ARGV, n, now, kStride)
-  if bans and n == 1 and bans.untl[1] and not hold_at
-      and (floor(number(ARGV[7]) / 2) % 2) == 0 then
-    local wait = bans.untl[1] - now
-    local reply = { 0, 0, 0, wait, wait, 0, 2 }
-    if overridden then
-      reply[#reply + 1] = overridden
-    end
-    return reply
+  -- The other penalty boxes: a banned limit is answered without its bucket below.
+  if not bans_read then
+    bans = read_bans(KEYS, ARGV, n, now, kStride)
   end
 
   -- A sketch's strings are read with BITFIELD (60_sketch.lua), not with the buckets' MGET.
