@@ -54,11 +54,15 @@ ALGORITHM_CODES = {"fixed_window": 0, "sliding_window_log": 1, "sliding_window_c
 # Workloads: distinct clients, the op descriptor's value, descriptors per request, who runs it.
 PEERS = ["nginx", "haproxy", "sluice-memory", "node", "sluice-redis"]
 NULL = "nginx-null"  # the null answer: measured beside the peers where it is a fair floor
+# Sluice on Redis with the workloads' limit `consistency: eventual` (bench/eventual/rules),
+# measured where every request is far from its limit, against the memory store's rate.
+EVENTUAL = "sluice-eventual"
+EVENTUAL_RULES_DIR = os.path.join(BENCH_DIR, "eventual", "rules")
 WORKLOADS = [
     {"id": "hot_allow", "label": "1 hot key", "clients": 1, "op": "fixed_window_allow",
-     "desc": 1, "systems": PEERS + [NULL], "ceiling": True},
+     "desc": 1, "systems": PEERS + [NULL, EVENTUAL], "ceiling": True},
     {"id": "10k_allow", "label": "10k clients", "clients": 10_000, "op": "fixed_window_allow",
-     "desc": 1, "systems": PEERS + [NULL], "ceiling": True},
+     "desc": 1, "systems": PEERS + [NULL, EVENTUAL], "ceiling": True},
     {"id": "1m_allow", "label": "1M clients", "clients": 1_000_000, "op": "fixed_window_allow",
      "desc": 1, "systems": PEERS, "ceiling": True},
     {"id": "10k_deny", "label": "10k clients, mostly denied", "clients": 10_000,
@@ -355,11 +359,13 @@ class Haproxy(System):
 
 
 class Sluice(System):
-    def __init__(self, ctx, store):
+    def __init__(self, ctx, store, name=None, rules=RULES_DIR, db=2):
         super().__init__(ctx)
         self.store = store
-        self.name = f"sluice-{store}"
+        self.name = name or f"sluice-{store}"
         self.uses_redis = store == "redis"
+        self.rules = rules
+        self.db = db
         self.extra = []
 
     def available(self):
@@ -370,11 +376,11 @@ class Sluice(System):
 
     def start(self):
         self.port = free_port()
-        cmd = [self.ctx.sluice, "--listen", f"127.0.0.1:{self.port}", "--rules", RULES_DIR,
+        cmd = [self.ctx.sluice, "--listen", f"127.0.0.1:{self.port}", "--rules", self.rules,
                "--threads", "1", "--log-level", "warn", "--store", self.store] + self.extra
         if self.store == "redis":
-            cmd += ["--redis", f"redis://127.0.0.1:{self.ctx.redis.port}/2"]
-            self.ctx.redis.cli("FLUSHDB", db=2)
+            cmd += ["--redis", f"redis://127.0.0.1:{self.ctx.redis.port}/{self.db}"]
+            self.ctx.redis.cli("FLUSHDB", db=self.db)
         self.proc = Proc(self.name, taskset(SERVER_CPU, cmd), self.ctx.workdir)
         if not wait_port(self.port, proc=self.proc.p):
             raise BenchError(f"{self.name} did not start:\n" + self.proc.tail())
@@ -772,6 +778,30 @@ def bench_memory(ctx, systems, memory):
         s.stop()
 
 
+def bench_grpc(ctx, doc_grpc):
+    """The gRPC answers beside HTTP ones (bench/grpc.sh, h2load on the same placement): a
+    decision over Envoy's RLS against the same decision over HTTP/1.1, the gRPC health check
+    against /healthz, and nginx `return 200`, as CPU of the server per answer."""
+    missing = [t for t in ("h2load", "protoc", "nginx") if not shutil.which(t)]
+    if missing:
+        ctx.skipped["grpc"] = f"{', '.join(missing)} not installed (scripts/deps.sh bench)"
+        log(f"SKIP grpc: {ctx.skipped['grpc']}")
+        return
+    out = os.path.join(ctx.workdir, "grpc.json")
+    build_dir = os.path.dirname(ctx.sluice)
+    cmd = ["bash", os.path.join(BENCH_DIR, "grpc.sh"), "--duration",
+           str(ctx.profile["duration"]), "--rounds", str(ctx.profile["runs"]),
+           "--build-dir", build_dir, "--json", out]
+    log("grpc: " + " ".join(cmd[1:]))
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if res.returncode != 0:
+        raise BenchError(f"bench/grpc.sh failed ({res.returncode}):\n{res.stdout}{res.stderr}")
+    for line in res.stdout.splitlines():
+        log("grpc: " + line)
+    with open(out) as f:
+        doc_grpc.update(json.load(f))
+
+
 def versions():
     def cmd(c):
         try:
@@ -827,6 +857,8 @@ def main():
     ap.add_argument("--runs", type=int, default=0)
     ap.add_argument("--no-ceiling", action="store_true")
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--no-grpc", action="store_true",
+                    help="skip the gRPC answers (bench/grpc.sh) of full and quick runs")
     ap.add_argument("--command", default="", help="the command line to record in the results")
     args = ap.parse_args()
 
@@ -854,7 +886,8 @@ def main():
 
     only = set(filter(None, args.only.split(",")))
     candidates = [Nginx(ctx), Haproxy(ctx), Sluice(ctx, "memory"), Node(ctx),
-                  Sluice(ctx, "redis"), NginxNull(ctx)]
+                  Sluice(ctx, "redis"), NginxNull(ctx),
+                  Sluice(ctx, "redis", name=EVENTUAL, rules=EVENTUAL_RULES_DIR, db=3)]
     systems = []
     started = time.time()
     load_before = os.getloadavg()
@@ -872,7 +905,7 @@ def main():
             if why is None and c.uses_redis and ctx.redis is None:
                 why = ctx.skipped["redis"]
             if why is not None:
-                if c.name == "sluice-redis":
+                if c.name.startswith("sluice"):
                     log(f"SKIP {c.name}: {why}")
                 else:
                     log(f"SKIP peer {c.name}: {why}")
@@ -893,7 +926,7 @@ def main():
         if not any(s.name.startswith("sluice") for s in systems):
             raise BenchError("no Sluice system ran")
 
-        results, latency, memory = {}, {}, {}
+        results, latency, memory, grpc = {}, {}, {}, {}
         bench_throughput(ctx, systems, results)
         ctx.script_sha = None
         if not args.no_ceiling and (not only or "redis-benchmark" in only or
@@ -902,6 +935,10 @@ def main():
         bench_latency(ctx, systems, results, latency)
         if not args.no_memory:
             bench_memory(ctx, systems, memory)
+        if not ctx.smoke and not args.no_grpc and (not only or "grpc" in only):
+            for s in systems:
+                s.stop()  # grpc.sh starts its own servers on the same CPU
+            bench_grpc(ctx, grpc)
         if ctx.redis and ctx.script_sha:
             same = ctx.redis.cli("SCRIPT", "EXISTS", ctx.script_sha)
             ctx.same_script = same.strip() == "1"
@@ -928,6 +965,7 @@ def main():
         "throughput": results,
         "latency": latency,
         "memory": memory,
+        "grpc": grpc,
         "ceiling_script_sha": ctx.script_sha,
         "ceiling_script_is_sluices": ctx.same_script,
         "elapsed_s": round(time.time() - started, 1),

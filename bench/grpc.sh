@@ -6,7 +6,7 @@
 #   gRPC grpc.health.v1 Check / HTTP /healthz             answers deciding nothing (<= 1.2x)
 #   each of them / nginx `return 200`                     an HTTP answer doing no work
 #
-#   bench/grpc.sh [--duration S] [--connections N] [--rounds R] [--build-dir DIR]...
+#   bench/grpc.sh [--duration S] [--connections N] [--rounds R] [--build-dir DIR]... [--json FILE]
 #
 # Sluice runs with one I/O thread, pinned with all its threads to CPU 0, nginx (one worker)
 # too; h2load (nghttp2-client) runs on CPU 1 with N connections, one request in flight on
@@ -24,13 +24,15 @@ duration=4
 connections=64
 rounds=3
 build_dirs=()
+json_out=""
 while (($#)); do
   case $1 in
     --duration) duration=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --build-dir) build_dirs+=("$2"); shift 2 ;;
-    *) echo "usage: $0 [--duration S] [--connections N] [--rounds R] [--build-dir DIR]..." >&2
+    --json) json_out=$2; shift 2 ;;
+    *) echo "usage: $0 [--duration S] [--connections N] [--rounds R] [--build-dir DIR]... [--json FILE]" >&2
        exit 2 ;;
   esac
 done
@@ -160,10 +162,11 @@ for round in $(seq "$rounds"); do
   run "$nginx_pid" "nginx" --h1 "http://127.0.0.1:$nginx_port/" >>"$results"
 done
 
-python3 - "$results" "$connections" "$duration" "$rounds" "${build_dirs[@]}" <<'EOF'
-import statistics, sys
+python3 - "$results" "$connections" "$duration" "$rounds" "$json_out" "${build_dirs[@]}" <<'EOF'
+import json, statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
-connections, duration, rounds, dirs = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+connections, duration, rounds, json_out, dirs = (sys.argv[2], sys.argv[3], sys.argv[4],
+                                                 sys.argv[5], sys.argv[6:])
 def median(label, column):
     return statistics.median(float(r[column]) for r in rows if r[0] == label)
 print("h2load -c %s -m 1, %s s x %s alternated rounds, servers on CPU 0 (Sluice --threads 1, "
@@ -187,4 +190,17 @@ for i, name in enumerate(dirs):
                       cpu["http"] / nginx_cpu, cpu["grpc"] / nginx_cpu))
 print("| nginx | return 200 | %s | %.1f us |" % (format(int(median("nginx", 1)), ","), nginx_cpu))
 print("\n".join(summary))
+if json_out:
+    def point(label):
+        return {"rps": median(label, 1), "cpu_us_per_answer": median(label, 2),
+                "runs": [{"rps": float(r[1]), "cpu_us_per_answer": float(r[2])}
+                         for r in rows if r[0] == label]}
+    doc = {"connections": int(connections), "duration_s": float(duration),
+           "rounds": int(rounds), "nginx_return_200": point("nginx"),
+           "builds": [dict({"build_dir": name},
+                           **{key: point("%s:%d" % (key, i))
+                              for key in ("grpc", "http", "health", "healthz")})
+                      for i, name in enumerate(dirs)]}
+    with open(json_out, "w") as f:
+        json.dump(doc, f, indent=1)
 EOF

@@ -10,14 +10,15 @@ import subprocess
 import sys
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-SYSTEMS = ["sluice-memory", "nginx", "haproxy", "sluice-redis", "node", "redis-benchmark",
-           "redis-benchmark-P16", "redis-benchmark-shared", "nginx-null"]
+SYSTEMS = ["sluice-memory", "nginx", "haproxy", "sluice-redis", "sluice-eventual", "node",
+           "redis-benchmark", "redis-benchmark-P16", "redis-benchmark-shared", "nginx-null"]
 TITLES = {"sluice-memory": "Sluice memory", "nginx": "nginx limit_req",
           "haproxy": "HAProxy stick table", "sluice-redis": "Sluice Redis",
           "node": "Node RLF+ioredis", "redis-benchmark": "redis-benchmark EVALSHA",
           "redis-benchmark-P16": "redis-benchmark EVALSHA -P16",
           "redis-benchmark-shared": "redis-benchmark EVALSHA, Redis sharing CPU 1",
-          "nginx-null": "nginx return 200 (null answer)"}
+          "nginx-null": "nginx return 200 (null answer)",
+          "sluice-eventual": "Sluice Redis eventual"}
 # CPU per answer: (numerator, its figure, denominator, its figure, goal: at most this ratio,
 # workloads). A figure is "server" (the system's process) or "redis" (its redis-server).
 CPU_GOALS = [
@@ -29,7 +30,16 @@ CPU_GOALS = [
 RATIOS = [("sluice-memory", "nginx", 1.0), ("sluice-memory", "haproxy", None),
           ("sluice-redis", "redis-benchmark", 1.0), ("sluice-redis", "node", 3.0),
           ("sluice-redis", "redis-benchmark-P16", None),
-          ("sluice-redis", "redis-benchmark-shared", None)]
+          ("sluice-redis", "redis-benchmark-shared", None),
+          ("sluice-eventual", "sluice-memory", 0.8)]
+# The gRPC answers (bench/grpc.sh): (numerator, denominator, label, goal: at most this ratio).
+GRPC_GOALS = [("grpc", "http", "gRPC `ShouldRateLimit` / HTTP/1.1 `/shouldAllowRequest`", 1.5),
+              ("health", "healthz", "gRPC health `Check` / HTTP `/healthz`", 1.2),
+              ("http", "nginx", "HTTP/1.1 decision / nginx `return 200`", None),
+              ("grpc", "nginx", "gRPC decision / nginx `return 200`", None)]
+GRPC_TITLES = {"grpc": "gRPC `ShouldRateLimit` (Envoy's RLS)",
+               "http": "HTTP/1.1 `/shouldAllowRequest`, the same decision",
+               "health": "gRPC `grpc.health.v1.Health/Check`", "healthz": "HTTP/1.1 `/healthz`"}
 
 
 def med(point, key="rps"):
@@ -149,10 +159,36 @@ def cpu_lines(doc, wls, present):
         label = (f"{TITLES[a]}{' (redis-server)' if fa == 'redis' else ''} / "
                  f"{TITLES[b]}{' (redis-server)' if fb == 'redis' else ''} [≤ {goal:g}×]")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += ["", "The gRPC figures (a decision over Envoy's RLS against the same decision over "
-              "HTTP/1.1; the gRPC health check against `/healthz`) come from `bench/grpc.sh`, "
-              "in docs/benchmarks.md.", ""]
-    return lines
+    return lines + grpc_lines(doc)
+
+
+def grpc_lines(doc):
+    """The gRPC answers beside HTTP ones and nginx's null answer (bench/grpc.sh's medians)."""
+    g = doc.get("grpc") or {}
+    if not g.get("builds"):
+        why = (doc.get("skipped") or {}).get("grpc")
+        return ["", "gRPC answers: not measured in this run" + (f" ({why})." if why else
+                                                              " (`--no-grpc` or `--smoke`)."), ""]
+    b = g["builds"][0]
+    fig = dict(b, nginx=g["nginx_return_200"])
+    lines = ["", "### gRPC answers beside HTTP ones", "",
+             f"`bench/grpc.sh` in the same run: h2load (one thread, {g['connections']} "
+             f"connections, one call in flight each) on CPU 1, Sluice (`--threads 1`) and nginx "
+             f"(one worker, `return 200`) on CPU 0; {g['rounds']} round{'s' if g['rounds'] != 1 else ''} of "
+             f"{g['duration_s']:g} s, the paths alternated within each round; medians.", "",
+             "| answer | answers/s | µs CPU / answer (server) |", "|---|---:|---:|"]
+    for key in ("grpc", "http", "health", "healthz"):
+        lines.append(f"| {GRPC_TITLES[key]} | {fig[key]['rps']:,.0f} | "
+                     f"{fig[key]['cpu_us_per_answer']:.1f} |")
+    lines.append(f"| {TITLES['nginx-null']} | {fig['nginx']['rps']:,.0f} | "
+                 f"{fig['nginx']['cpu_us_per_answer']:.1f} |")
+    lines += ["", "| ratio of CPU per answer [goal: at most] | |", "|---|---:|"]
+    for a, b_, label, goal in GRPC_GOALS:
+        r = ratio(fig[a]["cpu_us_per_answer"], fig[b_]["cpu_us_per_answer"])
+        cell = "—" if r is None else f"{r:.2f}×" + ("" if goal is None
+                                                   else (" ✓" if r <= goal else " ✗"))
+        lines.append(f"| {label}" + (f" [≤ {goal:g}×]" if goal else "") + f" | {cell} |")
+    return lines + [""]
 
 
 def markdown(doc):
@@ -363,7 +399,8 @@ def plot(doc, out):
     alg_wls = [w for w in wls if w["id"] == "10k_allow" or "nginx" not in w["systems"]]
     mem_sys = [s for s in ("sluice-memory", "nginx", "haproxy")
                if any(s in tp[w["id"]] for w in peer_wls)] or ["sluice-memory"]
-    red_sys = [s for s in ("sluice-redis", "node", "redis-benchmark", "redis-benchmark-P16",
+    red_sys = [s for s in ("sluice-redis", "sluice-eventual", "node", "redis-benchmark",
+                           "redis-benchmark-P16",
                            "redis-benchmark-shared")
                if any(s in tp[w["id"]] for w in peer_wls)] or ["sluice-redis"]
     alg_sys = [s for s in ("sluice-memory", "sluice-redis")

@@ -6,6 +6,7 @@
 #
 # Usage: bench/run.sh [--smoke|--quick] [--no-install] [--sluice PATH] [--out DIR]
 #                     [--only SYSTEMS] [--workloads IDS] [--duration S] [--runs N]
+#                     [--no-ceiling] [--no-memory] [--no-grpc]
 #   (default)     the full run: ~12 minutes, both cores busy; writes bench/results/
 #   --quick       fewer and shorter runs; writes bench/results/tmp/quick/
 #   --smoke       a few seconds per system, one workload (the CTest entry); writes a temp dir.
@@ -30,7 +31,7 @@ while (($#)); do
     --no-install) install=0 ;;
     --sluice) sluice=$2; shift ;;
     --out|--only|--workloads|--duration|--runs) pass+=("$1" "$2"); shift ;;
-    --no-ceiling|--no-memory) pass+=("$1") ;;
+    --no-ceiling|--no-memory|--no-grpc) pass+=("$1") ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac

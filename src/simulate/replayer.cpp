@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sluice/decision/decision_service.hpp"
+#include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/memory_store.hpp"
 
 namespace sluice::simulate {
@@ -12,7 +13,8 @@ namespace {
 constexpr const char* kSketchSeed = "000102030405060708090a0b0c0d0e0f";
 }  // namespace
 
-Replayer::Replayer(std::vector<RuleSetPtr> sets) : sets_(std::move(sets)) {
+Replayer::Replayer(std::vector<RuleSetPtr> sets, bool direct)
+    : sets_(std::move(sets)), direct_enabled_(direct) {
   current_ = sets_.empty() ? nullptr : sets_.front();
   MemoryStoreOptions options;
   // Memory is bounded by the live buckets (expired ones are swept as time moves on); a
@@ -52,6 +54,144 @@ Result<Decision> Replayer::decide(Micros time_us, const std::string& rules_hash,
     return makeError(ErrorKind::kInternal, "the memory store did not answer inline");
   }
   return std::move(*answer);
+}
+
+namespace {
+
+/// A limit's status as the decision service fills it from a matched rule.
+void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
+  const RateLimit& rule = *matched.limit;
+  status.name.assign(rule.name);
+  status.limit = rule.requests_per_unit;
+  status.unit = rule.unit;
+  status.unit_multiplier = rule.unit_multiplier;
+  status.window_us = rule.params.window_us;
+  status.algorithm = rule.params.algorithm;
+  status.shadow = rule.shadow_mode;
+  status.unlimited = rule.unlimited;
+  status.shape = rule.params.shape;
+  status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
+  status.explicit_name = rule.explicit_name;
+  status.quota = rule.quota_mode;
+  status.rule = matched.limit;
+  status.from_request = false;
+  status.override_value.reset();
+  status.holds_expired = 0;
+  status.outcome = Outcome{};
+}
+
+/// A request the direct path decides exactly as the decision service would: nothing of
+/// what the service does besides match, key, store and assemble.
+bool plainRequest(const DecisionRequest& request) {
+  return request.descriptor_hits.empty() && request.descriptor_limits.empty() && !request.refund &&
+         request.descriptor_refunds.empty() && request.charge != Charge::kReport &&
+         !request.envoy_api && request.lease == 0 && request.reservation.op == HoldOp::kNone;
+}
+
+/// A matched rule the direct path takes: not a candidate (its own bucket and status), not a
+/// calendar limit whose zone the request names, not a concurrency limit (a lease).
+bool plainRule(const RateLimit& rule) {
+  return !rule.candidate && rule.calendar_zone_from.empty() &&
+         rule.params.algorithm != Algorithm::kConcurrency;
+}
+
+}  // namespace
+
+Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
+  if (!plainRequest(request) || !current_) {
+    return DirectResult::kNotDirect;
+  }
+  const DomainConfig* domain = current_->findDomain(request.domain);
+  if (domain == nullptr) {
+    return DirectResult::kNotDirect;  // the service answers an unknown domain
+  }
+  RequestMatch& match = direct_.match;
+  matchRequestInto(*domain, request.descriptors, match);
+  for (const DescriptorMatch& dm : match.descriptors) {
+    for (const MatchedLimit& ml : dm.limits) {
+      if (!plainRule(*ml.limit)) {
+        return DirectResult::kNotDirect;
+      }
+    }
+  }
+  Decision& decision = direct_.decision;
+  decision.request = std::move(request);
+  decision.allowed = true;
+  decision.degraded = false;
+  decision.domain_known = true;
+  decision.decided_at_us = 0;
+  decision.domain = domain;
+  decision.holds_expired = 0;
+  buildDirect();
+  StoreRequest& store_request = direct_.store_request;
+  if (store_request.limits.empty()) {
+    return DirectResult::kDecided;  // nothing to evaluate: allowed, decided at no instant
+  }
+  DirectResult result = DirectResult::kRefused;
+  store_->evaluate(store_request, [this, &result](Result<StoreResponse>&& response) {
+    if (!response) {
+      return;  // refused, as the service refuses on a store error
+    }
+    result = DirectResult::kDecided;
+    Decision& d = direct_.decision;
+    const auto& positions = direct_.positions;
+    for (std::size_t i = 0; i < positions.size() && i < response->outcomes.size(); ++i) {
+      d.descriptors[positions[i].first].limits[positions[i].second].outcome = response->outcomes[i];
+    }
+    for (std::size_t i = 0; i < positions.size() && i < response->holds_expired.size(); ++i) {
+      d.descriptors[positions[i].first].limits[positions[i].second].holds_expired =
+          response->holds_expired[i];
+      d.holds_expired += response->holds_expired[i];
+    }
+    d.allowed = response->allowed;
+    d.degraded = response->degraded;
+    d.decided_at_us = response->at_us;
+    recycleStoreResponse(std::move(*response));
+  });
+  return result;
+}
+
+void Replayer::buildDirect() {
+  Decision& decision = direct_.decision;
+  const DecisionRequest& request = decision.request;
+  const RequestMatch& match = direct_.match;
+  StoreRequest& store_request = direct_.store_request;
+  store_request.cost = request.hits;
+  store_request.charge = request.charge;
+  store_request.lease = 0;
+  store_request.hold.op = HoldOp::kNone;
+  direct_.positions.clear();
+  std::size_t limits_used = 0;
+  decision.descriptors.resize(match.descriptors.size());
+  for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
+    const DescriptorMatch& dm = match.descriptors[d];
+    DescriptorStatus& ds = decision.descriptors[d];
+    ds.matched = dm.matched;
+    ds.node = dm.node;
+    ds.metadata_json.clear();  // the merged metadata is left out (no report reads it)
+    ds.limits.resize(dm.limits.size());
+    for (std::size_t l = 0; l < dm.limits.size(); ++l) {
+      const MatchedLimit& ml = dm.limits[l];
+      fillStatus(ds.limits[l], ml);
+      if (ml.limit->unlimited) {
+        continue;
+      }
+      if (limits_used == store_request.limits.size()) {
+        store_request.limits.emplace_back();
+      }
+      StoreLimit& limit = store_request.limits[limits_used++];
+      BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
+      limit.params = ml.limit->params;
+      limit.shadow = ml.limit->shadow_mode;
+      limit.cost = request.hits;
+      limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
+      limit.refund = false;
+      // The replay's memory store has no runtime overrides: none can apply.
+      limit.override_rule = nullptr;
+      direct_.positions.emplace_back(d, l);
+    }
+  }
+  store_request.limits.resize(limits_used);
 }
 
 std::uint64_t Replayer::capacityEvictions() {

@@ -42,33 +42,54 @@ class ReplayClock final : public Clock {
 /// own error.
 class Replayer {
  public:
-  /// `sets`: at least one; the first decides lines whose hash matches none.
-  explicit Replayer(std::vector<RuleSetPtr> sets);
+  /// `sets`: at least one; the first decides lines whose hash matches none. `direct`
+  /// false: every request goes through the decision service (the direct path's reference,
+  /// for tests).
+  explicit Replayer(std::vector<RuleSetPtr> sets, bool direct = true);
   ~Replayer();
   Replayer(const Replayer&) = delete;
   Replayer& operator=(const Replayer&) = delete;
 
   /// Decides `request` at `time_us` with the rules of hash `rules_hash` (when one of the
   /// sets has it) and hands the decision to `use` before this returns (the memory store
-  /// answers inline). `request` is moved in and comes back in the decision
-  /// (Decision::request), from which `use` may take it back; the rest of the decision is
-  /// the thread's spare storage again once `use` returns (recycleDecision), so a replay
-  /// neither moves nor allocates decisions. False, without calling `use`, when the request
-  /// was refused (a line live would have answered with an error).
+  /// answers inline). `request` is lent: `use` sees it as Decision::request (and must not
+  /// take it), and it is back in `request` when this returns; the rest of the decision is
+  /// the replayer's (or the thread's spare) storage again, so a replay neither copies nor
+  /// allocates decisions. False, without calling `use`, when the request was refused (a
+  /// line live would have answered with an error); `request` is then spent.
+  ///
+  /// The usual request (no per-descriptor hits, limits or refunds, no reservation or
+  /// lease, not a report, a known domain, no candidate, calendar-zone or concurrency limit)
+  /// is decided directly: matched and keyed as the decision service does, its store request
+  /// handed to the same memory store, the answer written into a decision the replayer
+  /// keeps. Every other request goes through the decision service itself. The direct
+  /// decision leaves out what no report reads: the merged metadata and the thread's
+  /// observers (a replay has none).
   template <typename Use>
-  bool decide(Micros time_us, const std::string& rules_hash, DecisionRequest&& request, Use&& use) {
-    bool used = false;
+  bool decide(Micros time_us, const std::string& rules_hash, DecisionRequest& request, Use&& use) {
     start(time_us, rules_hash);
-    service_->decide(std::move(request), [&use, &used](Result<Decision>&& result) {
+    if (direct_enabled_) {
+      const DirectResult direct = decideDirect(request);
+      if (direct != DirectResult::kNotDirect) {
+        if (direct == DirectResult::kDecided) {
+          use(static_cast<const Decision&>(direct_.decision));
+        }
+        request = std::move(direct_.decision.request);
+        return direct == DirectResult::kDecided;
+      }
+    }
+    bool used = false;
+    service_->decide(std::move(request), [&use, &used, &request](Result<Decision>&& result) {
       if (result) {
-        use(*result);
+        use(static_cast<const Decision&>(*result));
         used = true;
+        request = std::move(result->request);
         recycleDecision(std::move(*result));
       }
     });
     return used;
   }
-  /// The same, the decision returned (moved out: for a caller that keeps it).
+  /// Through the decision service, the decision returned (for a caller that keeps it).
   Result<Decision> decide(Micros time_us, const std::string& rules_hash, DecisionRequest&& request);
 
   /// The rule set that decided the last request.
@@ -77,8 +98,24 @@ class Replayer {
   std::uint64_t capacityEvictions();
 
  private:
+  /// The direct path's storage, kept from one request to the next (capacity reused).
+  struct Direct {
+    Decision decision;
+    RequestMatch match;
+    StoreRequest store_request;
+    std::vector<std::pair<std::size_t, std::size_t>> positions;  ///< (descriptor, limit)
+  };
+
   /// The rule set and the clock for the next decision.
   void start(Micros time_us, const std::string& rules_hash);
+  enum class DirectResult { kNotDirect, kDecided, kRefused };
+  /// The direct path: kDecided with `request` moved into direct_.decision and decided
+  /// (kRefused: the store failed, as the service's refusal); kNotDirect, `request`
+  /// untouched, for a request the decision service must decide.
+  DirectResult decideDirect(DecisionRequest& request);
+  /// The descriptors' statuses and the store request from direct_.match (as the decision
+  /// service builds them for such a request).
+  void buildDirect();
 
   std::vector<RuleSetPtr> sets_;
   RuleSetPtr current_;
@@ -86,6 +123,8 @@ class Replayer {
   Metrics metrics_;
   StorePtr store_;
   std::unique_ptr<DecisionService> service_;
+  bool direct_enabled_ = true;
+  Direct direct_;
 };
 
 }  // namespace sluice::simulate

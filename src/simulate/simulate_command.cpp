@@ -537,7 +537,7 @@ class Simulation {
     if (!baselines_.empty()) {
       old = std::make_unique<Replayer>(baselines_);
     }
-    Pass run{differ, html, fresh, old.get(), {}};
+    Pass run{differ, html, fresh, old.get(), {}, {}};
     for (auto& source : sources) {
       if (const int status = readSource(*source, run, facts); status != kExitPassed) {
         return status;
@@ -558,6 +558,7 @@ class Simulation {
     Replayer& fresh;
     Replayer* old;
     ReorderBuffer pending;
+    DecisionRequest copy;  ///< the baseline's copy of the request (its storage reused)
   };
 
   /// Every line of one log: parsed (a malformed one counted, or the end under --strict),
@@ -612,22 +613,21 @@ class Simulation {
   static void replay(Pass& run, LoggedRequest& logged) {
     auto decideNew = [&run, &logged](const Decision* baseline) {
       run.fresh.decide(
-          logged.time_us, logged.rules_hash, std::move(logged.request), [&](Decision& decision) {
+          logged.time_us, logged.rules_hash, logged.request, [&](const Decision& decision) {
             run.differ.add(logged.time_us, baseline, decision, logged.decision, logged.rule);
             if (run.html != nullptr) {
               run.html->add(logged.time_us, baseline, decision);
             }
-            logged.request = std::move(decision.request);
           });
     };
     if (run.old == nullptr) {
       decideNew(nullptr);
       return;
     }
-    DecisionRequest copy = takeSpareRequest();
-    copyRequest(logged.request, copy);
-    if (!run.old->decide(logged.time_us, logged.rules_hash, std::move(copy),
-                         [&decideNew](Decision& baseline) { decideNew(&baseline); })) {
+    run.copy.clearForReuse();
+    copyRequest(logged.request, run.copy);
+    if (!run.old->decide(logged.time_us, logged.rules_hash, run.copy,
+                         [&decideNew](const Decision& baseline) { decideNew(&baseline); })) {
       decideNew(nullptr);
     }
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "simulate/replayer.hpp"
 
 namespace sluice::simulate {
@@ -162,6 +164,119 @@ TEST(ReplayerTest, ChoosesTheBaselineByTheRecordedRulesHash) {
   // The same bucket (same key) under the looser set: counters carry over, as on a reload.
   EXPECT_TRUE(replayer.decide(kStart, old_rules->hash, request("x"))->allowed);
   EXPECT_EQ(replayer.current(), old_rules);
+}
+
+// The replayer decides the usual request directly (its own match, keys and memory store
+// call); every other request goes through the decision service. Both must decide alike:
+// a random stream over rules of every algorithm, shadow and quota limits, unlimited and
+// nested rules, client ids and costs, replayed both ways, decision by decision.
+TEST(ReplayerTest, TheDirectPathDecidesAsTheDecisionService) {
+  constexpr const char* kRules = R"(
+domain: api
+descriptors:
+  - key: path
+    value: /login
+    rate_limit: {name: login, unit: second, requests_per_unit: 6}
+    descriptors:
+      - key: user
+        rate_limit: {name: login_per_user, unit: second, requests_per_unit: 2}
+  - key: path
+    value: /free
+    rate_limit: {unlimited: true}
+  - key: path
+    value: /search
+    descriptors:
+      - key: user
+        rate_limit: {name: search, unit: second, requests_per_unit: 3, algorithm: token_bucket}
+  - key: path
+    value: /checkout
+    descriptors:
+      - key: user
+        rate_limit: {name: checkout, unit: second, requests_per_unit: 3, algorithm: sliding_window_counter}
+  - key: path
+    value: /items
+    descriptors:
+      - key: user
+        rate_limit: {name: items, unit: second, requests_per_unit: 3, algorithm: leaky_bucket}
+  - key: path
+    value: /log
+    descriptors:
+      - key: user
+        rate_limit: {name: log, unit: second, requests_per_unit: 3, algorithm: sliding_window_log}
+  - key: path
+    value: /sk
+    descriptors:
+      - key: user
+        rate_limit: {name: sk, unit: second, requests_per_unit: 3, algorithm: sketch, sketch: {expected_requests: 500}}
+  - key: tenant
+    shadow_mode: true
+    rate_limit: {name: tenant, unit: second, requests_per_unit: 4}
+  - key: plan
+    quota_mode: true
+    rate_limit: {name: plan, unit: second, requests_per_unit: 2}
+)";
+  RuleSetPtr rules = load(kRules);
+  Replayer direct({rules});
+  Replayer service({rules}, /*direct=*/false);
+  std::mt19937_64 rng(7);
+  const char* paths[] = {"/login", "/free", "/search", "/checkout", "/items", "/log", "/sk", "/x"};
+  Micros at = kStart;
+  for (int i = 0; i < 4000; ++i) {
+    at += static_cast<Micros>(rng() % 200'000);
+    DecisionRequest r;
+    r.domain = rng() % 20 == 0 ? "unknown" : "api";
+    r.hits = static_cast<std::int64_t>(rng() % 4);
+    const std::string user = "u" + std::to_string(rng() % 5);
+    if (rng() % 4 == 0) {
+      r.client_id = user;
+    }
+    r.descriptors.push_back({{"path", paths[rng() % 8]}, {"user", user}});
+    if (rng() % 3 == 0) {
+      r.descriptors.push_back(
+          {{rng() % 2 == 0 ? "tenant" : "plan", "t" + std::to_string(rng() % 2)}});
+    }
+    DecisionRequest copy = r;
+    Decision seen;
+    bool decided = direct.decide(at, "", r, [&](const Decision& d) {
+      seen.allowed = d.allowed;
+      seen.domain_known = d.domain_known;
+      seen.decided_at_us = d.decided_at_us;
+      seen.descriptors = d.descriptors;
+    });
+    ASSERT_TRUE(decided);
+    EXPECT_EQ(r.domain, copy.domain) << "the request comes back";
+    auto expected = service.decide(at, "", std::move(copy));
+    ASSERT_TRUE(expected.ok());
+    SCOPED_TRACE("request " + std::to_string(i));
+    EXPECT_EQ(seen.allowed, expected->allowed);
+    EXPECT_EQ(seen.domain_known, expected->domain_known);
+    EXPECT_EQ(seen.decided_at_us, expected->decided_at_us);
+    ASSERT_EQ(seen.descriptors.size(), expected->descriptors.size());
+    for (std::size_t d = 0; d < seen.descriptors.size(); ++d) {
+      const DescriptorStatus& a = seen.descriptors[d];
+      const DescriptorStatus& b = expected->descriptors[d];
+      EXPECT_EQ(a.matched, b.matched);
+      EXPECT_EQ(a.node, b.node);
+      ASSERT_EQ(a.limits.size(), b.limits.size());
+      for (std::size_t l = 0; l < a.limits.size(); ++l) {
+        const LimitStatus& x = a.limits[l];
+        const LimitStatus& y = b.limits[l];
+        EXPECT_EQ(x.name, y.name);
+        EXPECT_EQ(x.rule, y.rule);
+        EXPECT_EQ(x.limit, y.limit);
+        EXPECT_EQ(x.shadow, y.shadow);
+        EXPECT_EQ(x.unlimited, y.unlimited);
+        EXPECT_EQ(x.quota, y.quota);
+        EXPECT_EQ(x.outcome.allowed, y.outcome.allowed);
+        EXPECT_EQ(x.outcome.remaining, y.outcome.remaining);
+        EXPECT_EQ(x.outcome.reset_after_us, y.outcome.reset_after_us);
+        EXPECT_EQ(x.outcome.retry_after_us, y.outcome.retry_after_us);
+        EXPECT_EQ(x.outcome.delay_us, y.outcome.delay_us);
+        EXPECT_EQ(x.outcome.never, y.outcome.never);
+      }
+    }
+    EXPECT_EQ(decisionWord(seen), decisionWord(*expected));
+  }
 }
 
 }  // namespace
