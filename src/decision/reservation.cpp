@@ -132,17 +132,25 @@ std::string formatReservationId(const ReservationId& id) {
 
 void reservation_detail::assignReservationId(std::string& out, Micros expires_at_us,
                                              std::string_view nonce, std::uint64_t fingerprint) {
-  char expiry[24];
-  std::size_t digits = 16;
   constexpr Micros kEight = 100000000;
-  if (expires_at_us >= kEight * kEight / 10 && expires_at_us < kEight * kEight) {
-    // The usual expiry, microseconds since the epoch: 16 digits, eight at a time.
-    words::writeDecimal8(static_cast<std::uint32_t>(expires_at_us / kEight), expiry);
-    words::writeDecimal8(static_cast<std::uint32_t>(expires_at_us % kEight), expiry + 8);
-  } else {
-    digits = static_cast<std::size_t>(
-        std::to_chars(expiry, expiry + sizeof expiry, expires_at_us).ptr - expiry);
+  if (expires_at_us >= kEight * kEight / 10 && expires_at_us < kEight * kEight &&
+      nonce.size() == 16) {
+    // The usual id: an expiry of 16 digits (microseconds since the epoch), eight at a time,
+    // and every part at a place known here.
+    out.resize(53);
+    char* p = out.data();
+    std::memcpy(p, "r1.", 3);
+    words::writeDecimal8(static_cast<std::uint32_t>(expires_at_us / kEight), p + 3);
+    words::writeDecimal8(static_cast<std::uint32_t>(expires_at_us % kEight), p + 11);
+    p[19] = '.';
+    std::memcpy(p + 20, nonce.data(), 16);
+    p[36] = '.';
+    writeHex16(fingerprint, p + 37);
+    return;
   }
+  char expiry[24];
+  const auto digits = static_cast<std::size_t>(
+      std::to_chars(expiry, expiry + sizeof expiry, expires_at_us).ptr - expiry);
   // r1.<expiry>.<nonce>.<fingerprint>, written in place.
   out.resize(kIdVersion.size() + 1 + digits + 1 + nonce.size() + 1 + 16);
   char* p = out.data();
@@ -167,16 +175,18 @@ std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
   if (text.empty()) {
     return "empty";
   }
-  if (text.size() > 80 || text.substr(0, 3) != "r1.") {
+  if (text.size() > 80 || !text.starts_with("r1.")) {
     return kShape;
   }
-  std::string_view rest = text.substr(3);
-  const std::size_t dot1 = rest.find('.');
+  std::string_view rest = text;
+  rest.remove_prefix(3);
+  // The usual id has a 16-digit expiry: its dot is where it is expected.
+  const std::size_t dot1 = rest.size() == 50 && rest[16] == '.' ? 16 : rest.find('.');
   if (dot1 == std::string_view::npos) {
     return kShape;
   }
   // A positive decimal number that fits (leading zeros allowed, no sign).
-  std::string_view expiry = rest.substr(0, dot1);
+  std::string_view expiry(rest.data(), dot1);
   constexpr std::string_view kNotNumber = "its expiry is not a number";
   Micros value = 0;
   // 18 digits always fit (eight at a time while eight are left); a longer number is
@@ -206,13 +216,13 @@ std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
     return kNotNumber;
   }
   expires_at_us = value;
-  rest = rest.substr(dot1 + 1);
-  std::uint64_t nonce_value = 0;
-  if (rest.size() != 33 || rest[16] != '.' || !readHex16(rest.substr(0, 16), nonce_value) ||
-      !readHex16(rest.substr(17), fingerprint)) {
+  rest.remove_prefix(dot1 + 1);
+  // The nonce is only checked: the store takes its text.
+  if (rest.size() != 33 || rest[16] != '.' || !isHex16(std::string_view(rest.data(), 16)) ||
+      !readHex16(std::string_view(rest.data() + 17, 16), fingerprint)) {
     return kShape;
   }
-  nonce = rest.substr(0, 16);
+  nonce = std::string_view(rest.data(), 16);
   return {};
 }
 

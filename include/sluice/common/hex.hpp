@@ -27,10 +27,9 @@ namespace hex_detail {
 using words::kHighs;
 using words::kOnes;
 
-/// The 8 lower-case hex digits at `p` (the first the most significant) -> their value, all
-/// eight bytes at once; false if a byte is not one.
-inline bool readHex8(const char* p, std::uint32_t& value) {
-  const std::uint64_t x = words::load(p);
+/// True when the 8 bytes of `x` are lower-case hex digits; `letters` then has the high bit
+/// of each byte that is a letter.
+inline bool hexWord(std::uint64_t x, std::uint64_t& letters) {
   if ((x & kHighs) != 0) {
     return false;
   }
@@ -38,12 +37,20 @@ inline bool readHex8(const char* p, std::uint32_t& value) {
   // the high bit of (byte + 0x80 - c) says byte >= c.
   const auto atLeast = [x](unsigned char c) { return x + kOnes * (0x80U - c); };
   const std::uint64_t digit = atLeast('0') & ~atLeast('9' + 1);
-  const std::uint64_t letter = atLeast('a') & ~atLeast('f' + 1);
-  if (((digit | letter) & kHighs) != kHighs) {
+  letters = atLeast('a') & ~atLeast('f' + 1) & kHighs;
+  return ((digit | letters) & kHighs) == kHighs;
+}
+
+/// The 8 lower-case hex digits at `p` (the first the most significant) -> their value, all
+/// eight bytes at once; false if a byte is not one.
+inline bool readHex8(const char* p, std::uint32_t& value) {
+  const std::uint64_t x = words::load(p);
+  std::uint64_t letters = 0;
+  if (!hexWord(x, letters)) {
     return false;
   }
   // Nibble values ('a' & 0xf is 1: 9 more), then pairs, quads and the eight put together.
-  std::uint64_t v = (x & (kOnes * 0x0f)) + ((letter & kHighs) >> 7) * 9;
+  std::uint64_t v = (x & (kOnes * 0x0f)) + (letters >> 7) * 9;
   v = ((v << 4) | (v >> 8)) & 0x00ff00ff00ff00ffULL;
   v = ((v << 8) | (v >> 16)) & 0x0000ffff0000ffffULL;
   v = ((v << 16) | (v >> 32)) & 0xffffffffULL;
@@ -76,6 +83,14 @@ inline bool readHex16(std::string_view text, std::uint64_t& value) {
   }
   value = static_cast<std::uint64_t>(high) << 32 | low;
   return true;
+}
+
+/// True when `text` is exactly 16 lower-case hex digits (what readHex16 reads), without
+/// their value.
+inline bool isHex16(std::string_view text) {
+  std::uint64_t letters = 0;
+  return text.size() == 16 && hex_detail::hexWord(words::load(text.data()), letters) &&
+         hex_detail::hexWord(words::load(text.data() + 8), letters);
 }
 
 /// `value` as exactly 16 lower-case hex digits at `out` (what readHex16 reads).
