@@ -18,7 +18,7 @@ constexpr LaterForgotten laterForgotten;
 
 }  // namespace
 
-HeldAmount HoldSet::refresh(Micros now) {
+HeldAmount HoldSet::refreshDue(Micros now) {
   HeldAmount out;
   if (first_expiry_ != 0 && first_expiry_ <= now) {
     for (std::size_t i = 0; i < live_.size();) {

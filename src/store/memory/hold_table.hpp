@@ -80,8 +80,14 @@ class HoldSet {
   }
 
   /// Marks the holds past their expiry as expired (counted in `expired`), forgets those past
-  /// `forget_at`, and sums the live ones.
-  HeldAmount refresh(Micros now);
+  /// `forget_at`, and sums the live ones. Inline where nothing is due (the usual step).
+  HeldAmount refresh(Micros now) {
+    if ((first_expiry_ != 0 && first_expiry_ <= now) ||
+        (!memories_.empty() && memories_.front().forget_at <= now)) {
+      return refreshDue(now);
+    }
+    return HeldAmount{held_, first_expiry_, 0};
+  }
 
   /// The live hold of `nonce`, or null.
   Hold* findLive(const HoldNonce& nonce);
@@ -105,6 +111,7 @@ class HoldSet {
   std::size_t forgetPast(Micros now);
 
  private:
+  HeldAmount refreshDue(Micros now);
   void pushMemory(const Hold& hold);
   void popMemory();
   void sumLive();
