@@ -101,7 +101,12 @@ Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
   if (!plainRequest(request) || !current_) {
     return DirectResult::kNotDirect;
   }
-  const DomainConfig* domain = current_->findDomain(request.domain);
+  if (direct_.domain_set != current_.get() || direct_.domain_name != request.domain) {
+    direct_.domain_set = current_.get();
+    direct_.domain_name.assign(request.domain);
+    direct_.domain = current_->findDomain(request.domain);
+  }
+  const DomainConfig* domain = direct_.domain;
   if (domain == nullptr) {
     return DirectResult::kNotDirect;  // the service answers an unknown domain
   }
@@ -172,26 +177,41 @@ void Replayer::buildDirect() {
     ds.limits.resize(dm.limits.size());
     for (std::size_t l = 0; l < dm.limits.size(); ++l) {
       const MatchedLimit& ml = dm.limits[l];
-      fillStatus(ds.limits[l], ml);
+      LimitStatus& status = ds.limits[l];
+      if (status.rule == ml.limit && !status.from_request && !status.override_value) {
+        // The same rule as this status's last request (hence the same node): only what
+        // the store answers changes.
+        status.holds_expired = 0;
+        status.outcome = Outcome{};
+      } else {
+        fillStatus(status, ml);
+      }
       if (ml.limit->unlimited) {
         continue;
       }
       if (limits_used == store_request.limits.size()) {
         store_request.limits.emplace_back();
+        direct_.store_rules.push_back(nullptr);
       }
-      StoreLimit& limit = store_request.limits[limits_used++];
+      StoreLimit& limit = store_request.limits[limits_used];
+      const RateLimit*& built_from = direct_.store_rules[limits_used];
+      ++limits_used;
       BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
-      limit.params = ml.limit->params;
-      limit.shadow = ml.limit->shadow_mode;
+      if (built_from != ml.limit) {
+        built_from = ml.limit;
+        limit.params = ml.limit->params;
+        limit.shadow = ml.limit->shadow_mode;
+        limit.refund = false;
+        // The replay's memory store has no runtime overrides: none can apply.
+        limit.override_rule = nullptr;
+      }
       limit.cost = request.hits;
       limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
-      limit.refund = false;
-      // The replay's memory store has no runtime overrides: none can apply.
-      limit.override_rule = nullptr;
       direct_.positions.emplace_back(d, l);
     }
   }
   store_request.limits.resize(limits_used);
+  direct_.store_rules.resize(limits_used);
 }
 
 std::uint64_t Replayer::capacityEvictions() {

@@ -104,6 +104,13 @@ class Replayer {
     RequestMatch match;
     StoreRequest store_request;
     std::vector<std::pair<std::size_t, std::size_t>> positions;  ///< (descriptor, limit)
+    /// The rule each store limit's parameters were copied from (null: none yet): a limit
+    /// of the same rule keeps them.
+    std::vector<const RateLimit*> store_rules;
+    /// The last domain looked up, in the last rule set.
+    const RuleSet* domain_set = nullptr;
+    std::string domain_name;
+    const DomainConfig* domain = nullptr;
   };
 
   /// The rule set and the clock for the next decision.
