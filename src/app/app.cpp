@@ -395,6 +395,7 @@ class SluiceServer {
     StorePtr store;
     std::unique_ptr<DecisionObserver> metrics;
     std::unique_ptr<DecisionObserver> reservation_metrics;
+    std::unique_ptr<DecisionObserver> ban_observer;
     std::unique_ptr<DecisionService> decisions;
     std::unique_ptr<LeaseService> leases;
   };
@@ -585,6 +586,8 @@ class SluiceServer {
     t.reservation_metrics = makeReservationMetrics(metrics_);
     parts.observers.push_back(t.metrics.get());
     parts.observers.push_back(t.reservation_metrics.get());
+    t.ban_observer = makeBanObserver(metrics_, clock_);
+    parts.observers.push_back(t.ban_observer.get());
     for (DecisionObserver* observer : operations_->observers()) {
       parts.observers.push_back(observer);
     }

@@ -422,6 +422,9 @@ void writeLimit(JsonWriter& w, const LimitStatus& limit) {
   if (o.never) {
     w.field("never", true);
   }
+  if (o.banned) {
+    w.field("banned", true);  // in the penalty box until retry_after_ms (docs/bans.md)
+  }
   if (limit.algorithm == Algorithm::kSketch) {
     // remaining is a lower bound, retry_after an upper bound of the exact limiter's.
     w.field("approximate", true);
@@ -703,6 +706,9 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
     if (binding->outcome.never) {
       w.field("reason", "the cost exceeds what limit \"" + binding->name + "\" can ever admit");
     }
+    if (!decision.allowed && binding->outcome.banned) {
+      w.field("banned", true);
+    }
     response.header_lines.reserve(256);
     appendRateLimitHeaders(response.header_lines, *binding, !decision.allowed);
   }
@@ -755,6 +761,9 @@ Response envoyResponse(const Decision& decision) {
     w.field("limitRemaining", std::max<std::int64_t>(0, binding->outcome.remaining));
     w.field("durationUntilReset",
             std::to_string(ceilSeconds(binding->outcome.reset_after_us)) + "s");
+    if (over && binding->outcome.banned) {
+      w.field("banned", true);  // Sluice's own: the reset above is the ban's end
+    }
     w.endObject();
   }
   w.endArray();

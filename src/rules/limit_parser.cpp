@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "rules/ban_rules.hpp"
 #include "rules/calendar_rules.hpp"
 #include "rules/sketch_rules.hpp"
 #include "rules/suggest.hpp"
@@ -110,6 +111,10 @@ std::optional<RateLimit> LimitParser::parse(const YAML::Node& map,
         reader_.error(reader_.at(*field), problem);
       }
     }
+  }
+  limit.candidate = candidate;
+  if (const Field* field = find(fields, "ban")) {
+    readBan(reader_, *field, limit);
   }
   if (reader_.errorsReported() != errors_before) {
     return std::nullopt;

@@ -55,6 +55,13 @@ json limitToJson(const RateLimit& limit) {
                params.algorithm != Algorithm::kLeakyBucket) {
       out["count_rejected"] = params.count_rejected;
     }
+    if (params.ban.enabled()) {
+      out["ban"] = {{"after", params.ban.after},
+                    {"duration_ms", params.ban.duration_us / kMicrosPerMilli},
+                    {"backoff", static_cast<double>(params.ban.backoff_milli) / 1000},
+                    {"max_ms", params.ban.max_us / kMicrosPerMilli},
+                    {"forgive_after_ms", params.ban.forgive_us / kMicrosPerMilli}};
+    }
     if (params.calendar.enabled()) {
       json calendar = {{"unit", calendarUnitName(params.calendar.unit)}};
       if (!limit.calendar_zone_from.empty()) {

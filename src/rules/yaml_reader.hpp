@@ -28,7 +28,7 @@ inline constexpr std::array<std::string_view, 12> kDescriptorKeys{
     "key",         "value",           "rate_limit",      "rate_limits",     "descriptors",
     "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata",
     "quota_mode",  "candidate"};
-inline constexpr std::array<std::string_view, 20> kLimitKeys{"unit",
+inline constexpr std::array<std::string_view, 21> kLimitKeys{"unit",
                                                              "requests_per_unit",
                                                              "unlimited",
                                                              "name",
@@ -47,7 +47,8 @@ inline constexpr std::array<std::string_view, 20> kLimitKeys{"unit",
                                                              "max_in_flight",
                                                              "lease",
                                                              "overridable",
-                                                             "calendar"};
+                                                             "calendar",
+                                                             "ban"};
 inline constexpr std::array<std::string_view, 1> kReplacesKeys{"name"};
 /// Where in a rules file a mapping is: which keys it takes and how errors name it.
 enum class Section { kRoot, kDescriptor, kLimit, kReplaces };

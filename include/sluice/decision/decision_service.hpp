@@ -55,6 +55,13 @@ std::unique_ptr<DecisionService> makeDecisionService(DecisionServiceParts parts)
 ///   only metric that carries request values, by the rule's own opt-in).
 std::unique_ptr<DecisionObserver> makeDecisionMetrics(Metrics& metrics);
 
+/// The penalty box's observer (docs/bans.md), one per I/O thread:
+/// - `banned_total{domain,rule}`: answers refused by a ban (also counted as `denied` in
+///   decisions_total), shadow limits aside;
+/// - `bans_total{domain,rule}`: bans started (shadow ones included);
+/// - one log line per ban started: rule, client, step, length and end (on `clock`).
+std::unique_ptr<DecisionObserver> makeBanObserver(Metrics& metrics, const Clock& clock);
+
 /// Publishes a DenialEvent for each denied request (the binding, denying limit and its
 /// descriptor; time from `clock`). Thread-safe as far as `sink` is.
 std::unique_ptr<DecisionObserver> makeDenialEvents(DenialEventSink& sink, const Clock& clock);

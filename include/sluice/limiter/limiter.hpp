@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sluice/common/clock.hpp"
+#include "sluice/limiter/ban.hpp"
 #include "sluice/limiter/calendar.hpp"
 #include "sluice/limiter/sketch_params.hpp"
 
@@ -56,6 +57,8 @@ struct LimitParams {
   /// fixed_window only: windows aligned to the calendar of a time zone (calendar.hpp)
   /// instead of epoch-aligned lengths; window_us stays the unit's nominal length.
   CalendarSpec calendar;
+  /// The penalty box of the limit's rule (ban.hpp); disabled unless the rule has `ban:`.
+  BanParams ban;
 };
 
 /// Outcome::retry_after_us of a request that can never pass (cost > limit or > burst).
@@ -120,6 +123,12 @@ struct Outcome {
                                ///< kRetryNever (-1) when it never can (`never`)
   Micros delay_us = 0;         ///< leaky_bucket: until this request leaves the queue
   bool never = false;          ///< the cost exceeds what the limit can ever admit
+  /// The client is in this limit's penalty box (ban.hpp): refused until retry_after_us, the
+  /// bucket left alone.
+  bool banned = false;
+  /// > 0: this very request started the ban, step `ban_step` of its ladder (the log line
+  /// and sluice_bans_total are written once per ban, from this).
+  std::int32_t ban_step = 0;
 };
 
 /// The result of evaluating one limit: the outcome and the state to write back.

@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "sluice/common/hex.hpp"
+#include "sluice/store/ban_applies.hpp"
 #include "sluice/store/request_verdict.hpp"
+#include "store/memory/ban_table.hpp"
 #include "store/memory/bucket_table.hpp"
 #include "store/memory/hold_table.hpp"
+#include "store/memory/limit_work.hpp"
 #include "store/memory/override_table.hpp"
 #include "store/memory/sketch_registry.hpp"
 
@@ -26,6 +29,8 @@ using memory_detail::HoldSet;
 using memory_detail::MemorySketch;
 using memory_detail::OverrideTable;
 using memory_detail::SketchRegistry;
+using memory_detail::WorkList;
+using Work = memory_detail::LimitWork;
 
 /// The sketch hash seed: MemoryStoreOptions::sketch_seed, else random.
 std::pair<std::uint64_t, std::uint64_t> sketchSeed(const std::string& text) {
@@ -138,7 +143,14 @@ class MemoryStore final : public Store, public MemoryCounters {
     if (holds_present) {
       readHolds(request, work, now, response);
     }
+    findBans(request, now, work);
+    if (n == 1 && work[0].banned && request.hold.op == HoldOp::kNone && !request.limits[0].shadow) {
+      // A lone banned limit is refused on its ban alone, whatever the limit says: its answer
+      // shows no override (as the Redis script's, which does not read them then).
+      applied.clear();
+    }
     evaluateLimits(request, now, work, response);
+    recordBans(request, now, work, response);
     response.allowed = sluice::requestAllowed(request, response.outcomes);
     if (request.hold.op == HoldOp::kReserve) {
       placeHolds(request, work, now, response);
@@ -146,7 +158,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     // Other charge modes charge every limit (answerUncharged answers the leases they do not
     // take); a reservation step's answer is its own.
     if (!response.allowed && request.hold.op == HoldOp::kNone) {
-      answerUncharged(request, now, work, response);
+      memory_detail::answerUncharged(request, now, work, response);
     }
 
     // Existing entries first (save, drop or give back), then new keys: an insert may evict,
@@ -158,6 +170,11 @@ class MemoryStore final : public Store, public MemoryCounters {
       shards_[s]->holds.sweep(now);
       const std::size_t removed = shards_[s]->table.sweep(now, kSweepPerRequest);
       evictions.expired += removed;
+      if (!shards_[s]->bans.empty()) {
+        if (const std::size_t gone = shards_[s]->bans.sweep(now, kSweepPerRequest); gone > 0) {
+          bans_.fetch_sub(gone, std::memory_order_relaxed);
+        }
+      }
       count_.fetch_sub(removed, std::memory_order_relaxed);
     }
     locks.clear();
@@ -201,6 +218,7 @@ class MemoryStore final : public Store, public MemoryCounters {
       std::lock_guard lock(shard->mutex);
       removed += shard->table.erasePrefixes(key_prefixes);
       shard->holds.erasePrefixes(key_prefixes);
+      bans_.fetch_sub(shard->bans.erasePrefixes(key_prefixes), std::memory_order_relaxed);
     }
     count_.fetch_sub(removed, std::memory_order_relaxed);
     record(Evictions{});
@@ -247,27 +265,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     std::mutex mutex;
     BucketTable table;
     memory_detail::HoldTable holds;
-  };
-
-  /// One limit of the request being evaluated.
-  struct Work {
-    std::uint64_t hash = 0;
-    std::uint32_t shard = 0;
-    std::uint32_t index = BucketTable::kNone;
-    std::size_t first = 0;  // the first limit of this request with the same stored entry
-    bool expired = false;   // the stored entry outlived its ttl: evaluate a fresh bucket
-    BucketState loaded;
-    Evaluation eval;
-    std::shared_ptr<MemorySketch> sketch;  // set for a `sketch` limit
-    SketchCells cells;
-    std::int64_t window_index = 0;
-    SketchEvaluation sketch_eval;
-    HoldSet* holds = nullptr;  // the bucket's reservation holds, when it has any
-    std::int64_t held = 0;     // what its live holds add up to
-    Micros holds_retry = 0;    // until its first live hold expires
-    // A reservation step that charges nothing (a reserve, a release, a commit that found
-    // no hold to settle): evaluated, never written.
-    bool hold_only = false;
+    memory_detail::BanTable bans;
   };
 
   std::uint32_t shardOf(std::uint64_t hash) const {
@@ -309,7 +307,6 @@ class MemoryStore final : public Store, public MemoryCounters {
     return result;
   }
 
-  using WorkList = boost::container::small_vector<Work, 4>;
   using ShardList = boost::container::small_vector<std::uint32_t, 4>;
   using Locks = boost::container::small_vector<std::unique_lock<std::mutex>, 4>;
 
@@ -324,7 +321,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     boost::container::small_vector<MemorySketch*, 2> sketches;
     for (std::size_t i = 0; i < n; ++i) {
       work[i].first = i;
-      if (isSketch(request.limits[i])) {
+      if (memory_detail::isSketchLimit(request.limits[i])) {
         // One sketch per rule, shared by its clients; the shards are not involved.
         work[i].sketch = sketches_.find(request.limits[i].params, now);
         sketches.push_back(work[i].sketch.get());
@@ -361,6 +358,10 @@ class MemoryStore final : public Store, public MemoryCounters {
         response.outcomes.push_back(w.eval.outcome);
         continue;
       }
+      if (w.banned) {
+        response.outcomes.push_back(memory_detail::bannedOutcome(w.ban_until, now));
+        continue;
+      }
       BucketTable& table = shards_[w.shard]->table;
       w.index = table.find(limit.key, w.hash);
       if (w.index != BucketTable::kNone) {
@@ -378,37 +379,9 @@ class MemoryStore final : public Store, public MemoryCounters {
           w.expired = table.expiresAt(w.index) <= now;
         }
       }
-      w.eval = evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded, now, w);
+      w.eval = memory_detail::evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded,
+                                            now, w);
       response.outcomes.push_back(w.eval.outcome);
-    }
-  }
-
-  /// A denied all-or-nothing request: a limit that allowed is not charged, and answers with
-  /// its bucket as it is, what a check (cost 0) says at this instant. So does a concurrency
-  /// limit of a denied request in any charge mode.
-  void answerUncharged(const StoreRequest& request, Micros now, const WorkList& work,
-                       StoreResponse& response) const {
-    for (std::size_t i = 0; i < request.limits.size(); ++i) {
-      const StoreLimit& limit = request.limits[i];
-      if (!response.outcomes[i].allowed || limit.params.count_rejected || limit.refund) {
-        continue;
-      }
-      // Other charge modes charge such a limit anyway; a lease is never taken by a denied
-      // request, whatever the mode.
-      if (request.charge != Charge::kAllOrNothing && !isLease(limit)) {
-        continue;
-      }
-      const Work& w = work[i];
-      if (w.sketch) {
-        response.outcomes[i] =
-            evaluateSketch(limit.params, w.sketch->table.read(w.cells, w.window_index), now, 0)
-                .outcome;
-        continue;
-      }
-      response.outcomes[i] =
-          sluice::evaluateWithHolds(limit.params, w.expired ? BucketState{} : w.loaded, now, 0,
-                                    w.held, w.holds_retry)
-              .outcome;
     }
   }
 
@@ -418,7 +391,8 @@ class MemoryStore final : public Store, public MemoryCounters {
     const std::size_t n = request.limits.size();
     for (std::size_t i = 0; i < n; ++i) {
       if (work[i].sketch) {
-        if (work[i].sketch_eval.record && charged(request, request.limits[i], work[i], allowed)) {
+        if (work[i].sketch_eval.record &&
+            memory_detail::charged(request, request.limits[i], work[i], allowed)) {
           chargeSketch(work[i], request.limits[i].costOr(request.cost));
         }
         continue;
@@ -430,7 +404,8 @@ class MemoryStore final : public Store, public MemoryCounters {
       // Redis script's writes in order leave it).
       std::size_t last = n;
       for (std::size_t k = i; k < n; ++k) {
-        if (work[k].first == i && charged(request, request.limits[k], work[k], allowed)) {
+        if (work[k].first == i &&
+            memory_detail::charged(request, request.limits[k], work[k], allowed)) {
           last = k;
         }
       }
@@ -452,7 +427,7 @@ class MemoryStore final : public Store, public MemoryCounters {
     for (std::size_t i = 0; i < request.limits.size(); ++i) {
       Work& w = work[i];
       if (w.sketch || w.index != BucketTable::kNone ||
-          !charged(request, request.limits[i], w, allowed)) {
+          !memory_detail::charged(request, request.limits[i], w, allowed)) {
         continue;
       }
       BucketTable& table = shards_[w.shard]->table;
@@ -591,54 +566,60 @@ class MemoryStore final : public Store, public MemoryCounters {
     response.hold_expires_at_us = expires_at;
   }
 
-  static bool isSketch(const StoreLimit& limit) {
-    return limit.params.algorithm == Algorithm::kSketch && limit.params.sketch.identity &&
-           limit.params.sketch.width > 0 && limit.params.sketch.depth > 0 &&
-           limit.params.limit > 0 && limit.params.window_us > 0;
+  /// Marks the limits whose client is banned at `now` (their shards are locked).
+  void findBans(const StoreRequest& request, Micros now, WorkList& work) {
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      Work& w = work[i];
+      if (w.sketch || !banApplies(request, request.limits[i])) {
+        continue;
+      }
+      const BanState* state = shards_[w.shard]->bans.find({request.limits[i].key, w.hash}, now);
+      if (state != nullptr && banActive(*state, now)) {
+        w.banned = true;
+        w.ban_until = state->until;
+      }
+    }
   }
 
-  /// One bucket limit of `request` on its loaded state, as the request's charge mode says
-  /// (store.hpp, Charge).
-  static Evaluation evaluateLimit(const StoreRequest& request, const StoreLimit& limit,
-                                  const BucketState& state, Micros now, const Work& w) {
-    if (w.hold_only) {
-      // A reserve asks for its amount with the other holds counted; a release or a commit
-      // that found nothing to settle answers a check.
-      const std::int64_t asked =
-          request.hold.op == HoldOp::kReserve ? limit.costOr(request.cost) : 0;
-      return sluice::evaluateWithHolds(limit.params, state, now, asked, w.held, w.holds_retry);
-    }
-    const std::int64_t cost = limit.costOr(request.cost);
-    if (limit.refund) {
-      return sluice::refund(limit.params, state, now, cost, request.lease);
-    }
-    if (request.charge == Charge::kReport) {
-      Evaluation e = sluice::chargeAnyway(limit.params, state, now, cost);
-      e.outcome.remaining = std::max<std::int64_t>(e.outcome.remaining - w.held, 0);
-      return e;
-    }
-    // A concurrency limit never has holds (holdRefusal): it is the one that takes a lease.
-    Evaluation e = w.held > 0 ? sluice::evaluateWithHolds(limit.params, state, now, cost, w.held,
-                                                          w.holds_retry)
-                              : sluice::evaluate(limit.params, state, now, cost, request.lease);
-    if (request.charge == Charge::kEvery && !e.outcome.allowed && cost > 0) {
-      // Counted although it denied: its answer is the same request's on the charged bucket.
-      Evaluation charged = sluice::chargeAnyway(limit.params, state, now, cost);
-      const bool never = e.outcome.never;
-      if (limit.params.count_rejected) {
-        // Answered on the charged bucket as it is (recorded once, above).
-        LimitParams once = limit.params;
-        once.count_rejected = false;
-        e.outcome = sluice::evaluate(once, charged.next, now, cost).outcome;
-      } else {
-        e.outcome = sluice::evaluate(limit.params, charged.next, now, cost).outcome;
+  /// Counts each denial of a limit with a penalty box; the one that starts a ban answers as
+  /// banned already (the outcome's ban_step says which step of the ladder it is).
+  void recordBans(const StoreRequest& request, Micros now, WorkList& work,
+                  StoreResponse& response) {
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const StoreLimit& limit = request.limits[i];
+      Work& w = work[i];
+      Outcome& outcome = response.outcomes[i];
+      if (w.sketch || w.banned || outcome.allowed || limit.costOr(request.cost) <= 0 ||
+          !banApplies(request, limit) || (i > 0 && alreadyStruck(request, work, i))) {
+        continue;
       }
-      e.outcome.allowed = false;
-      e.outcome.never = never;
-      e.next = std::move(charged.next);
-      e.ttl_us = charged.ttl_us;
+      memory_detail::BanTable& table = shards_[w.shard]->bans;
+      const memory_detail::HashedKey key{limit.key, w.hash};
+      const BanState* known = table.find(key, now);
+      const bool is_new = known == nullptr;
+      if (is_new && bans_.load(std::memory_order_relaxed) >= max_keys_) {
+        continue;  // at the key bound: no new penalty box (the limit still denies)
+      }
+      const BanStrike strike = recordDenial(limit.params.ban, is_new ? BanState{} : *known, now);
+      const int added = table.store(key, strike.next, now + strike.ttl_us, now);
+      if (added != 0) {
+        bans_.fetch_add(added, std::memory_order_relaxed);
+      }
+      if (strike.started) {
+        outcome = memory_detail::bannedOutcome(strike.next.until, now);
+        outcome.ban_step = static_cast<std::int32_t>(strike.next.step);
+      }
     }
-    return e;
+  }
+
+  /// True when an earlier limit of the request has the same key (counted once).
+  static bool alreadyStruck(const StoreRequest& request, const WorkList& work, std::size_t i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (work[j].shard == work[i].shard && request.limits[j].key == request.limits[i].key) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /// Evaluates a sketch limit on its rule's sketch (locked by the caller). A sketch takes no
@@ -669,27 +650,6 @@ class MemoryStore final : public Store, public MemoryCounters {
     sketch.publish(w.window_index);
   }
 
-  /// Store semantics: an allowed request charges every limit that allowed; count_rejected
-  /// limits record the attempt whatever the outcome; refunds, reports and envoy's counting
-  /// (Charge::kEvery) write every limit.
-  /// A concurrency limit takes a lease only with an admitted request (a report or envoy's
-  /// counting takes none; refunds release).
-  static bool charged(const StoreRequest& request, const StoreLimit& limit, const Work& w,
-                      bool request_allowed) {
-    if (w.hold_only) {
-      return false;
-    }
-    if (isLease(limit) && !limit.refund) {
-      return request_allowed && w.eval.outcome.allowed;
-    }
-    return (request_allowed && w.eval.outcome.allowed) || limit.params.count_rejected ||
-           limit.refund || request.charge != Charge::kAllOrNothing;
-  }
-
-  static bool isLease(const StoreLimit& limit) {
-    return limit.params.algorithm == Algorithm::kConcurrency;
-  }
-
   static Gauge& describeGauge(Metrics& metrics) {
     metrics.describe("memory_store_keys", Metrics::Type::kGauge,
                      "Buckets held by the memory store.");
@@ -713,6 +673,7 @@ class MemoryStore final : public Store, public MemoryCounters {
   Gauge& overrides_gauge_;
   const std::size_t max_keys_;
   std::atomic<std::size_t> count_{0};  // entries in all shards
+  std::atomic<std::size_t> bans_{0};   // penalty-box entries in all shards (max_keys_ bound)
   Gauge& keys_;
   Counter& evicted_expired_;
   Counter& evicted_capacity_;

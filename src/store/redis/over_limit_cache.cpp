@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sluice/rules/rules.hpp"
+#include "sluice/store/ban_applies.hpp"
 
 namespace sluice::redis {
 
@@ -28,7 +29,11 @@ bool OverLimitCache::answer(const StoreRequest& request, std::string_view prefix
       entries_.erase(it);
       continue;
     }
-    if (limit.costOr(request.cost) != entry.cost) {
+    if (banApplies(request, limit) && !entry.banned) {
+      // Each denial of a limit with a penalty box counts towards a ban: only Redis counts.
+      continue;
+    }
+    if (limit.costOr(request.cost) != entry.cost && !entry.banned) {
       // A larger cost is denied too, but until later (or never): only the same request
       // has an exactly known answer.
       continue;
@@ -40,6 +45,7 @@ bool OverLimitCache::answer(const StoreRequest& request, std::string_view prefix
     o.remaining = entry.remaining;
     o.retry_after_us = entry.denied_until - now;
     o.reset_after_us = std::max(entry.reset_until - now, o.retry_after_us);
+    o.banned = entry.banned;
     return true;
   }
   return false;
@@ -79,8 +85,13 @@ void OverLimitCache::remember(const Context& request, const StoreResponse& respo
     // no later than the real denial does.
     Entry& entry = entries_[keys[i]];
     entry.denied_until = sent_at + o.retry_after_us;
-    entry.known_until = sent_at + (limit.overridable ? std::min(o.retry_after_us, kOverridableFor)
-                                                     : o.retry_after_us);
+    Micros known_for =
+        limit.overridable ? std::min(o.retry_after_us, kOverridableFor) : o.retry_after_us;
+    if (o.banned) {
+      known_for = std::min(known_for, kBanRecheckEvery);
+    }
+    entry.known_until = sent_at + known_for;
+    entry.banned = o.banned;
     entry.reset_until = sent_at + o.reset_after_us;
     entry.cost = limit.cost;
     entry.remaining = o.remaining;
@@ -94,7 +105,7 @@ bool OverLimitCache::sameParams(const LimitParams& a, const LimitParams& b) {
   return a.algorithm == b.algorithm && a.limit == b.limit && a.window_us == b.window_us &&
          a.burst == b.burst && a.min_interval_us == b.min_interval_us &&
          a.count_rejected == b.count_rejected && a.warmup_us == b.warmup_us && a.shape == b.shape &&
-         a.consistency == b.consistency && x.width == y.width && x.depth == y.depth &&
+         a.consistency == b.consistency && a.ban == b.ban && x.width == y.width && x.depth == y.depth &&
          x.counter_bits == y.counter_bits && x.bloom_bits == y.bloom_bits &&
          x.bloom_hashes == y.bloom_hashes && x.identity == y.identity;
 }

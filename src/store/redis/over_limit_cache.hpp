@@ -30,6 +30,10 @@ class OverLimitCache {
   /// How long a denial of an overridable limit is kept: a raise set through another sidecar
   /// reaches a client this cache denies within this (docs/overrides.md).
   static constexpr Micros kOverridableFor = 100 * kMicrosPerMilli;
+  /// How long a ban (docs/bans.md) is answered from here before Redis is asked again: an
+  /// admin reset through another sidecar lifts it here within this, and a banned client
+  /// costs at most one Redis read per this interval.
+  static constexpr Micros kBanRecheckEvery = kMicrosPerSecond;
   /// What the reply handler needs of a request to update the cache: its Redis keys (the
   /// client's, also for a sketch) and its limits, in the request's order.
   struct Context {
@@ -72,7 +76,8 @@ class OverLimitCache {
     Micros reset_until = 0;   ///< local time
     std::int64_t cost = 0;    ///< the denied cost (only this cost is answered locally)
     std::int64_t remaining = 0;
-    LimitParams params;  ///< a reload that changes the limit invalidates the entry
+    bool banned = false;  ///< a ban: any cost is refused until denied_until
+    LimitParams params;   ///< a reload that changes the limit invalidates the entry
   };
 
   /// Every field of the limit, so that a reload changing any of them invalidates the entry.

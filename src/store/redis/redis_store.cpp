@@ -23,6 +23,7 @@
 #include "store/redis/key_reset.hpp"
 #include "store/redis/lua_scripts.hpp"
 #include "store/redis/over_limit_cache.hpp"
+#include "store/redis/redis_bans.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_errors.hpp"
 #include "store/redis/redis_leases.hpp"
@@ -30,6 +31,7 @@
 #include "store/redis/redis_sketch.hpp"
 #include "store/redis/redis_store_internal.hpp"
 #include "store/redis/script_limit.hpp"
+#include "store/redis/script_reply.hpp"
 #include "store/store_health.hpp"
 
 namespace sluice {
@@ -42,10 +44,6 @@ constexpr std::string_view kProductionPrelude = "00_time_redis";
 constexpr std::string_view kTestPrelude = "00_time_test";
 constexpr std::string_view kMainScript = "99_evaluate";
 constexpr int kValuesPerLimit = 9;
-constexpr int kRepliesPerLimit = 6;
-/// The reply's reservation tail (99_evaluate.lua): status, expiry, amount, then one count of
-/// expired holds per limit.
-constexpr std::size_t kHoldTail = 3;
 constexpr int kFlagCountRejected = 1;
 constexpr int kFlagShadow = 2;
 constexpr int kFlagEvery = 4;      // Charge::kEvery
@@ -302,7 +300,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     encodeBatch(batch, keys, args, *handlers);
     backend_->evalScript(
         std::move(keys), std::move(args), timeout,
-        [handlers](Result<redis::Reply> reply) { splitBatchReply(*handlers, reply); });
+        [handlers](Result<redis::Reply> reply) { redis::splitBatchReply(*handlers, reply); });
   }
 
   /// The batch layout of 99_evaluate.lua: requests of one rule carry the same argument
@@ -351,32 +349,6 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
   }
 
-  /// Hands each request of a batch its own reply (or its own error, what its own EVALSHA
-  /// would have answered); a failed call fails every request once.
-  static void splitBatchReply(std::vector<redis::ReplyHandler>& handlers,
-                              Result<redis::Reply>& reply) {
-    if (reply &&
-        (reply->type != redis::Reply::Type::kArray || reply->elements.size() != handlers.size())) {
-      reply =
-          redis::redisError(redis::FailureSource::kProtocol, 0,
-                            "the batch script returned " + std::to_string(reply->elements.size()) +
-                                " replies for " + std::to_string(handlers.size()) + " requests");
-    }
-    for (std::size_t j = 0; j < handlers.size(); ++j) {
-      redis::ReplyHandler& done = handlers[j];
-      if (!reply) {
-        done(reply.error());
-        continue;
-      }
-      redis::Reply& one = reply->elements[j];
-      if (one.type == redis::Reply::Type::kString) {
-        done(redis::redisError(redis::FailureSource::kReply, 0, one.str));
-      } else {
-        done(std::move(one));
-      }
-    }
-  }
-
   /// sketch_load and sketch_saturated_ratio of one rule's sketch, and its geometry here.
   struct SketchGauges {
     Gauge* load = nullptr;
@@ -412,7 +384,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// the shard of this request's slot in a cluster, which sees its share of the traffic).
   static void publishSketchStats(const redis::Reply& reply, std::size_t n,
                                  const std::vector<SketchGauges*>& gauges) {
-    const std::size_t base = 1 + n * kRepliesPerLimit;
+    const std::size_t base = 1 + n * redis::kRepliesPerLimit;
     for (std::size_t j = 0; j < gauges.size(); ++j) {
       const double charged = static_cast<double>(reply.elements[base + 2 * j].integer);
       const double saturated = static_cast<double>(reply.elements[base + 2 * j + 1].integer);
@@ -453,66 +425,6 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
           }
           evaluate(request, std::move(done));
         });
-  }
-
-  static Result<StoreResponse> parse(const redis::Reply& reply, std::size_t n,
-                                     std::size_t sketches) {
-    const std::size_t expected = 1 + n * kRepliesPerLimit + 2 * sketches;
-    // One more element, an array, last, when runtime overrides applied (15_overrides.lua).
-    const bool overridden = reply.type == redis::Reply::Type::kArray &&
-                            reply.elements.size() > expected &&
-                            reply.elements.back().type == redis::Reply::Type::kArray;
-    const std::size_t size =
-        reply.type == redis::Reply::Type::kArray ? reply.elements.size() - (overridden ? 1 : 0) : 0;
-    // A request whose buckets have reservation holds (or a reservation step) adds their tail.
-    const bool holds = size == expected + kHoldTail + n;
-    if (reply.type != redis::Reply::Type::kArray || (size != expected && !holds)) {
-      return redis::redisError(redis::FailureSource::kProtocol, 0,
-                               "the script returned " + std::to_string(reply.elements.size()) +
-                                   " values, expected " + std::to_string(expected));
-    }
-    for (std::size_t i = 0; i < expected; ++i) {
-      if (reply.elements[i].type != redis::Reply::Type::kInteger) {
-        return redis::redisError(redis::FailureSource::kProtocol, 0,
-                                 "the script returned a non-integer");
-      }
-    }
-    StoreResponse response = takeSpareStoreResponse();  // the caller recycles it
-    response.allowed = reply.elements[0].integer != 0;
-    response.outcomes.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto* v = &reply.elements[1 + i * kRepliesPerLimit];
-      Outcome o;
-      o.allowed = v[0].integer != 0;
-      o.remaining = v[1].integer;
-      o.reset_after_us = v[2].integer;
-      o.retry_after_us = v[3].integer;
-      o.delay_us = v[4].integer;
-      o.never = v[5].integer != 0;
-      response.outcomes.push_back(o);
-    }
-    if (overridden && !redis::readAppliedOverrides(reply.elements.back(), n, response.overrides)) {
-      return redis::redisError(redis::FailureSource::kProtocol, 0,
-                               "the script returned malformed overrides");
-    }
-    if (holds) {
-      const auto* tail = &reply.elements[expected];
-      const std::int64_t status = tail[0].integer;
-      if (status < 0 || status > static_cast<std::int64_t>(HoldStatus::kUnknown)) {
-        return redis::redisError(redis::FailureSource::kProtocol, 0,
-                                 "the script returned an unknown reservation status");
-      }
-      response.hold_status = static_cast<HoldStatus>(status);
-      response.hold_expires_at_us = tail[1].integer;
-      response.hold_amount = tail[2].integer;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (tail[kHoldTail + i].integer > 0) {
-          response.holds_expired.resize(n);
-          response.holds_expired[i] = static_cast<std::uint32_t>(tail[kHoldTail + i].integer);
-        }
-      }
-    }
-    return response;
   }
 
   bool answerFromCache(const StoreRequest& request, Callback& done) {
@@ -594,6 +506,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       args->insert(args->end(), sketch_args.begin(), sketch_args.end());
     }
     redis::appendOverrideFields(request, kValuesPerLimit, kFlagOverride, *args);
+    redis::appendBanArguments(request, kValuesPerLimit, *args);
     if (request.hold.op != HoldOp::kNone) {
       appendHoldArguments(request.hold, *args);
       // n as -n: the six values before it are the reservation step's (80_holds.lua).
@@ -621,6 +534,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
            p.warmup, costOf(limit, request), std::max<std::int64_t>(limit.quota_group, -1),
            // The rule's name (in the rules snapshot) is part of the list.
            static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(limit.override_rule))});
+      redis::appendBanSignature(request, limit, signature_);
     }
     for (const InternedList& interned : interned_) {
       if (interned.signature == signature_) {
@@ -674,7 +588,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       return;
     }
     const std::size_t sketches = call.sketch_gauges.size();
-    Result<StoreResponse> response = parse(*reply, call.n, sketches);
+    Result<StoreResponse> response = redis::parseScriptReply(*reply, call.n, sketches);
     if (response) {
       health_group_->success();
       if (sketches > 0) {

@@ -29,9 +29,12 @@
 --          the lease an admitted request takes (or a refund releases; 0: none).
 --          Flags of 32 and more: the limit may take a runtime override, and flags / 32
 --          (rounded down) is the ARGV index of its rule's field (15_overrides.lua).
+--          A quota group of the form "<group>@<k>": the limit has a penalty box whose
+--          values start at ARGV[k] (85_ban.lua).
 -- ARGV[#ARGV] n, the number of limits (KEYS may hold more: sketches' odd strings)
 -- Returns { allowed, then per limit: allowed, remaining, reset_after_us, retry_after_us,
---           delay_us, never, then per sketch limit in order: its window's charged total and
+--           delay_us, never (0, 1 never, 2 banned, 2 + s a ban of step s started now:
+--           85_ban.lua), then per sketch limit in order: its window's charged total and
 --           saturated counters, then, only when an override applied, the array
 --           { limit index, override text, ... } }, integers (booleans as 0/1).
 --
@@ -284,6 +287,28 @@ local function finish_holds(KEYS, ARGV, n, now, h, allowed)
   return allowed
 end
 
+-- Counts each denial of a limit with a penalty box (85_ban.lua); the one that starts a ban
+-- answers as banned already (2 + its step in the never slot). A key named twice counts once.
+local function record_bans(KEYS, ARGV, n, now, bans, reply)
+  local struck
+  for i = 1, n do
+    local at = bans.at[i]
+    local r = 2 + (i - 1) * kReplyStride
+    if at and not bans.untl[i] and reply[r] == 0
+        and number(ARGV[2 + (i - 1) * kStride + 7]) > 0 then
+      struck = struck or {}
+      if not struck[KEYS[i]] then
+        struck[KEYS[i]] = true
+        local started, untl, step = ban_strike(KEYS[i], ARGV, at, bans.state[i], now)
+        if started then
+          reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = 0, untl - now, untl - now, 0
+          reply[r + 5] = 2 + step
+        end
+      end
+    end
+  end
+end
+
 -- One request (its own KEYS and ARGV, laid out as above), decided on sluice_now.
 local function decide(KEYS, ARGV)
   local now = sluice_now
@@ -296,6 +321,17 @@ local function decide(KEYS, ARGV)
   if n == 0 then
     return { 1 }
   end
+  -- The penalty box first (85_ban.lua): a lone limit whose client is banned is refused on
+  -- one read, its bucket and its overrides unread (a ban refuses whatever the limit says).
+  -- A lone limit's quota group slot is ARGV[10]: '-1' when it has no ban.
+  local bans, bans_read
+  if n == 1 and not hold_at and ARGV[10] ~= '-1' then
+    bans, bans_read = read_bans(KEYS, ARGV, n, now, kStride), true
+    if bans and bans.untl[1] and (floor(number(ARGV[7]) / 2) % 2) == 0 then
+      local wait = bans.untl[1] - now
+      return { 0, 0, 0, wait, wait, 0, 2 }
+    end
+  end
   -- The runtime overrides of its limits, if any: their numbers replace the rule's.
   local overridden
   ARGV, overridden = apply_overrides(KEYS, ARGV, n, now)
@@ -307,6 +343,11 @@ local function decide(KEYS, ARGV)
       end
       return plain
     end
+  end
+
+  -- The other penalty boxes: a banned limit is answered without its bucket below.
+  if not bans_read then
+    bans = read_bans(KEYS, ARGV, n, now, kStride)
   end
 
   -- A sketch's strings are read with BITFIELD (60_sketch.lua), not with the buckets' MGET.
@@ -373,13 +414,19 @@ local function decide(KEYS, ARGV)
     local refund = (floor(flags / 16) % 2) == 1
     counted = counted or every
     local cost = max(number(ARGV[base + 7]), 0)
-    local group = number(ARGV[base + 8])
+    local group = group_and_ban(ARGV[base + 8])
     local is_sketch = ARGV[base] == '5'
     local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state, charged,
         saturated
     local known = number(ARGV[base + 1]) > 0 and number(ARGV[base + 2]) > 0
     local held_i = held and held[i] or 0
-    if charge_none then
+    local banned = bans ~= nil and bans.untl[i] ~= nil
+    if banned then
+      -- In the penalty box: refused until the ban ends, the bucket left alone.
+      local wait = bans.untl[i] - now
+      ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+          false, 0, wait, wait, 0, false, 0, nil
+    elseif charge_none then
       -- A reservation step that charges nothing: a reserve asks for its amount with the
       -- other holds counted; a release or a refused commit answers a check.
       ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
@@ -440,13 +487,14 @@ local function decide(KEYS, ARGV)
     reply[r + 2] = reset_after
     reply[r + 3] = retry_after
     reply[r + 4] = delay
-    reply[r + 5] = never and 1 or 0
+    reply[r + 5] = never and 1 or (banned and 2 or 0)
     local p = 1 + (i - 1) * 3
     pending[p] = next_state or false
     pending[p + 1] = ttl
     -- Written whatever the verdict; a concurrency limit takes its lease only with an
     -- admitted request (a report or a counted denial takes none).
-    pending[p + 2] = not charge_none and (count_rejected or every or report or refund)
+    pending[p + 2] = not charge_none and not banned
+        and (count_rejected or every or report or refund)
         and (refund or ARGV[base] ~= '7')
     local denies = not shadow and not ok and not report and not refund
     if group >= 0 then
@@ -459,6 +507,9 @@ local function decide(KEYS, ARGV)
     elseif denies then
       allowed = false
     end
+  end
+  if bans then
+    record_bans(KEYS, ARGV, n, now, bans, reply)
   end
   if allowed and groups then
     -- Quota mode: the request passes while one quota descriptor still has room.
