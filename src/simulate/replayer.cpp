@@ -95,6 +95,24 @@ bool plainRule(const RateLimit& rule) {
          rule.params.algorithm != Algorithm::kConcurrency;
 }
 
+/// Resizes `items` to `n`, moving the elements it drops to `spare` and taking the elements
+/// it adds from there first: their strings and vectors keep their storage.
+template <typename T>
+void resizeKeeping(std::vector<T>& items, std::size_t n, std::vector<T>& spare) {
+  while (items.size() > n) {
+    spare.push_back(std::move(items.back()));
+    items.pop_back();
+  }
+  while (items.size() < n) {
+    if (spare.empty()) {
+      items.emplace_back();
+    } else {
+      items.push_back(std::move(spare.back()));
+      spare.pop_back();
+    }
+  }
+}
+
 }  // namespace
 
 Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
@@ -167,14 +185,14 @@ void Replayer::buildDirect() {
   store_request.hold.op = HoldOp::kNone;
   direct_.positions.clear();
   std::size_t limits_used = 0;
-  decision.descriptors.resize(match.descriptors.size());
+  resizeKeeping(decision.descriptors, match.descriptors.size(), direct_.spare_descriptors);
   for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
     const DescriptorMatch& dm = match.descriptors[d];
     DescriptorStatus& ds = decision.descriptors[d];
     ds.matched = dm.matched;
     ds.node = dm.node;
     ds.metadata_json.clear();  // the merged metadata is left out (no report reads it)
-    ds.limits.resize(dm.limits.size());
+    resizeKeeping(ds.limits, dm.limits.size(), direct_.spare_statuses);
     for (std::size_t l = 0; l < dm.limits.size(); ++l) {
       const MatchedLimit& ml = dm.limits[l];
       LimitStatus& status = ds.limits[l];
@@ -190,8 +208,14 @@ void Replayer::buildDirect() {
         continue;
       }
       if (limits_used == store_request.limits.size()) {
-        store_request.limits.emplace_back();
-        direct_.store_rules.push_back(nullptr);
+        if (direct_.spare_limits.empty()) {
+          store_request.limits.emplace_back();
+          direct_.store_rules.push_back(nullptr);
+        } else {
+          store_request.limits.push_back(std::move(direct_.spare_limits.back().first));
+          direct_.store_rules.push_back(direct_.spare_limits.back().second);
+          direct_.spare_limits.pop_back();
+        }
       }
       StoreLimit& limit = store_request.limits[limits_used];
       const RateLimit*& built_from = direct_.store_rules[limits_used];
@@ -210,8 +234,12 @@ void Replayer::buildDirect() {
       direct_.positions.emplace_back(d, l);
     }
   }
-  store_request.limits.resize(limits_used);
-  direct_.store_rules.resize(limits_used);
+  while (store_request.limits.size() > limits_used) {
+    direct_.spare_limits.emplace_back(std::move(store_request.limits.back()),
+                                      direct_.store_rules.back());
+    store_request.limits.pop_back();
+    direct_.store_rules.pop_back();
+  }
 }
 
 std::uint64_t Replayer::capacityEvictions() {

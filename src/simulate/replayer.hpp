@@ -107,6 +107,11 @@ class Replayer {
     /// The rule each store limit's parameters were copied from (null: none yet): a limit
     /// of the same rule keeps them.
     std::vector<const RateLimit*> store_rules;
+    /// Elements a shorter request left over, kept with their strings' storage for the next
+    /// longer one (a vector's resize would free them).
+    std::vector<DescriptorStatus> spare_descriptors;
+    std::vector<LimitStatus> spare_statuses;
+    std::vector<std::pair<StoreLimit, const RateLimit*>> spare_limits;
     /// The last domain looked up, in the last rule set.
     const RuleSet* domain_set = nullptr;
     std::string domain_name;
