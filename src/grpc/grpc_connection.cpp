@@ -60,49 +60,6 @@ const char* statusCodeName(StatusCode code) {
   return "UNKNOWN";
 }
 
-std::optional<std::chrono::nanoseconds> parseGrpcTimeout(std::string_view value) {
-  if (value.size() < 2 || value.size() > 9) {
-    return std::nullopt;
-  }
-  std::int64_t amount = 0;
-  for (char c : value.substr(0, value.size() - 1)) {
-    if (c < '0' || c > '9') {
-      return std::nullopt;
-    }
-    amount = amount * 10 + (c - '0');
-  }
-  // Ten years fits a steady_clock time point with room to spare; a longer deadline is
-  // none in practice.
-  constexpr std::int64_t kMaxSeconds = 10LL * 366 * 24 * 3600;
-  std::int64_t per_unit_ns = 0;
-  switch (value.back()) {
-    case 'H':
-      per_unit_ns = 3'600'000'000'000;
-      break;
-    case 'M':
-      per_unit_ns = 60'000'000'000;
-      break;
-    case 'S':
-      per_unit_ns = 1'000'000'000;
-      break;
-    case 'm':
-      per_unit_ns = 1'000'000;
-      break;
-    case 'u':
-      per_unit_ns = 1'000;
-      break;
-    case 'n':
-      per_unit_ns = 1;
-      break;
-    default:
-      return std::nullopt;
-  }
-  if (amount > kMaxSeconds * 1'000'000'000 / per_unit_ns) {
-    return std::chrono::seconds(kMaxSeconds);
-  }
-  return std::chrono::nanoseconds(amount * per_unit_ns);
-}
-
 std::string percentEncode(std::string_view message) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
@@ -123,8 +80,8 @@ std::string percentEncode(std::string_view message) {
 /// nghttp2's callbacks, in the connection's terms.
 struct Callbacks {
   static GrpcConnection& self(void* user) { return *static_cast<GrpcConnection*>(user); }
-  static GrpcConnection::Stream* streamOf(nghttp2_session* session, std::int32_t id) {
-    return static_cast<GrpcConnection::Stream*>(nghttp2_session_get_stream_user_data(session, id));
+  static GrpcConnection::Stream* streamOf(void* user, std::int32_t id) {
+    return self(user).streamOf(id);
   }
 
   static int onBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
@@ -149,16 +106,17 @@ struct Callbacks {
     stream->index = c.streams_.size();
     stream->request_until = c.now_ + c.limits_.request_timeout;
     nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, stream.get());
+    c.last_stream_ = stream.get();
     c.streams_.push_back(std::move(stream));
     return 0;
   }
 
-  static int onHeader(nghttp2_session* session, const nghttp2_frame* frame,
+  static int onHeader(nghttp2_session* /*session*/, const nghttp2_frame* frame,
                       const std::uint8_t* name_data, std::size_t name_length,
                       const std::uint8_t* value_data, std::size_t value_length,
                       std::uint8_t /*flags*/, void* user) {
     auto& c = self(user);
-    auto* stream = streamOf(session, frame->hd.stream_id);
+    auto* stream = c.streamOf(frame->hd.stream_id);
     if (stream == nullptr || stream->headers_done) {
       return 0;  // a refused stream's, or trailers (which a request does not need)
     }
@@ -175,33 +133,23 @@ struct Callbacks {
     const std::string_view name = toView(name_data, name_length);
     const std::string_view value = toView(value_data, value_length);
     if (name.empty()) {
+      stream->malformed = true;
       return 0;
     }
     if (name[0] == ':') {
-      if (name == ":path") {
-        stream->path.assign(value);
-      } else if (name == ":method") {
-        stream->bad_method = value != "POST";
-      }
-      return 0;
-    }
-    if (name == "content-type") {
-      stream->not_grpc = !(value.starts_with("application/grpc") &&
-                           (value.size() == 16 || value[16] == '+' || value[16] == ';'));
-    } else if (name == "grpc-timeout") {
-      if (auto timeout = parseGrpcTimeout(value)) {
-        stream->deadline =
-            c.now_ + std::chrono::duration_cast<GrpcConnection::Clock::duration>(*timeout);
-      }
+      c.onPseudoHeader(*stream, name, value);
+    } else {
+      stream->regular_seen = true;
+      c.onRegularHeader(*stream, name, value);
     }
     return 0;
   }
 
-  static int onFrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
+  static int onFrameRecv(nghttp2_session* /*session*/, const nghttp2_frame* frame, void* user) {
     auto& c = self(user);
     switch (frame->hd.type) {
       case NGHTTP2_HEADERS: {
-        auto* stream = streamOf(session, frame->hd.stream_id);
+        auto* stream = streamOf(user, frame->hd.stream_id);
         if (stream == nullptr) {
           return 0;
         }
@@ -214,7 +162,7 @@ struct Callbacks {
         return 0;
       }
       case NGHTTP2_DATA: {
-        auto* stream = streamOf(session, frame->hd.stream_id);
+        auto* stream = streamOf(user, frame->hd.stream_id);
         if (stream != nullptr && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
           c.onRequestEnd(*stream, c.now_);
         }
@@ -230,10 +178,10 @@ struct Callbacks {
     }
   }
 
-  static int onDataChunk(nghttp2_session* session, std::uint8_t /*flags*/, std::int32_t id,
+  static int onDataChunk(nghttp2_session* /*session*/, std::uint8_t /*flags*/, std::int32_t id,
                          const std::uint8_t* data, std::size_t length, void* user) {
     auto& c = self(user);
-    auto* stream = streamOf(session, id);
+    auto* stream = streamOf(user, id);
     if (stream != nullptr) {
       c.onRequestData(*stream, data, length);
     }
@@ -243,7 +191,7 @@ struct Callbacks {
   static int onStreamClose(nghttp2_session* session, std::int32_t id, std::uint32_t /*error*/,
                            void* user) {
     auto& c = self(user);
-    auto* stream = streamOf(session, id);
+    auto* stream = streamOf(user, id);
     if (stream == nullptr) {
       return 0;
     }
@@ -256,12 +204,12 @@ struct Callbacks {
     return 0;
   }
 
-  static int onFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* /*user*/) {
+  static int onFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
     if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
       return 0;
     }
-    auto* stream = streamOf(session, frame->hd.stream_id);
+    auto* stream = streamOf(user, frame->hd.stream_id);
     if (stream != nullptr && stream->reset_after_end && !stream->request_done) {
       // The answer is final and sent: the rest of the request is not wanted (RST_STREAM
       // NO_ERROR after the trailers, as gRPC servers do).
@@ -330,13 +278,21 @@ GrpcConnection::GrpcConnection(GrpcCallHandler& handler, const GrpcServerState& 
   nghttp2_option_set_max_settings(option, 32);
   nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33);
   nghttp2_option_set_max_continuations(option, 8);
-  nghttp2_session_server_new2(&session_, callbacks, this, option);
+  // The request checks nghttp2's HTTP messaging layer makes are the ones onPseudoHeader()
+  // and onRegularHeader() make (docs/envoy.md, "The gRPC transport"): what a gRPC server
+  // acts on, without checking every character of every header a second time.
+  nghttp2_option_set_no_http_messaging(option, 1);
+  // A closed stream is forgotten at once (kept, it would only serve RFC 7540 priorities,
+  // which SETTINGS_NO_RFC7540_PRIORITIES below turns off).
+  nghttp2_option_set_no_closed_streams(option, 1);
+  nghttp2_session_server_new3(&session_, callbacks, this, option, pool_.mem());
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
-  const std::array<nghttp2_settings_entry, 3> settings{{
+  const std::array<nghttp2_settings_entry, 4> settings{{
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits_.max_header_list_bytes},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   }};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 4 << 20);
@@ -382,10 +338,20 @@ bool GrpcConnection::done() const {
 }
 
 GrpcConnection::Stream* GrpcConnection::streamOf(std::int32_t id) const {
-  return static_cast<Stream*>(nghttp2_session_get_stream_user_data(session_, id));
+  if (last_stream_ != nullptr && last_stream_->id == id) {
+    return last_stream_;
+  }
+  auto* stream = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session_, id));
+  if (stream != nullptr) {
+    last_stream_ = stream;
+  }
+  return stream;
 }
 
 void GrpcConnection::release(Stream* stream) {
+  if (last_stream_ == stream) {
+    last_stream_ = nullptr;
+  }
   buffered_bytes_ -= std::min(buffered_bytes_, stream->in.size());
   const std::size_t index = stream->index;
   std::unique_ptr<Stream> owned = std::move(streams_[index]);
@@ -402,6 +368,13 @@ void GrpcConnection::release(Stream* stream) {
 
 void GrpcConnection::onHeadersDone(Stream& stream, bool end_stream, Clock::time_point now) {
   stream.headers_done = true;
+  if (stream.early_status == StatusCode::kOk &&
+      (stream.malformed || (stream.pseudo & kRequiredPseudo) != kRequiredPseudo)) {
+    // A malformed request (RFC 9113 section 8.1.1): stream error PROTOCOL_ERROR.
+    stream.answered = true;
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream.id, NGHTTP2_PROTOCOL_ERROR);
+    return;
+  }
   if (stream.path == kRlsPath) {
     stream.method = Method::kRls;
     stream.call = RlsCall::kShouldRateLimit;

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-struct nghttp2_session;
+#include "grpc/http2_memory_pool.hpp"
 
 /// One gRPC server connection over HTTP/2 (nghttp2 as a library: bytes in, bytes out), with
 /// no socket and no clock of its own, so that a fuzzer and a unit test drive it as the
@@ -146,6 +146,8 @@ class GrpcConnection {
 
   Stream* streamOf(std::int32_t id) const;
   void release(Stream* stream);
+  void onPseudoHeader(Stream& stream, std::string_view name, std::string_view value);
+  void onRegularHeader(Stream& stream, std::string_view name, std::string_view value);
   void onHeadersDone(Stream& stream, bool end_stream, Clock::time_point now);
   void onRequestEnd(Stream& stream, Clock::time_point now);
   void serveHealthCheck(Stream& stream, std::string_view message);
@@ -160,7 +162,11 @@ class GrpcConnection {
   GrpcCallHandler& handler_;
   const GrpcServerState& state_;
   GrpcLimits limits_;
+  Http2MemoryPool pool_;  // nghttp2's allocations: outlives session_
   nghttp2_session* session_ = nullptr;
+  /// The stream the last lookup found (nghttp2's callbacks come stream by stream, and its
+  /// own lookup is a hash probe): cleared when it is released.
+  mutable Stream* last_stream_ = nullptr;
   std::vector<std::unique_ptr<Stream>> streams_;  // open streams, unordered
   std::vector<std::unique_ptr<Stream>> spare_;    // recycled, to serve a call without allocating
   std::size_t buffered_bytes_ = 0;                // request bytes held by all streams

@@ -50,6 +50,14 @@ inline constexpr std::string_view kHealthServiceName = "ratelimit";
 
 enum class Method { kUnknown, kRls, kHealthCheck, kHealthWatch, kReflection };
 
+/// The request pseudo-header fields seen on a stream (Stream::pseudo); a request lacking
+/// one of kRequiredPseudo is malformed.
+inline constexpr std::uint8_t kPseudoMethod = 1;
+inline constexpr std::uint8_t kPseudoScheme = 2;
+inline constexpr std::uint8_t kPseudoPath = 4;
+inline constexpr std::uint8_t kPseudoAuthority = 8;
+inline constexpr std::uint8_t kRequiredPseudo = kPseudoMethod | kPseudoScheme | kPseudoPath;
+
 /// One HTTP/2 stream (one call) of a connection.
 struct GrpcConnection::Stream {
   std::int32_t id = 0;
@@ -67,6 +75,9 @@ struct GrpcConnection::Stream {
   std::size_t header_bytes = 0;
   StatusCode early_status = StatusCode::kOk;  // found while reading the headers
   std::string early_message;
+  std::uint8_t pseudo = 0;    // kPseudo* bits
+  bool regular_seen = false;  // a regular header field came (pseudo ones must come first)
+  bool malformed = false;     // RFC 9113 section 8.1.1: reset with PROTOCOL_ERROR
   bool bad_method = false;
   bool not_grpc = false;
   bool headers_done = false;
@@ -95,6 +106,8 @@ struct GrpcConnection::Stream {
     header_bytes = 0;
     early_status = StatusCode::kOk;
     early_message.clear();
+    pseudo = 0;
+    regular_seen = malformed = false;
     bad_method = not_grpc = headers_done = request_done = dispatched = answered = false;
     headers_sent = trailers_due = degraded = data_deferred = reset_after_end = false;
     final_status = StatusCode::kOk;

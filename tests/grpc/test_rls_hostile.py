@@ -26,7 +26,7 @@ descriptors:
 
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 0, 1, 3, 4, 6, 7, 9
 END_STREAM, END_HEADERS = 0x1, 0x4
-REFUSED_STREAM, ENHANCE_YOUR_CALM = 7, 11
+PROTOCOL_ERROR, REFUSED_STREAM, ENHANCE_YOUR_CALM = 1, 7, 11
 # The bound a well-behaved call must keep on another connection while one is attacked.
 PROMPT = 1.0
 
@@ -242,6 +242,42 @@ class Hostile(unittest.TestCase):
         for _ in range(8):
             self.raw.sock.sendall(self.raw.frame(DATA, 0, 1, b"a" * 16000))
         self.assertEqual(self.status_of(1), 8)
+
+    def test_malformed_requests_are_reset_with_protocol_error_and_charge_nothing(self):
+        port = self.sluice.grpc_port
+        body = request("api", [[("client", "malformed")]]).SerializeToString()
+        data = b"\x00" + len(body).to_bytes(4, "big") + body
+        fields = [(":method", "POST"), (":scheme", "http"), (":path", SHOULD_RATE_LIMIT_PATH),
+                  (":authority", "127.0.0.1:%d" % port), ("content-type", "application/grpc"),
+                  ("te", "trailers")]
+        cases = {
+            "no :path": [f for f in fields if f[0] != ":path"],
+            "no :method": fields[1:],
+            "an empty :path": [(n, "" if n == ":path" else v) for n, v in fields],
+            "a repeated :method": fields[:1] + fields,
+            "a pseudo-header after a regular one": fields[1:] + fields[:1],
+            "an unknown pseudo-header": fields[:4] + [(":protocol", "websocket")] + fields[4:],
+            "a connection-specific header": fields + [("connection", "keep-alive")],
+            "te other than trailers": fields[:-1] + [("te", "gzip")],
+        }
+        stream = 1
+        for what, case in cases.items():
+            block = b"".join(literal(n, v) for n, v in case)
+            self.raw.sock.sendall(self.raw.frame(HEADERS, END_HEADERS, stream, block) +
+                                  self.raw.frame(DATA, END_STREAM, stream, data))
+            frames = self.read_until(lambda f: f is not None and f[2] == stream and
+                                     f[0] in (RST_STREAM, HEADERS), what)
+            self.assertEqual(frames[-1][0], RST_STREAM, what)
+            self.assertEqual(int.from_bytes(frames[-1][3][:4], "big"), PROTOCOL_ERROR, what)
+            stream += 2
+        # The connection still serves a well-formed call, and none of the above was charged.
+        block = b"".join(literal(n, v) for n, v in fields)
+        self.raw.sock.sendall(self.raw.frame(HEADERS, END_HEADERS, stream, block) +
+                              self.raw.frame(DATA, END_STREAM, stream, data))
+        self.assertEqual(self.status_of(stream), 0)
+        response = self.bystander.ShouldRateLimit(request("api", [[("client", "malformed")]]),
+                                                  timeout=5)
+        self.assertEqual(response.statuses[0].limit_remaining, 98)
 
     def test_a_timeout_of_one_nanosecond_is_deadline_exceeded_and_charges_nothing(self):
         port = self.sluice.grpc_port
