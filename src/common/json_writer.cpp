@@ -115,7 +115,7 @@ void Appender::number(std::int64_t number) {
   advance(static_cast<std::size_t>(result.ptr - p));
 }
 
-void JsonWriter::value(std::int64_t number) {
+void JsonWriter::largeValue(std::int64_t number) {
   separate();
   out_.number(number);
 }

@@ -168,10 +168,12 @@ void reservation_detail::assignReservationId(std::string& out, Micros expires_at
 
 namespace {
 
-/// Reads an id's parts without copying them: "" when `text` is an id, else why not.
-std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
-                                   std::string_view& nonce, std::uint64_t& fingerprint) {
-  constexpr std::string_view kShape = "expected r1.<expiry>.<16 hex>.<16 hex>, as /reserve answers";
+constexpr std::string_view kShape = "expected r1.<expiry>.<16 hex>.<16 hex>, as /reserve answers";
+
+/// Reads an id's parts without copying them: "" when `text` has the shape of an id (its
+/// fingerprint's 16 characters not read yet), else why not.
+std::string_view readIdParts(std::string_view text, Micros& expires_at_us, std::string_view& nonce,
+                             std::string_view& fingerprint) {
   if (text.empty()) {
     return "empty";
   }
@@ -218,12 +220,23 @@ std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
   expires_at_us = value;
   rest.remove_prefix(dot1 + 1);
   // The nonce is only checked: the store takes its text.
-  if (rest.size() != 33 || rest[16] != '.' || !isHex16(std::string_view(rest.data(), 16)) ||
-      !readHex16(std::string_view(rest.data() + 17, 16), fingerprint)) {
+  if (rest.size() != 33 || rest[16] != '.' || !isHex16(std::string_view(rest.data(), 16))) {
     return kShape;
   }
   nonce = std::string_view(rest.data(), 16);
+  fingerprint = std::string_view(rest.data() + 17, 16);
   return {};
+}
+
+/// Reads an id's parts without copying them: "" when `text` is an id, else why not.
+std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
+                                   std::string_view& nonce, std::uint64_t& fingerprint) {
+  std::string_view fingerprint_text;
+  if (const std::string_view why = readIdParts(text, expires_at_us, nonce, fingerprint_text);
+      !why.empty()) {
+    return why;
+  }
+  return readHex16(fingerprint_text, fingerprint) ? std::string_view() : kShape;
 }
 
 }  // namespace
@@ -241,9 +254,18 @@ Result<ReservationId> parseReservationId(std::string_view text) {
   return id;
 }
 
-bool reservation_detail::splitReservationId(std::string_view text, Micros& expires_at_us,
-                                            std::string_view& nonce, std::uint64_t& fingerprint) {
-  return readReservationId(text, expires_at_us, nonce, fingerprint).empty();
+bool reservation_detail::splitReservationId(std::string_view text, std::uint64_t fingerprint,
+                                            Micros& expires_at_us, std::string_view& nonce) {
+  std::string_view fingerprint_text;
+  if (!readIdParts(text, expires_at_us, nonce, fingerprint_text).empty()) {
+    return false;
+  }
+  // Compared as text, as this request's fingerprint writes it: the same answer as reading
+  // the id's digits (anything but these 16 lower-case digits is not this request's id).
+  char expected[16];
+  writeHex16(fingerprint, expected);
+  return words::load(fingerprint_text.data()) == words::load(expected) &&
+         words::load(fingerprint_text.data() + 8) == words::load(expected + 8);
 }
 
 std::uint64_t reservationFingerprint(const DecisionRequest& request) {

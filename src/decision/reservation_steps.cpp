@@ -77,11 +77,10 @@ Status prepareStep(const DecisionRequest& request, const ReservationSettings& se
     case HoldOp::kRelease: {
       Micros expires_at_us = 0;
       std::string_view nonce;
-      std::uint64_t fingerprint = 0;
-      if (!splitReservationId(step.id, expires_at_us, nonce, fingerprint)) {
-        return parseReservationId(step.id).error();  // words what is wrong
-      }
-      if (fingerprint != reservationFingerprint(request)) {
+      if (!splitReservationId(step.id, reservationFingerprint(request), expires_at_us, nonce)) {
+        if (auto parsed = parseReservationId(step.id); !parsed) {
+          return parsed.error();  // words what is wrong
+        }
         return invalid("reservation_id: \"" + step.id +
                        "\" was made for another domain, client or descriptors than this "
                        "request's (send the ones the reservation was made with)");

@@ -20,10 +20,11 @@ namespace sluice::reservation_detail {
 /// formatReservationId() into `out`, replacing it and keeping its capacity.
 void assignReservationId(std::string& out, Micros expires_at_us, std::string_view nonce,
                          std::uint64_t fingerprint);
-/// The parts of `text` without copying them (`nonce` points into it); false where
-/// parseReservationId() answers an error.
-bool splitReservationId(std::string_view text, Micros& expires_at_us, std::string_view& nonce,
-                        std::uint64_t& fingerprint);
+/// The parts of `text` without copying them (`nonce` points into it), when it is an id made
+/// for a request of this `fingerprint`; false where parseReservationId() answers an error or
+/// the id carries another fingerprint.
+bool splitReservationId(std::string_view text, std::uint64_t fingerprint, Micros& expires_at_us,
+                        std::string_view& nonce);
 /// newReservationNonce() into `out`, keeping its capacity.
 void assignReservationNonce(std::string& out);
 

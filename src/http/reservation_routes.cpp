@@ -145,25 +145,36 @@ std::string_view statusField(HoldStatus status) {
   return R"("status":"")";
 }
 
-/// The fields of a reservation step's answer, first in its body.
+/// The fields of a reservation step's answer, first in its body. The usual steps' fixed
+/// text is written as literals (the writer copies those in place).
 void writeStepFields(JsonWriter& w, const Decision& decision) {
   const ReservationOutcome& step = decision.reservation;
   // First in the object: no separator before it. The id needs no escaping either
   // (reservation.hpp: r1.<digits>.<hex>.<hex>).
-  w.raw(statusField(step.status));
-  if (step.status == HoldStatus::kReserved) {
-    w.text(R"(,"reservation_id":")");
-    w.text(step.id);
-    w.text("\"");
-    w.field("ttl_ms", step.ttl_us / 1000);
-    w.field("amount", decision.request.hits);
-  } else if (step.status == HoldStatus::kFull) {
-    w.field("reason", "a limit's bucket already holds --max-reservation-holds live reservations");
-  } else if (step.status == HoldStatus::kCommitted || step.status == HoldStatus::kLate) {
-    w.field("actual", decision.request.hits);
-    if (step.status == HoldStatus::kCommitted) {
+  switch (step.status) {
+    case HoldStatus::kReserved:
+      w.raw(R"("status":"reserved","reservation_id":")");
+      w.text(step.id);
+      w.text("\"");
+      w.field("ttl_ms", step.ttl_us / 1000);
+      w.field("amount", decision.request.hits);
+      return;
+    case HoldStatus::kCommitted:
+      w.raw(R"("status":"committed")");
+      w.field("actual", decision.request.hits);
       w.field("reserved", step.reserved);
-    }
+      return;
+    case HoldStatus::kLate:
+      w.raw(R"("status":"late")");
+      w.field("actual", decision.request.hits);
+      return;
+    case HoldStatus::kFull:
+      w.raw(R"("status":"full")");
+      w.field("reason", "a limit's bucket already holds --max-reservation-holds live reservations");
+      return;
+    default:
+      w.raw(statusField(step.status));
+      return;
   }
 }
 

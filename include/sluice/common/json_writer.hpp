@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/common/words.hpp"
+
 /// Appends compact JSON to a string without building a tree: the decision answers are
 /// written straight into the buffer that goes on the wire. The output is what
 /// nlohmann::json::dump() writes (no spaces, UTF-8 kept as is), with invalid UTF-8 replaced
@@ -55,6 +57,11 @@ class Appender {
   void advance(std::size_t n) { length_ += n; }
   /// Decimal digits of `number`.
   void number(std::int64_t number);
+  /// Decimal digits of a number under 10^8 (a count, milliseconds), eight at a time.
+  void smallNumber(std::uint32_t number) {
+    char* p = reserve(8);
+    advance(words::writeDecimalShort(number, p));
+  }
 
   /// Moves what is buffered into the string.
   void finish() {
@@ -117,7 +124,15 @@ class JsonWriter {
     separate();
     flag ? put("true", 4) : put("false", 5);
   }
-  void value(std::int64_t number);
+  void value(std::int64_t number) {
+    if (number >= 0 && number < 100000000) {
+      // The usual number, written here (the same text as std::to_chars).
+      separate();
+      out_.smallNumber(static_cast<std::uint32_t>(number));
+      return;
+    }
+    largeValue(number);
+  }
   void value(int number) { value(static_cast<std::int64_t>(number)); }
   /// Text that is already valid JSON (e.g. the rules' compact `metadata`).
   void raw(std::string_view json) {
@@ -166,6 +181,8 @@ class JsonWriter {
   }
   /// A JSON string literal, quotes included, in nlohmann's escaping.
   void string(std::string_view text);
+  /// value() of a number that is negative or has more than 8 digits.
+  void largeValue(std::int64_t number);
 
   Appender out_;
   bool first_ = true;       // nothing written yet at this nesting level

@@ -8,7 +8,7 @@
 /// Text eight bytes at a time: a word of 8 characters is read or written in one load or
 /// store and converted with a few multiplications, where a loop would take one step per
 /// character. Used where a request's cost is counted in instructions (the reservation id,
-/// the fast request parser).
+/// the fast request parser, the JSON writer's numbers).
 namespace sluice::words {
 
 inline constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
@@ -47,6 +47,20 @@ inline std::uint64_t decimalDigits(std::uint32_t value) {
 /// `value` (under 10^8) as exactly 8 decimal digits at `out`, leading zeros included.
 inline void writeDecimal8(std::uint32_t value, char* out) {
   store(decimalDigits(value) | kOnes * '0', out);
+}
+
+/// `value` (under 10^8) in decimal at `out`, as std::to_chars writes it; returns its length.
+/// Writes 8 bytes whatever the length: `out` must have room for 8.
+inline std::size_t writeDecimalShort(std::uint32_t value, char* out) {
+  if (value < 10) {
+    *out = static_cast<char>('0' + value);
+    return 1;
+  }
+  const std::uint64_t digits = decimalDigits(value);
+  // The leading zeros are the lowest bytes that are 0 (value > 0: some byte is not).
+  const int zeros = std::countr_zero(digits) / 8;
+  store((digits >> (8 * zeros)) | kOnes * '0', out);
+  return static_cast<std::size_t>(8 - zeros);
 }
 
 /// The 8 decimal digits at `p` -> their value; false if a byte is not a digit (each

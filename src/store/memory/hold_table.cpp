@@ -116,7 +116,17 @@ std::size_t HoldSet::forgetPast(Micros now) {
 
 void HoldSet::pushMemory(const Hold& hold) {
   memories_.push_back(hold);
-  std::push_heap(memories_.begin(), memories_.end(), laterForgotten);
+  // std::push_heap's sift-up, written out: the new memory is usually forgotten after the
+  // others already there, and stays where it is after one comparison.
+  std::size_t i = memories_.size() - 1;
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (!laterForgotten(memories_[parent], memories_[i])) {
+      break;
+    }
+    std::swap(memories_[parent], memories_[i]);
+    i = parent;
+  }
 }
 
 void HoldSet::popMemory() {
