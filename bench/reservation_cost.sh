@@ -3,8 +3,9 @@
 # whatever else the machine does): a reserve + commit pair over HTTP against one plain
 # decision (POST /shouldAllowRequest), on the memory store, one I/O thread.
 #
-# Three runs of build/sluice under callgrind, each driven over one keep-alive connection:
-# no requests (start-up and shutdown alone), N plain decisions, N reserve + commit pairs.
+# Three runs of build/sluice under callgrind, each driven over one keep-alive connection
+# (each request written in one piece): no requests (start-up and shutdown alone), N plain
+# decisions, N reserve + commit pairs.
 # The cost of one operation is (run - idle run) / N. Prints both and their ratio (docs/
 # benchmarks.md, "Reservations: what a reserve + commit costs"), and the pair split into
 # its reserve and its commit: each step's own handler (serveReserve, serveCommit in
@@ -46,7 +47,7 @@ run() {
     --listen "127.0.0.1:$port" --threads 1 --log-level warn > "$work/$mode.log" 2>&1 &
   local pid=$!
   /usr/bin/python3 - "$port" "$mode" "$requests" <<'EOF'
-import http.client, json, sys, time
+import http.client, json, socket, sys, time
 port, mode, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 deadline = time.monotonic() + 120
 while True:
@@ -59,14 +60,33 @@ while True:
         if time.monotonic() > deadline:
             sys.exit("sluice did not start")
         time.sleep(0.2)
-who = '"domain":"llm","descriptors":[[{"key":"user","value":"u1"}]]'
+c.close()
+# Each request in one write, as a proxy sends a small one (http.client writes the head and
+# the body apart, and whether the server reads them in one go or two varied run to run).
+s = socket.create_connection(("127.0.0.1", port), timeout=60)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+pending = b""
 def post(path, body):
-    c.request("POST", path, body, {"Content-Type": "application/json"})
-    r = c.getresponse()
-    data = r.read()
-    if r.status != 200:
-        sys.exit("%s answered %d: %s" % (path, r.status, data))
+    global pending
+    b = body.encode()
+    s.sendall(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(b), b))
+    while b"\r\n\r\n" not in pending:
+        chunk = s.recv(65536)
+        if not chunk:
+            sys.exit("%s: the connection closed" % path)
+        pending += chunk
+    head, pending = pending.split(b"\r\n\r\n", 1)
+    status = int(head.split(b" ", 2)[1])
+    length = int(next(l.split(b":", 1)[1] for l in head.split(b"\r\n")
+                      if l.lower().startswith(b"content-length:")))
+    while len(pending) < length:
+        pending += s.recv(65536)
+    data, pending = pending[:length], pending[length:]
+    if status != 200:
+        sys.exit("%s answered %d: %s" % (path, status, data))
     return data
+who = '"domain":"llm","descriptors":[[{"key":"user","value":"u1"}]]'
 for i in range(n if mode != "idle" else 0):
     if mode == "plain":
         post("/shouldAllowRequest", "{%s,\"hits\":300}" % who)
