@@ -137,7 +137,10 @@ void Differ::count(const Decision& decision, bool is_new, Micros at) {
       RuleStats& rule = ruleFor(limit, request, is_new);
       if (who_of != d) {
         who_of = d;
-        if (is_new && d == 0) {
+        if ((is_new && d == 0) ||
+            (!request.client_id.empty() && request.client_id == client_.text)) {
+          // Descriptor 0 of the new rules is the request's own; a client id is the
+          // identity of every descriptor under either rules.
           who = client_;
         } else {
           identity(decision, d, who_);

@@ -95,13 +95,36 @@ bool plainRule(const RateLimit& rule) {
          rule.params.algorithm != Algorithm::kConcurrency;
 }
 
+/// Resizes `items` to `n`, moving the elements it drops to `spare` and taking the elements
+/// it adds from there first: their strings and vectors keep their storage.
+template <typename T>
+void resizeKeeping(std::vector<T>& items, std::size_t n, std::vector<T>& spare) {
+  while (items.size() > n) {
+    spare.push_back(std::move(items.back()));
+    items.pop_back();
+  }
+  while (items.size() < n) {
+    if (spare.empty()) {
+      items.emplace_back();
+    } else {
+      items.push_back(std::move(spare.back()));
+      spare.pop_back();
+    }
+  }
+}
+
 }  // namespace
 
 Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
   if (!plainRequest(request) || !current_) {
     return DirectResult::kNotDirect;
   }
-  const DomainConfig* domain = current_->findDomain(request.domain);
+  if (direct_.domain_set != current_.get() || direct_.domain_name != request.domain) {
+    direct_.domain_set = current_.get();
+    direct_.domain_name.assign(request.domain);
+    direct_.domain = current_->findDomain(request.domain);
+  }
+  const DomainConfig* domain = direct_.domain;
   if (domain == nullptr) {
     return DirectResult::kNotDirect;  // the service answers an unknown domain
   }
@@ -162,36 +185,61 @@ void Replayer::buildDirect() {
   store_request.hold.op = HoldOp::kNone;
   direct_.positions.clear();
   std::size_t limits_used = 0;
-  decision.descriptors.resize(match.descriptors.size());
+  resizeKeeping(decision.descriptors, match.descriptors.size(), direct_.spare_descriptors);
   for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
     const DescriptorMatch& dm = match.descriptors[d];
     DescriptorStatus& ds = decision.descriptors[d];
     ds.matched = dm.matched;
     ds.node = dm.node;
     ds.metadata_json.clear();  // the merged metadata is left out (no report reads it)
-    ds.limits.resize(dm.limits.size());
+    resizeKeeping(ds.limits, dm.limits.size(), direct_.spare_statuses);
     for (std::size_t l = 0; l < dm.limits.size(); ++l) {
       const MatchedLimit& ml = dm.limits[l];
-      fillStatus(ds.limits[l], ml);
+      LimitStatus& status = ds.limits[l];
+      if (status.rule == ml.limit && !status.from_request && !status.override_value) {
+        // The same rule as this status's last request (hence the same node): only what
+        // the store answers changes.
+        status.holds_expired = 0;
+        status.outcome = Outcome{};
+      } else {
+        fillStatus(status, ml);
+      }
       if (ml.limit->unlimited) {
         continue;
       }
       if (limits_used == store_request.limits.size()) {
-        store_request.limits.emplace_back();
+        if (direct_.spare_limits.empty()) {
+          store_request.limits.emplace_back();
+          direct_.store_rules.push_back(nullptr);
+        } else {
+          store_request.limits.push_back(std::move(direct_.spare_limits.back().first));
+          direct_.store_rules.push_back(direct_.spare_limits.back().second);
+          direct_.spare_limits.pop_back();
+        }
       }
-      StoreLimit& limit = store_request.limits[limits_used++];
+      StoreLimit& limit = store_request.limits[limits_used];
+      const RateLimit*& built_from = direct_.store_rules[limits_used];
+      ++limits_used;
       BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
-      limit.params = ml.limit->params;
-      limit.shadow = ml.limit->shadow_mode;
+      if (built_from != ml.limit) {
+        built_from = ml.limit;
+        limit.params = ml.limit->params;
+        limit.shadow = ml.limit->shadow_mode;
+        limit.refund = false;
+        // The replay's memory store has no runtime overrides: none can apply.
+        limit.override_rule = nullptr;
+      }
       limit.cost = request.hits;
       limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
-      limit.refund = false;
-      // The replay's memory store has no runtime overrides: none can apply.
-      limit.override_rule = nullptr;
       direct_.positions.emplace_back(d, l);
     }
   }
-  store_request.limits.resize(limits_used);
+  while (store_request.limits.size() > limits_used) {
+    direct_.spare_limits.emplace_back(std::move(store_request.limits.back()),
+                                      direct_.store_rules.back());
+    store_request.limits.pop_back();
+    direct_.store_rules.pop_back();
+  }
 }
 
 std::uint64_t Replayer::capacityEvictions() {

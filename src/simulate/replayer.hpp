@@ -104,6 +104,18 @@ class Replayer {
     RequestMatch match;
     StoreRequest store_request;
     std::vector<std::pair<std::size_t, std::size_t>> positions;  ///< (descriptor, limit)
+    /// The rule each store limit's parameters were copied from (null: none yet): a limit
+    /// of the same rule keeps them.
+    std::vector<const RateLimit*> store_rules;
+    /// Elements a shorter request left over, kept with their strings' storage for the next
+    /// longer one (a vector's resize would free them).
+    std::vector<DescriptorStatus> spare_descriptors;
+    std::vector<LimitStatus> spare_statuses;
+    std::vector<std::pair<StoreLimit, const RateLimit*>> spare_limits;
+    /// The last domain looked up, in the last rule set.
+    const RuleSet* domain_set = nullptr;
+    std::string domain_name;
+    const DomainConfig* domain = nullptr;
   };
 
   /// The rule set and the clock for the next decision.

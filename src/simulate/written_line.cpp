@@ -37,6 +37,11 @@ class WrittenLine {
     return true;
   }
   bool rest(std::string& out) {
+    if (at_ != end_ && *at_ == '"') {
+      out.clear();  // "": an empty member (often the client, the rule, the hash)
+      ++at_;
+      return true;
+    }
     std::string_view text;
     if (!rest(text)) {
       return false;

@@ -159,6 +159,27 @@ TEST_P(ConformanceBanTest, ABannedLoneLimitIsRefusedOnOneReadWithoutItsOverride)
   EXPECT_EQ(commandCalls("set"), 0);
 }
 
+TEST_P(ConformanceBanTest, EnvoysCountingIsRefusedFromTheLocalCacheDuringABan) {
+  const StoreLimit limit = banned("api:user=e;i0;fw", Algorithm::kFixedWindow, 1, 60 * kSec, 2,
+                                  30 * kSec, 2000, 60 * kSec);
+  StoreRequest request = clientRequest({limit}, 1, "e");
+  request.charge = Charge::kEvery;
+  Counter& hits = pair_.metrics().counter("local_cache_hits_total");
+  for (int i = 0; i < 3; ++i) {
+    both(request, "flood " + std::to_string(i));  // the third starts the ban
+  }
+  // Counted denials are never answered locally; a ban, which charges nothing, is.
+  EXPECT_EQ(hits.value(), 0u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(both(request, "banned " + std::to_string(i)).outcomes.at(0).banned);
+    pair_.clock().advance(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(hits.value(), GetParam() ? 3u : 0u);
+  // Past the ban, the next request asks Redis again, and both stores agree.
+  pair_.clock().advance(std::chrono::seconds(30));
+  EXPECT_FALSE(both(request, "after the ban").outcomes.at(0).banned);
+}
+
 TEST_P(ConformanceBanTest, RandomTracesAgree) {
   std::mt19937_64 random(20261126);
   const Algorithm algorithms[] = {Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,

@@ -8,7 +8,7 @@
 namespace sluice::redis {
 
 bool OverLimitCache::answer(const StoreRequest& request, std::string_view prefix,
-                            const Clock& clock, StoreResponse& response) {
+                            const Clock& clock, bool bans_only, StoreResponse& response) {
   if (entries_.empty() || request.limits.size() != 1 ||
       std::any_of(request.limits.begin(), request.limits.end(),
                   [](const StoreLimit& l) { return l.params.count_rejected; })) {
@@ -29,7 +29,7 @@ bool OverLimitCache::answer(const StoreRequest& request, std::string_view prefix
       entries_.erase(it);
       continue;
     }
-    if (banApplies(request, limit) && !entry.banned) {
+    if ((bans_only || banApplies(request, limit)) && !entry.banned) {
       // Each denial of a limit with a penalty box counts towards a ban: only Redis counts.
       continue;
     }
@@ -66,7 +66,8 @@ void OverLimitCache::remember(const Context& request, const StoreResponse& respo
       forget(keys[i]);
       continue;
     }
-    if (!cacheable || o.allowed || o.never || limit.never_denies || o.retry_after_us <= 0) {
+    if (!cacheable || o.allowed || o.never || limit.never_denies || o.retry_after_us <= 0 ||
+        (request.bans_only && !o.banned)) {
       continue;
     }
     // Decided with a runtime override: the answer must say so, which a cached one cannot.
@@ -105,8 +106,8 @@ bool OverLimitCache::sameParams(const LimitParams& a, const LimitParams& b) {
   return a.algorithm == b.algorithm && a.limit == b.limit && a.window_us == b.window_us &&
          a.burst == b.burst && a.min_interval_us == b.min_interval_us &&
          a.count_rejected == b.count_rejected && a.warmup_us == b.warmup_us && a.shape == b.shape &&
-         a.consistency == b.consistency && a.ban == b.ban && x.width == y.width && x.depth == y.depth &&
-         x.counter_bits == y.counter_bits && x.bloom_bits == y.bloom_bits &&
+         a.consistency == b.consistency && a.ban == b.ban && x.width == y.width &&
+         x.depth == y.depth && x.counter_bits == y.counter_bits && x.bloom_bits == y.bloom_bits &&
          x.bloom_hashes == y.bloom_hashes && x.identity == y.identity;
 }
 

@@ -39,6 +39,8 @@ class OverLimitCache {
   struct Context {
     std::vector<std::string> keys;
     std::vector<Limit> limits;
+    /// Envoy's counting (Charge::kEvery): only bans are learnt (its other denials charged).
+    bool bans_only = false;
   };
 
   explicit OverLimitCache(std::size_t max_keys) : max_keys_(max_keys) {}
@@ -58,8 +60,10 @@ class OverLimitCache {
   /// bucket can only fill up further until then. A request with several limits always asks
   /// Redis: a denied answer reports the true state of every limit it did not charge, which
   /// only Redis knows. `prefix` is the store's key prefix (BucketKey::redisKey).
+  /// `bans_only`: the request is charged even when denied (envoy's counting), so only a
+  /// ban, whose refusal charges nothing in any mode, may answer it.
   bool answer(const StoreRequest& request, std::string_view prefix, const Clock& clock,
-              StoreResponse& response);
+              bool bans_only, StoreResponse& response);
 
   /// Updates the cache from a Redis answer. A key this store just charged loses its entry:
   /// a smaller request admitted while a larger one is cached as denied pushes the larger

@@ -95,10 +95,17 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     const bool has_lease = std::any_of(request.limits.begin(), request.limits.end(), isLease);
     // A concurrency limit's denial ends with any release: never cached, never from the cache.
     // A reservation step changes what its buckets hold, and must reach Redis.
-    const bool decides_only = request.charge == Charge::kAllOrNothing && !has_lease &&
-                              request.hold.op == HoldOp::kNone &&
-                              std::none_of(request.limits.begin(), request.limits.end(),
-                                           [](const StoreLimit& l) { return l.refund; });
+    const bool plain = !has_lease && request.hold.op == HoldOp::kNone &&
+                       std::none_of(request.limits.begin(), request.limits.end(),
+                                    [](const StoreLimit& l) { return l.refund; });
+    const bool decides_only = plain && request.charge == Charge::kAllOrNothing;
+    // Envoy's counting charges a denial, but not a ban's refusal (docs/bans.md): a ban the
+    // cache knows answers such a request too, and its answers teach the cache their bans.
+    const bool bans_only = plain && request.charge == Charge::kEvery;
+    if (options_.local_cache && (decides_only || bans_only) &&
+        answerFromCache(request, bans_only, done)) {
+      return;
+    }
     if (options_.local_cache && !decides_only) {
       // Refunds, reports and counted denials change buckets a cached denial describes; the
       // next request on them asks Redis.
@@ -107,9 +114,6 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
           cache_.forget(BucketKey::redisKey(prefix_, limit.key));
         }
       }
-    }
-    if (options_.local_cache && decides_only && answerFromCache(request, done)) {
-      return;
     }
     const Micros sent_at = clock_.nowMicros();
     std::vector<std::string> keys = takeList();
@@ -127,8 +131,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     call->sent_at = sent_at;
     call->done = std::move(done);
     // The reply handler needs the keys and limits for the local cache only.
-    call->cached = options_.local_cache && decides_only;
+    call->cached = options_.local_cache && (decides_only || bans_only);
     if (call->cached) {
+      call->cache.bans_only = bans_only;
       std::vector<std::string>& cache_keys = call->cache.keys;
       cache_keys.resize(request.limits.size());
       for (std::size_t i = 0; i < request.limits.size(); ++i) {
@@ -427,9 +432,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         });
   }
 
-  bool answerFromCache(const StoreRequest& request, Callback& done) {
+  bool answerFromCache(const StoreRequest& request, bool bans_only, Callback& done) {
     StoreResponse response;
-    if (!cache_.answer(request, prefix_, clock_, response)) {
+    if (!cache_.answer(request, prefix_, clock_, bans_only, response)) {
       return false;
     }
     cache_hits_.inc();
