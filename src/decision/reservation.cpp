@@ -9,21 +9,13 @@
 #include "decision/reservation_steps.hpp"
 #include "sluice/common/hex.hpp"
 #include "sluice/common/value_parsers.hpp"
+#include "sluice/common/words.hpp"
 #include "sluice/decision/decision.hpp"
 
 namespace sluice {
 namespace {
 
 constexpr std::string_view kIdVersion = "r1";
-
-/// `value` as 16 lower-case hex digits into `out`.
-void hex16(std::uint64_t value, char* out) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  for (int i = 15; i >= 0; --i) {
-    out[i] = kDigits[value & 0xf];
-    value >>= 4;
-  }
-}
 
 /// FNV-1a, 64 bits: the same in every process, so any sidecar checks another's id.
 class Fnv {
@@ -39,6 +31,11 @@ class Fnv {
   /// The 8 bytes of `n`, lowest first. The high bytes of a length are zeros, which the
   /// xor leaves alone: they only multiply, by the prime's power at once.
   void addLength(std::size_t n) {
+    if (n < 256) {
+      // The usual length, one byte (or none: 0 xors nothing): the same as the loop below.
+      hash_ = (hash_ ^ n) * kPrimePowers[8];
+      return;
+    }
     int i = 0;
     for (; i < 8 && (n >> (8 * i)) != 0; ++i) {
       hash_ ^= static_cast<unsigned char>(n >> (8 * i));
@@ -135,8 +132,24 @@ std::string formatReservationId(const ReservationId& id) {
 
 void reservation_detail::assignReservationId(std::string& out, Micros expires_at_us,
                                              std::string_view nonce, std::uint64_t fingerprint) {
+  constexpr Micros kEight = 100000000;
+  if (expires_at_us >= kEight * kEight / 10 && expires_at_us < kEight * kEight &&
+      nonce.size() == 16) {
+    // The usual id: an expiry of 16 digits (microseconds since the epoch), eight at a time,
+    // and every part at a place known here.
+    out.resize(53);
+    char* p = out.data();
+    std::memcpy(p, "r1.", 3);
+    words::writeDecimal8(static_cast<std::uint32_t>(expires_at_us / kEight), p + 3);
+    words::writeDecimal8(static_cast<std::uint32_t>(expires_at_us % kEight), p + 11);
+    p[19] = '.';
+    std::memcpy(p + 20, nonce.data(), 16);
+    p[36] = '.';
+    writeHex16(fingerprint, p + 37);
+    return;
+  }
   char expiry[24];
-  const std::size_t digits = static_cast<std::size_t>(
+  const auto digits = static_cast<std::size_t>(
       std::to_chars(expiry, expiry + sizeof expiry, expires_at_us).ptr - expiry);
   // r1.<expiry>.<nonce>.<fingerprint>, written in place.
   out.resize(kIdVersion.size() + 1 + digits + 1 + nonce.size() + 1 + 16);
@@ -150,7 +163,7 @@ void reservation_detail::assignReservationId(std::string& out, Micros expires_at
   std::memcpy(p, nonce.data(), nonce.size());
   p += nonce.size();
   *p++ = '.';
-  hex16(fingerprint, p);
+  writeHex16(fingerprint, p);
 }
 
 namespace {
@@ -162,20 +175,33 @@ std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
   if (text.empty()) {
     return "empty";
   }
-  if (text.size() > 80 || text.substr(0, 3) != "r1.") {
+  if (text.size() > 80 || !text.starts_with("r1.")) {
     return kShape;
   }
-  std::string_view rest = text.substr(3);
-  const std::size_t dot1 = rest.find('.');
+  std::string_view rest = text;
+  rest.remove_prefix(3);
+  // The usual id has a 16-digit expiry: its dot is where it is expected.
+  const std::size_t dot1 = rest.size() == 50 && rest[16] == '.' ? 16 : rest.find('.');
   if (dot1 == std::string_view::npos) {
     return kShape;
   }
   // A positive decimal number that fits (leading zeros allowed, no sign).
-  const std::string_view expiry = rest.substr(0, dot1);
+  std::string_view expiry(rest.data(), dot1);
   constexpr std::string_view kNotNumber = "its expiry is not a number";
   Micros value = 0;
-  // 18 digits always fit; a longer number is checked digit by digit.
+  // 18 digits always fit (eight at a time while eight are left); a longer number is
+  // checked digit by digit.
   const bool may_overflow = expiry.size() > 18;
+  if (!may_overflow) {
+    while (expiry.size() >= 8) {
+      std::uint64_t eight = 0;
+      if (!words::readDecimal8(expiry.data(), eight)) {
+        return kNotNumber;
+      }
+      value = value * 100000000 + static_cast<Micros>(eight);
+      expiry.remove_prefix(8);
+    }
+  }
   for (const char c : expiry) {
     if (c < '0' || c > '9') {
       return kNotNumber;
@@ -190,13 +216,13 @@ std::string_view readReservationId(std::string_view text, Micros& expires_at_us,
     return kNotNumber;
   }
   expires_at_us = value;
-  rest = rest.substr(dot1 + 1);
-  std::uint64_t nonce_value = 0;
-  if (rest.size() != 33 || rest[16] != '.' || !readHex16(rest.substr(0, 16), nonce_value) ||
-      !readHex16(rest.substr(17), fingerprint)) {
+  rest.remove_prefix(dot1 + 1);
+  // The nonce is only checked: the store takes its text.
+  if (rest.size() != 33 || rest[16] != '.' || !isHex16(std::string_view(rest.data(), 16)) ||
+      !readHex16(std::string_view(rest.data() + 17, 16), fingerprint)) {
     return kShape;
   }
-  nonce = rest.substr(0, 16);
+  nonce = std::string_view(rest.data(), 16);
   return {};
 }
 
@@ -246,9 +272,8 @@ void reservation_detail::assignReservationNonce(std::string& out) {
     std::random_device random;
     return (static_cast<std::uint64_t>(random()) << 32) ^ random();
   }()};
-  char digits[16];
-  hex16(generator(), digits);
-  out.assign(digits, sizeof digits);
+  out.resize(16);  // keeps the capacity of the string it is given
+  writeHex16(generator(), out.data());
 }
 
 std::string_view holdStatusName(HoldStatus status) {

@@ -36,6 +36,8 @@ class ReservationMetrics final : public DecisionObserver {
       series_rules_ = decision.rules;  // also keeps the addresses below from being reused
       rule_series_.clear();
       request_series_.clear();
+      last_rule_ = nullptr;
+      last_series_ = nullptr;
     }
     const ReservationOutcome& step = decision.reservation;
     for (const DescriptorStatus& descriptor : decision.descriptors) {
@@ -45,7 +47,7 @@ class ReservationMetrics final : public DecisionObserver {
         }
         // Request-side limits are new objects every time: one series per domain.
         RuleSeries& series =
-            limit.from_request ? request_series_[decision.domain] : rule_series_[limit.rule];
+            limit.from_request ? request_series_[decision.domain] : ruleSeries(limit.rule);
         if (series.domain.empty()) {
           series.domain = decision.domain->domain;
           series.rule = limit.from_request ? std::string("_request") : limit.name;
@@ -75,6 +77,16 @@ class ReservationMetrics final : public DecisionObserver {
     Gauge* holds = nullptr;
     Histogram* difference = nullptr;
   };
+
+  /// The series of `rule`; the last one found is kept (a client's steps repeat one rule),
+  /// and the map's elements do not move.
+  RuleSeries& ruleSeries(const RateLimit* rule) {
+    if (rule != last_rule_ || last_series_ == nullptr) {
+      last_series_ = &rule_series_[rule];
+      last_rule_ = rule;
+    }
+    return *last_series_;
+  }
 
   Counter& counter(Counter*& slot, std::string_view name, const RuleSeries& series,
                    const char* label, std::string_view value) {
@@ -138,6 +150,8 @@ class ReservationMetrics final : public DecisionObserver {
   RuleSetPtr series_rules_;
   std::unordered_map<const RateLimit*, RuleSeries> rule_series_;
   std::unordered_map<const DomainConfig*, RuleSeries> request_series_;
+  const RateLimit* last_rule_ = nullptr;
+  RuleSeries* last_series_ = nullptr;
 };
 
 }  // namespace

@@ -111,8 +111,12 @@ std::string refusal(const StoreRequest& store_request, const ReservationSettings
     const std::int64_t capacity = limitCapacity(limit.params);
     largest = std::max(largest, capacity);
     if (call.op == HoldOp::kReserve) {
-      const auto most = static_cast<std::int64_t>(
-          std::floor(static_cast<double>(capacity) * settings.max_fraction));
+      // The default fraction, 1, holds the whole capacity (exactly what the product gives
+      // below 2^53), without the arithmetic in doubles.
+      const auto most = settings.max_fraction == 1.0 && capacity < (std::int64_t{1} << 53)
+                            ? capacity
+                            : static_cast<std::int64_t>(std::floor(static_cast<double>(capacity) *
+                                                                   settings.max_fraction));
       if (store_request.cost > most) {
         return where(i) + "a reservation of " + std::to_string(store_request.cost) +
                " is over what it may hold: " + std::to_string(most) + " (" +

@@ -7,14 +7,18 @@
 namespace sluice::memory_detail {
 namespace {
 
-/// The heap order of the memories: the one forgotten first (then the oldest) on top.
-bool laterForgotten(const Hold& a, const Hold& b) {
-  return a.forget_at != b.forget_at ? a.forget_at > b.forget_at : a.seq > b.seq;
-}
+/// The heap order of the memories: the one forgotten first (then the oldest) on top. A
+/// type of its own, so that the heap functions inline it.
+struct LaterForgotten {
+  bool operator()(const Hold& a, const Hold& b) const {
+    return a.forget_at != b.forget_at ? a.forget_at > b.forget_at : a.seq > b.seq;
+  }
+};
+constexpr LaterForgotten laterForgotten;
 
 }  // namespace
 
-HeldAmount HoldSet::refresh(Micros now) {
+HeldAmount HoldSet::refreshDue(Micros now) {
   HeldAmount out;
   if (first_expiry_ != 0 && first_expiry_ <= now) {
     for (std::size_t i = 0; i < live_.size();) {
@@ -31,15 +35,13 @@ HeldAmount HoldSet::refresh(Micros now) {
     }
     sumLive();
   }
-  while (!memories_.empty() && memories_.front().forget_at <= now) {
-    popMemory();
-  }
+  forgetMemoriesDue(now);
   out.held = held_;
   out.first_expiry = first_expiry_;
   return out;
 }
 
-Hold* HoldSet::findLive(std::uint64_t nonce) {
+Hold* HoldSet::findLive(const HoldNonce& nonce) {
   for (Hold& hold : live_) {
     if (hold.nonce == nonce) {
       return &hold;
@@ -48,7 +50,7 @@ Hold* HoldSet::findLive(std::uint64_t nonce) {
   return nullptr;
 }
 
-Hold* HoldSet::findMemory(std::uint64_t nonce) {
+Hold* HoldSet::findMemory(const HoldNonce& nonce) {
   for (Hold& hold : memories_) {
     if (hold.nonce == nonce) {
       return &hold;
@@ -57,7 +59,7 @@ Hold* HoldSet::findMemory(std::uint64_t nonce) {
   return nullptr;
 }
 
-void HoldSet::add(std::uint64_t nonce, std::int64_t amount, Micros expires_at, Micros forget_at,
+void HoldSet::add(const HoldNonce& nonce, std::int64_t amount, Micros expires_at, Micros forget_at,
                   std::int64_t max_holds) {
   const std::size_t bound = 2 * static_cast<std::size_t>(std::max<std::int64_t>(max_holds, 1));
   // Forget the memories remembered the shortest time ahead; live holds stay (the caller
@@ -72,7 +74,7 @@ void HoldSet::add(std::uint64_t nonce, std::int64_t amount, Micros expires_at, M
   }
 }
 
-void HoldSet::settle(std::uint64_t nonce, HoldState state, Micros id_expiry, Micros forget_at) {
+void HoldSet::settle(const HoldNonce& nonce, HoldState state, Micros id_expiry, Micros forget_at) {
   if (Hold* hold = findLive(nonce)) {
     Hold memory = *hold;
     memory.state = state;
@@ -108,9 +110,7 @@ std::size_t HoldSet::forgetPast(Micros now) {
   if (expired > 0) {
     sumLive();
   }
-  while (!memories_.empty() && memories_.front().forget_at <= now) {
-    popMemory();
-  }
+  forgetMemoriesDue(now);
   return expired;
 }
 

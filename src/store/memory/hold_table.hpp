@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,10 +17,29 @@ namespace sluice::memory_detail {
 /// Where one reservation stands on one bucket.
 enum class HoldState : std::uint8_t { kHeld, kCommitted, kReleased, kExpired };
 
+/// A reservation's nonce (HoldCall::nonce, 16 characters) as the two words of its text: the
+/// memory store tells holds apart by the exact text, as the Redis script does, without
+/// converting the digits.
+struct HoldNonce {
+  std::uint64_t first = 0;
+  std::uint64_t second = 0;
+  friend bool operator==(const HoldNonce&, const HoldNonce&) = default;
+};
+
+/// `text` as a HoldNonce; false unless it has the 16 characters of a nonce.
+inline bool holdNonce(std::string_view text, HoldNonce& nonce) {
+  if (text.size() != 16) {
+    return false;
+  }
+  std::memcpy(&nonce.first, text.data(), 8);
+  std::memcpy(&nonce.second, text.data() + 8, 8);
+  return true;
+}
+
 /// One reservation's hold on one bucket, or (once settled or expired) its memory, kept until
 /// `forget_at` so that a second commit charges nothing.
 struct Hold {
-  std::uint64_t nonce = 0;
+  HoldNonce nonce{};
   std::int64_t amount = 0;
   Micros expires_at = 0;
   Micros forget_at = 0;
@@ -47,33 +67,51 @@ class HoldSet {
   /// Live holds plus memories.
   std::size_t size() const { return live_.size() + memories_.size(); }
   std::size_t liveCount() const { return live_.size(); }
+  /// The sum of the live holds and the earliest live expiry (0: none) as the last refresh(),
+  /// add() or settle() left them: a second refresh() at the same instant changes nothing.
+  std::int64_t held() const { return held_; }
+  Micros firstExpiry() const { return first_expiry_; }
+  /// Forgets the memories past `forget_at` (what refresh() forgets of them), cheaply when
+  /// none is.
+  void forgetMemoriesDue(Micros now) {
+    while (!memories_.empty() && memories_.front().forget_at <= now) {
+      popMemory();
+    }
+  }
 
   /// Marks the holds past their expiry as expired (counted in `expired`), forgets those past
-  /// `forget_at`, and sums the live ones.
-  HeldAmount refresh(Micros now);
+  /// `forget_at`, and sums the live ones. Inline where nothing is due (the usual step).
+  HeldAmount refresh(Micros now) {
+    if ((first_expiry_ != 0 && first_expiry_ <= now) ||
+        (!memories_.empty() && memories_.front().forget_at <= now)) {
+      return refreshDue(now);
+    }
+    return HeldAmount{held_, first_expiry_, 0};
+  }
 
   /// The live hold of `nonce`, or null.
-  Hold* findLive(std::uint64_t nonce);
+  Hold* findLive(const HoldNonce& nonce);
   /// The memory of `nonce` (settled or expired), or null. Walks every memory: for the rare
   /// steps only (a second, late or unknown settlement).
-  Hold* findMemory(std::uint64_t nonce);
+  Hold* findMemory(const HoldNonce& nonce);
 
   /// Adds a live hold of a nonce the set does not carry, forgetting the memories that are
   /// remembered the shortest time ahead when the set would pass `2 * max(max_holds, 1)`
   /// entries.
-  void add(std::uint64_t nonce, std::int64_t amount, Micros expires_at, Micros forget_at,
+  void add(const HoldNonce& nonce, std::int64_t amount, Micros expires_at, Micros forget_at,
            std::int64_t max_holds);
 
   /// Settles the hold of `nonce` as `state` (committed or released): a live hold becomes a
   /// memory kept at least until `forget_at`, a memory takes the state, and a nonce the set
   /// does not carry is remembered (a late commit is remembered too).
-  void settle(std::uint64_t nonce, HoldState state, Micros id_expiry, Micros forget_at);
+  void settle(const HoldNonce& nonce, HoldState state, Micros id_expiry, Micros forget_at);
 
   /// Forgets what is past its memory; returns the live holds forgotten (their expiry passed
   /// with no request reading them).
   std::size_t forgetPast(Micros now);
 
  private:
+  HeldAmount refreshDue(Micros now);
   void pushMemory(const Hold& hold);
   void popMemory();
   void sumLive();
@@ -133,7 +171,7 @@ class HoldTable {
 /// a report, and the buckets remember it as committed (`obtain` makes their sets).
 struct SettleInput {
   HoldOp op = HoldOp::kNone;
-  std::uint64_t nonce = 0;
+  HoldNonce nonce{};
   Micros id_expiry = 0;
   Micros keep_us = 0;
   Micros now = 0;

@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/common/hex.hpp"
 #include "sluice/store/ban_applies.hpp"
 #include "sluice/store/request_verdict.hpp"
 #include "store/memory/ban_table.hpp"
@@ -489,7 +488,7 @@ class MemoryStore final : public Store, public MemoryCounters {
       input.id_expiry = request.hold.expires_at_us;
       input.keep_us = request.hold.keep_us;
       input.now = now;
-      if (!readHex16(request.hold.nonce, input.nonce)) {
+      if (!memory_detail::holdNonce(request.hold.nonce, input.nonce)) {
         response.hold_status = HoldStatus::kUnknown;
       } else {
         response.hold_status = memory_detail::settleHolds(input, sets, response.hold_amount);
@@ -507,9 +506,12 @@ class MemoryStore final : public Store, public MemoryCounters {
       if (w.holds == nullptr) {
         continue;
       }
-      const memory_detail::HeldAmount h = w.holds->refresh(now);
-      w.held = h.held;
-      w.holds_retry = h.first_expiry > now ? h.first_expiry - now : 0;
+      // Refreshed above at this instant, and a settlement keeps the sums: only a memory
+      // the settlement made that is already due (keep_us 0) is left to forget.
+      w.holds->forgetMemoriesDue(now);
+      w.held = w.holds->held();
+      const Micros first_expiry = w.holds->firstExpiry();
+      w.holds_retry = first_expiry > now ? first_expiry - now : 0;
       if (w.holds->empty()) {
         // Every limit on this bucket (the same bucket twice in one request) lets go of the
         // set before it is dropped.
@@ -530,8 +532,8 @@ class MemoryStore final : public Store, public MemoryCounters {
   void placeHolds(const StoreRequest& request, WorkList& work, Micros now,
                   StoreResponse& response) {
     const HoldCall& call = request.hold;
-    std::uint64_t nonce = 0;
-    if (!response.allowed || !readHex16(call.nonce, nonce)) {
+    memory_detail::HoldNonce nonce;
+    if (!response.allowed || !memory_detail::holdNonce(call.nonce, nonce)) {
       response.hold_status = HoldStatus::kDenied;
       return;
     }

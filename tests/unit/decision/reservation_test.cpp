@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <optional>
+#include <string>
 
 #include "sluice/common/clock.hpp"
 #include "sluice/common/metrics.hpp"
@@ -294,6 +296,59 @@ TEST_F(ReservationTest, ReservationIdsRoundTrip) {
   EXPECT_EQ(back->fingerprint, id.fingerprint);
   EXPECT_FALSE(parseReservationId("r1.12.00FF00FF00FF00FF.0000000000001234").ok());
   EXPECT_FALSE(parseReservationId("").ok());
+}
+
+TEST_F(ReservationTest, TheFingerprintIsTheSameInEveryBuild) {
+  // Ids made by one sidecar are checked by the others, which may run another build: the
+  // fingerprint (FNV-1a over domain, client and descriptors) never changes its value.
+  DecisionRequest request;
+  request.domain = "llm";
+  request.descriptors = {{{"user", "u1"}}};
+  EXPECT_EQ(reservationFingerprint(request), 0x8d37919d7a99b46cULL);
+  request.domain = "api";
+  request.client_id = "client-7";
+  request.descriptors = {{{"user", "u1"}, {"model", std::string(300, 'm')}},
+                         {{"path", "/v1/chat"}}};
+  EXPECT_EQ(reservationFingerprint(request), 0xd91214b14fdb066aULL);
+}
+
+TEST_F(ReservationTest, IdsOfEveryExpiryLengthRoundTrip) {
+  for (const Micros expiry :
+       {Micros{1}, Micros{12345678}, Micros{123456789}, Micros{999'999'999'999'999},
+        Micros{1'000'000'000'000'000}, Micros{1'795'678'306'250'665}, Micros{9'999'999'999'999'999},
+        Micros{10'000'000'000'000'000}, std::numeric_limits<Micros>::max()}) {
+    const ReservationId id{expiry, "0123456789abcdef", 0xfedcba9876543210ULL};
+    const std::string text = formatReservationId(id);
+    EXPECT_EQ(text, "r1." + std::to_string(expiry) + ".0123456789abcdef.fedcba9876543210");
+    auto back = parseReservationId(text);
+    ASSERT_TRUE(back.ok()) << text;
+    EXPECT_EQ(back->expires_at_us, expiry);
+    EXPECT_EQ(back->nonce, id.nonce);
+    EXPECT_EQ(back->fingerprint, id.fingerprint);
+  }
+  EXPECT_TRUE(parseReservationId("r1.0001795678306250665.bd74af11e301f534.8d37919d7a99b46c").ok());
+}
+
+TEST_F(ReservationTest, AnIdWithAnyByteOutOfPlaceIsRefused) {
+  const std::string good = "r1.1795678306250665.bd74af11e301f534.8d37919d7a99b46c";
+  ASSERT_TRUE(parseReservationId(good).ok());
+  // Every byte of the expiry, the nonce and the fingerprint, replaced by bytes around the
+  // digits' and letters' ranges: only another digit (or hex digit) is still an id.
+  for (std::size_t i = 3; i < good.size(); ++i) {
+    if (good[i] == '.') {
+      continue;
+    }
+    const bool hex = i > 19;
+    for (const int c : {0x00, 0x2f, 0x30, 0x39, 0x3a, 0x40, 0x41, 0x46, 0x60, 0x61, 0x66, 0x67,
+                        0x7f, 0x80, 0xb0, 0xe1, 0xff}) {
+      std::string text = good;
+      text[i] = static_cast<char>(c);
+      const bool digit = c >= '0' && c <= '9';
+      const bool letter = c >= 'a' && c <= 'f';
+      const bool expected = digit || (hex && letter);
+      EXPECT_EQ(parseReservationId(text).ok(), expected) << i << " " << c;
+    }
+  }
 }
 
 }  // namespace
