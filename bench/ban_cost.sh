@@ -9,10 +9,13 @@
 # answer is (run - idle run) / N. With --store redis a redis-server of its own is started,
 # and the Redis commands each run sent are counted too (INFO commandstats).
 #
-# Usage: bench/ban_cost.sh [--requests N] [--store memory|redis] [--endpoint should|json]
+# Usage: bench/ban_cost.sh [--requests N] [--store memory|redis] [--endpoint should|json|grpc]
 #                          [--sluice PATH] [--keep DIR]
 # --endpoint json asks Envoy's /json, whose denials are charged (envoy's counting) and never
-# answered from the Redis store's over-limit cache; should (the default) /shouldAllowRequest.
+# answered from the Redis store's over-limit cache; should (the default) /shouldAllowRequest;
+# grpc Envoy's ShouldRateLimit (counted as /json is) with h2load over one HTTP/2 connection:
+# there the two first calls run before callgrind's counters are zeroed and the N measured
+# calls are dumped alone (no idle run; needs h2load, protoc, callgrind_control, curl).
 # --keep DIR copies the three callgrind outputs there (callgrind_annotate DIR/boxed.out).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -125,6 +128,84 @@ EOF
     echo "$instructions 0 -"
   fi
 }
+
+# One gRPC run: sluice under callgrind, the allowed call and the first denial, counters
+# zeroed, N calls, counters dumped; prints instructions for the N calls, the banned answers
+# counted (sluice_banned_total) and, on Redis, the script calls and commands.
+grpc_run() {
+  local mode=$1 http_port grpc_port pid out
+  http_port=$(free_port)
+  grpc_port=$(free_port)
+  [[ $store == redis ]] && redis-cli -p "$redis_port" flushall > /dev/null
+  printf 'domain: "api"\ndescriptors { entries { key: "%s" value: "v" } }\n' "$mode" |
+    protoc -I "$root/proto" -I /usr/include --encode=envoy.service.ratelimit.v3.RateLimitRequest \
+      envoy/service/ratelimit/v3/rls.proto > "$work/$mode.bin"
+  /usr/bin/python3 -c 'import struct, sys; m = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(b"\x00" + struct.pack(">I", len(m)) + m)' \
+    "$work/$mode.bin" "$work/$mode.grpc"
+  out=$work/$mode.out
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$sluice" --rules "$work/rules" \
+    --listen "127.0.0.1:$http_port" --grpc-listen "127.0.0.1:$grpc_port" --threads 1 \
+    --log-level error "${store_args[@]}" > "$work/$mode.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http_port/readyz") == 200 ]] && break
+    sleep 0.2
+  done
+  local call=(h2load -t 1 -c 1 -m 1 -d "$work/$mode.grpc" -H 'content-type: application/grpc'
+    -H 'te: trailers' "http://127.0.0.1:$grpc_port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
+  "${call[@]}" -n 2 > /dev/null
+  callgrind_control --zero "$pid" > /dev/null 2>&1
+  [[ $store == redis ]] && redis-cli -p "$redis_port" config resetstat > /dev/null
+  "${call[@]}" -n "$requests" | grep -q "^status codes: $requests 2xx" ||
+    { echo "bench/ban_cost.sh: the gRPC calls failed" >&2; exit 1; }
+  callgrind_control --dump=measured "$pid" > /dev/null 2>&1
+  local banned_total
+  banned_total=$(curl -s "http://127.0.0.1:$http_port/metrics" |
+    awk '/^sluice_banned_total\{/ {s += $2} END {print s + 0}')
+  kill -TERM "$pid"
+  wait "$pid" || true
+  local dump total
+  dump=$(grep -l "^desc: Trigger: dump measured" "$out".* | head -1)
+  total=$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$dump")
+  if [[ -n $keep ]]; then
+    mkdir -p "$keep"
+    cp "$dump" "$keep/grpc-$mode.out"
+  fi
+  local calls=0 commands=-
+  if [[ $store == redis ]]; then
+    local stats
+    stats=$(redis-cli -p "$redis_port" info commandstats | tr -d '\r')
+    calls=$(awk -F'[=,:]' '/^cmdstat_(evalsha|eval):/ {s += $3} END {print s + 0}' <<< "$stats")
+    commands=$(awk -F'[=,:]' '/^cmdstat_/ && !/^cmdstat_(evalsha|eval|script|config|flushall|info|ping|client|hello|select|auth|cluster|command):/ {
+      sub("cmdstat_", "", $1); printf "%s%s=%s", (n++ ? "," : ""), $1, $3 } END {if (!n) printf "-"}' <<< "$stats")
+  fi
+  echo "$total $banned_total $calls $commands"
+}
+
+if [[ $endpoint == grpc ]]; then
+  for tool in h2load protoc callgrind_control curl; do
+    command -v $tool > /dev/null || { echo "$tool is missing (scripts/deps.sh bench)" >&2; exit 1; }
+  done
+  read -r denied denied_banned denied_calls denied_commands <<< "$(grpc_run plain)"
+  read -r banned banned_banned banned_calls banned_commands <<< "$(grpc_run boxed)"
+  /usr/bin/python3 - "$denied" "$banned" "$requests" "$store" "$denied_banned" "$banned_banned" \
+    "$denied_calls" "$banned_calls" "$denied_commands" "$banned_commands" <<'EOF'
+import sys
+denied, banned, n = (int(x) for x in sys.argv[1:4])
+store = sys.argv[4]
+db, bb, dc, bc = (int(float(x)) for x in sys.argv[5:9])
+d, b = denied / n, banned / n
+print("store %s, gRPC ShouldRateLimit, %d calls each over one connection, one I/O thread, "
+      "instructions per answer (callgrind, the measured calls alone)" % (store, n))
+print("  plain denial:  %8.0f   (sluice_banned_total %d)" % (d, db))
+print("  banned answer: %8.0f   (sluice_banned_total %d)" % (b, bb))
+print("  banned/denial: %8.2fx" % (b / d))
+if store == "redis":
+    print("  script calls to Redis: denials %d, banned %d (for %d answers each)" % (dc, bc, n))
+    print("  commands the scripts ran: denials %s; banned %s" % (sys.argv[9], sys.argv[10]))
+EOF
+  exit 0
+fi
 
 read -r idle idle_dispatch _ <<< "$(run idle)"
 read -r denied denied_dispatch denied_calls denied_commands <<< "$(run plain)"

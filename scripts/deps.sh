@@ -81,7 +81,9 @@ if [[ $level == bench ]]; then
   # NodeSource's does) conflicts with Debian's npm package, so npm is added only when missing.
   packages+=(wrk haproxy nginx-light redis-server redis-tools gnuplot-nox python3 util-linux
              # bench/grpc: h2load drives the gRPC endpoint.
-             nghttp2-client)
+             nghttp2-client
+             # instruction counts (bench/profile.sh, ban_cost.sh, grpc_callgrind.sh ...)
+             valgrind curl protobuf-compiler)
   if ! command -v node >/dev/null 2>&1; then
     packages+=(nodejs)
   fi

@@ -28,10 +28,6 @@ nghttp2_nv constantHeader(std::string_view name, std::string_view value) {
           value.size(), NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
 }
 
-std::string_view toView(const std::uint8_t* data, std::size_t length) {
-  return {reinterpret_cast<const char*>(data), length};
-}
-
 }  // namespace
 
 const char* statusCodeName(StatusCode code) {
@@ -111,40 +107,6 @@ struct Callbacks {
     return 0;
   }
 
-  static int onHeader(nghttp2_session* /*session*/, const nghttp2_frame* frame,
-                      const std::uint8_t* name_data, std::size_t name_length,
-                      const std::uint8_t* value_data, std::size_t value_length,
-                      std::uint8_t /*flags*/, void* user) {
-    auto& c = self(user);
-    auto* stream = c.streamOf(frame->hd.stream_id);
-    if (stream == nullptr || stream->headers_done) {
-      return 0;  // a refused stream's, or trailers (which a request does not need)
-    }
-    // HPACK's accounting of a header list (RFC 9113 section 6.5.2).
-    stream->header_bytes += name_length + value_length + 32;
-    if (stream->header_bytes > c.limits_.max_header_list_bytes) {
-      if (stream->early_status == StatusCode::kOk) {
-        stream->early_status = StatusCode::kResourceExhausted;
-        stream->early_message =
-            "header list larger than " + std::to_string(c.limits_.max_header_list_bytes) + " bytes";
-      }
-      return 0;
-    }
-    const std::string_view name = toView(name_data, name_length);
-    const std::string_view value = toView(value_data, value_length);
-    if (name.empty()) {
-      stream->malformed = true;
-      return 0;
-    }
-    if (name[0] == ':') {
-      c.onPseudoHeader(*stream, name, value);
-    } else {
-      stream->regular_seen = true;
-      c.onRegularHeader(*stream, name, value);
-    }
-    return 0;
-  }
-
   static int onFrameRecv(nghttp2_session* /*session*/, const nghttp2_frame* frame, void* user) {
     auto& c = self(user);
     switch (frame->hd.type) {
@@ -172,6 +134,9 @@ struct Callbacks {
         if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
           c.onPing();
         }
+        return 0;
+      case NGHTTP2_GOAWAY:
+        c.goaway_seen_ = true;
         return 0;
       default:
         return 0;
@@ -205,6 +170,10 @@ struct Callbacks {
   }
 
   static int onFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+      self(user).goaway_seen_ = true;
+      return 0;
+    }
     if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
       return 0;
@@ -265,7 +234,7 @@ GrpcConnection::GrpcConnection(GrpcCallHandler& handler, const GrpcServerState& 
   nghttp2_session_callbacks* callbacks = nullptr;
   nghttp2_session_callbacks_new(&callbacks);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Callbacks::onBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, Callbacks::onHeader);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeaderField);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::onFrameRecv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::onDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::onStreamClose);
@@ -278,8 +247,8 @@ GrpcConnection::GrpcConnection(GrpcCallHandler& handler, const GrpcServerState& 
   nghttp2_option_set_max_settings(option, 32);
   nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33);
   nghttp2_option_set_max_continuations(option, 8);
-  // The request checks nghttp2's HTTP messaging layer makes are the ones onPseudoHeader()
-  // and onRegularHeader() make (docs/envoy.md, "The gRPC transport"): what a gRPC server
+  // The request checks nghttp2's HTTP messaging layer makes are the ones onHeaderField()
+  // makes (docs/envoy.md, "The gRPC transport"): what a gRPC server
   // acts on, without checking every character of every header a second time.
   nghttp2_option_set_no_http_messaging(option, 1);
   // A closed stream is forgotten at once (kept, it would only serve RFC 7540 priorities,
@@ -332,9 +301,12 @@ void GrpcConnection::output(std::string& out) {
 }
 
 bool GrpcConnection::done() const {
-  return fatal_ ? nghttp2_session_want_write(session_) == 0
-                : nghttp2_session_want_read(session_) == 0 &&
-                      nghttp2_session_want_write(session_) == 0;
+  if (fatal_) {
+    return nghttp2_session_want_write(session_) == 0;
+  }
+  // Until a GOAWAY goes either way, nghttp2 wants to read (nghttp2_session_want_read()).
+  return (going_away_ || goaway_seen_) && nghttp2_session_want_read(session_) == 0 &&
+         nghttp2_session_want_write(session_) == 0;
 }
 
 GrpcConnection::Stream* GrpcConnection::streamOf(std::int32_t id) const {
@@ -538,7 +510,11 @@ void GrpcConnection::finishStream(Stream& stream, StatusCode code, std::string_v
     stream.final_status = code;
     const auto digits = std::to_string(static_cast<int>(code));
     std::memcpy(stream.status_digits.data(), digits.data(), digits.size());
-    stream.status_text = percentEncode(message);
+    if (message.empty()) {
+      stream.status_text.clear();
+    } else {
+      stream.status_text = percentEncode(message);
+    }
     std::array<nghttp2_nv, 4> headers{};
     std::size_t count = 0;
     headers[count++] = constantHeader(":status", "200");
@@ -552,7 +528,11 @@ void GrpcConnection::finishStream(Stream& stream, StatusCode code, std::string_v
     reset_ping_strikes_ = true;
   } else {
     stream.final_status = code;
-    stream.status_text = percentEncode(message);
+    if (message.empty()) {
+      stream.status_text.clear();
+    } else {
+      stream.status_text = percentEncode(message);
+    }
     stream.trailers_due = true;
     if (stream.data_deferred) {
       stream.data_deferred = false;

@@ -146,8 +146,12 @@ class GrpcConnection {
 
   Stream* streamOf(std::int32_t id) const;
   void release(Stream* stream);
-  void onPseudoHeader(Stream& stream, std::string_view name, std::string_view value);
-  void onRegularHeader(Stream& stream, std::string_view name, std::string_view value);
+  /// nghttp2's on_header_callback: one field of a request's header block
+  /// (grpc_request_headers.cpp).
+  static int onHeaderField(nghttp2_session* session, const nghttp2_frame* frame,
+                           const std::uint8_t* name, std::size_t name_length,
+                           const std::uint8_t* value, std::size_t value_length, std::uint8_t flags,
+                           void* user);
   void onHeadersDone(Stream& stream, bool end_stream, Clock::time_point now);
   void onRequestEnd(Stream& stream, Clock::time_point now);
   void serveHealthCheck(Stream& stream, std::string_view message);
@@ -174,6 +178,7 @@ class GrpcConnection {
   int ping_strikes_ = 0;
   bool reset_ping_strikes_ = false;  // a response went out since the last client PING
   bool going_away_ = false;
+  bool goaway_seen_ = false;  // a GOAWAY was sent or received
   bool fatal_ = false;
   Clock::time_point now_;
 };

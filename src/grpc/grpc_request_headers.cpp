@@ -3,6 +3,8 @@
 // nghttp2's HTTP messaging layer is off (grpc_connection.cpp): these are its checks that
 // matter to a server that reads these fields only and passes none of them on.
 
+#include <nghttp2/nghttp2.h>
+
 #include <string>
 
 #include "grpc/grpc_connection.hpp"
@@ -10,59 +12,97 @@
 
 namespace sluice::grpc {
 
-void GrpcConnection::onPseudoHeader(Stream& stream, std::string_view name, std::string_view value) {
-  std::uint8_t field = 0;
-  if (name == ":path") {
-    field = value.empty() ? 0 : kPseudoPath;
-    stream.path.assign(value);
-  } else if (name == ":method") {
-    field = kPseudoMethod;
-    stream.bad_method = value != "POST";
-  } else if (name == ":scheme") {
-    field = kPseudoScheme;
-  } else if (name == ":authority") {
-    field = kPseudoAuthority;
+namespace {
+
+/// A request pseudo-header field's kPseudo* bit (RFC 9113 section 8.3.1), 0 for a field a
+/// request must not carry.
+std::uint8_t pseudoHeaderBit(std::string_view name) {
+  switch (name.size()) {
+    case 5:
+      return name == ":path" ? kPseudoPath : 0;
+    case 7:
+      return name == ":method" ? kPseudoMethod : name == ":scheme" ? kPseudoScheme : 0;
+    case 10:
+      return name == ":authority" ? kPseudoAuthority : 0;
+    default:
+      return 0;
   }
-  // Unknown (or a response's), repeated, after a regular field, an empty :path: malformed.
-  if (field == 0 || stream.regular_seen || (stream.pseudo & field) != 0) {
-    stream.malformed = true;
-    return;
-  }
-  stream.pseudo |= field;
 }
 
-void GrpcConnection::onRegularHeader(Stream& stream, std::string_view name,
-                                     std::string_view value) {
+}  // namespace
+
+int GrpcConnection::onHeaderField(nghttp2_session* /*session*/, const nghttp2_frame* frame,
+                                  const std::uint8_t* name_data, std::size_t name_length,
+                                  const std::uint8_t* value_data, std::size_t value_length,
+                                  std::uint8_t /*flags*/, void* user) {
+  auto& c = *static_cast<GrpcConnection*>(user);
+  Stream* stream = c.streamOf(frame->hd.stream_id);
+  if (stream == nullptr || stream->headers_done) {
+    return 0;  // a refused stream's, or trailers (which a request does not need)
+  }
+  // HPACK's accounting of a header list (RFC 9113 section 6.5.2).
+  stream->header_bytes += name_length + value_length + 32;
+  if (stream->header_bytes > c.limits_.max_header_list_bytes) {
+    if (stream->early_status == StatusCode::kOk) {
+      stream->early_status = StatusCode::kResourceExhausted;
+      stream->early_message =
+          "header list larger than " + std::to_string(c.limits_.max_header_list_bytes) + " bytes";
+    }
+    return 0;
+  }
+  const std::string_view name(reinterpret_cast<const char*>(name_data), name_length);
+  const std::string_view value(reinterpret_cast<const char*>(value_data), value_length);
+  if (name.empty()) {
+    stream->malformed = true;
+    return 0;
+  }
+  if (name[0] == ':') {
+    // Unknown (or a response's), repeated, after a regular field, an empty :path: malformed.
+    const std::uint8_t field = pseudoHeaderBit(name);
+    if (field == kPseudoPath) {
+      stream->path.assign(value);
+    } else if (field == kPseudoMethod) {
+      stream->bad_method = value != "POST";
+    }
+    if (field == 0 || stream->regular_seen || (stream->pseudo & field) != 0 ||
+        (field == kPseudoPath && value.empty())) {
+      stream->malformed = true;
+    }
+    stream->pseudo |= field;
+    return 0;
+  }
+  stream->regular_seen = true;
   switch (name.size()) {
     case 2:
       // TE: "trailers" only (RFC 9113 section 8.2.2).
-      stream.malformed |= name == "te" && value != "trailers";
-      return;
+      stream->malformed |= name == "te" && value != "trailers";
+      break;
     case 7:
-      stream.malformed |= name == "upgrade";
-      return;
+      stream->malformed |= name == "upgrade";
+      break;
     case 10:
-      stream.malformed |= name == "connection" || name == "keep-alive";
-      return;
+      stream->malformed |= name == "connection" || name == "keep-alive";
+      break;
     case 12:
       if (name == "content-type") {
-        stream.not_grpc = !(value.starts_with("application/grpc") &&
-                            (value.size() == 16 || value[16] == '+' || value[16] == ';'));
+        stream->not_grpc = !(value.starts_with("application/grpc") &&
+                             (value.size() == 16 || value[16] == '+' || value[16] == ';'));
       } else if (name == "grpc-timeout") {
         if (auto timeout = parseGrpcTimeout(value)) {
-          stream.deadline = now_ + std::chrono::duration_cast<Clock::duration>(*timeout);
+          stream->deadline = c.now_ + std::chrono::duration_cast<Clock::duration>(*timeout);
         }
       }
-      return;
+      break;
     case 16:
-      stream.malformed |= name == "proxy-connection";
-      return;
+      stream->malformed |= name == "proxy-connection";
+      break;
     case 17:
-      stream.malformed |= name == "transfer-encoding";
-      return;
+      stream->malformed |= name == "transfer-encoding";
+      break;
     default:
-      return;
+      break;
   }
+  return 0;
 }
 
 std::optional<std::chrono::nanoseconds> parseGrpcTimeout(std::string_view value) {
