@@ -71,6 +71,11 @@ class Gcra {
         r_(params.window_us % params.limit) {}
 
   Time span(std::int64_t n) const {
+    // n * r in 64 bits when it fits (the usual case: the same quotient and remainder without
+    // a call to the 128-bit division), else in 128.
+    if (std::int64_t nr64 = 0; !__builtin_mul_overflow(n, r_, &nr64)) {
+      return Time{n * q_ + nr64 / limit_, nr64 % limit_};
+    }
     const Wide nr = static_cast<Wide>(n) * r_;
     return Time{n * q_ + static_cast<std::int64_t>(nr / limit_),
                 static_cast<std::int64_t>(nr % limit_)};

@@ -46,7 +46,10 @@ class WrittenLine {
     if (!rest(text)) {
       return false;
     }
-    out.assign(text);
+    // clear() and append(): the same value as assign(), without assign()'s check for a
+    // source inside the string itself (it never is here).
+    out.clear();
+    out.append(text.data(), text.size());
     return true;
   }
   /// An integer as JsonCursor::readInt takes it.

@@ -161,9 +161,13 @@ class Cancellation(unittest.TestCase):
             queued = metric(metrics, 'grpc_calls_cancelled_total{stage="queued"}')
             deciding = metric(metrics, 'grpc_calls_cancelled_total{stage="deciding"}')
             self.assertEqual(queued + deciding, 2, metrics)
-            self.assertEqual(metric(metrics, 'grpc_calls_total{code="CANCELLED"}'), 1, metrics)
-            self.assertEqual(metric(metrics, 'grpc_calls_total{code="DEADLINE_EXCEEDED"}'), 1,
-                             metrics)
+            # The call with a 0.4 s deadline ends by the server's timer (DEADLINE_EXCEEDED)
+            # or, when the client's own timer fires first and its RST_STREAM arrives before
+            # the server's timer does (a loaded machine), as a cancel: either is right.
+            cancelled_calls = metric(metrics, 'grpc_calls_total{code="CANCELLED"}')
+            expired_calls = metric(metrics, 'grpc_calls_total{code="DEADLINE_EXCEEDED"}')
+            self.assertIn(cancelled_calls, (1, 2), metrics)
+            self.assertEqual(cancelled_calls + expired_calls, 2, metrics)
             self.assertEqual(metric(metrics, 'grpc_calls_total{code="OK"}'), 1, metrics)
 
             # The server goes on answering; each call given up on was charged at most once:

@@ -215,7 +215,17 @@ descriptors:
     quota_mode: true
     rate_limit: {name: plan, unit: second, requests_per_unit: 2}
 )";
-  RuleSetPtr rules = load(kRules);
+  constexpr const char* kFlat = R"(
+domain: flat
+rate_limit: {name: flat, unit: second, requests_per_unit: 3}
+descriptors:
+  - key: path
+    value: /w*
+    rate_limit: {name: wild, unit: second, requests_per_unit: 2, algorithm: token_bucket}
+)";
+  LoadResult loaded = loadRulesFromStrings({{"api.yaml", kRules}, {"flat.yaml", kFlat}});
+  ASSERT_TRUE(loaded.errors.empty()) << loaded.errors.front().toString();
+  RuleSetPtr rules = loaded.rules;
   Replayer direct({rules});
   Replayer service({rules}, /*direct=*/false);
   std::mt19937_64 rng(7);
@@ -224,14 +234,22 @@ descriptors:
   for (int i = 0; i < 4000; ++i) {
     at += static_cast<Micros>(rng() % 200'000);
     DecisionRequest r;
-    r.domain = rng() % 20 == 0 ? "unknown" : "api";
+    const std::uint64_t which = rng() % 20;
+    r.domain = which == 0 ? "unknown" : which < 4 ? "flat" : "api";
     r.hits = static_cast<std::int64_t>(rng() % 4);
     const std::string user = "u" + std::to_string(rng() % 5);
     if (rng() % 4 == 0) {
       r.client_id = user;
     }
-    r.descriptors.push_back({{"path", paths[rng() % 8]}, {"user", user}});
-    if (rng() % 3 == 0) {
+    if (r.domain == "flat") {
+      // The domain-level limit (no descriptors), or a wildcard node.
+      if (rng() % 2 == 0) {
+        r.descriptors.push_back({{"path", rng() % 2 == 0 ? "/wx" : "/y"}});
+      }
+    } else {
+      r.descriptors.push_back({{"path", paths[rng() % 8]}, {"user", user}});
+    }
+    if (r.domain == "api" && rng() % 3 == 0) {
       r.descriptors.push_back(
           {{rng() % 2 == 0 ? "tenant" : "plan", "t" + std::to_string(rng() % 2)}});
     }
