@@ -653,9 +653,10 @@ void recycleDecision(Decision&& decision) {
     if (t_spares.decisions.capacity() == 0) {
       t_spares.decisions.reserve(kMaxSpares);
     }
-    t_spares.decisions.push_back(
-        SpareDecision{std::move(decision.descriptors), std::move(decision.request_limits),
-                      std::move(decision.candidates), std::move(decision.reservation.id)});
+    // Built in place (no temporary to move from and destroy).
+    t_spares.decisions.emplace_back(
+        std::move(decision.descriptors), std::move(decision.request_limits),
+        std::move(decision.candidates), std::move(decision.reservation.id));
   }
 }
 

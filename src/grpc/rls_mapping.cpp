@@ -60,9 +60,10 @@ void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
     while (!value.empty() && value.front() == ' ') {
       value.remove_prefix(1);
     }
+    // Assigned in place: a cleared response keeps its HeaderValues and their strings.
     auto* header = response.add_response_headers_to_add();
-    header->set_key(std::string(line.substr(0, colon)));
-    header->set_value(std::string(value));
+    header->mutable_key()->assign(line.data(), colon);
+    header->mutable_value()->assign(value.data(), value.size());
   }
 }
 
@@ -97,21 +98,23 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
     return invalid("descriptors",
                    "must have at most " + std::to_string(bounds.max_descriptors) + " descriptors");
   }
-  DecisionRequest out;
+  // This thread's spare (decision.hpp, takeSpareRequest()): its descriptors, entries and
+  // strings are refilled in place, so that a warm thread parses without allocating.
+  DecisionRequest out = takeSpareRequest();
   out.envoy_api = true;
-  out.domain = request.domain();
+  out.domain.assign(request.domain());
   out.hits = std::max<std::int64_t>(1, request.hits_addend());
-  out.descriptors.reserve(request.descriptors_size());
+  out.descriptors.resize(static_cast<std::size_t>(request.descriptors_size()));
   bool any_descriptor_hits = false;
   bool any_descriptor_limits = false;
   for (int d = 0; d < request.descriptors_size(); ++d) {
     const auto& descriptor = request.descriptors(d);
-    Descriptor entries;
-    entries.reserve(descriptor.entries_size());
-    for (const auto& entry : descriptor.entries()) {
-      entries.push_back(Entry{entry.key(), entry.value()});
+    Descriptor& entries = out.descriptors[static_cast<std::size_t>(d)];
+    entries.resize(static_cast<std::size_t>(descriptor.entries_size()));
+    for (int e = 0; e < descriptor.entries_size(); ++e) {
+      entries[static_cast<std::size_t>(e)].key.assign(descriptor.entries(e).key());
+      entries[static_cast<std::size_t>(e)].value.assign(descriptor.entries(e).value());
     }
-    out.descriptors.push_back(std::move(entries));
     if (descriptor.has_hits_addend()) {
       // Above the bounds (or int64) it stays out of range, so checkDecisionRequest() names it.
       std::uint64_t hits = std::min<std::uint64_t>(descriptor.hits_addend().value(),
@@ -203,7 +206,9 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
   }
   if (headers) {
     if (const LimitStatus* binding = decision.binding()) {
-      std::string lines;
+      // The lines' buffer is the thread's, kept from call to call.
+      thread_local std::string lines;
+      lines.clear();
       appendRateLimitHeaders(lines, *binding, !decision.allowed);
       addHeaderLines(lines, response);
     }

@@ -292,12 +292,12 @@ std::optional<CallError> RlsSession::encode(const Decision& decision, bool heade
 void RlsSession::decideHere(std::int32_t stream, DecisionRequest&& request) {
   DecisionService& decisions = *shared_->workers[static_cast<std::size_t>(slot_.worker)].decisions;
   decisions.decide(std::move(request),
-                   [self = shared_from_this(), stream](Result<Decision> decision) {
-                     self->onDecided(stream, std::move(decision));
+                   [self = shared_from_this(), stream](Result<Decision>&& decision) {
+                     self->onDecided(stream, decision);
                    });
 }
 
-void RlsSession::onDecided(std::int32_t stream, Result<Decision> decision) {
+void RlsSession::onDecided(std::int32_t stream, Result<Decision>& decision) {
   if (closed_ || !connection_.waiting(stream)) {
     // The client went away (or its deadline passed) while the store decided: the
     // decision stands (charged once), the answer goes nowhere.

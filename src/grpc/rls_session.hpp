@@ -170,7 +170,9 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
 
   void decideHere(std::int32_t stream, DecisionRequest&& request);
 
-  void onDecided(std::int32_t stream, Result<Decision> decision);
+  /// The decision of a call decided on this thread (taken by reference: a Result moved by
+  /// value would move the request and the descriptors' statuses once more).
+  void onDecided(std::int32_t stream, Result<Decision>& decision);
 
   /// To a worker of another thread (round-robin); the answer comes back to this thread.
   void post(std::int32_t stream, DecisionRequest&& request,
