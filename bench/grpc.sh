@@ -190,6 +190,17 @@ for i, name in enumerate(dirs):
                       cpu["http"] / nginx_cpu, cpu["grpc"] / nginx_cpu))
 print("| nginx | return 200 | %s | %.1f us |" % (format(int(median("nginx", 1)), ","), nginx_cpu))
 print("\n".join(summary))
+# Each round measures a build's paths back to back: the ratio within a round pairs runs under
+# the same load from the rest of the machine, and the median of those ratios moves less than
+# the ratio of the medians on a busy machine.
+def paired(i, a, b):
+    runs_a = [float(r[2]) for r in rows if r[0] == "%s:%d" % (a, i)]
+    runs_b = [float(r[2]) for r in rows if r[0] == "%s:%d" % (b, i)]
+    return statistics.median(x / y for x, y in zip(runs_a, runs_b))
+for i, name in enumerate(dirs):
+    print("%s, median of the rounds' own ratios: gRPC decision / HTTP decision %.2fx; "
+          "gRPC health / HTTP /healthz %.2fx"
+          % (name, paired(i, "grpc", "http"), paired(i, "health", "healthz")))
 if json_out:
     def point(label):
         return {"rps": median(label, 1), "cpu_us_per_answer": median(label, 2),
