@@ -88,15 +88,20 @@ class ReservationMetrics final : public DecisionObserver {
     return *last_series_;
   }
 
+  /// The counter in `slot`, found (and kept there) when first used.
   Counter& counter(Counter*& slot, std::string_view name, const RuleSeries& series,
                    const char* label, std::string_view value) {
-    if (slot == nullptr) {
-      Labels labels{{"domain", series.domain}, {"rule", series.rule}};
-      if (label != nullptr) {
-        labels.emplace_back(label, std::string(value));
-      }
-      slot = &metrics_.counter(name, labels);
+    return slot != nullptr ? *slot : findCounter(slot, name, series, label, value);
+  }
+
+  [[gnu::noinline]] Counter& findCounter(Counter*& slot, std::string_view name,
+                                         const RuleSeries& series, const char* label,
+                                         std::string_view value) {
+    Labels labels{{"domain", series.domain}, {"rule", series.rule}};
+    if (label != nullptr) {
+      labels.emplace_back(label, std::string(value));
     }
+    slot = &metrics_.counter(name, labels);
     return *slot;
   }
 

@@ -88,7 +88,7 @@ Status prepareStep(const DecisionRequest& request, const ReservationSettings& se
       if (step.op == HoldOp::kCommit && request.hits < 0) {
         return invalid("actual: must be 0 or more");
       }
-      call.nonce.assign(nonce);
+      call.nonce.append(nonce);  // cleared above, its capacity kept
       call.expires_at_us = expires_at_us;
       store_request.charge = step.op == HoldOp::kCommit ? Charge::kReport : Charge::kAllOrNothing;
       store_request.cost = step.op == HoldOp::kCommit ? request.hits : 0;
