@@ -48,6 +48,12 @@ def post(port, path, body, method="POST"):
         return e.code, json.loads(e.read() or b"{}")
 
 
+# Correctness, not latency: on a busy test machine Redis's answer may take longer than the
+# default 20 ms, and a reservation step never degrades to a failure mode's answer (nor may a
+# check read as the store's: a degraded answer says the whole limit remains).
+SHARED_MACHINE = ["--redis-timeout-ms", "2000"]
+
+
 def user(value, key="user"):
     return {"domain": "llm", "descriptors": [[{"key": key, "value": value}]]}
 
@@ -63,6 +69,14 @@ class ReservationsOverHttp:
                              ["--admin-listen", "127.0.0.1:%d" % self.admin_port,
                               "--max-reservation-ttl", "30s"])
         self.port = self.sluice.http_port
+        wait_for(self.ready, 15, "the store to be ready (/readyz)")
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.port, timeout=5) as r:
+                return r.status == 200
+        except OSError:
+            return False
 
     def tearDown(self):
         self.sluice.close()
@@ -73,6 +87,7 @@ class ReservationsOverHttp:
     def remaining(self, who="u1", key="user"):
         status, body = self.call("/shouldAllowRequest", dict(user(who, key), hits=0))
         self.assertEqual(status, 200, body)
+        self.assertNotIn("degraded", body)  # a failure mode's answer is no reading of the store
         return body["descriptors"][0]["limits"][0]["remaining"]
 
     def test_reserve_commit_release(self):
@@ -213,7 +228,7 @@ class RedisFixture:
 
     def setUp(self):
         self.redis.command("FLUSHALL")
-        self.store_args = ("--store", "redis", "--redis", self.redis.url())
+        self.store_args = ("--store", "redis", "--redis", self.redis.url(), *SHARED_MACHINE)
         super().setUp()
 
 
@@ -233,7 +248,8 @@ class HttpOnRedisCluster(ReservationsOverHttp, unittest.TestCase):
     def setUp(self):
         for port in self.cluster.ports:
             self.cluster.cli(port, "FLUSHALL")
-        self.store_args = ("--store", "redis_cluster", "--redis", self.cluster.url())
+        self.store_args = ("--store", "redis_cluster", "--redis", self.cluster.url(),
+                           *SHARED_MACHINE)
         super().setUp()
 
 
@@ -241,11 +257,6 @@ class HttpOnRedisCluster(ReservationsOverHttp, unittest.TestCase):
 # fixed window), estimates of 20..120 tokens, actual costs of 0..estimate, work of 0..20 ms.
 CLIENTS = 64
 LIMIT = 1000
-# Correctness, not latency: on a busy test machine Redis's answer may take longer than the
-# default 20 ms, and a reservation step never degrades to a failure mode's answer.
-SHARED_MACHINE = ["--redis-timeout-ms", "2000"]
-
-
 class Ledger:
     """What the clients saw, to check what the server must have held: at every instant,
     the holds known admitted and not yet committed plus the actuals known committed."""
