@@ -574,7 +574,8 @@ class OnRedisCluster(FirstSetAndUpdates):
     def setUp(self):
         for port in self.cluster.ports:
             self.cluster.cli(port, "FLUSHALL")
-        self.store_args = ("--store", "redis_cluster", "--redis", self.cluster.url())
+        self.store_args = ("--store", "redis_cluster", "--redis", self.cluster.url(),
+                           "--redis-timeout-ms", "2000")  # as OnRedis: a loaded machine
         super().setUp()
 
 
