@@ -12,6 +12,7 @@
 #include "decision/lease_grant.hpp"
 #include "decision/reservation_steps.hpp"
 #include "sluice/decision/lease_id.hpp"
+#include "sluice/decision/limit_status_fill.hpp"
 
 namespace sluice {
 namespace {
@@ -24,27 +25,6 @@ T& reuseNext(std::vector<T>& items, std::size_t& used) {
     items.emplace_back();
   }
   return items[used++];
-}
-
-void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
-  const RateLimit& rule = *matched.limit;
-  status.name.assign(rule.name);
-  status.limit = rule.requests_per_unit;
-  status.unit = rule.unit;
-  status.unit_multiplier = rule.unit_multiplier;
-  status.window_us = rule.params.window_us;
-  status.algorithm = rule.params.algorithm;
-  status.shadow = rule.shadow_mode;
-  status.unlimited = rule.unlimited;
-  status.shape = rule.params.shape;
-  status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
-  status.explicit_name = rule.explicit_name;
-  status.quota = rule.quota_mode;
-  status.rule = matched.limit;
-  status.from_request = false;
-  status.override_value.reset();
-  status.holds_expired = 0;
-  status.outcome = Outcome{};
 }
 
 /// The rule's name when a runtime override may replace this limit, else null: not for
@@ -326,7 +306,7 @@ class DecisionServiceImpl final : public DecisionService {
           addCandidate(pending, d, ml, descriptor_cost, limits_used);
           continue;
         }
-        fillStatus(reuseNext(ds.limits, used), ml);
+        fillLimitStatus(reuseNext(ds.limits, used), ml);
         if (ml.limit->unlimited) {
           continue;
         }
@@ -405,7 +385,7 @@ class DecisionServiceImpl final : public DecisionService {
     ds.matched = true;
     std::size_t used = 0;
     LimitStatus& status = reuseNext(ds.limits, used);
-    fillStatus(status, ml);
+    fillLimitStatus(status, ml);
     status.from_request = true;
     ds.limits.resize(used);
     decision.request_limits.push_back(std::move(rule));

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sluice/decision/decision_service.hpp"
+#include "sluice/decision/limit_status_fill.hpp"
 #include "sluice/rules/bucket_key.hpp"
 #include "sluice/store/memory_store.hpp"
 
@@ -57,28 +58,6 @@ Result<Decision> Replayer::decide(Micros time_us, const std::string& rules_hash,
 }
 
 namespace {
-
-/// A limit's status as the decision service fills it from a matched rule.
-void fillStatus(LimitStatus& status, const MatchedLimit& matched) {
-  const RateLimit& rule = *matched.limit;
-  status.name.assign(rule.name);
-  status.limit = rule.requests_per_unit;
-  status.unit = rule.unit;
-  status.unit_multiplier = rule.unit_multiplier;
-  status.window_us = rule.params.window_us;
-  status.algorithm = rule.params.algorithm;
-  status.shadow = rule.shadow_mode;
-  status.unlimited = rule.unlimited;
-  status.shape = rule.params.shape;
-  status.detailed_metric = matched.node != nullptr && matched.node->detailed_metric;
-  status.explicit_name = rule.explicit_name;
-  status.quota = rule.quota_mode;
-  status.rule = matched.limit;
-  status.from_request = false;
-  status.override_value.reset();
-  status.holds_expired = 0;
-  status.outcome = Outcome{};
-}
 
 /// A request the direct path decides exactly as the decision service would: nothing of
 /// what the service does besides match, key, store and assemble.
@@ -202,7 +181,7 @@ void Replayer::buildDirect() {
         status.holds_expired = 0;
         status.outcome = Outcome{};
       } else {
-        fillStatus(status, ml);
+        fillLimitStatus(status, ml);
       }
       if (ml.limit->unlimited) {
         continue;

@@ -2,13 +2,7 @@
 
 #include <algorithm>
 
-#include "store/memory/bucket_table.hpp"
-
 namespace sluice::memory_detail {
-
-std::size_t BanTable::Hash::operator()(const std::string& key) const {
-  return BucketTable::hashKey(key);
-}
 
 const BanState* BanTable::find(const HashedKey& key, Micros now) const {
   if (entries_.empty()) {

@@ -10,7 +10,7 @@
 #include "sluice/common/clock.hpp"
 #include "sluice/limiter/ban.hpp"
 #include "sluice/limiter/limiter.hpp"
-#include "store/memory/hold_table.hpp"
+#include "store/memory/hashed_key.hpp"
 
 namespace sluice::memory_detail {
 
@@ -42,19 +42,8 @@ class BanTable {
     BanState state;
     Micros expires_at = 0;
   };
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(const HashedKey& key) const { return key.hash; }
-    std::size_t operator()(const std::string& key) const;
-  };
-  struct Equal {
-    using is_transparent = void;
-    bool operator()(const std::string& a, const std::string& b) const { return a == b; }
-    bool operator()(const std::string& a, const HashedKey& b) const { return a == b.key; }
-    bool operator()(const HashedKey& a, const std::string& b) const { return a.key == b; }
-  };
   static constexpr Micros kNever = INT64_MAX;
-  std::unordered_map<std::string, Entry, Hash, Equal> entries_;
+  std::unordered_map<std::string, Entry, HashedKeyHash, HashedKeyEqual> entries_;
   std::size_t sweep_bucket_ = 0;
   /// The bucket count the current pass walks (a rehash starts a new pass).
   std::size_t pass_buckets_ = 0;

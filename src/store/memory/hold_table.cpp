@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "store/memory/bucket_table.hpp"
-
 namespace sluice::memory_detail {
 namespace {
 
@@ -143,10 +141,6 @@ void HoldSet::sumLive() {
       first_expiry_ = hold.expires_at;
     }
   }
-}
-
-std::size_t HoldTable::Hash::operator()(const std::string& key) const {
-  return BucketTable::hashKey(key);
 }
 
 HoldSet* HoldTable::find(const HashedKey& key) {

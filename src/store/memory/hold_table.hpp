@@ -11,6 +11,7 @@
 
 #include "sluice/common/clock.hpp"
 #include "sluice/store/store.hpp"
+#include "store/memory/hashed_key.hpp"
 
 namespace sluice::memory_detail {
 
@@ -123,13 +124,6 @@ class HoldSet {
   Micros first_expiry_ = 0;  ///< the earliest of live_'s expiries (0: none)
 };
 
-/// A bucket's store key with its BucketTable::hashKey(), which the memory store has
-/// computed already: the hold table does not hash the key again.
-struct HashedKey {
-  std::string_view key;
-  std::uint64_t hash = 0;
-};
-
 /// The holds of one memory-store shard, keyed by bucket store key (guarded by the shard's
 /// mutex). Empty in a process that never reserved: a decision then costs one branch.
 class HoldTable {
@@ -148,18 +142,7 @@ class HoldTable {
   std::size_t sweep(Micros now);
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(const HashedKey& key) const { return key.hash; }
-    std::size_t operator()(const std::string& key) const;
-  };
-  struct Equal {
-    using is_transparent = void;
-    bool operator()(const std::string& a, const std::string& b) const { return a == b; }
-    bool operator()(const std::string& a, const HashedKey& b) const { return a == b.key; }
-    bool operator()(const HashedKey& a, const std::string& b) const { return a.key == b; }
-  };
-  std::unordered_map<std::string, HoldSet, Hash, Equal> sets_;
+  std::unordered_map<std::string, HoldSet, HashedKeyHash, HashedKeyEqual> sets_;
   Micros next_sweep_ = 0;
 };
 
