@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdint>
 
+#include "sluice/common/varint.hpp"
+
 namespace sluice {
 namespace {
 
@@ -13,14 +15,6 @@ constexpr std::string_view kAlphabet =
 constexpr std::uint64_t kMaxDescriptors = 64;
 constexpr std::uint64_t kMaxEntries = 32;
 constexpr std::uint64_t kMaxString = 1024;
-
-void putVarint(std::string& out, std::uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
 
 void putString(std::string& out, std::string_view s) {
   putVarint(out, s.size());
@@ -86,20 +80,7 @@ class Reader {
  public:
   explicit Reader(std::string_view bytes) : bytes_(bytes) {}
 
-  bool varint(std::uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (at_ >= bytes_.size()) {
-        return false;
-      }
-      const auto b = static_cast<std::uint8_t>(bytes_[at_++]);
-      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) {
-        return true;
-      }
-    }
-    return false;
-  }
+  bool varint(std::uint64_t& v) { return readVarint(bytes_, at_, v); }
 
   bool string(std::string& s) {
     std::uint64_t size = 0;

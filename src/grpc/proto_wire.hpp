@@ -8,27 +8,18 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/common/varint.hpp"
+
 namespace sluice::grpc::wire {
+
+using sluice::putVarint;
 
 /// Protobuf wire reading, enough for the small messages served here by hand.
 struct WireReader {
   std::string_view data;
   std::size_t pos = 0;
 
-  bool varint(std::uint64_t& value) {
-    value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos >= data.size()) {
-        return false;
-      }
-      const auto byte = static_cast<std::uint8_t>(data[pos++]);
-      value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) {
-        return true;
-      }
-    }
-    return false;
-  }
+  bool varint(std::uint64_t& value) { return readVarint(data, pos, value); }
 
   /// The next field: its number, and its bytes when length-delimited. False at the end or
   /// on malformed input (`bad`).
@@ -70,14 +61,6 @@ struct WireReader {
     return !bad;
   }
 };
-
-inline void putVarint(std::string& out, std::uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
 
 /// A length-delimited field.
 inline void putBytes(std::string& out, std::uint32_t field, std::string_view bytes) {

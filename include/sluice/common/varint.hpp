@@ -1,0 +1,39 @@
+#pragma once
+
+// Protobuf's base-128 varint, the one integer encoding of the byte formats Sluice reads and
+// writes by hand (the gRPC server's small messages, the lease id's token).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sluice {
+
+/// Appends `value` as a varint (7 bits a byte, low bits first).
+inline void putVarint(std::string& out, std::uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+/// Reads a varint of `data` at `pos`, moving `pos` past it. False when the data ends first
+/// or the varint runs past ten bytes (64 bits).
+inline bool readVarint(std::string_view data, std::size_t& pos, std::uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (pos >= data.size()) {
+      return false;
+    }
+    const auto byte = static_cast<std::uint8_t>(data[pos++]);
+    value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace sluice
