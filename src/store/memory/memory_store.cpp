@@ -145,9 +145,11 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
       });
       return;
     }
-    // Cleared as a spare answer is (the one place that says what an empty answer is).
-    recycleStoreResponse(std::move(response));
-    response = takeSpareStoreResponse();
+    // An empty answer (StoreResponse's defaults) that keeps the outcomes' storage.
+    std::vector<Outcome> outcomes = std::move(response.outcomes);
+    outcomes.clear();
+    response = StoreResponse{};
+    response.outcomes = std::move(outcomes);
     decideInto(request, clock_.nowMicros(), response, nullptr);
   }
 
@@ -201,7 +203,9 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
           bans_.fetch_sub(gone, std::memory_order_relaxed);
         }
       }
-      count_.fetch_sub(removed, std::memory_order_relaxed);
+      if (removed > 0) {
+        count_.fetch_sub(removed, std::memory_order_relaxed);
+      }
     }
     if (locks != nullptr) {
       locks->clear();
