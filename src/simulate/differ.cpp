@@ -98,7 +98,7 @@ RuleStats& Differ::ruleFor(const LimitStatus& limit, const DecisionRequest& requ
     stats = cached->second;
   } else {
     std::string key = request.domain + '\n' + limit.name;
-    auto [it, inserted] = rules_.try_emplace(key, &arena_);
+    auto [it, inserted] = rules_.try_emplace(key);
     stats = &it->second;
     if (inserted) {
       stats->name = limit.name;
@@ -147,7 +147,7 @@ void Differ::count(const Decision& decision, bool is_new, Micros at) {
           who = HashedIdentity{who_, std::hash<std::string>{}(who_)};
         }
       }
-      ClientStats& client = entryOf(rule.clients, who);
+      ClientStats& client = rule.clients.obtain(who);
       Touch* touch = nullptr;
       for (Touch& t : touches_) {
         if (t.rule == &rule && t.client == &client) {
@@ -241,7 +241,7 @@ void Differ::countTouches(Micros at) {
 
 void Differ::countClient(bool old_denied, bool new_denied) {
   const std::size_t before = clients_.size();
-  ClientTotals& client = entryOf(clients_, client_);
+  ClientTotals& client = clients_.obtain(client_);
   if (clients_.size() != before) {
     ++totals_.clients;
   }

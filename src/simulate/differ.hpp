@@ -2,12 +2,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory_resource>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "simulate/identity_table.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/decision/decision.hpp"
 
@@ -32,32 +32,6 @@ class TimeSeries {
   std::vector<std::uint64_t> counts_;
 };
 
-/// An identity with its hash (std::hash's, computed once a request): looked up in the
-/// tables below without hashing it again for each.
-struct HashedIdentity {
-  std::string_view text;
-  std::size_t hash;
-};
-
-/// The tables' hash and equality: std::hash of the identity's text, and lookups by a
-/// HashedIdentity as by the string itself.
-struct IdentityHash {
-  using is_transparent = void;
-  std::size_t operator()(const std::string& text) const { return std::hash<std::string>{}(text); }
-  std::size_t operator()(const HashedIdentity& who) const { return who.hash; }
-};
-struct IdentityEqual {
-  using is_transparent = void;
-  bool operator()(const std::string& a, const std::string& b) const { return a == b; }
-  bool operator()(const HashedIdentity& a, const std::string& b) const { return a.text == b; }
-  bool operator()(const std::string& a, const HashedIdentity& b) const { return a == b.text; }
-};
-/// Its entries come from the differ's arena (never erased: a replay's identities are kept
-/// to its end), so that a new identity costs no call to the heap and the end of a replay
-/// frees them all at once.
-template <typename T>
-using IdentityMap = std::pmr::unordered_map<std::string, T, IdentityHash, IdentityEqual>;
-
 /// One client of one rule: the identity its buckets are charged to.
 struct ClientStats {
   std::uint64_t matched = 0;
@@ -73,10 +47,6 @@ struct ClientStats {
 
 /// One rule name, across both rule sets.
 struct RuleStats {
-  RuleStats() = default;
-  /// Its clients' entries from `memory`.
-  explicit RuleStats(std::pmr::memory_resource* memory) : clients(memory) {}
-
   std::string name;
   std::string domain;
   std::string limit_old;  ///< "10 per minute, fixed_window" ("" when the baseline lacks it)
@@ -94,7 +64,7 @@ struct RuleStats {
   std::uint64_t denied_old = 0;
   std::uint64_t denied_new = 0;
   std::uint64_t mismatches = 0;  ///< logged decisions it bound that the baseline replay did not
-  IdentityMap<ClientStats> clients;
+  IdentityTable<ClientStats> clients;
   TimeSeries series_old;
   TimeSeries series_new;
 
@@ -125,8 +95,6 @@ class Differ {
  public:
   /// `has_baseline` false: the baseline is "no rules" (nothing denied).
   explicit Differ(bool has_baseline) : has_baseline_(has_baseline) {}
-  Differ(const Differ&) = delete;
-  Differ& operator=(const Differ&) = delete;
 
   /// One request: its time, the baseline's decision (null without a baseline) and the new
   /// rules' decision. `logged` is the line's own decision ("" when it says none) and
@@ -153,15 +121,6 @@ class Differ {
     std::uint64_t no_longer = 0;
   };
   RuleStats& ruleFor(const LimitStatus& limit, const DecisionRequest& request, bool is_new);
-  /// The entry of `who` in `table`, added when new.
-  template <typename T>
-  static T& entryOf(IdentityMap<T>& table, const HashedIdentity& who) {
-    auto it = table.find(who);
-    if (it == table.end()) {
-      it = table.emplace(std::string(who.text), T{}).first;
-    }
-    return it->second;
-  }
   void count(const Decision& decision, bool is_new, Micros at);
   /// add()'s parts: the rules and clients the request touched, its client's totals, and
   /// the baseline's replay against what was logged live.
@@ -171,12 +130,10 @@ class Differ {
                       std::string_view logged, std::string_view logged_rule);
 
   bool has_baseline_;
-  /// The identity tables' entries (declared first: destroyed after the tables).
-  std::pmr::monotonic_buffer_resource arena_;
   Totals totals_;
   std::unordered_map<std::string, RuleStats> rules_;
   std::unordered_map<const RateLimit*, RuleStats*> by_limit_;
-  IdentityMap<ClientTotals> clients_{&arena_};
+  IdentityTable<ClientTotals> clients_;
   std::vector<std::string> mismatch_samples_;
   // Per request: the rules it touched (so a rule matched by both sets counts once).
   struct Touch {
