@@ -123,8 +123,8 @@ void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, Scri
   }
 }
 
-void EventualEngine::absorbOne(Shard& shard, Slot& slot, std::string_view key, ScriptOp op,
-                               const std::int64_t* v, Micros sent_at, Micros now) {
+void EventualEngine::absorbOne(Shard& shard, Slot& slot, ScriptOp op, const std::int64_t* v,
+                               Micros sent_at, Micros now) {
   // The window the call was built for is the one of its send time.
   const std::int64_t window =
       isWindowed(slot.params) ? floorDiv(sent_at, slot.params.window_us) : 0;
@@ -145,7 +145,7 @@ void EventualEngine::absorbOne(Shard& shard, Slot& slot, std::string_view key, S
     reading.own += charged;
   }
   mergeReading(slot, reading, now, now - sent_at);
-  touch(shard, slot, key, now);
+  touch(shard, slot, now);
 }
 
 Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, ScriptOp op,
@@ -174,12 +174,12 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
       for (const std::string& key : cell_keys[i]) {
         const std::int64_t* v = &values[entry * eventual::kScriptReplyStride];
         Shard& shard = shardOf(key);
-        absorbOne(shard, slotFor(shard, key, cell, now), key, op, v, sent_at, now);
+        absorbOne(shard, slotFor(shard, key, cell, now), op, v, sent_at, now);
         ++entry;
       }
     } else {
       Shard& shard = shardOf(ref.key());
-      absorbOne(shard, slotFor(shard, ref, now), ref.key(), op, first, sent_at, now);
+      absorbOne(shard, slotFor(shard, ref, now), op, first, sent_at, now);
       ++entry;
     }
     if (response != nullptr) {

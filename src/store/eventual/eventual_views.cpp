@@ -47,7 +47,14 @@ void EventualEngine::makeRoom(Shard& shard) {
     }
   }
   dropHits(unsentOf(victim->second.view));
-  shard.slots.erase(victim);
+  if (victim->second.refs > 0) {
+    // Entries (the sync queue, the wheel, a sync in flight) still point at it: its node
+    // waits, out of the table, until they are gone (sweep()).
+    victim->second.evicted = true;
+    shard.evicted.push_back(shard.slots.extract(victim));
+  } else {
+    shard.slots.erase(victim);
+  }
   size_.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -62,6 +69,8 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key
   if (it == shard.slots.end()) {
     makeRoom(shard);
     it = shard.slots.emplace(std::string(key), Slot{}).first;
+    it->second.key = it->first;
+    it->second.shard = static_cast<std::uint8_t>(&shard - shards_.data());
     it->second.params = params;
     it->second.redis_key = BucketKey::redisKey(redis_prefix_, key);
     size_.fetch_add(1, std::memory_order_relaxed);
@@ -79,11 +88,29 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key
   return slot;
 }
 
-void EventualEngine::touch(Shard& shard, Slot& slot, std::string_view key, Micros now) {
+void EventualEngine::touch(Shard& shard, Slot& slot, Micros now) {
   slot.last_used = now;
+  if (slot.wait_gen != 0) {
+    wake(shard, slot);
+  } else {
+    enqueue(shard, slot);
+  }
+}
+
+void EventualEngine::wake(Shard& shard, Slot& slot) {
+  const eventual::View& view = slot.view;
+  if (slot.wait_gen != 0 && (view.tight || view.prev.unsent() > 0 ||
+                             view.cur.unsent() > eventual::blindAllowance(slot.params, tuning_))) {
+    enqueue(shard, slot);
+  }
+}
+
+void EventualEngine::enqueue(Shard& shard, Slot& slot) {
+  slot.wait_gen = 0;  // its entry in the wheel, if any, is stale now
   if (!slot.queued) {
     slot.queued = true;
-    shard.queue.emplace_back(key);
+    ++slot.refs;
+    shard.queue.push_back(&slot);
   }
 }
 
@@ -130,7 +157,7 @@ std::vector<EventualEngine::Slot*> EventualEngine::cellSlots(const std::vector<s
   for (const std::string& key : keys) {
     Shard& shard = shardOf(key);
     Slot& slot = slotFor(shard, key, cell, now);
-    touch(shard, slot, key, now);
+    touch(shard, slot, now);
     slots.push_back(&slot);
   }
   return slots;
@@ -149,6 +176,7 @@ void EventualEngine::chargeCells(const std::vector<Slot*>& cells, const LimitPar
     if (reachable && eventual::blindView(cells[i]->view, now, tuning_)) {
       cells[i]->view.blind += added[i];
     }
+    wake(shards_[cells[i]->shard], *cells[i]);
     total += added[i];
   }
   addPending(total);
