@@ -75,6 +75,28 @@ class IdentityTable {
     return added.second;
   }
 
+  /// Asks for the memory of the cell where a lookup of `hash` starts (a hint only).
+  void prefetchCell(std::size_t hash) const {
+    if (!cells_.empty()) {
+      __builtin_prefetch(&cells_[hash & (cells_.size() - 1)]);
+    }
+  }
+  /// Asks for the memory of the entry a lookup of `hash` would compare first (a hint only;
+  /// reads the cells, best asked for with prefetchCell() a while before).
+  void prefetchEntry(std::size_t hash) const {
+    if (cells_.empty()) {
+      return;
+    }
+    const std::size_t mask = cells_.size() - 1;
+    const auto tag = static_cast<std::uint32_t>(hash >> 32);
+    for (std::size_t i = hash & mask; cells_[i].index != 0; i = (i + 1) & mask) {
+      if (cells_[i].tag == tag) {
+        __builtin_prefetch(&entry(cells_[i].index - 1));
+        return;
+      }
+    }
+  }
+
   /// The entry of `text`, or null.
   const value_type* find(std::string_view text) const {
     if (size_ == 0) {

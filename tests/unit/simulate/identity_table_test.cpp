@@ -17,9 +17,13 @@ HashedIdentity hashed(const std::string& text) {
 TEST(IdentityTableTest, FindsWhatItAddedAndAddsEachIdentityOnce) {
   IdentityTable<int> table;
   EXPECT_TRUE(table.empty());
+  table.prefetchCell(hashed("user=mallory").hash);  // hints, on an empty table too
+  table.prefetchEntry(hashed("user=mallory").hash);
   EXPECT_EQ(table.find("user=mallory"), nullptr);
   table.obtain(hashed("user=mallory")) = 3;
   table.obtain(hashed("user=alice")) = 5;
+  table.prefetchCell(hashed("user=mallory").hash);
+  table.prefetchEntry(hashed("user=mallory").hash);
   table.obtain(hashed("user=mallory")) += 1;
   EXPECT_EQ(table.size(), 2u);
   ASSERT_NE(table.find("user=mallory"), nullptr);
