@@ -240,8 +240,15 @@ Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at,
       synced_at + (farFromLimit(view, params, now, far_wait, tuning) ? far_wait : near_wait);
   if (params.algorithm != Algorithm::kTokenBucket && params.window_us > 0 &&
       view.cur.index != kNoWindow) {
-    // The hits of a window go out once it has ended (nothing unsent from the previous one).
-    until = std::min(until, (view.cur.index + 1) * params.window_us);
+    // The hits of a window go out once it has ended (nothing unsent from the previous one):
+    // with the next decision (the engine wakes a waiting key then), or within the next
+    // window's first near_wait, at the offset the last send had in its own window (keys
+    // that all waited for one window's end do not all go out in one sync).
+    const Micros into = synced_at - floorDiv(synced_at, params.window_us) * params.window_us;
+    const auto spread =
+        static_cast<Micros>(static_cast<double>(near_wait) * static_cast<double>(into) /
+                            static_cast<double>(params.window_us));
+    until = std::min(until, (view.cur.index + 1) * params.window_us + spread);
   }
   return until;
 }

@@ -169,8 +169,9 @@ std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
 /// Until when a key queued for the sync may wait for a later one ("cold keys",
 /// docs/eventual.md); a time <= `now` means it goes out with this one. A key may wait when it
 /// was sent (at `synced_at` >= 0), is not tight, has been read, has nothing unsent from the
-/// previous window, and its unsent hits are within its blind allowance; then until the end of
-/// its window (windowed algorithms), and at most:
+/// previous window, and its unsent hits are within its blind allowance; then until its window
+/// has ended (windowed algorithms: the end, plus up to near_wait below, spread by the offset of
+/// the last send in its window), and at most:
 /// - far from its limit (farFromLimit()): stale_after after it was sent (it is read again by
 ///   the next sync, its view stale for at most that interval);
 /// - otherwise min(stale_after / 2, W / 4) after it was sent.

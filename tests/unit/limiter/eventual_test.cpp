@@ -263,7 +263,11 @@ TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
   EXPECT_TRUE(mayDefer(view, params_, sent, sent + 49'999, tuning_));
   view.cur.others = 5;
   const Micros end = (view.cur.index + 1) * params_.window_us;
-  EXPECT_EQ(deferUntil(view, params_, sent, sent, tuning_), std::min(end, sent + 1'000'000));
+  // Far: until the window has ended, spread over the next one's first 50 ms by the offset of
+  // the last send in its window.
+  EXPECT_EQ(deferUntil(view, params_, sent, sent, tuning_), end + (sent % 200'000) / 4);
+  const Micros later = sent + 120'000 - sent % 200'000;  // 120 ms into the window
+  EXPECT_EQ(deferUntil(view, params_, later, later, tuning_), end + 30'000);
 }
 
 TEST_F(EventualViewTest, AKeyIsFarFromItsLimitWhileWhatItMaySpendLeavesHalfOfIt) {
