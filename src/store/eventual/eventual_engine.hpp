@@ -25,6 +25,7 @@
 #include "sluice/store/store.hpp"
 #include "store/eventual/eventual_metrics.hpp"
 #include "store/eventual/eventual_script.hpp"
+#include "store/eventual/slot_table.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_store_internal.hpp"
 
@@ -169,13 +170,14 @@ class EventualEngine {
     std::int64_t hashes_window = eventual::kNoWindow;
     std::string hash_cur;
     std::string hash_prev;
-    /// Its store key: the key of its node in Shard::slots (stable while the node lives, in the
-    /// table or in Shard::evicted).
+    std::string key_storage;
+    /// Its store key (key_storage: a slot lives on the heap and never moves, in Shard::slots
+    /// or in Shard::evicted).
     std::string_view key;
     std::uint8_t shard = 0;  ///< the index of its shard in shards_
     bool queued = false;     ///< in its shard's sync queue (Shard::queue)
-    /// Evicted by makeRoom() while entries still pointed at it: its node waits in
-    /// Shard::evicted until they are gone; the entries skip it.
+    /// Evicted by makeRoom() while entries still pointed at it: it waits in Shard::evicted
+    /// until they are gone; the entries skip it.
     bool evicted = false;
     /// Non-zero: waiting in wheel_ for a later sync (docs/eventual.md, "Cold keys"), under
     /// this generation (an entry of another generation is stale and skipped).
@@ -197,15 +199,14 @@ class EventualEngine {
       return std::hash<std::string_view>{}(key);
     }
   };
-  using SlotMap = std::unordered_map<std::string, Slot, KeyHash, std::equal_to<>>;
   struct Shard {
     std::mutex mutex;
-    SlotMap slots;
+    eventual_detail::SlotTable<Slot> slots;  ///< by store key, hashed with KeyHash
     /// Slots to sync at the next tick (touched since the last sync, and not waiting in
     /// wheel_). Every entry holds a Slot::refs.
     std::vector<Slot*> queue;
-    /// Nodes evicted while entries pointed at them (Slot::evicted), freed by sweep().
-    std::vector<SlotMap::node_type> evicted;
+    /// Slots evicted while entries pointed at them (Slot::evicted), freed by sweep().
+    std::vector<std::unique_ptr<Slot>> evicted;
   };
   /// A slot waiting in wheel_ (it holds a Slot::refs).
   struct Waiting {

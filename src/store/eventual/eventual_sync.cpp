@@ -302,9 +302,9 @@ void EventualEngine::resendAll() {
   std::size_t keys = 0;
   for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
-    for (auto& [key, slot] : shard.slots) {
+    shard.slots.forEach([&](Slot& slot) {
       if (slot.view.cur.own <= 0 && slot.view.prev.own <= 0) {
-        continue;
+        return;
       }
       const std::int64_t before = unsentOf(slot.view);
       slot.view.cur.own_acked = 0;
@@ -312,7 +312,7 @@ void EventualEngine::resendAll() {
       addPending(unsentOf(slot.view) - before);
       enqueue(shard, slot);
       ++keys;
-    }
+    });
   }
   if (keys > 0) {
     spdlog::info("eventual limits: Redis connection renewed; sending the own counts of {} keys",
@@ -380,10 +380,9 @@ void EventualEngine::sweep() {
   sweep_shard_ = (sweep_shard_ + 1) % kShards;
   const Micros now = clock_.nowMicros();
   std::lock_guard lock(shard.mutex);
-  std::erase_if(shard.evicted,
-                [](const SlotMap::node_type& node) { return node.mapped().refs == 0; });
-  for (auto it = shard.slots.begin(); it != shard.slots.end();) {
-    const Slot& slot = it->second;
+  std::erase_if(shard.evicted, [](const std::unique_ptr<Slot>& slot) { return slot->refs == 0; });
+  std::vector<Slot*> idle;
+  shard.slots.forEach([&](Slot& slot) {
     const Micros idle_after =
         std::max<Micros>(10 * tuning_.sync_interval_us,
                          std::min<Micros>(2 * slot.params.window_us, 60 * kMicrosPerSecond));
@@ -391,11 +390,12 @@ void EventualEngine::sweep() {
                           std::max(slot.view.redis_tat.a, slot.view.local_tat.a) > now;
     if (!slot.queued && slot.wait_gen == 0 && slot.refs == 0 && unsentOf(slot.view) == 0 &&
         !tat_busy && now - slot.last_used > idle_after) {
-      it = shard.slots.erase(it);
-      size_.fetch_sub(1, std::memory_order_relaxed);
-    } else {
-      ++it;
+      idle.push_back(&slot);
     }
+  });
+  for (Slot* slot : idle) {
+    shard.slots.extract(slot, KeyHash{}(slot->key));
+    size_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
