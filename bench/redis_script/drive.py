@@ -41,6 +41,10 @@ def main():
     # "lists": the batch layout since bf593e6's successor (an argument list sent once per
     # call); "per-request": the layout before it, to measure an older script.
     layout = sys.argv[5] if len(sys.argv) > 5 else "lists"
+    # "sidecar": the arguments Sluice sends for bench/rules' fixed_window_allow (its limit may
+    # take a runtime override: flags 352 = 32 x the ARGV index of its rule's override field);
+    # "bare": the same limit without that field (what scripts before the overrides read).
+    shape = sys.argv[6] if len(sys.argv) > 6 else "sidecar"
     sock = socket.create_connection(("127.0.0.1", port))
     f = sock.makefile("rb")
     sock.sendall(encode(["SCRIPT", "LOAD", lua_script(lua_dir)]))
@@ -48,11 +52,15 @@ def main():
     rnd = random.Random(1)
     # bench/rules' fixed_window_allow: L = W = 1 000 000 (us), cost 1, no quota group; the
     # first argument is the test time slot, empty in production.
-    args = ["", "0", "1000000", "1000000", "1000000", "0", "0", "0", "1", "-1", "1"]
+    if shape == "sidecar":
+        args = ["", "0", "1000000", "1000000", "0", "0", "352", "0", "1", "-1",
+                "r:bench.op_fixed_window_allow", "1"]
+    else:
+        args = ["", "0", "1000000", "1000000", "1000000", "0", "0", "0", "1", "-1", "1"]
 
     def key():
         c = rnd.randrange(10000)
-        return f"sluice:{{c{c:05d}}}:c{c:05d}|bench:op=fixed_window_allow;i0;fw"
+        return f"sluice:{{b{c:08d}|bench}}:op=fixed_window_allow;i0;fw"
 
     def call():
         keys = [key() for _ in range(m)]

@@ -171,10 +171,16 @@ local function decide_plain(KEYS, ARGV, n)
   -- Sluice's user has no +get (a GET refused with NOPERM must not read as a fresh bucket).
   -- The holds key, read on its own: a multi-key read of a slot being imported fails when
   -- one key is absent (80_holds.lua).
-  if redis.call('MGET', KEYS[1] .. kHoldSuffix)[1] then
+  -- In a batch, both may have been read ahead (90_read_ahead.lua).
+  local at = read_ahead_at
+  if at then
+    if read_ahead_values[at + 1] then
+      return nil
+    end
+  elseif redis.call('MGET', KEYS[1] .. kHoldSuffix)[1] then
     return nil  -- the bucket has reservation holds: the general path counts them
   end
-  local a, b = read_state(redis.call('MGET', KEYS[1])[1])
+  local a, b = read_state(at and read_ahead_values[at] or redis.call('MGET', KEYS[1])[1])
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
       fixed_window(limit, window, false, a, b, sluice_now, cost)
   if ok then
@@ -182,6 +188,32 @@ local function decide_plain(KEYS, ARGV, n)
     return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
   end
   return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+end
+
+-- decide_plain for a batch's request whose bucket was read ahead (90_read_ahead.lua) with no
+-- holds, in a call without overrides: the same answer and write, without the lookups that
+-- the reads made ahead have already answered. Its limit's numbers are known to be valid
+-- (read_ahead's list_shape). A refused write fails this request alone, as an error raised
+-- in decide does: returns the reply, or the error's text.
+local function decide_read_ahead(key, ARGV, raw)
+  local a, b = read_state(raw)
+  local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+      fixed_window(number(ARGV[3]), number(ARGV[4]), false, a, b, sluice_now,
+                   max(number(ARGV[9]), 0))
+  if not ok then
+    return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+  end
+  local written
+  if ttl > 0 then
+    local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
+    written = redis.pcall('SET', key, cmsgpack.pack(next_state), 'PX', ms_string(ms))
+  else
+    written = redis.pcall('DEL', key)
+  end
+  if type(written) == 'table' and written.err then
+    return tostring(written.err)
+  end
+  return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
 end
 
 -- The holds of a request's buckets (80_holds.lua), or nil when none has any and the request
@@ -624,10 +656,17 @@ if ARGV[1] == 'batch' then
     lists[l] = slice(ARGV, at + 1, count)
     at = at + 1 + count
   end
+  -- Malformed arguments stop no read ahead: each request meets them (and fails alone) below.
+  local ok, values, ahead, absent = pcall(read_ahead, KEYS, ARGV, m, lists)
+  if not ok then
+    values, ahead, absent = nil, {}, false
+  end
+  read_ahead_values, overrides_absent = values, absent
   local out = {}
   local key_at = 0
   local one_key = {}  -- a one-key request's KEYS (decide keeps no reference to it)
   for j = 1, m do
+    read_ahead_at = ahead[j] or nil
     local key_count = number(ARGV[2 + 2 * j])
     local args = lists[number(ARGV[3 + 2 * j])]
     local keys
@@ -642,7 +681,13 @@ if ARGV[1] == 'batch' then
       out[j] = 'ERR batch: request ' .. j .. ' names no argument list'
     else
       sluice_request_time(args)
-      local ok, reply = pcall(decide, keys, args)
+      local ok, reply = true, nil
+      local value_at = read_ahead_at
+      if value_at and overrides_absent and not values[value_at + 1] then
+        reply = decide_read_ahead(keys[1], args, values[value_at])
+      else
+        ok, reply = pcall(decide, keys, args)
+      end
       if ok then
         out[j] = reply
       elseif type(reply) == 'table' and reply.err then
