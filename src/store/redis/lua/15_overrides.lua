@@ -45,7 +45,7 @@ local function read_override(text, now)
   return tonumber(l), tonumber(w), tonumber(b), tonumber(mi), tonumber(cr), tonumber(wu)
 end
 
--- Set for a batch none of whose override hashes exists (90_read_ahead.lua).
+-- Set for a batch none of whose override hashes exists (99_read_ahead.lua).
 local overrides_absent = false
 
 -- Applies the live overrides of a request's limits: returns the arguments to decide with (a

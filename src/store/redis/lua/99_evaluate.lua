@@ -171,7 +171,7 @@ local function decide_plain(KEYS, ARGV, n)
   -- Sluice's user has no +get (a GET refused with NOPERM must not read as a fresh bucket).
   -- The holds key, read on its own: a multi-key read of a slot being imported fails when
   -- one key is absent (80_holds.lua).
-  -- In a batch, both may have been read ahead (90_read_ahead.lua).
+  -- In a batch, both may have been read ahead (99_read_ahead.lua).
   local at = read_ahead_at
   if at then
     if read_ahead_values[at + 1] then
@@ -190,16 +190,15 @@ local function decide_plain(KEYS, ARGV, n)
   return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
 end
 
--- decide_plain for a batch's request whose bucket was read ahead (90_read_ahead.lua) with no
--- holds, in a call without overrides: the same answer and write, without the lookups that
--- the reads made ahead have already answered. Its limit's numbers are known to be valid
--- (read_ahead's list_shape). A refused write fails this request alone, as an error raised
--- in decide does: returns the reply, or the error's text.
-local function decide_read_ahead(key, ARGV, raw)
+-- decide_plain for a batch's request whose bucket (value `raw`) was read ahead with no holds
+-- (99_read_ahead.lua), in a call without overrides: the same answer and write, without
+-- the lookups that the reads made ahead have already answered. `limit` = { L, W, cost },
+-- known valid (read_ahead's list_shape). A refused write fails this request alone, as an
+-- error raised in decide does: returns the reply, or the error's text.
+local function decide_read_ahead(key, limit, raw)
   local a, b = read_state(raw)
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
-      fixed_window(number(ARGV[3]), number(ARGV[4]), false, a, b, sluice_now,
-                   max(number(ARGV[9]), 0))
+      fixed_window(limit[1], limit[2], false, a, b, sluice_now, limit[3])
   if not ok then
     return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
   end
@@ -657,38 +656,43 @@ if ARGV[1] == 'batch' then
     at = at + 1 + count
   end
   -- Malformed arguments stop no read ahead: each request meets them (and fails alone) below.
-  local ok, values, ahead, absent = pcall(read_ahead, KEYS, ARGV, m, lists)
+  local ok, values, ahead, plain, absent = pcall(read_ahead, KEYS, ARGV, m, lists)
   if not ok then
-    values, ahead, absent = nil, {}, false
+    values, ahead, plain, absent = nil, {}, {}, false
   end
   read_ahead_values, overrides_absent = values, absent
   local out = {}
   local key_at = 0
   local one_key = {}  -- a one-key request's KEYS (decide keeps no reference to it)
   for j = 1, m do
-    read_ahead_at = ahead[j] or nil
-    local key_count = number(ARGV[2 + 2 * j])
-    local args = lists[number(ARGV[3 + 2 * j])]
-    local keys
-    if key_count == 1 then
-      one_key[1] = KEYS[key_at + 1]
-      keys = one_key
-    else
-      keys = slice(KEYS, key_at + 1, key_count)
-    end
-    key_at = key_at + key_count
-    if args == nil then
+    local s = ARGV[2 + 2 * j]
+    local key_count = s == '1' and 1 or number(s)
+    s = ARGV[3 + 2 * j]
+    local l = s == '1' and 1 or number(s)
+    local args = lists[l]
+    local at = ahead[j]
+    if at and absent and not values[at + 1] then
+      -- The common request: one plain fixed window, read ahead, nothing to override.
+      if sluice_request_time then
+        sluice_request_time(args)
+      end
+      out[j] = decide_read_ahead(KEYS[key_at + 1], plain[l], values[at])
+    elseif args == nil then
       out[j] = 'ERR batch: request ' .. j .. ' names no argument list'
     else
-      sluice_request_time(args)
-      local ok, reply = true, nil
-      local value_at = read_ahead_at
-      if value_at and overrides_absent and not values[value_at + 1] then
-        reply = decide_read_ahead(keys[1], args, values[value_at])
+      local keys
+      if key_count == 1 then
+        one_key[1] = KEYS[key_at + 1]
+        keys = one_key
       else
-        ok, reply = pcall(decide, keys, args)
+        keys = slice(KEYS, key_at + 1, key_count)
       end
-      if ok then
+      read_ahead_at = at
+      if sluice_request_time then
+        sluice_request_time(args)
+      end
+      local done, reply = pcall(decide, keys, args)
+      if done then
         out[j] = reply
       elseif type(reply) == 'table' and reply.err then
         out[j] = tostring(reply.err)
@@ -696,6 +700,7 @@ if ARGV[1] == 'batch' then
         out[j] = 'ERR ' .. tostring(reply)
       end
     end
+    key_at = key_at + key_count
   end
   return out
 end
