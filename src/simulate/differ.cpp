@@ -98,7 +98,7 @@ RuleStats& Differ::ruleFor(const LimitStatus& limit, const DecisionRequest& requ
     stats = cached->second;
   } else {
     std::string key = request.domain + '\n' + limit.name;
-    auto [it, inserted] = rules_.try_emplace(key);
+    auto [it, inserted] = rules_.try_emplace(key, &arena_);
     stats = &it->second;
     if (inserted) {
       stats->name = limit.name;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory_resource>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -51,8 +52,11 @@ struct IdentityEqual {
   bool operator()(const HashedIdentity& a, const std::string& b) const { return a.text == b; }
   bool operator()(const std::string& a, const HashedIdentity& b) const { return a == b.text; }
 };
+/// Its entries come from the differ's arena (never erased: a replay's identities are kept
+/// to its end), so that a new identity costs no call to the heap and the end of a replay
+/// frees them all at once.
 template <typename T>
-using IdentityMap = std::unordered_map<std::string, T, IdentityHash, IdentityEqual>;
+using IdentityMap = std::pmr::unordered_map<std::string, T, IdentityHash, IdentityEqual>;
 
 /// One client of one rule: the identity its buckets are charged to.
 struct ClientStats {
@@ -69,6 +73,10 @@ struct ClientStats {
 
 /// One rule name, across both rule sets.
 struct RuleStats {
+  RuleStats() = default;
+  /// Its clients' entries from `memory`.
+  explicit RuleStats(std::pmr::memory_resource* memory) : clients(memory) {}
+
   std::string name;
   std::string domain;
   std::string limit_old;  ///< "10 per minute, fixed_window" ("" when the baseline lacks it)
@@ -117,6 +125,8 @@ class Differ {
  public:
   /// `has_baseline` false: the baseline is "no rules" (nothing denied).
   explicit Differ(bool has_baseline) : has_baseline_(has_baseline) {}
+  Differ(const Differ&) = delete;
+  Differ& operator=(const Differ&) = delete;
 
   /// One request: its time, the baseline's decision (null without a baseline) and the new
   /// rules' decision. `logged` is the line's own decision ("" when it says none) and
@@ -161,10 +171,12 @@ class Differ {
                       std::string_view logged, std::string_view logged_rule);
 
   bool has_baseline_;
+  /// The identity tables' entries (declared first: destroyed after the tables).
+  std::pmr::monotonic_buffer_resource arena_;
   Totals totals_;
   std::unordered_map<std::string, RuleStats> rules_;
   std::unordered_map<const RateLimit*, RuleStats*> by_limit_;
-  IdentityMap<ClientTotals> clients_;
+  IdentityMap<ClientTotals> clients_{&arena_};
   std::vector<std::string> mismatch_samples_;
   // Per request: the rules it touched (so a rule matched by both sets counts once).
   struct Touch {

@@ -23,6 +23,7 @@ Replayer::Replayer(std::vector<RuleSetPtr> sets, bool direct)
   options.max_keys = std::size_t{1} << 26;
   options.sketch_seed = kSketchSeed;
   store_ = makeMemoryStore(options, clock_, metrics_);
+  exclusive_ = memoryExclusiveOf(*store_);
   DecisionServiceParts parts;
   parts.rules = [this] { return current_; };
   parts.store = store_;
@@ -129,28 +130,22 @@ Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
   if (store_request.limits.empty()) {
     return DirectResult::kDecided;  // nothing to evaluate: allowed, decided at no instant
   }
-  DirectResult result = DirectResult::kRefused;
-  store_->evaluate(store_request, [this, &result](Result<StoreResponse>&& response) {
-    if (!response) {
-      return;  // refused, as the service refuses on a store error
-    }
-    result = DirectResult::kDecided;
-    Decision& d = direct_.decision;
-    const auto& positions = direct_.positions;
-    for (std::size_t i = 0; i < positions.size() && i < response->outcomes.size(); ++i) {
-      d.descriptors[positions[i].first].limits[positions[i].second].outcome = response->outcomes[i];
-    }
-    for (std::size_t i = 0; i < positions.size() && i < response->holds_expired.size(); ++i) {
-      d.descriptors[positions[i].first].limits[positions[i].second].holds_expired =
-          response->holds_expired[i];
-      d.holds_expired += response->holds_expired[i];
-    }
-    d.allowed = response->allowed;
-    d.degraded = response->degraded;
-    d.decided_at_us = response->at_us;
-    recycleStoreResponse(std::move(*response));
-  });
-  return result;
+  StoreResponse& response = direct_.response;
+  exclusive_->evaluateExclusive(store_request, response);
+  const auto& positions = direct_.positions;
+  for (std::size_t i = 0; i < positions.size() && i < response.outcomes.size(); ++i) {
+    decision.descriptors[positions[i].first].limits[positions[i].second].outcome =
+        response.outcomes[i];
+  }
+  for (std::size_t i = 0; i < positions.size() && i < response.holds_expired.size(); ++i) {
+    decision.descriptors[positions[i].first].limits[positions[i].second].holds_expired =
+        response.holds_expired[i];
+    decision.holds_expired += response.holds_expired[i];
+  }
+  decision.allowed = response.allowed;
+  decision.degraded = response.degraded;
+  decision.decided_at_us = response.at_us;
+  return DirectResult::kDecided;
 }
 
 void Replayer::buildDirect() {

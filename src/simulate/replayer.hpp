@@ -10,6 +10,7 @@
 #include "sluice/common/metrics.hpp"
 #include "sluice/decision/decision.hpp"
 #include "sluice/rules/rules.hpp"
+#include "sluice/store/memory_store.hpp"
 #include "sluice/store/store.hpp"
 
 namespace sluice::simulate {
@@ -61,10 +62,10 @@ class Replayer {
   /// The usual request (no per-descriptor hits, limits or refunds, no reservation or
   /// lease, not a report, a known domain, no candidate, calendar-zone or concurrency limit)
   /// is decided directly: matched and keyed as the decision service does, its store request
-  /// handed to the same memory store, the answer written into a decision the replayer
-  /// keeps. Every other request goes through the decision service itself. The direct
-  /// decision leaves out what no report reads: the merged metadata and the thread's
-  /// observers (a replay has none).
+  /// handed to the same memory store (its exclusive entry: the replay is its only thread),
+  /// the answer written into a decision the replayer keeps. Every other request goes through the
+  /// decision service itself. The direct decision leaves out what no report reads: the merged
+  /// metadata and the thread's observers (a replay has none).
   template <typename Use>
   bool decide(Micros time_us, const std::string& rules_hash, DecisionRequest& request, Use&& use) {
     start(time_us, rules_hash);
@@ -103,6 +104,7 @@ class Replayer {
     Decision decision;
     RequestMatch match;
     StoreRequest store_request;
+    StoreResponse response;  ///< the memory store's answer (its storage reused)
     std::vector<std::pair<std::size_t, std::size_t>> positions;  ///< (descriptor, limit)
     /// The rule each store limit's parameters were copied from (null: none yet): a limit
     /// of the same rule keeps them.
@@ -121,9 +123,9 @@ class Replayer {
   /// The rule set and the clock for the next decision.
   void start(Micros time_us, const std::string& rules_hash);
   enum class DirectResult { kNotDirect, kDecided, kRefused };
-  /// The direct path: kDecided with `request` moved into direct_.decision and decided
-  /// (kRefused: the store failed, as the service's refusal); kNotDirect, `request`
-  /// untouched, for a request the decision service must decide.
+  /// The direct path: kDecided with `request` moved into direct_.decision and decided (the
+  /// memory store never fails: kRefused is not returned); kNotDirect, `request` untouched,
+  /// for a request the decision service must decide.
   DirectResult decideDirect(DecisionRequest& request);
   /// The descriptors' statuses and the store request from direct_.match (as the decision
   /// service builds them for such a request).
@@ -134,6 +136,7 @@ class Replayer {
   ReplayClock clock_;
   Metrics metrics_;
   StorePtr store_;
+  MemoryExclusive* exclusive_ = nullptr;  ///< store_'s: the replay is its only thread
   std::unique_ptr<DecisionService> service_;
   bool direct_enabled_ = true;
   Direct direct_;

@@ -9,6 +9,42 @@
 namespace sluice::simulate {
 namespace {
 
+/// The first `kSize` bytes at `p` and `text` are the same: compared eight bytes at a time
+/// inline (the literals are short and known when compiling; memcmp would be a call).
+template <typename Word>
+bool sameWord(const char* p, const char* text) {
+  Word a = 0;
+  Word b = 0;
+  std::memcpy(&a, p, sizeof(Word));
+  std::memcpy(&b, text, sizeof(Word));
+  return a == b;
+}
+
+/// The first `kSize` bytes at `p` and `text` are the same: compared a word at a time inline
+/// (the last word overlapping the one before), as the literals are short and known when
+/// compiling and memcmp would be a call.
+template <std::size_t kSize>
+bool sameBytes(const char* p, const char* text) {
+  if constexpr (kSize >= 8) {
+    for (std::size_t i = 0; i + 8 < kSize; i += 8) {
+      if (!sameWord<std::uint64_t>(p + i, text + i)) {
+        return false;
+      }
+    }
+    return sameWord<std::uint64_t>(p + kSize - 8, text + kSize - 8);
+  } else if constexpr (kSize >= 4) {
+    return sameWord<std::uint32_t>(p, text) &&
+           sameWord<std::uint32_t>(p + kSize - 4, text + kSize - 4);
+  } else {
+    for (std::size_t i = 0; i < kSize; ++i) {
+      if (p[i] != text[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+}
+
 /// Reads a written line front to back, by the literal bytes the writer puts between values.
 class WrittenLine {
  public:
@@ -19,7 +55,7 @@ class WrittenLine {
   template <std::size_t N>
   bool literal(const char (&text)[N]) {
     constexpr std::size_t kSize = N - 1;
-    if (static_cast<std::size_t>(end_ - at_) < kSize || std::memcmp(at_, text, kSize) != 0) {
+    if (static_cast<std::size_t>(end_ - at_) < kSize || !sameBytes<kSize>(at_, text)) {
       return false;
     }
     at_ += kSize;

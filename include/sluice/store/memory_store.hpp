@@ -82,4 +82,19 @@ class MemoryCounters {
 /// The counters of `store` when it is a memory store (made by makeMemoryStore), else null.
 MemoryCounters* memoryCountersOf(Store& store);
 
+/// A memory store used by one thread alone (a replay, `sluice simulate`): the same decision
+/// as Store::evaluate(), by the same code on the same buckets, taken without the shard
+/// locks and written in place instead of handed to a callback.
+class MemoryExclusive {
+ public:
+  virtual ~MemoryExclusive() = default;
+  /// Store::evaluate()'s answer to `request` (at the store's clock) written into
+  /// `response`, whose storage is reused. Not thread-safe: the caller must be the only
+  /// thread that uses the store, for as long as it calls this.
+  virtual void evaluateExclusive(const StoreRequest& request, StoreResponse& response) = 0;
+};
+
+/// `store`'s exclusive entry when it is a memory store (made by makeMemoryStore), else null.
+MemoryExclusive* memoryExclusiveOf(Store& store);
+
 }  // namespace sluice

@@ -47,7 +47,10 @@ std::pair<std::uint64_t, std::uint64_t> sketchSeed(const std::string& text) {
 /// background thread, and no request pays for a whole shard.
 constexpr std::size_t kSweepPerRequest = 32;
 
-class MemoryStore final : public Store, public MemoryCounters {
+class MemoryStore final : public Store, public MemoryCounters, public MemoryExclusive {
+  using ShardList = boost::container::small_vector<std::uint32_t, 4>;
+  using Locks = boost::container::small_vector<std::unique_lock<std::mutex>, 4>;
+
  public:
   MemoryStore(const MemoryStoreOptions& options, const Clock& clock, Metrics& metrics)
       : clock_(clock),
@@ -121,16 +124,45 @@ class MemoryStore final : public Store, public MemoryCounters {
   /// Decides `request` at `now` (the Store contract); `applied` goes into the answer.
   void decide(const StoreRequest& request, Micros now, std::vector<AppliedOverride> applied,
               Callback& done) {
+    // This thread's spare answer: its outcomes keep their capacity (the decision service
+    // gives each answer back with recycleStoreResponse()).
+    StoreResponse response = takeSpareStoreResponse();
+    Locks locks;
+    if (decideInto(request, now, response, &locks)) {
+      // A lone banned limit is refused on its ban alone, whatever the limit says: its answer
+      // shows no override (as the Redis script's, which does not read them then).
+      applied.clear();
+    }
+    response.overrides = std::move(applied);
+    done(std::move(response));
+  }
+
+ public:
+  void evaluateExclusive(const StoreRequest& request, StoreResponse& response) override {
+    if (!overrides_.empty()) {
+      evaluate(request, [&response](Result<StoreResponse>&& answer) {
+        response = std::move(*answer);  // the memory store never fails
+      });
+      return;
+    }
+    // An empty answer (StoreResponse's defaults) that keeps the outcomes' storage.
+    std::vector<Outcome> outcomes = std::move(response.outcomes);
+    outcomes.clear();
+    response = StoreResponse{};
+    response.outcomes = std::move(outcomes);
+    decideInto(request, clock_.nowMicros(), response, nullptr);
+  }
+
+ private:
+  /// decide()'s work, the answer written into `response` (empty): the shards and sketches
+  /// the request involves are locked into `locks` for the call (null: the caller has the
+  /// store to itself). True when the request is a lone banned limit (refused on its ban).
+  bool decideInto(const StoreRequest& request, Micros now, StoreResponse& response, Locks* locks) {
     const std::size_t n = request.limits.size();
     // Inline capacity for the usual few limits per request: no allocation on the hot path.
     WorkList work(n);
     ShardList involved;
-    Locks locks;
     placeLimits(request, now, work, involved, locks);
-
-    // This thread's spare answer: its outcomes keep their capacity (the decision service
-    // gives each answer back with recycleStoreResponse()).
-    StoreResponse response = takeSpareStoreResponse();
     response.at_us = now;
     response.outcomes.reserve(n);
     // Reservations' holds (docs/reservations.md): read (and settled) before the limits are
@@ -143,11 +175,8 @@ class MemoryStore final : public Store, public MemoryCounters {
       readHolds(request, work, now, response);
     }
     findBans(request, now, work);
-    if (n == 1 && work[0].banned && request.hold.op == HoldOp::kNone && !request.limits[0].shadow) {
-      // A lone banned limit is refused on its ban alone, whatever the limit says: its answer
-      // shows no override (as the Redis script's, which does not read them then).
-      applied.clear();
-    }
+    const bool lone_ban =
+        n == 1 && work[0].banned && request.hold.op == HoldOp::kNone && !request.limits[0].shadow;
     evaluateLimits(request, now, work, response);
     recordBans(request, now, work, response);
     response.allowed = sluice::requestAllowed(request, response.outcomes);
@@ -174,12 +203,15 @@ class MemoryStore final : public Store, public MemoryCounters {
           bans_.fetch_sub(gone, std::memory_order_relaxed);
         }
       }
-      count_.fetch_sub(removed, std::memory_order_relaxed);
+      if (removed > 0) {
+        count_.fetch_sub(removed, std::memory_order_relaxed);
+      }
     }
-    locks.clear();
+    if (locks != nullptr) {
+      locks->clear();
+    }
     record(evictions);
-    response.overrides = std::move(applied);
-    done(std::move(response));
+    return lone_ban;
   }
 
  public:
@@ -306,15 +338,12 @@ class MemoryStore final : public Store, public MemoryCounters {
     return result;
   }
 
-  using ShardList = boost::container::small_vector<std::uint32_t, 4>;
-  using Locks = boost::container::small_vector<std::unique_lock<std::mutex>, 4>;
-
   /// Finds each limit's shard (or its rule's sketch) and locks what the request involves:
   /// shards in ascending order, then sketches in address order, so two requests never wait
   /// on each other in a cycle; holding all of them makes check-then-charge atomic across
   /// the limits. `involved` lists the shards, each once.
   void placeLimits(const StoreRequest& request, Micros now, WorkList& work, ShardList& involved,
-                   Locks& locks) {
+                   Locks* locks) {
     const std::size_t n = request.limits.size();
     involved.reserve(n);
     boost::container::small_vector<MemorySketch*, 2> sketches;
@@ -331,16 +360,21 @@ class MemoryStore final : public Store, public MemoryCounters {
       work[i].shard = shardOf(h);
       involved.push_back(work[i].shard);
     }
-    std::sort(involved.begin(), involved.end());
-    involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
-    locks.reserve(involved.size() + sketches.size());
+    if (involved.size() > 1) {
+      std::sort(involved.begin(), involved.end());
+      involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
+    }
+    if (locks == nullptr) {
+      return;  // the caller has the store to itself
+    }
+    locks->reserve(involved.size() + sketches.size());
     for (const std::uint32_t s : involved) {
-      locks.emplace_back(shards_[s]->mutex);
+      locks->emplace_back(shards_[s]->mutex);
     }
     std::sort(sketches.begin(), sketches.end());
     sketches.erase(std::unique(sketches.begin(), sketches.end()), sketches.end());
     for (MemorySketch* sketch : sketches) {
-      locks.emplace_back(sketch->mutex);
+      locks->emplace_back(sketch->mutex);
     }
   }
 
@@ -699,5 +733,7 @@ Result<StorePtr> openMemoryStore(const MemoryStoreOptions& options, const Clock&
 }
 
 MemoryCounters* memoryCountersOf(Store& store) { return dynamic_cast<MemoryCounters*>(&store); }
+
+MemoryExclusive* memoryExclusiveOf(Store& store) { return dynamic_cast<MemoryExclusive*>(&store); }
 
 }  // namespace sluice
