@@ -190,31 +190,6 @@ local function decide_plain(KEYS, ARGV, n)
   return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
 end
 
--- decide_plain for a batch's request whose bucket (value `raw`) was read ahead with no holds
--- (99_read_ahead.lua), in a call without overrides: the same answer and write, without
--- the lookups that the reads made ahead have already answered. `limit` = { L, W, cost },
--- known valid (read_ahead's list_shape). A refused write fails this request alone, as an
--- error raised in decide does: returns the reply, or the error's text.
-local function decide_read_ahead(key, limit, raw)
-  local a, b = read_state(raw)
-  local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
-      fixed_window(limit[1], limit[2], false, a, b, sluice_now, limit[3])
-  if not ok then
-    return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
-  end
-  local written
-  if ttl > 0 then
-    local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
-    written = redis.pcall('SET', key, cmsgpack.pack(next_state), 'PX', ms_string(ms))
-  else
-    written = redis.pcall('DEL', key)
-  end
-  if type(written) == 'table' and written.err then
-    return tostring(written.err)
-  end
-  return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
-end
-
 -- The holds of a request's buckets (80_holds.lua), or nil when none has any and the request
 -- is no reservation step. Reads every bucket's holds string, refreshes it (expired holds
 -- counted), applies a commit or a release, and sums the live holds per limit.
@@ -646,6 +621,31 @@ local function slice(t, first, count)
 end
 
 if ARGV[1] == 'batch' then
+  -- decide_plain for a batch's request whose bucket (value `raw`) was read ahead with no holds
+  -- (99_read_ahead.lua), in a call without overrides: the same answer and write, without
+  -- the lookups that the reads made ahead have already answered. `limit` = { L, W, cost },
+  -- known valid (read_ahead's list_shape). A refused write fails this request alone, as an
+  -- error raised in decide does: returns the reply, or the error's text.
+  local function decide_read_ahead(key, limit, raw)
+    local a, b = read_state(raw)
+    local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+        fixed_window(limit[1], limit[2], false, a, b, sluice_now, limit[3])
+    if not ok then
+      return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+    end
+    local written
+    if ttl > 0 then
+      local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
+      written = redis.pcall('SET', key, cmsgpack.pack(next_state), 'PX', ms_string(ms))
+    else
+      written = redis.pcall('DEL', key)
+    end
+    if type(written) == 'table' and written.err then
+      return tostring(written.err)
+    end
+    return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+  end
+
   number_of, string_of = {}, {}
   local m = number(ARGV[2])
   local lists = {}
@@ -656,7 +656,7 @@ if ARGV[1] == 'batch' then
     at = at + 1 + count
   end
   -- Malformed arguments stop no read ahead: each request meets them (and fails alone) below.
-  local ok, values, ahead, plain, absent = pcall(read_ahead, KEYS, ARGV, m, lists)
+  local ok, values, ahead, plain, absent = pcall(make_read_ahead(), KEYS, ARGV, m, lists)
   if not ok then
     values, ahead, plain, absent = nil, {}, {}, false
   end

@@ -27,125 +27,129 @@ local kOverrideFlagAhead = 32  -- 15_overrides.lua's kOverrideFlag
 -- read_ahead_values[read_ahead_at] and its holds' the next one (nil: not read ahead).
 local read_ahead_values, read_ahead_at
 
--- What read_ahead() needs of an argument list, computed once per list (not per request):
--- for decide_plain's shape, its limit's L, W and cost (else false); then the indices of its
--- limits that may take an override ({}: none; nil: the list cannot be read).
-local function list_shape(args)
-  local n = number(args[#args])
-  local limit, window, cost = number(args[3]), number(args[4]), number(args[9])
-  local plain = false
-  if n == 1 and args[2] == '0' and args[10] == '-1'
-      and (args[7] == '0' or number(args[7]) % kOverrideFlagAhead == 0)
-      and limit ~= nil and limit > 0 and window ~= nil and window > 0 and cost ~= nil then
-    plain = { limit, window, max(cost, 0) }
-  end
-  -- n < 0: a reservation step's -n (80_holds.lua).
-  n = n and (n < 0 and -n or n)
-  local overridable = {}
-  for i = 1, n or 0 do
-    local flags = number(args[2 + (i - 1) * 9 + 5])
-    if flags == nil then
-      return false, nil
-    elseif flags >= kOverrideFlagAhead then
-      overridable[#overridable + 1] = i
+-- The functions below are built by make_read_ahead() in a batch only (a lone request's call
+-- does not pay for their closures: 10_common.lua's cost model); it returns read_ahead().
+local function make_read_ahead()
+  -- What read_ahead() needs of an argument list, computed once per list (not per request):
+  -- for decide_plain's shape, its limit's L, W and cost (else false); then the indices of its
+  -- limits that may take an override ({}: none; nil: the list cannot be read).
+  local function list_shape(args)
+    local n = number(args[#args])
+    local limit, window, cost = number(args[3]), number(args[4]), number(args[9])
+    local plain = false
+    if n == 1 and args[2] == '0' and args[10] == '-1'
+        and (args[7] == '0' or number(args[7]) % kOverrideFlagAhead == 0)
+        and limit ~= nil and limit > 0 and window ~= nil and window > 0 and cost ~= nil then
+      plain = { limit, window, max(cost, 0) }
     end
-  end
-  return plain, n and overridable
-end
-
--- The sum of EXISTS over `names` (at most 1000 per command: unpack's C stack limit), or nil
--- when a read fails.
-local function count_existing(names)
-  local total = 0
-  for first = 1, #names, 1000 do
-    local found = redis.pcall('EXISTS', unpack(names, first, min(#names, first + 999)))
-    if type(found) ~= 'number' then
-      return nil
-    end
-    total = total + found
-    if total > 0 then
-      return total
-    end
-  end
-  return total
-end
-
--- The values of `names`, in order (MGET, at most 1000 keys per command), or nil when a read
--- fails.
-local function read_all(names)
-  local values
-  for first = 1, #names, 1000 do
-    local part = redis.pcall('MGET', unpack(names, first, min(#names, first + 999)))
-    if type(part) ~= 'table' or part.err then
-      return nil
-    end
-    if first == 1 then
-      values = part
-    else
-      for x = 1, #part do
-        values[first + x - 1] = part[x]
+    -- n < 0: a reservation step's -n (80_holds.lua).
+    n = n and (n < 0 and -n or n)
+    local overridable = {}
+    for i = 1, n or 0 do
+      local flags = number(args[2 + (i - 1) * 9 + 5])
+      if flags == nil then
+        return false, nil
+      elseif flags >= kOverrideFlagAhead then
+        overridable[#overridable + 1] = i
       end
     end
+    return plain, n and overridable
   end
-  return values or {}
-end
 
--- The batch's reads made ahead (the request loop of 99_evaluate.lua's batch reads each
--- request's key count and list index the same way). Returns
---   values  what was read: 2 per request read ahead (bucket, holds); nil when nothing was
---   at      per request j read ahead, the index of its bucket's value in `values` (nil: not)
---   plain   per argument list, decide_plain's { L, W, cost } or false
---   absent  true when no override hash of the call's requests exists
-local function read_ahead(KEYS, ARGV, m, lists)
-  local plain, overridable = {}, {}
-  local overrides_known = true  -- every list's overridable limits are known
-  for l = 1, #lists do
-    local ok, p, o = pcall(list_shape, lists[l])
-    if not ok or not o then
-      p, o, overrides_known = false, {}, false
-    end
-    plain[l], overridable[l] = p, o
-  end
-  local seen, names, at, hashes = {}, {}, {}, {}
-  local count, hash_count = 0, 0
-  local key_at = 0
-  for j = 1, m do
-    local s = ARGV[2 + 2 * j]
-    local key_count = s == '1' and 1 or number(s)
-    s = ARGV[3 + 2 * j]
-    local l = s == '1' and 1 or number(s)
-    local over = overridable[l]
-    if over then
-      local key = KEYS[key_at + 1]
-      if key_count == 1 and plain[l] and not seen[key] then
-        at[j] = count + 1
-        names[count + 1] = key
-        names[count + 2] = key .. kHoldSuffix
-        count = count + 2
+  -- The sum of EXISTS over `names` (at most 1000 per command: unpack's C stack limit), or nil
+  -- when a read fails.
+  local function count_existing(names)
+    local total = 0
+    for first = 1, #names, 1000 do
+      local found = redis.pcall('EXISTS', unpack(names, first, min(#names, first + 999)))
+      if type(found) ~= 'number' then
+        return nil
       end
-      for x = 1, #over do
-        local i = over[x]
-        local bucket = i <= key_count and KEYS[key_at + i]
-        local head = bucket and string.match(bucket, '^[^{]*{[^}]*}')
-        if head then
-          hash_count = hash_count + 1
-          hashes[hash_count] = head .. '#o'
+      total = total + found
+      if total > 0 then
+        return total
+      end
+    end
+    return total
+  end
+
+  -- The values of `names`, in order (MGET, at most 1000 keys per command), or nil when a read
+  -- fails.
+  local function read_all(names)
+    local values
+    for first = 1, #names, 1000 do
+      local part = redis.pcall('MGET', unpack(names, first, min(#names, first + 999)))
+      if type(part) ~= 'table' or part.err then
+        return nil
+      end
+      if first == 1 then
+        values = part
+      else
+        for x = 1, #part do
+          values[first + x - 1] = part[x]
         end
       end
     end
-    if key_count == 1 then
-      seen[KEYS[key_at + 1]] = true
-    else
-      for i = key_at + 1, key_at + key_count do
-        seen[KEYS[i]] = true
+    return values or {}
+  end
+
+  -- The batch's reads made ahead (the request loop of 99_evaluate.lua's batch reads each
+  -- request's key count and list index the same way). Returns
+  --   values  what was read: 2 per request read ahead (bucket, holds); nil when nothing was
+  --   at      per request j read ahead, the index of its bucket's value in `values` (nil: not)
+  --   plain   per argument list, decide_plain's { L, W, cost } or false
+  --   absent  true when no override hash of the call's requests exists
+  return function(KEYS, ARGV, m, lists)
+    local plain, overridable = {}, {}
+    local overrides_known = true  -- every list's overridable limits are known
+    for l = 1, #lists do
+      local ok, p, o = pcall(list_shape, lists[l])
+      if not ok or not o then
+        p, o, overrides_known = false, {}, false
       end
+      plain[l], overridable[l] = p, o
     end
-    key_at = key_at + key_count
+    local seen, names, at, hashes = {}, {}, {}, {}
+    local count, hash_count = 0, 0
+    local key_at = 0
+    for j = 1, m do
+      local s = ARGV[2 + 2 * j]
+      local key_count = s == '1' and 1 or number(s)
+      s = ARGV[3 + 2 * j]
+      local l = s == '1' and 1 or number(s)
+      local over = overridable[l]
+      if over then
+        local key = KEYS[key_at + 1]
+        if key_count == 1 and plain[l] and not seen[key] then
+          at[j] = count + 1
+          names[count + 1] = key
+          names[count + 2] = key .. kHoldSuffix
+          count = count + 2
+        end
+        for x = 1, #over do
+          local i = over[x]
+          local bucket = i <= key_count and KEYS[key_at + i]
+          local head = bucket and string.match(bucket, '^[^{]*{[^}]*}')
+          if head then
+            hash_count = hash_count + 1
+            hashes[hash_count] = head .. '#o'
+          end
+        end
+      end
+      if key_count == 1 then
+        seen[KEYS[key_at + 1]] = true
+      else
+        for i = key_at + 1, key_at + key_count do
+          seen[KEYS[i]] = true
+        end
+      end
+      key_at = key_at + key_count
+    end
+    local values = count > 0 and read_all(names) or nil
+    if values == nil then
+      at = {}
+    end
+    return values, at, plain,
+        overrides_known and (hash_count == 0 or count_existing(hashes) == 0)
   end
-  local values = count > 0 and read_all(names) or nil
-  if values == nil then
-    at = {}
-  end
-  return values, at, plain,
-      overrides_known and (hash_count == 0 or count_existing(hashes) == 0)
 end
