@@ -150,6 +150,29 @@ local function write_state(key, state, ttl)
   end
 end
 
+-- write_state for a fixed window's next state, `a` the window start of the state it
+-- replaces. Rewritten within that same window, the key keeps the expiry the window's first
+-- write gave it (SET ... KEEPTTL): the window's end rounded up to whole ms, what PX would
+-- set again give or take a millisecond of rounding, without Redis setting an expiry and
+-- rewriting the command for its replicas each time. A first write of a window (or a key
+-- whose state was not ours) gets its PX, so a key that somehow lost its TTL gets one back
+-- within a window. Returns redis.pcall's answer (a table with `err` when refused).
+local function write_window(key, a, state, ttl)
+  if ttl <= 0 then
+    return redis.pcall('DEL', key)
+  end
+  local packed = cmsgpack.pack(state)
+  if a == state[1] then
+    local done = redis.pcall('SET', key, packed, 'KEEPTTL')
+    -- A server before 6.0 knows no KEEPTTL: the expiry is set as below.
+    if type(done) ~= 'table' or not done.err then
+      return done
+    end
+  end
+  local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
+  return redis.pcall('SET', key, packed, 'PX', ms_string(ms))
+end
+
 -- The most common request, decided without the general path's bookkeeping: one
 -- fixed_window limit (L > 0, W > 0) that is neither shadow, nor count_rejected, nor in a
 -- quota group. Its answer is the general path's: the request is allowed iff the limit
@@ -184,7 +207,10 @@ local function decide_plain(KEYS, ARGV, n)
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
       fixed_window(limit, window, false, a, b, sluice_now, cost)
   if ok then
-    write_state(KEYS[1], next_state, ttl)
+    local written = write_window(KEYS[1], a, next_state, ttl)
+    if type(written) == 'table' and written.err then
+      error(written)  -- as redis.call would raise it
+    end
     return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
   end
   return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
@@ -633,13 +659,7 @@ if ARGV[1] == 'batch' then
     if not ok then
       return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
     end
-    local written
-    if ttl > 0 then
-      local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
-      written = redis.pcall('SET', key, cmsgpack.pack(next_state), 'PX', ms_string(ms))
-    else
-      written = redis.pcall('DEL', key)
-    end
+    local written = write_window(key, a, next_state, ttl)
     if type(written) == 'table' and written.err then
       return tostring(written.err)
     end

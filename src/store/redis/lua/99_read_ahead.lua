@@ -30,6 +30,7 @@ local read_ahead_values, read_ahead_at
 -- The functions below are built by make_read_ahead() in a batch only (a lone request's call
 -- does not pay for their closures: 10_common.lua's cost model); it returns read_ahead().
 local function make_read_ahead()
+  local find, sub = string.find, string.sub
   -- What read_ahead() needs of an argument list, computed once per list (not per request):
   -- for decide_plain's shape, its limit's L, W and cost (else false); then the indices of its
   -- limits that may take an override ({}: none; nil: the list cannot be read).
@@ -111,6 +112,16 @@ local function make_read_ahead()
     end
     local seen, names, at, hashes = {}, {}, {}, {}
     local count, hash_count = 0, 0
+    -- The override hash of a bucket key: 15_overrides.lua's override_place (the key up to the
+    -- '}' that closes its tag, then '#o'), with plain finds.
+    local function add_hash(key)
+      local open = find(key, '{', 1, true)
+      local close = open and find(key, '}', open + 1, true)
+      if close then
+        hash_count = hash_count + 1
+        hashes[hash_count] = sub(key, 1, close) .. '#o'
+      end
+    end
     local key_at = 0
     for j = 1, m do
       local s = ARGV[2 + 2 * j]
@@ -118,27 +129,27 @@ local function make_read_ahead()
       s = ARGV[3 + 2 * j]
       local l = s == '1' and 1 or number(s)
       local over = overridable[l]
-      if over then
+      if over and key_count == 1 then
+        -- The common request: one key.
         local key = KEYS[key_at + 1]
-        if key_count == 1 and plain[l] and not seen[key] then
+        if plain[l] and not seen[key] then
           at[j] = count + 1
           names[count + 1] = key
           names[count + 2] = key .. kHoldSuffix
           count = count + 2
         end
-        for x = 1, #over do
+        if over[1] == 1 then
+          add_hash(key)
+        end
+        seen[key] = true
+      else
+        for x = 1, over and #over or 0 do
           local i = over[x]
           local bucket = i <= key_count and KEYS[key_at + i]
-          local head = bucket and string.match(bucket, '^[^{]*{[^}]*}')
-          if head then
-            hash_count = hash_count + 1
-            hashes[hash_count] = head .. '#o'
+          if bucket then
+            add_hash(bucket)
           end
         end
-      end
-      if key_count == 1 then
-        seen[KEYS[key_at + 1]] = true
-      else
         for i = key_at + 1, key_at + key_count do
           seen[KEYS[i]] = true
         end
