@@ -211,17 +211,51 @@ std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning) {
                              : static_cast<std::int64_t>(allowance);
 }
 
+bool farFromLimit(const View& view, const LimitParams& params, Micros now, Micros wait_us,
+                  const Tuning& tuning) {
+  const std::int64_t capacity =
+      params.algorithm == Algorithm::kTokenBucket && params.burst > 0 ? params.burst : params.limit;
+  const double spend = tuning.safety * view.rate.globalPerSecond() *
+                           static_cast<double>(std::max<Micros>(wait_us, 0)) /
+                           static_cast<double>(kMicrosPerSecond) +
+                       static_cast<double>(view.cur.writers + 1) *
+                           static_cast<double>(blindAllowance(params, tuning));
+  const Evaluation look = decide(view, params, now, 0);
+  return static_cast<double>(look.outcome.remaining) - spend >= static_cast<double>(capacity) / 2.0;
+}
+
+Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at, Micros now,
+                  const Tuning& tuning) {
+  if (synced_at < 0 || view.tight || view.refreshed_at < 0 || view.prev.unsent() > 0 ||
+      view.cur.unsent() > blindAllowance(params, tuning)) {
+    return now;
+  }
+  const Micros near_wait =
+      std::min<Micros>(tuning.stale_after_us / 2, std::max<Micros>(params.window_us / 4, 0));
+  // A far key waits until its view is about to go stale: the sync that then reads it comes
+  // within one more interval, and meanwhile its decisions use the blind allowance, which
+  // covers what a key that may wait admits in an interval.
+  const Micros far_wait = std::max(near_wait, tuning.stale_after_us);
+  Micros until =
+      synced_at + (farFromLimit(view, params, now, far_wait, tuning) ? far_wait : near_wait);
+  if (params.algorithm != Algorithm::kTokenBucket && params.window_us > 0 &&
+      view.cur.index != kNoWindow) {
+    // The hits of a window go out once it has ended (nothing unsent from the previous one):
+    // with the next decision (the engine wakes a waiting key then), or within the next
+    // window's first near_wait, at the offset the last send had in its own window (keys
+    // that all waited for one window's end do not all go out in one sync).
+    const Micros into = synced_at - floorDiv(synced_at, params.window_us) * params.window_us;
+    const auto spread =
+        static_cast<Micros>(static_cast<double>(near_wait) * static_cast<double>(into) /
+                            static_cast<double>(params.window_us));
+    until = std::min(until, (view.cur.index + 1) * params.window_us + spread);
+  }
+  return until;
+}
+
 bool mayDefer(const View& view, const LimitParams& params, Micros synced_at, Micros now,
               const Tuning& tuning) {
-  if (synced_at < 0 || view.tight || view.refreshed_at < 0 || view.prev.unsent() > 0) {
-    return false;
-  }
-  const Micros max_wait =
-      std::min<Micros>(tuning.stale_after_us / 2, std::max<Micros>(params.window_us / 4, 0));
-  if (now - synced_at >= max_wait) {
-    return false;
-  }
-  return view.cur.unsent() <= blindAllowance(params, tuning);
+  return deferUntil(view, params, synced_at, now, tuning) > now;
 }
 
 Route route(const View& view, const LimitParams& params, Micros now, std::int64_t cost,

@@ -98,7 +98,7 @@ RuleStats& Differ::ruleFor(const LimitStatus& limit, const DecisionRequest& requ
     stats = cached->second;
   } else {
     std::string key = request.domain + '\n' + limit.name;
-    auto [it, inserted] = rules_.try_emplace(key, &arena_);
+    auto [it, inserted] = rules_.try_emplace(key);
     stats = &it->second;
     if (inserted) {
       stats->name = limit.name;
@@ -121,13 +121,13 @@ RuleStats& Differ::ruleFor(const LimitStatus& limit, const DecisionRequest& requ
   return *stats;
 }
 
-void Differ::count(const Decision& decision, bool is_new, Micros at) {
-  (void)at;
+void Differ::count(const Decision& decision, bool is_new, Pending& pending) {
   const DecisionRequest& request = decision.request;
   // The identity depends on the descriptor only: computed once for all its limits, and
-  // the new rules' descriptor 0 is the request's own (add() has it).
+  // the new rules' descriptor 0 is the request's own (add() has it, names[0]).
   std::size_t who_of = decision.descriptors.size();
-  HashedIdentity who{};
+  std::size_t who = 0;
+  std::size_t who_hash = 0;
   for (std::size_t d = 0; d < decision.descriptors.size(); ++d) {
     const DescriptorStatus& ds = decision.descriptors[d];
     for (const LimitStatus& limit : ds.limits) {
@@ -138,19 +138,33 @@ void Differ::count(const Decision& decision, bool is_new, Micros at) {
       if (who_of != d) {
         who_of = d;
         if ((is_new && d == 0) ||
-            (!request.client_id.empty() && request.client_id == client_.text)) {
+            (!request.client_id.empty() && request.client_id == pending.names[0])) {
           // Descriptor 0 of the new rules is the request's own; a client id is the
           // identity of every descriptor under either rules.
-          who = client_;
+          who = 0;
+          who_hash = pending.client_hash;
         } else {
           identity(decision, d, who_);
-          who = HashedIdentity{who_, std::hash<std::string>{}(who_)};
+          who = pending.names_used;
+          for (std::size_t n = 0; n < pending.names_used; ++n) {
+            if (pending.names[n] == who_) {
+              who = n;
+              break;
+            }
+          }
+          if (who == pending.names_used) {
+            if (pending.names.size() == who) {
+              pending.names.emplace_back();
+            }
+            pending.names[who].assign(who_);
+            ++pending.names_used;
+          }
+          who_hash = std::hash<std::string>{}(who_);
         }
       }
-      ClientStats& client = entryOf(rule.clients, who);
       Touch* touch = nullptr;
-      for (Touch& t : touches_) {
-        if (t.rule == &rule && t.client == &client) {
+      for (Touch& t : pending.touches) {
+        if (t.rule == &rule && t.who == who) {
           touch = &t;
           break;
         }
@@ -160,8 +174,9 @@ void Differ::count(const Decision& decision, bool is_new, Micros at) {
         if (d < request.descriptor_hits.size() && request.descriptor_hits[d]) {
           hits = *request.descriptor_hits[d];
         }
-        touches_.push_back(Touch{&rule, &client, false, false, false, false, hits});
-        touch = &touches_.back();
+        pending.touches.push_back(Touch{&rule, who, who_hash, false, false, false, false, hits});
+        touch = &pending.touches.back();
+        rule.clients.prefetchCell(who_hash);
       }
       const bool denied = !limit.outcome.allowed;
       if (is_new) {
@@ -182,29 +197,61 @@ void Differ::add(Micros at, const Decision* old_decision, const Decision& new_de
   }
   totals_.last_us = std::max(totals_.last_us, at);
   ++totals_.requests;
-  touches_.clear();
-  // The request's "who": its client id, else the first descriptor's entries.
-  identity(new_decision, 0, client_who_);
-  client_ = HashedIdentity{client_who_, std::hash<std::string>{}(client_who_)};
-  if (old_decision != nullptr) {
-    count(*old_decision, false, at);
+  Pending& pending = pending_[added_++ % kPipeline];  // counted: at most kPipeline - 1 wait
+  pending.at = at;
+  pending.touches.clear();
+  // The request's "who": its client id, else the first descriptor's entries (names[0]).
+  if (pending.names.empty()) {
+    pending.names.emplace_back();
   }
-  count(new_decision, true, at);
-  countTouches(at);
-  const bool old_denied = old_decision != nullptr && !old_decision->allowed;
-  const bool new_denied = !new_decision.allowed;
-  totals_.denied_old += old_denied ? 1 : 0;
-  totals_.denied_new += new_denied ? 1 : 0;
-  countClient(old_denied, new_denied);
+  identity(new_decision, 0, pending.names[0]);
+  pending.names_used = 1;
+  pending.client_hash = std::hash<std::string>{}(pending.names[0]);
+  clients_.prefetchCell(pending.client_hash);
+  if (old_decision != nullptr) {
+    count(*old_decision, false, pending);
+  }
+  count(new_decision, true, pending);
+  pending.old_denied = old_decision != nullptr && !old_decision->allowed;
+  pending.new_denied = !new_decision.allowed;
+  totals_.denied_old += pending.old_denied ? 1 : 0;
+  totals_.denied_new += pending.new_denied ? 1 : 0;
   if (old_decision != nullptr && !logged.empty() && logged != "error") {
     compareWithLog(at, *old_decision, new_decision, logged, logged_rule);
   }
+  // The pipeline's middle step for the request before this one; the oldest is counted by
+  // the next add() (or by finish()).
+  if (added_ - counted_ >= 2) {
+    fetchEntries(pending_[(added_ - 2) % kPipeline]);
+  }
+  if (added_ - counted_ == kPipeline) {
+    countPending(pending_[counted_++ % kPipeline]);
+  }
 }
 
-void Differ::countTouches(Micros at) {
-  for (const Touch& t : touches_) {
+void Differ::finish() {
+  while (counted_ < added_) {
+    countPending(pending_[counted_++ % kPipeline]);
+  }
+}
+
+void Differ::fetchEntries(const Pending& pending) const {
+  for (const Touch& t : pending.touches) {
+    t.rule->clients.prefetchEntry(t.hash);
+  }
+  clients_.prefetchEntry(pending.client_hash);
+}
+
+void Differ::countPending(Pending& pending) {
+  countTouches(pending);
+  countClient(pending);
+}
+
+void Differ::countTouches(const Pending& pending) {
+  const Micros at = pending.at;
+  for (const Touch& t : pending.touches) {
     RuleStats& rule = *t.rule;
-    ClientStats& client = *t.client;
+    ClientStats& client = rule.clients.obtain(HashedIdentity{pending.names[t.who], t.hash});
     ++rule.matched;
     ++client.matched;
     rule.matched_old += t.old_matched ? 1 : 0;
@@ -239,9 +286,11 @@ void Differ::countTouches(Micros at) {
   }
 }
 
-void Differ::countClient(bool old_denied, bool new_denied) {
+void Differ::countClient(const Pending& pending) {
+  const bool old_denied = pending.old_denied;
+  const bool new_denied = pending.new_denied;
   const std::size_t before = clients_.size();
-  ClientTotals& client = entryOf(clients_, client_);
+  ClientTotals& client = clients_.obtain(HashedIdentity{pending.names[0], pending.client_hash});
   if (clients_.size() != before) {
     ++totals_.clients;
   }
@@ -285,6 +334,7 @@ void Differ::compareWithLog(Micros at, const Decision& old_decision, const Decis
 }
 
 std::vector<const RuleStats*> Differ::rules() const {
+  settle();
   std::vector<const RuleStats*> out;
   out.reserve(rules_.size());
   for (const auto& [key, rule] : rules_) {

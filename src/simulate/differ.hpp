@@ -1,13 +1,14 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
-#include <memory_resource>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "simulate/identity_table.hpp"
 #include "sluice/common/clock.hpp"
 #include "sluice/decision/decision.hpp"
 
@@ -32,32 +33,6 @@ class TimeSeries {
   std::vector<std::uint64_t> counts_;
 };
 
-/// An identity with its hash (std::hash's, computed once a request): looked up in the
-/// tables below without hashing it again for each.
-struct HashedIdentity {
-  std::string_view text;
-  std::size_t hash;
-};
-
-/// The tables' hash and equality: std::hash of the identity's text, and lookups by a
-/// HashedIdentity as by the string itself.
-struct IdentityHash {
-  using is_transparent = void;
-  std::size_t operator()(const std::string& text) const { return std::hash<std::string>{}(text); }
-  std::size_t operator()(const HashedIdentity& who) const { return who.hash; }
-};
-struct IdentityEqual {
-  using is_transparent = void;
-  bool operator()(const std::string& a, const std::string& b) const { return a == b; }
-  bool operator()(const HashedIdentity& a, const std::string& b) const { return a.text == b; }
-  bool operator()(const std::string& a, const HashedIdentity& b) const { return a == b.text; }
-};
-/// Its entries come from the differ's arena (never erased: a replay's identities are kept
-/// to its end), so that a new identity costs no call to the heap and the end of a replay
-/// frees them all at once.
-template <typename T>
-using IdentityMap = std::pmr::unordered_map<std::string, T, IdentityHash, IdentityEqual>;
-
 /// One client of one rule: the identity its buckets are charged to.
 struct ClientStats {
   std::uint64_t matched = 0;
@@ -73,10 +48,6 @@ struct ClientStats {
 
 /// One rule name, across both rule sets.
 struct RuleStats {
-  RuleStats() = default;
-  /// Its clients' entries from `memory`.
-  explicit RuleStats(std::pmr::memory_resource* memory) : clients(memory) {}
-
   std::string name;
   std::string domain;
   std::string limit_old;  ///< "10 per minute, fixed_window" ("" when the baseline lacks it)
@@ -94,7 +65,7 @@ struct RuleStats {
   std::uint64_t denied_old = 0;
   std::uint64_t denied_new = 0;
   std::uint64_t mismatches = 0;  ///< logged decisions it bound that the baseline replay did not
-  IdentityMap<ClientStats> clients;
+  IdentityTable<ClientStats> clients;
   TimeSeries series_old;
   TimeSeries series_new;
 
@@ -125,8 +96,6 @@ class Differ {
  public:
   /// `has_baseline` false: the baseline is "no rules" (nothing denied).
   explicit Differ(bool has_baseline) : has_baseline_(has_baseline) {}
-  Differ(const Differ&) = delete;
-  Differ& operator=(const Differ&) = delete;
 
   /// One request: its time, the baseline's decision (null without a baseline) and the new
   /// rules' decision. `logged` is the line's own decision ("" when it says none) and
@@ -134,7 +103,14 @@ class Differ {
   void add(Micros at, const Decision* old_decision, const Decision& new_decision,
            std::string_view logged, std::string_view logged_rule);
 
-  const Totals& totals() const { return totals_; }
+  /// Counts what add() left to count (see Pending): the accessors below do it themselves, so
+  /// that they see every request added.
+  void finish();
+
+  const Totals& totals() const {
+    settle();
+    return totals_;
+  }
   /// Rules in name order.
   std::vector<const RuleStats*> rules() const;
   /// A few of the logged decisions the baseline did not reproduce: "time: logged X, replay Y".
@@ -152,43 +128,52 @@ class Differ {
     std::uint64_t newly = 0;
     std::uint64_t no_longer = 0;
   };
+  /// A request's counts that need its identities' entries (in tables of hundreds of
+  /// thousands, out of the processor's caches): add() notes them here and asks for the
+  /// memory of their cells, the next add() asks for the entries those cells point at, and
+  /// the one after counts them, by then mostly without waiting for memory. Requests are
+  /// counted in the order they were added, each exactly as if at once.
+  struct Touch {
+    RuleStats* rule;
+    std::size_t who;  ///< index in Pending::names
+    std::size_t hash;
+    bool old_matched, new_matched, old_denied, new_denied;
+    std::int64_t hits;
+  };
+  struct Pending {
+    Micros at = 0;
+    std::vector<Touch> touches;      ///< the rules it touched (one per rule and identity)
+    std::vector<std::string> names;  ///< the identities of its touches (storage reused)
+    std::size_t names_used = 0;
+    std::size_t client_hash = 0;  ///< of names[0], the request's own identity
+    bool old_denied = false;
+    bool new_denied = false;
+  };
+  static constexpr std::size_t kPipeline = 3;
+
   RuleStats& ruleFor(const LimitStatus& limit, const DecisionRequest& request, bool is_new);
-  /// The entry of `who` in `table`, added when new.
-  template <typename T>
-  static T& entryOf(IdentityMap<T>& table, const HashedIdentity& who) {
-    auto it = table.find(who);
-    if (it == table.end()) {
-      it = table.emplace(std::string(who.text), T{}).first;
-    }
-    return it->second;
-  }
-  void count(const Decision& decision, bool is_new, Micros at);
-  /// add()'s parts: the rules and clients the request touched, its client's totals, and
-  /// the baseline's replay against what was logged live.
-  void countTouches(Micros at);
-  void countClient(bool old_denied, bool new_denied);
+  void count(const Decision& decision, bool is_new, Pending& pending);
+  /// The pipeline's steps for one pending request (see Pending).
+  void fetchEntries(const Pending& pending) const;
+  void countPending(Pending& pending);
+  /// finish() for the const accessors (a Differ is never itself const: it is counting).
+  void settle() const { const_cast<Differ*>(this)->finish(); }
+  /// countPending()'s parts: the rules and clients the request touched, its client's totals.
+  void countTouches(const Pending& pending);
+  void countClient(const Pending& pending);
   void compareWithLog(Micros at, const Decision& old_decision, const Decision& new_decision,
                       std::string_view logged, std::string_view logged_rule);
 
   bool has_baseline_;
-  /// The identity tables' entries (declared first: destroyed after the tables).
-  std::pmr::monotonic_buffer_resource arena_;
   Totals totals_;
   std::unordered_map<std::string, RuleStats> rules_;
   std::unordered_map<const RateLimit*, RuleStats*> by_limit_;
-  IdentityMap<ClientTotals> clients_{&arena_};
+  IdentityTable<ClientTotals> clients_;
   std::vector<std::string> mismatch_samples_;
-  // Per request: the rules it touched (so a rule matched by both sets counts once).
-  struct Touch {
-    RuleStats* rule;
-    ClientStats* client;
-    bool old_matched, new_matched, old_denied, new_denied;
-    std::int64_t hits;
-  };
-  std::vector<Touch> touches_;
-  std::string who_;         ///< scratch: the identity of a descriptor
-  std::string client_who_;  ///< the request's "who" under the new rules (descriptor 0's)
-  HashedIdentity client_{};
+  std::array<Pending, kPipeline> pending_;
+  std::uint64_t added_ = 0;    ///< requests add()ed
+  std::uint64_t counted_ = 0;  ///< of those, counted (the others are in pending_)
+  std::string who_;            ///< scratch: the identity of a descriptor
 };
 
 }  // namespace sluice::simulate

@@ -350,12 +350,12 @@ void appendClientCharts(std::string& out, const Differ& differ, const std::strin
   const typename SeriesByRule::mapped_type* client_series = nullptr;
   std::uint64_t best = 0;
   for (const RuleStats* rule : differ.rules()) {
-    auto it = rule->clients.find(who);
+    const auto* found = rule->clients.find(who);
     auto series = series_by_rule.find(rule->domain + "\n" + rule->name);
-    if (it == rule->clients.end() || series == series_by_rule.end()) {
+    if (found == nullptr || series == series_by_rule.end()) {
       continue;
     }
-    const ClientStats& c = it->second;
+    const ClientStats& c = found->second;
     const std::uint64_t change =
         c.denied_new > c.denied_old ? c.denied_new - c.denied_old : c.denied_old - c.denied_new;
     if (client_rule == nullptr || change > best) {
@@ -418,7 +418,10 @@ void appendNewlyDenied(std::string& out, const Differ& differ, std::size_t top) 
     const std::size_t keep = std::min(rows.size(), top * 10);
     std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(keep), rows.end(),
                       [](const auto& a, const auto& b) {
-                        return a.second->newly_denied > b.second->newly_denied;
+                        // Most newly denied first; ties by name, whatever the table's order.
+                        return a.second->newly_denied != b.second->newly_denied
+                                   ? a.second->newly_denied > b.second->newly_denied
+                                   : *a.first < *b.first;
                       });
     rows.resize(keep);
     for (const auto& [who, c] : rows) {

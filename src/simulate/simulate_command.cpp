@@ -15,6 +15,7 @@
 
 #include "simulate/differ.hpp"
 #include "simulate/html_report.hpp"
+#include "simulate/huge_page_heap.hpp"
 #include "simulate/log_map.hpp"
 #include "simulate/log_source.hpp"
 #include "simulate/replayer.hpp"
@@ -567,7 +568,9 @@ class Simulation {
     std::string error;
     std::string_view line;
     while (source.next(line)) {
-      ++facts.lines;
+      if (++facts.lines % kAdviseEveryLines == 0) {
+        heap_.advise();
+      }
       if (line.find_first_not_of(" \t") == std::string_view::npos) {
         continue;
       }
@@ -716,9 +719,13 @@ class Simulation {
     return kExitPassed;
   }
 
+  /// Lines read between two looks at the heap's growth (HugePageHeap::advise()).
+  static constexpr std::uint64_t kAdviseEveryLines = 1024;
+
   const Arguments& a_;
   std::ostream& out_;
   std::ostream& err_;
+  HugePageHeap heap_;
   RuleSetPtr rules_;
   std::vector<RuleSetPtr> baselines_;
   std::unique_ptr<LogMap> map_;

@@ -166,12 +166,26 @@ Route route(const View& view, const LimitParams& params, Micros now, std::int64_
 bool blindView(const View& view, Micros now, const Tuning& tuning);
 /// floor(capacity x Tuning::blind_share), capacity = L (token_bucket: its burst).
 std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
-/// True when a key queued for the sync may wait for a later one ("cold keys",
-/// docs/eventual.md): it was sent at `synced_at` (>= 0) less than min(stale_after / 2, W / 4)
-/// ago, it is not tight, has been read, has nothing unsent from the previous window, and its
-/// unsent hits are within its blind allowance.
+/// Until when a key queued for the sync may wait for a later one ("cold keys",
+/// docs/eventual.md); a time <= `now` means it goes out with this one. A key may wait when it
+/// was sent (at `synced_at` >= 0), is not tight, has been read, has nothing unsent from the
+/// previous window, and its unsent hits are within its blind allowance; then until its window
+/// has ended (windowed algorithms: the end, plus up to near_wait below, spread by the offset of
+/// the last send in its window), and at most:
+/// - far from its limit (farFromLimit()): stale_after after it was sent (it is read again by
+///   the next sync, its view stale for at most that interval);
+/// - otherwise min(stale_after / 2, W / 4) after it was sent.
+Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at, Micros now,
+                  const Tuning& tuning);
+/// deferUntil(...) > now.
 bool mayDefer(const View& view, const LimitParams& params, Micros synced_at, Micros now,
               const Tuning& tuning);
+/// True when the view leaves at least half of the key's capacity (L; a bucket's burst) once
+/// everything the key may spend before its next reading `wait_us` from now is counted: the
+/// global rate times Tuning::safety over that time, and a blind allowance for every writer
+/// (this sidecar and the others with hits) whose unsent hits nobody has read.
+bool farFromLimit(const View& view, const LimitParams& params, Micros now, Micros wait_us,
+                  const Tuning& tuning);
 
 /// Evaluates a request of `cost` from the view (no change to it).
 Evaluation decide(const View& view, const LimitParams& params, Micros now, std::int64_t cost);

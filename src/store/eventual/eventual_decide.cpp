@@ -116,6 +116,7 @@ void EventualEngine::decideSketchLimit(LocalPass& pass, std::size_t i, std::int6
   if (route == Route::kTight || eventual::sketchTooClose(views, se, now, tuning_)) {
     noteTight(cells.front()->view.tight, true);
     cells.front()->view.tight = true;
+    wake(shards_[cells.front()->shard], *cells.front());
     pass.trip = Route::kTight;
   } else if (route != Route::kLocal) {
     pass.trip = route;
@@ -129,7 +130,7 @@ void EventualEngine::decideCounterLimit(LocalPass& pass, std::size_t i, std::int
   const Micros now = pass.now;
   Shard& shard = shardOf(ref.key());
   Slot& slot = slotFor(shard, ref, now);
-  touch(shard, slot, ref.key(), now);
+  touch(shard, slot, now);
   pass.states.push_back(eventual::merged(slot.view, slot.params, now));
   pass.evaluations.push_back(sluice::evaluate(slot.params, pass.states.back(), now, limit_cost));
   pass.slots.push_back(&slot);
@@ -149,6 +150,7 @@ void EventualEngine::decideCounterLimit(LocalPass& pass, std::size_t i, std::int
               slot.view.blind + limit_cost > eventual::blindAllowance(slot.params, tuning_))) {
     slot.view.tight = true;
     noteTight(false, true);
+    wake(shard, slot);
     pass.trip = Route::kTight;
   }
 }
@@ -238,7 +240,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
     }
     Shard& shard = shardOf(ref.key());
     Slot& slot = slotFor(shard, ref, now);
-    touch(shard, slot, ref.key(), now);
+    touch(shard, slot, now);
     const BucketState state = eventual::merged(slot.view, slot.params, now);
     Evaluation e = sluice::evaluate(slot.params, state, now, limit_cost);
     if (e.outcome.allowed) {
@@ -251,6 +253,7 @@ void EventualEngine::chargeLater(const std::vector<EventualLimitRef>& limits, st
       }
       slot.view.cur.own += limit_cost;
       addPending(limit_cost);
+      wake(shard, slot);
     }
   }
 }
@@ -262,6 +265,7 @@ void EventualEngine::chargeOne(Slot& slot, const BucketState& state, const Evalu
     slot.view.blind += added;
   }
   addPending(added);
+  wake(shards_[slot.shard], slot);
 }
 
 }  // namespace sluice

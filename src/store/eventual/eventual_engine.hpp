@@ -25,6 +25,7 @@
 #include "sluice/store/store.hpp"
 #include "store/eventual/eventual_metrics.hpp"
 #include "store/eventual/eventual_script.hpp"
+#include "store/eventual/slot_table.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_store_internal.hpp"
 
@@ -169,7 +170,21 @@ class EventualEngine {
     std::int64_t hashes_window = eventual::kNoWindow;
     std::string hash_cur;
     std::string hash_prev;
-    bool queued = false;    ///< in its shard's sync queue
+    std::string key_storage;
+    /// Its store key (key_storage: a slot lives on the heap and never moves, in Shard::slots
+    /// or in Shard::evicted).
+    std::string_view key;
+    std::uint8_t shard = 0;  ///< the index of its shard in shards_
+    bool queued = false;     ///< in its shard's sync queue (Shard::queue)
+    /// Evicted by makeRoom() while entries still pointed at it: it waits in Shard::evicted
+    /// until they are gone; the entries skip it.
+    bool evicted = false;
+    /// Non-zero: waiting in wheel_ for a later sync (docs/eventual.md, "Cold keys"), under
+    /// this generation (an entry of another generation is stale and skipped).
+    std::uint32_t wait_gen = 0;
+    /// Entries pointing at this slot (Shard::queue, wheel_, sync calls in flight): a slot is
+    /// erased only when there are none.
+    std::uint32_t refs = 0;
     Micros synced_at = -1;  ///< when a sync last sent this key (-1: never)
     Micros last_used = 0;
     /// Regions: this region's count in the current window that every other region has
@@ -186,13 +201,23 @@ class EventualEngine {
   };
   struct Shard {
     std::mutex mutex;
-    std::unordered_map<std::string, Slot, KeyHash, std::equal_to<>> slots;
-    std::vector<std::string> queue;  ///< keys to sync (touched since the last sync)
+    eventual_detail::SlotTable<Slot> slots;  ///< by store key, hashed with KeyHash
+    /// Slots to sync at the next tick (touched since the last sync, and not waiting in
+    /// wheel_). Every entry holds a Slot::refs.
+    std::vector<Slot*> queue;
+    /// Slots evicted while entries pointed at them (Slot::evicted), freed by sweep().
+    std::vector<std::unique_ptr<Slot>> evicted;
   };
-  /// One key of a sync call.
+  /// A slot waiting in wheel_ (it holds a Slot::refs).
+  struct Waiting {
+    Slot* slot = nullptr;
+    std::uint32_t gen = 0;
+  };
+  /// Buckets of wheel_ (one per sync interval): longer than the longest wait.
+  static constexpr std::size_t kWheelSize = 256;
+  /// One key of a sync call (it holds a Slot::refs until its reply is merged).
   struct SyncEntry {
-    std::string key;  ///< the slot's store key
-    std::string redis_key;
+    Slot* slot = nullptr;
     LimitParams params;
     std::int64_t window = eventual::kNoWindow;
   };
@@ -260,7 +285,14 @@ class EventualEngine {
   void chargeCells(const std::vector<Slot*>& cells, const LimitParams& sketch, std::int64_t cost,
                    Micros now, bool reachable);
   void makeRoom(Shard& shard);
-  void touch(Shard& shard, Slot& slot, std::string_view key, Micros now);
+  /// Marks `slot` used at `now` and queues it for the next sync unless it is queued or waits
+  /// (then wake() decides). `shard` locked.
+  void touch(Shard& shard, Slot& slot, Micros now);
+  /// A slot waiting in wheel_ that may not wait any more (tight, or more unsent hits than its
+  /// blind allowance) goes to its shard's queue. `shard` locked.
+  void wake(Shard& shard, Slot& slot);
+  /// Moves `slot` to its shard's queue (from wheel_, if it waits there). `shard` locked.
+  void enqueue(Shard& shard, Slot& slot);
   void noteTight(bool was, bool is);
   /// Counts `lost` admitted hits dropped before Redis confirmed them.
   void dropHits(std::int64_t lost);
@@ -301,8 +333,8 @@ class EventualEngine {
   /// most): its local decisions stay within the blind allowance, as an unknown key's do.
   bool unmeasured(const Slot& slot) const;
   /// Merges one entry of a round trip's reply into `slot`.
-  void absorbOne(Shard& shard, Slot& slot, std::string_view key, eventual::ScriptOp op,
-                 const std::int64_t* v, Micros sent_at, Micros now);
+  void absorbOne(Shard& shard, Slot& slot, eventual::ScriptOp op, const std::int64_t* v,
+                 Micros sent_at, Micros now);
 
   // --- The sync loop (eventual_sync.cpp; executor thread) ----------------------------------
   void tick();
@@ -311,12 +343,20 @@ class EventualEngine {
   void sync(std::function<void()> done = {});
   /// The calls of a sync: every queued key that may not wait, grouped per master.
   std::vector<SyncCall> collectSyncCalls(Micros now);
+  /// One queued or due slot (its shard locked, its entry's ref dropped): waits in wheel_
+  /// when it may (deferUntil()), else goes into its master's open call.
+  void collectOne(Slot& slot, Micros now, std::unordered_map<int, SyncCall>& open,
+                  std::vector<SyncCall>& calls);
+  /// The slots of wheel_ that are due at `now` (every one when stopping), collected.
+  void collectDue(Micros now, std::unordered_map<int, SyncCall>& open,
+                  std::vector<SyncCall>& calls);
   /// Appends one queued key to its master's open call (`open`), flushing full calls.
-  void addToSyncCall(Slot& slot, const std::string& key, Micros now,
-                     std::unordered_map<int, SyncCall>& open, std::vector<SyncCall>& calls);
+  void addToSyncCall(Slot& slot, Micros now, std::unordered_map<int, SyncCall>& open,
+                     std::vector<SyncCall>& calls);
   void sendSyncCalls(std::vector<SyncCall> calls, Micros now, std::function<void()> done);
-  /// True when a queued key may skip this sync (docs/eventual.md, "Cold keys"). `shard` locked.
-  bool mayWait(const Slot& slot, Micros now) const;
+  /// Until when a queued key may skip syncs (docs/eventual.md, "Cold keys"); <= now: it goes
+  /// out with this one. `shard` locked.
+  Micros waitUntil(const Slot& slot, Micros now) const;
   /// Queues every key with own hits for the next sync, as unconfirmed (after a reconnect).
   void resendAll();
   /// Merges one sync call's reply; false when it failed (its keys go out with the next sync).
@@ -377,6 +417,11 @@ class EventualEngine {
   std::shared_ptr<const SketchHasher> sketch_hasher_;
 
   std::array<Shard, kShards> shards_;
+  /// Slots waiting for a later sync, by the sync interval they are due in (index modulo
+  /// kWheelSize); only the sync thread touches it.
+  std::array<std::vector<Waiting>, kWheelSize> wheel_;
+  std::int64_t wheel_tick_ = -1;  ///< the last interval whose bucket was collected
+  std::uint32_t wait_gen_ = 0;
   std::atomic<std::size_t> size_{0};
   std::atomic<std::int64_t> pending_{0};
   std::atomic<bool> reachable_{false};  ///< the last sync reached every node (/readyz)

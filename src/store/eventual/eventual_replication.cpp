@@ -236,11 +236,11 @@ void EventualEngine::noteConfirmed(const std::string& hash, const std::string& k
   }
   Shard& shard = shardOf(key);
   std::lock_guard lock(shard.mutex);
-  auto it = shard.slots.find(key);
-  if (it == shard.slots.end()) {
+  Slot* found = shard.slots.find(key, KeyHash{}(key));
+  if (found == nullptr) {
     return;
   }
-  Slot& slot = it->second;
+  Slot& slot = *found;
   if (hashKey(slot.redis_key, slot.view.cur.index, slot.params) != hash) {
     return;  // another window (or a key of the same name with other parameters)
   }

@@ -2,6 +2,8 @@
 // sync's entries): encoding a key's entry for the script, and merging the script's reply
 // into the views (docs/eventual.md, "The script").
 #include <algorithm>
+#include <array>
+#include <charconv>
 
 #include "store/eventual/eventual_engine.hpp"
 #include "store/eventual/eventual_views.hpp"
@@ -14,10 +16,14 @@ using eventual_detail::ShardLocks;
 
 std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
                                     const LimitParams& params) const {
-  std::string hash = key;
+  std::string hash;
+  hash.reserve(key.size() + 2 + 20);
+  hash += key;
   hash += ":e";
   if (isWindowed(params)) {
-    hash += std::to_string(window);
+    std::array<char, 24> digits{};
+    const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), window).ptr;
+    hash.append(digits.data(), static_cast<std::size_t>(end - digits.data()));
   }
   return hash;
 }
@@ -29,9 +35,17 @@ void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, boo
   const LimitParams& p = slot.params;
   const std::int64_t window = view.cur.index;
   if (slot.hashes_window != window || slot.hash_cur.empty()) {
+    // A key synced once per window (a cold one) moves to the next window here: the current
+    // hash becomes the previous one.
+    const bool next = isWindowed(p) && !slot.hash_cur.empty() && window == slot.hashes_window + 1;
     slot.hashes_window = window;
-    slot.hash_cur = hashKey(slot.redis_key, window, p);
-    slot.hash_prev = isWindowed(p) ? hashKey(slot.redis_key, window - 1, p) : slot.hash_cur;
+    if (next) {
+      slot.hash_prev.swap(slot.hash_cur);
+      slot.hash_cur = hashKey(slot.redis_key, window, p);
+    } else {
+      slot.hash_cur = hashKey(slot.redis_key, window, p);
+      slot.hash_prev = isWindowed(p) ? hashKey(slot.redis_key, window - 1, p) : slot.hash_cur;
+    }
   }
   keys.push_back(slot.hash_cur);
   keys.push_back(slot.hash_prev);
@@ -123,8 +137,8 @@ void EventualEngine::buildCall(const std::vector<EventualLimitRef>& limits, Scri
   }
 }
 
-void EventualEngine::absorbOne(Shard& shard, Slot& slot, std::string_view key, ScriptOp op,
-                               const std::int64_t* v, Micros sent_at, Micros now) {
+void EventualEngine::absorbOne(Shard& shard, Slot& slot, ScriptOp op, const std::int64_t* v,
+                               Micros sent_at, Micros now) {
   // The window the call was built for is the one of its send time.
   const std::int64_t window =
       isWindowed(slot.params) ? floorDiv(sent_at, slot.params.window_us) : 0;
@@ -145,7 +159,7 @@ void EventualEngine::absorbOne(Shard& shard, Slot& slot, std::string_view key, S
     reading.own += charged;
   }
   mergeReading(slot, reading, now, now - sent_at);
-  touch(shard, slot, key, now);
+  touch(shard, slot, now);
 }
 
 Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, ScriptOp op,
@@ -174,12 +188,12 @@ Status EventualEngine::absorb(const std::vector<EventualLimitRef>& limits, Scrip
       for (const std::string& key : cell_keys[i]) {
         const std::int64_t* v = &values[entry * eventual::kScriptReplyStride];
         Shard& shard = shardOf(key);
-        absorbOne(shard, slotFor(shard, key, cell, now), key, op, v, sent_at, now);
+        absorbOne(shard, slotFor(shard, key, cell, now), op, v, sent_at, now);
         ++entry;
       }
     } else {
       Shard& shard = shardOf(ref.key());
-      absorbOne(shard, slotFor(shard, ref, now), ref.key(), op, first, sent_at, now);
+      absorbOne(shard, slotFor(shard, ref, now), op, first, sent_at, now);
       ++entry;
     }
     if (response != nullptr) {

@@ -263,16 +263,29 @@ for i = 1, n do
     others, own, region, writers = read_window(cur)
     tat_us, tat_rem = tu, tr
   else
+    -- Read first, then raise the entry only when it grew (and only then renew the TTL: a hash
+    -- lives 2 W + 1 s past its last write): a synced key whose count did not change costs one
+    -- HGETALL, one that did an HSET and a PEXPIRE more.
     local ttl_ms = floor(2 * window / 1000) + 1000
-    raise(cur, entry, value)
-    redis.call('PEXPIRE', cur, int(ttl_ms))
-    if prev_value > 0 then
-      raise(prev, entry, prev_value)
-      redis.call('PEXPIRE', prev, int(ttl_ms))
-    end
     others, own, region, writers = read_window(cur)
+    if value > own then
+      redis.call('HSET', cur, entry, int(value))
+      redis.call('PEXPIRE', cur, int(ttl_ms))
+      if string.byte(entry, 1) == 115 then -- 's': counted in this region's total
+        region = region + value - own
+      end
+      own = value
+    end
     if algorithm == 2 or prev_value > 0 then
       prev_others, prev_own, prev_region = read_window(prev)
+      if prev_value > prev_own then
+        redis.call('HSET', prev, entry, int(prev_value))
+        redis.call('PEXPIRE', prev, int(ttl_ms))
+        if string.byte(entry, 1) == 115 then
+          prev_region = prev_region + prev_value - prev_own
+        end
+        prev_own = prev_value
+      end
     end
     if op == 1 then
       local start = floor_div(now, window) * window
@@ -336,7 +349,8 @@ for i = 1, n do
       out[o + 5] = sp[5] and 1 or 0
     end
   end
-  if plan[i] == nil then
+  if plan[i] == nil and op == 1 then
+    -- Only a decided entry (op 1) may be charged in pass 2; a synced one needs no plan.
     plan[i] = { op, ok, charge, next_tat, count_rejected, cur }
   end
   local o = (i - 1) * 15
@@ -373,7 +387,7 @@ end
 
 for i = 1, n do
   local p = plan[i]
-  if p[1] == 1 and p[3] > 0 and ((all_allowed and p[2]) or p[5]) then
+  if p and p[1] == 1 and p[3] > 0 and ((all_allowed and p[2]) or p[5]) then
     redis.call('HINCRBY', p[6], entry, int(p[3]))
     if p[4] then
       redis.call('HSET', p[6], '_tat', int(p[4][1]), '_rem', int(p[4][2]))
@@ -384,9 +398,18 @@ for i = 1, n do
   end
 end
 -- One bulk string of whole numbers separated by spaces: one reply object for the sidecar to
--- parse instead of one per number.
+-- parse instead of one per number. Most numbers of a synced entry are 0 or 1 (written as
+-- they are); table.concat writes a whole number below 1e14 exactly (%.14g); times and
+-- anything else go through int().
 for j = 1, #out do
-  out[j] = int(out[j])
+  local x = out[j]
+  if x == 0 then
+    out[j] = '0'
+  elseif x == 1 then
+    out[j] = '1'
+  elseif x ~= floor(x) or x >= 1e14 or x <= -1e14 then
+    out[j] = int(x)
+  end
 end
 return table.concat(out, ' ')
 )lua";

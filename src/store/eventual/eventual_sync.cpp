@@ -113,22 +113,17 @@ std::vector<EventualEngine::SyncCall> EventualEngine::collectSyncCalls(Micros no
   // only), sent to that master.
   std::vector<SyncCall> calls;
   std::unordered_map<int, SyncCall> open;  // by master (one node: master 0)
-  std::vector<std::string> waiting;
+  collectDue(now, open, calls);
   for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
-    waiting.clear();
-    for (std::string& key : shard.queue) {
-      auto it = shard.slots.find(key);
-      if (it == shard.slots.end()) {
-        continue;
+    for (Slot* slot : shard.queue) {
+      --slot->refs;
+      slot->queued = false;
+      if (!slot->evicted) {
+        collectOne(*slot, now, open, calls);
       }
-      if (mayWait(it->second, now)) {
-        waiting.push_back(std::move(key));
-        continue;
-      }
-      addToSyncCall(it->second, key, now, open, calls);
     }
-    shard.queue.swap(waiting);
+    shard.queue.clear();
   }
   for (auto& [master, call] : open) {
     if (call.entries && !call.entries->empty()) {
@@ -145,11 +140,64 @@ std::vector<EventualEngine::SyncCall> EventualEngine::collectSyncCalls(Micros no
   return calls;
 }
 
-void EventualEngine::addToSyncCall(Slot& slot, const std::string& key, Micros now,
-                                   std::unordered_map<int, SyncCall>& open,
+void EventualEngine::collectDue(Micros now, std::unordered_map<int, SyncCall>& open,
+                                std::vector<SyncCall>& calls) {
+  // The wheel counts sync intervals of the monotonic clock: a slot waits in the bucket of the
+  // interval it is due in, and only the buckets whose interval has come are looked at (a
+  // few thousand waiting keys cost nothing per tick until they are due).
+  const std::int64_t tick = floorDiv(clock_.monotonicMicros(), tuning_.sync_interval_us);
+  const bool stopping = stopped_.load(std::memory_order_acquire);
+  const auto size = static_cast<std::int64_t>(kWheelSize);
+  std::int64_t first = wheel_tick_ < 0 ? tick : std::max(wheel_tick_ + 1, tick - size + 1);
+  if (stopping) {
+    first = tick - size + 1;  // the last sync before a shutdown sends everything
+  }
+  std::vector<Waiting> due;
+  for (std::int64_t t = first; t <= tick; ++t) {
+    due.clear();
+    due.swap(wheel_[static_cast<std::size_t>(((t % size) + size) % size)]);
+    for (const Waiting& w : due) {
+      Shard& shard = shards_[w.slot->shard];
+      std::lock_guard lock(shard.mutex);
+      --w.slot->refs;
+      if (w.slot->evicted || w.gen != w.slot->wait_gen) {
+        continue;  // evicted, or woken (in the queue now) since it was put here
+      }
+      w.slot->wait_gen = 0;
+      collectOne(*w.slot, now, open, calls);
+    }
+  }
+  wheel_tick_ = std::max(wheel_tick_, tick);
+}
+
+void EventualEngine::collectOne(Slot& slot, Micros now, std::unordered_map<int, SyncCall>& open,
+                                std::vector<SyncCall>& calls) {
+  dropHits(eventual::roll(slot.view, slot.params, now));
+  if (slot.synced_at >= 0 && slot.last_used <= slot.synced_at && unsentOf(slot.view) == 0) {
+    return;  // neither decided nor charged since its last sync: nothing to send or read
+  }
+  const Micros until = waitUntil(slot, now);
+  if (until <= now) {
+    addToSyncCall(slot, now, open, calls);
+    return;
+  }
+  const Micros interval = std::max<Micros>(tuning_.sync_interval_us, 1);
+  const std::int64_t ticks = std::clamp<std::int64_t>((until - now + interval - 1) / interval, 1,
+                                                      static_cast<std::int64_t>(kWheelSize) - 1);
+  const auto size = static_cast<std::int64_t>(kWheelSize);
+  const std::int64_t tick = floorDiv(clock_.monotonicMicros(), interval) + ticks;
+  if (++wait_gen_ == 0) {
+    ++wait_gen_;
+  }
+  slot.wait_gen = wait_gen_;
+  ++slot.refs;
+  wheel_[static_cast<std::size_t>(((tick % size) + size) % size)].push_back(
+      Waiting{&slot, wait_gen_});
+}
+
+void EventualEngine::addToSyncCall(Slot& slot, Micros now, std::unordered_map<int, SyncCall>& open,
                                    std::vector<SyncCall>& calls) {
   const bool clustered = backend_->clustered();
-  slot.queued = false;
   slot.synced_at = now;
   dropHits(eventual::roll(slot.view, slot.params, now));
   int master = 0;
@@ -171,7 +219,8 @@ void EventualEngine::addToSyncCall(Slot& slot, const std::string& key, Micros no
     call.slot = std::max(slot.cluster_slot, 0);
   }
   appendEntry(slot, ScriptOp::kSync, 0, false, -1, call.keys, call.args);
-  call.entries->push_back(SyncEntry{key, slot.redis_key, slot.params, slot.view.cur.index});
+  ++slot.refs;  // until its reply is merged (onSynced())
+  call.entries->push_back(SyncEntry{&slot, slot.params, slot.view.cur.index});
   if (call.entries->size() >= kEntriesPerCall) {
     calls.push_back(std::move(call));
     call = SyncCall{};
@@ -234,15 +283,16 @@ void EventualEngine::sendSyncCalls(std::vector<SyncCall> calls, Micros now,
   }
 }
 
-bool EventualEngine::mayWait(const Slot& slot, Micros now) const {
+Micros EventualEngine::waitUntil(const Slot& slot, Micros now) const {
   // A cold key far from its limit goes out with a later sync, while this sidecar's unsent hits
   // on it stay within its blind allowance: other sidecars then miss at most that many of its
   // hits (the bound of docs/eventual.md), and many keys decided a few times a second cost Redis
-  // and this thread about one script step per key per max_wait instead of one per decision.
+  // and this thread about one script step per key per window (or per second) instead of one
+  // per decision.
   if (stopped_.load(std::memory_order_acquire)) {
-    return false;  // the last sync before a shutdown sends everything
+    return now;  // the last sync before a shutdown sends everything
   }
-  return eventual::mayDefer(slot.view, slot.params, slot.synced_at, now, tuning_);
+  return eventual::deferUntil(slot.view, slot.params, slot.synced_at, now, tuning_);
 }
 
 void EventualEngine::resendAll() {
@@ -252,17 +302,17 @@ void EventualEngine::resendAll() {
   std::size_t keys = 0;
   for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
-    for (auto& [key, slot] : shard.slots) {
+    shard.slots.forEach([&](Slot& slot) {
       if (slot.view.cur.own <= 0 && slot.view.prev.own <= 0) {
-        continue;
+        return;
       }
       const std::int64_t before = unsentOf(slot.view);
       slot.view.cur.own_acked = 0;
       slot.view.prev.own_acked = 0;
       addPending(unsentOf(slot.view) - before);
-      touch(shard, slot, key, slot.last_used);
+      enqueue(shard, slot);
       ++keys;
-    }
+    });
   }
   if (keys > 0) {
     spdlog::info("eventual limits: Redis connection renewed; sending the own counts of {} keys",
@@ -283,35 +333,41 @@ bool EventualEngine::onSynced(const std::vector<SyncEntry>& entries, Result<redi
                  backend_->clustered() && usable_.load(std::memory_order_acquire));
     // Nothing is lost: the own counts are cumulative and go out again with the next sync.
     for (const SyncEntry& e : entries) {
-      Shard& shard = shardOf(e.key);
+      Shard& shard = shards_[e.slot->shard];
       std::lock_guard lock(shard.mutex);
-      auto it = shard.slots.find(e.key);
-      if (it != shard.slots.end()) {
-        touch(shard, it->second, e.key, it->second.last_used);
+      --e.slot->refs;
+      if (!e.slot->evicted) {
+        touch(shard, *e.slot, e.slot->last_used);
       }
     }
     return false;
   }
+  std::string key;
+  std::string redis_key;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const SyncEntry& e = entries[i];
     const std::int64_t* v = &values[i * eventual::kScriptReplyStride];
     {
-      Shard& shard = shardOf(e.key);
+      // The entry's slot lives until its ref is dropped (an evicted one out of the table).
+      Shard& shard = shards_[e.slot->shard];
       std::lock_guard lock(shard.mutex);
-      auto it = shard.slots.find(e.key);
-      if (it != shard.slots.end() && it->second.params.window_us == e.params.window_us) {
-        Slot& slot = it->second;
+      Slot& slot = *e.slot;
+      --slot.refs;
+      if (!slot.evicted && slot.params.window_us == e.params.window_us) {
         mergeReading(slot, eventual::readingOf(v, e.window), now, now - sent_at);
         if (unsentOf(slot.view) > 0) {
-          touch(shard, slot, e.key, slot.last_used);
+          touch(shard, slot, slot.last_used);
         }
+      }
+      if (!regions_.empty()) {
+        key.assign(slot.key);
+        redis_key = slot.redis_key;
       }
     }
     if (!regions_.empty()) {
-      enqueueReplica(hashKey(e.redis_key, e.window, e.params), e.key, e.params,
-                     v[eventual::kRegion]);
+      enqueueReplica(hashKey(redis_key, e.window, e.params), key, e.params, v[eventual::kRegion]);
       if (isWindowed(e.params) && v[eventual::kPrevRegion] > 0) {
-        enqueueReplica(hashKey(e.redis_key, e.window - 1, e.params), e.key, e.params,
+        enqueueReplica(hashKey(redis_key, e.window - 1, e.params), key, e.params,
                        v[eventual::kPrevRegion]);
       }
     }
@@ -324,20 +380,22 @@ void EventualEngine::sweep() {
   sweep_shard_ = (sweep_shard_ + 1) % kShards;
   const Micros now = clock_.nowMicros();
   std::lock_guard lock(shard.mutex);
-  for (auto it = shard.slots.begin(); it != shard.slots.end();) {
-    const Slot& slot = it->second;
+  std::erase_if(shard.evicted, [](const std::unique_ptr<Slot>& slot) { return slot->refs == 0; });
+  std::vector<Slot*> idle;
+  shard.slots.forEach([&](Slot& slot) {
     const Micros idle_after =
         std::max<Micros>(10 * tuning_.sync_interval_us,
                          std::min<Micros>(2 * slot.params.window_us, 60 * kMicrosPerSecond));
     const bool tat_busy = slot.params.algorithm == Algorithm::kTokenBucket &&
                           std::max(slot.view.redis_tat.a, slot.view.local_tat.a) > now;
-    if (!slot.queued && unsentOf(slot.view) == 0 && !tat_busy &&
-        now - slot.last_used > idle_after) {
-      it = shard.slots.erase(it);
-      size_.fetch_sub(1, std::memory_order_relaxed);
-    } else {
-      ++it;
+    if (!slot.queued && slot.wait_gen == 0 && slot.refs == 0 && unsentOf(slot.view) == 0 &&
+        !tat_busy && now - slot.last_used > idle_after) {
+      idle.push_back(&slot);
     }
+  });
+  for (Slot* slot : idle) {
+    shard.slots.extract(slot, KeyHash{}(slot->key));
+    size_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

@@ -34,20 +34,25 @@ void EventualEngine::makeRoom(Shard& shard) {
   }
   // A key with nothing unsent goes first (the least recently used); otherwise the one with
   // the oldest window, whose unsent hits are dropped and counted.
-  auto victim = shard.slots.end();
+  Slot* victim = nullptr;
   bool victim_clean = false;
-  for (auto it = shard.slots.begin(); it != shard.slots.end(); ++it) {
-    const bool clean = unsentOf(it->second.view) == 0;
-    if (victim == shard.slots.end() || (clean && !victim_clean) ||
-        (clean == victim_clean &&
-         (clean ? it->second.last_used < victim->second.last_used
-                : it->second.view.cur.index < victim->second.view.cur.index))) {
-      victim = it;
+  shard.slots.forEach([&](Slot& slot) {
+    const bool clean = unsentOf(slot.view) == 0;
+    if (victim == nullptr || (clean && !victim_clean) ||
+        (clean == victim_clean && (clean ? slot.last_used < victim->last_used
+                                         : slot.view.cur.index < victim->view.cur.index))) {
+      victim = &slot;
       victim_clean = clean;
     }
+  });
+  dropHits(unsentOf(victim->view));
+  std::unique_ptr<Slot> gone = shard.slots.extract(victim, KeyHash{}(victim->key));
+  if (gone->refs > 0) {
+    // Entries (the sync queue, the wheel, a sync in flight) still point at it: it waits, out
+    // of the table, until they are gone (sweep()).
+    gone->evicted = true;
+    shard.evicted.push_back(std::move(gone));
   }
-  dropHits(unsentOf(victim->second.view));
-  shard.slots.erase(victim);
   size_.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -58,15 +63,20 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitR
 
 EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key,
                                               const LimitParams& params, Micros now) {
-  auto it = shard.slots.find(key);
-  if (it == shard.slots.end()) {
+  const std::uint64_t hash = KeyHash{}(key);
+  Slot* found = shard.slots.find(key, hash);
+  if (found == nullptr) {
     makeRoom(shard);
-    it = shard.slots.emplace(std::string(key), Slot{}).first;
-    it->second.params = params;
-    it->second.redis_key = BucketKey::redisKey(redis_prefix_, key);
+    auto fresh = std::make_unique<Slot>();
+    fresh->key_storage = key;
+    fresh->key = fresh->key_storage;
+    fresh->shard = static_cast<std::uint8_t>(&shard - shards_.data());
+    fresh->params = params;
+    fresh->redis_key = BucketKey::redisKey(redis_prefix_, key);
+    found = shard.slots.insert(std::move(fresh), hash);
     size_.fetch_add(1, std::memory_order_relaxed);
   }
-  Slot& slot = it->second;
+  Slot& slot = *found;
   if (slot.params.window_us != params.window_us || slot.params.algorithm != params.algorithm) {
     // A reload changed the window: the old counts mean nothing in the new one.
     dropHits(unsentOf(slot.view));
@@ -79,11 +89,29 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key
   return slot;
 }
 
-void EventualEngine::touch(Shard& shard, Slot& slot, std::string_view key, Micros now) {
+void EventualEngine::touch(Shard& shard, Slot& slot, Micros now) {
   slot.last_used = now;
+  if (slot.wait_gen != 0) {
+    wake(shard, slot);
+  } else {
+    enqueue(shard, slot);
+  }
+}
+
+void EventualEngine::wake(Shard& shard, Slot& slot) {
+  const eventual::View& view = slot.view;
+  if (slot.wait_gen != 0 && (view.tight || view.prev.unsent() > 0 ||
+                             view.cur.unsent() > eventual::blindAllowance(slot.params, tuning_))) {
+    enqueue(shard, slot);
+  }
+}
+
+void EventualEngine::enqueue(Shard& shard, Slot& slot) {
+  slot.wait_gen = 0;  // its entry in the wheel, if any, is stale now
   if (!slot.queued) {
     slot.queued = true;
-    shard.queue.emplace_back(key);
+    ++slot.refs;
+    shard.queue.push_back(&slot);
   }
 }
 
@@ -130,7 +158,7 @@ std::vector<EventualEngine::Slot*> EventualEngine::cellSlots(const std::vector<s
   for (const std::string& key : keys) {
     Shard& shard = shardOf(key);
     Slot& slot = slotFor(shard, key, cell, now);
-    touch(shard, slot, key, now);
+    touch(shard, slot, now);
     slots.push_back(&slot);
   }
   return slots;
@@ -149,6 +177,7 @@ void EventualEngine::chargeCells(const std::vector<Slot*>& cells, const LimitPar
     if (reachable && eventual::blindView(cells[i]->view, now, tuning_)) {
       cells[i]->view.blind += added[i];
     }
+    wake(shards_[cells[i]->shard], *cells[i]);
     total += added[i];
   }
   addPending(total);

@@ -239,8 +239,9 @@ TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
   view.cur.own = 1000;
   EXPECT_FALSE(mayDefer(view, params_, -1, sent, tuning_));  // never sent: goes out now
   EXPECT_TRUE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
-  // At most min(stale_after / 2, W / 4) = 500 ms after the last send.
-  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 500'000, tuning_));
+  // Far from its limit: until its view is about to go stale (stale_after after the send).
+  EXPECT_TRUE(mayDefer(view, params_, sent, sent + 999'999, tuning_));
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 1'000'000, tuning_));
   view.cur.own = 1001;  // more unsent than the allowance
   EXPECT_FALSE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
   view.cur.own = 10;
@@ -249,11 +250,45 @@ TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
   view.tight = false;
   view.prev.own = 1;  // the previous window's hits go out at once
   EXPECT_FALSE(mayDefer(view, params_, sent, sent + 100'000, tuning_));
-  // A short window waits at most a quarter of it.
   view.prev.own = 0;
+  // Past half of its limit: at most min(stale_after / 2, W / 4) = 500 ms after the last send.
+  view.cur.others = 499'000;
+  EXPECT_TRUE(mayDefer(view, params_, sent, sent + 499'999, tuning_));
+  EXPECT_FALSE(mayDefer(view, params_, sent, sent + 500'000, tuning_));
+  // A short window waits at most a quarter of it when near, and never past its end.
   params_.window_us = 200'000;
+  roll(view, params_, clock_.nowMicros());
+  view.cur.others = 499'500;
   EXPECT_FALSE(mayDefer(view, params_, sent, sent + 50'000, tuning_));
   EXPECT_TRUE(mayDefer(view, params_, sent, sent + 49'999, tuning_));
+  view.cur.others = 5;
+  const Micros end = (view.cur.index + 1) * params_.window_us;
+  // Far: until the window has ended, spread over the next one's first 50 ms by the offset of
+  // the last send in its window.
+  EXPECT_EQ(deferUntil(view, params_, sent, sent, tuning_), end + (sent % 200'000) / 4);
+  const Micros later = sent + 120'000 - sent % 200'000;  // 120 ms into the window
+  EXPECT_EQ(deferUntil(view, params_, later, later, tuning_), end + 30'000);
+}
+
+TEST_F(EventualViewTest, AKeyIsFarFromItsLimitWhileWhatItMaySpendLeavesHalfOfIt) {
+  params_ = fixedWindow(100'000, 60 * kMicrosPerSecond);  // blind allowance: 100
+  View view;
+  roll(view, params_, clock_.nowMicros());
+  merge(view, params_, reading(window(), counter({{"s2", 40'000}, {"s3", 1}})), "s1",
+        clock_.nowMicros(), 1000, tuning_);
+  const Micros now = clock_.nowMicros();
+  // 59 999 left, minus a blind allowance for each of 3 writers: 59 699 >= 50 000.
+  EXPECT_TRUE(farFromLimit(view, params_, now, kMicrosPerSecond, tuning_));
+  view.cur.own = 9'699;  // 50 300 left: 50 000 once the writers' allowances are counted
+  EXPECT_TRUE(farFromLimit(view, params_, now, kMicrosPerSecond, tuning_));
+  view.cur.own = 9'700;
+  EXPECT_FALSE(farFromLimit(view, params_, now, kMicrosPerSecond, tuning_));
+  // What the key's global rate adds over the wait counts too (times the safety of 2).
+  view.cur.own = 0;
+  view.rate.observe(now, window(), 40'001, 0, 0);
+  view.rate.observe(now + kMicrosPerSecond, window(), 42'001, 0, 0);              // 2 000/s
+  EXPECT_TRUE(farFromLimit(view, params_, now, 2 * kMicrosPerSecond, tuning_));   // 8 000
+  EXPECT_FALSE(farFromLimit(view, params_, now, 3 * kMicrosPerSecond, tuning_));  // 12 000
 }
 
 TEST(EventualBlindTest, TheBlindAllowanceOfABucketIsAShareOfItsBurst) {

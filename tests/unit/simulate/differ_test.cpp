@@ -83,6 +83,43 @@ TEST_F(DifferTest, CountsNewlyDeniedRequestsAndClients) {
   EXPECT_EQ(mallory.peak_at, kStart);
 }
 
+TEST_F(DifferTest, ReadingItMidwayChangesNothing) {
+  // The differ counts a request's clients a couple of requests later (its pipeline): a
+  // differ read after every request and one read only at the end agree in every count.
+  Differ read_often(true);
+  std::mt19937_64 random(5);
+  for (int i = 0; i < 600; ++i) {
+    const Micros at = kStart + i * 50'000;
+    const std::string user = "u" + std::to_string(random() % 7);
+    auto old_decision = old_.decide(at, "", request(user));
+    auto new_decision = new_.decide(at, "", request(user));
+    ASSERT_TRUE(old_decision.ok() && new_decision.ok());
+    differ_.add(at, &*old_decision, *new_decision, "", "");
+    read_often.add(at, &*old_decision, *new_decision, "", "");
+    EXPECT_EQ(read_often.totals().requests, static_cast<std::uint64_t>(i + 1));
+    EXPECT_EQ(read_often.rules().size(), 1u);
+  }
+  const Totals& a = differ_.totals();
+  const Totals& b = read_often.totals();
+  EXPECT_EQ(a.newly_denied, b.newly_denied);
+  EXPECT_EQ(a.clients, b.clients);
+  EXPECT_EQ(a.clients_newly_denied, b.clients_newly_denied);
+  EXPECT_GT(a.newly_denied, 0u);
+  const RuleStats& x = *differ_.rules()[0];
+  const RuleStats& y = *read_often.rules()[0];
+  EXPECT_EQ(x.matched, 600u);
+  EXPECT_EQ(x.matched, y.matched);
+  EXPECT_EQ(x.denied_new, y.denied_new);
+  ASSERT_EQ(x.clients.size(), y.clients.size());
+  for (const auto& [who, c] : x.clients) {
+    const ClientStats& d = y.clients.at(who);
+    EXPECT_EQ(c.matched, d.matched) << who;
+    EXPECT_EQ(c.newly_denied, d.newly_denied) << who;
+    EXPECT_EQ(c.peak, d.peak) << who;
+    EXPECT_EQ(c.peak_at, d.peak_at) << who;
+  }
+}
+
 TEST_F(DifferTest, CountsNoLongerDeniedWhenTheNewRulesAreLooser) {
   Replayer looser{{load(kOld)}};
   Replayer tighter{{load(kNew)}};

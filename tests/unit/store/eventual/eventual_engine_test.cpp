@@ -46,10 +46,12 @@ class EventualEngineTest : public ::testing::Test {
   /// A started sidecar of `region` whose own Redis is servers_[region]; `others` are the
   /// other regions it replicates to.
   std::unique_ptr<Sidecar> sidecar(const std::string& region,
-                                   const std::vector<std::string>& others = {}) {
+                                   const std::vector<std::string>& others = {},
+                                   std::size_t max_keys = 200'000) {
     auto s = std::make_unique<Sidecar>();
     EventualOptions options;
     options.sync_interval = kInterval;
+    options.max_keys = max_keys;
     options.region = region;
     for (const std::string& name : others) {
       EventualRegion r;
@@ -100,15 +102,22 @@ class EventualEngineTest : public ::testing::Test {
 
   /// What the sidecar's view says remains once a sync has read the key again: a sync reads
   /// the keys touched since the last one, and a key far from its limit with nothing unsent
-  /// may wait up to half a second for it (docs/eventual.md, "Cold keys").
+  /// may wait up to a second for it (docs/eventual.md, "Cold keys").
   std::int64_t readFresh(Sidecar& s) {
     remaining(s);
-    intervals(12);
+    intervals(22);
     return remaining(s);
   }
 
   /// Lets `n` sync intervals pass.
   void intervals(int n) { executor_.advance(n * kInterval); }
+
+  /// A limit of `limit` per `window`, far above what the tests admit (a blind allowance of
+  /// 0.1 % of it).
+  void largeLimit(std::int64_t limit, Micros window_us) {
+    limit_.params.limit = limit;
+    limit_.params.window_us = window_us;
+  }
 
   double counter(Sidecar& s, const std::string& name, const Labels& labels = {}) {
     return static_cast<double>(s.metrics.counter(name, labels).value());
@@ -218,6 +227,83 @@ TEST_F(EventualEngineTest, TheLoopRunsOnlyOnTheExecutorsTime) {
   EXPECT_EQ(a->links["local"]->callsSent(), sent);
   executor_.advance(1us);
   EXPECT_EQ(a->links["local"]->callsSent(), sent + 1);
+}
+
+TEST_F(EventualEngineTest, AKeyFarFromItsLimitIsSyncedOncePerWindowNotPerDecision) {
+  largeLimit(1'000'000, kMicrosPerSecond);
+  // Start 10 ms into a window.
+  clock_.set((clock_.nowMicros() / kMicrosPerSecond + 1) * kMicrosPerSecond + 10'000);
+  auto a = sidecar("local");
+  for (int i = 0; i < 40; ++i) {  // 4 s, one decision every 100 ms
+    admit(*a, 1);
+    executor_.advance(100ms);
+  }
+  // One sync per window (the first, for a key never sent, then the first after each window
+  // ends), not one per decision or per 250 ms.
+  const double synced = counter(*a, "eventual_keys_synced_total");
+  EXPECT_GE(synced, 4);
+  EXPECT_LE(synced, 6);
+}
+
+TEST_F(EventualEngineTest, AFarKeyIsSentAtLeastOnceASecond) {
+  largeLimit(1'000'000, 3600 * kMicrosPerSecond);
+  auto a = sidecar("local");
+  auto b = sidecar("local");
+  for (int i = 0; i < 40; ++i) {  // 4 s, one decision every 100 ms
+    admit(*a, 1);
+    executor_.advance(100ms);
+  }
+  const double synced = counter(*a, "eventual_keys_synced_total");
+  EXPECT_GE(synced, 4);
+  EXPECT_LE(synced, 6);
+  intervals(22);  // a second after a's last send, the rest goes out
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  EXPECT_EQ(readFresh(*b), 1'000'000 - 40);
+}
+
+TEST_F(EventualEngineTest, AWaitingKeyGoesOutOncePastItsBlindAllowance) {
+  largeLimit(1'000'000, 3600 * kMicrosPerSecond);  // blind allowance: 1 000
+  auto a = sidecar("local");
+  admit(*a, 1);
+  intervals(1);  // a key never sent goes out at once
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  admit(*a, 1000);
+  intervals(5);  // far from its limit, within its allowance: it waits
+  EXPECT_EQ(a->engine->pendingHits(), 1000);
+  admit(*a, 1);  // 1 001 unsent: out with the next sync
+  intervals(1);
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  admit(*a, 10);
+  intervals(19);
+  EXPECT_EQ(a->engine->pendingHits(), 10);
+  intervals(2);  // a second after its last send
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+}
+
+TEST_F(EventualEngineTest, KeysEvictedWhileTheyWaitOrSyncAreLeftAlone) {
+  largeLimit(1'000'000, 3600 * kMicrosPerSecond);
+  // One key at most: a new key evicts one of its shard's, whether that one is queued for the
+  // next sync, waits for a later one, or is in a sync whose reply has not come (or never
+  // comes: the link is cut in some rounds).
+  auto a = sidecar("local", {}, 1);
+  std::vector<StoreLimit> limits(300, limit_);
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    limits[i].key = "client-" + std::to_string(i) + "|api";
+  }
+  for (int round = 0; round < 8; ++round) {
+    a->links["local"]->cut(round % 3 == 1);
+    for (std::size_t i = 0; i < limits.size(); ++i) {
+      const std::vector<EventualLimitRef> refs{EventualLimitRef{0, &limits[i]}};
+      EXPECT_TRUE(a->engine->decideLocally(refs, 1, true, true).allowed);
+      if (i % 50 == 0) {
+        intervals(round % 2 == 0 ? 1 : 7);
+      }
+    }
+  }
+  a->links["local"]->cut(false);
+  intervals(30);
+  EXPECT_GT(counter(*a, "eventual_dropped_hits_total"), 0);
+  EXPECT_EQ(a->engine->pendingHits(), 0);
 }
 
 }  // namespace
