@@ -47,9 +47,8 @@ def main():
     shape = sys.argv[6] if len(sys.argv) > 6 else "sidecar"
     # "steady": every client's bucket is written once before (in batches of 32) and the
     # window is an hour, so each measured decision rewrites a state of its own window, as
-    # in a loaded run where each client comes back within its window (bench/run.sh's 10k
-    # clients at ~45k decisions/s: ~4 of 5 decisions); "fresh": most decisions meet an
-    # absent key (the figures before the steady state was measured).
+    # in a loaded run where each client comes back within its window (10k clients at 45k
+    # decisions/s: about 4 of 5 decisions); "fresh": most decisions meet an absent key.
     state = sys.argv[7] if len(sys.argv) > 7 else "fresh"
     sock = socket.create_connection(("127.0.0.1", port))
     f = sock.makefile("rb")
