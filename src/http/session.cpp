@@ -64,6 +64,8 @@ void Session::start() {
   // operations work the same on a non-blocking socket.
   socket_.non_blocking(true, ec);
   send_inline_ = !ec;
+  // The wait for the next request then costs no failed read (drain_aware_socket.hpp).
+  socket_.enableDrainAwareReads();
   doRead();
 }
 
@@ -96,10 +98,10 @@ void Session::doRead() {
   }
   phase_ = Phase::kIdleWait;
   updateIdleTimer();
-  socket_.async_read_some(buffer_.prepare(kReadChunk),
-                          [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                            self->onFirstBytes(ec, n);
-                          });
+  socket_.readSomeDrainAware(buffer_.prepare(kReadChunk),
+                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                               self->onFirstBytes(ec, n);
+                             });
 }
 
 // The idle deadline runs only while nothing is pending: an answer held for shaping or a

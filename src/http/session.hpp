@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "http/drain_aware_socket.hpp"
 #include "http/request_parser.hpp"
 #include "http/response_queue.hpp"
 #include "sluice/http/message.hpp"
@@ -96,7 +97,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   Worker& worker_;
   const ServerOptions& options_;
-  boost::asio::generic::stream_protocol::socket socket_;  // TCP or unix
+  DrainAwareSocket socket_;  // TCP or unix
   boost::beast::flat_buffer buffer_;
   // One Request per session, refilled in place by each request's parser: its strings keep
   // their capacity, so a warm connection reads a request without allocating.
