@@ -16,52 +16,55 @@
 #include <type_traits>
 #include <utility>
 
-namespace sluice::http {
+namespace sluice {
 
-/// A stream socket whose first read after waiting for a request does not cost a failed recv.
+/// Reading from a stream socket without a failed recv before each wait.
 ///
 /// Asio's reactor tries a read at once when a read starts (before waiting on epoll), unless
 /// the previous read found the socket empty (end of stream). After a request and its answer,
 /// that speculative read nearly always fails with EAGAIN: one system call per answer for
-/// nothing. readSomeDrainAware() reads with recvmsg() and Linux's TCP_INQ, which hands back
-/// how many bytes the socket still holds after the read, counting a received FIN as one. When
-/// that is 0, it tells the reactor so (done_and_exhausted, under the descriptor's lock, as
-/// Asio does for an end of stream), and the next read waits for epoll's next edge instead of
-/// trying first. Nothing can be lost: the socket held nothing (no byte, no FIN) after that
-/// read, and whatever arrives later raises a new edge (epoll is edge-triggered here), which
+/// nothing. asyncReadSomeDrainAware() reads with recvmsg() and Linux's TCP_INQ, which hands
+/// back how many bytes the socket still holds after the read, counting a received FIN as one.
+/// When that is 0, it tells the reactor so (done_and_exhausted, under the descriptor's lock,
+/// as Asio does for an end of stream), and the next read waits for epoll's next edge instead
+/// of trying first. Nothing can be lost: the socket held nothing (no byte, no FIN) after that
+/// read, and whatever arrives later raises a new edge (Asio's epoll is edge-triggered), which
 /// makes the reactor try again. This is what nginx does with EPOLLRDHUP: no read after a
 /// short one unless the peer closed.
 ///
 /// enableDrainAwareReads() turns TCP_INQ on; where it is refused (a unix socket, an old
-/// kernel), readSomeDrainAware() is Asio's async_read_some. Other reads (Beast's, a linger)
-/// are Asio's own and mix freely with these. Per-operation cancellation slots are not
-/// supported (cancel() and close() are).
-class DrainAwareSocket : public boost::asio::generic::stream_protocol::socket {
- public:
-  using Base = boost::asio::generic::stream_protocol::socket;
-  explicit DrainAwareSocket(Base&& socket) : Base(std::move(socket)) {}
+/// kernel), asyncReadSomeDrainAware() is Asio's async_read_some. Other reads (Beast's, TLS,
+/// a linger) are Asio's own and mix freely with these. Built on the internals of Asio's
+/// epoll reactor (Boost 1.81, Debian 12's): the operation is Asio's receive operation with
+/// another perform step. Per-operation cancellation slots are not supported (cancel() and
+/// close() are).
+using GenericStreamSocket = boost::asio::generic::stream_protocol::socket;
 
-  /// True when reads report what they leave behind (TCP_INQ is on).
-  bool enableDrainAwareReads() {
-    const int on = 1;
-    inq_ = ::setsockopt(native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof(on)) == 0;
-    return inq_;
-  }
+/// Turns TCP_INQ on; true when asyncReadSomeDrainAware() can tell an emptied socket.
+inline bool enableDrainAwareReads(GenericStreamSocket& socket) {
+  const int on = 1;
+  return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof(on)) == 0;
+}
 
-  /// As async_read_some(buffer, handler): handler(error_code, bytes); end of stream is
-  /// boost::asio::error::eof. The socket must be non-blocking or left to Asio's own mode.
-  template <typename Handler>
-  void readSomeDrainAware(boost::asio::mutable_buffer buffer, Handler&& handler);
+/// As socket.async_read_some(buffer, handler): handler(error_code, bytes), end of stream as
+/// boost::asio::error::eof. `drain_aware` is what enableDrainAwareReads() returned: false
+/// makes it Asio's async_read_some.
+template <typename Handler>
+void asyncReadSomeDrainAware(GenericStreamSocket& socket, bool drain_aware,
+                             boost::asio::mutable_buffer buffer, Handler&& handler);
 
- private:
-  template <typename Handler, typename IoExecutor>
-  class ReadOp;
+namespace drain_aware_detail {
 
-  bool inq_ = false;
+/// The socket's implementation (Asio keeps it protected): a pointer to the member, named
+/// through a derived class, applies to any socket.
+struct ImplAccess : GenericStreamSocket {
+  static auto& of(GenericStreamSocket& socket) { return socket.*(&ImplAccess::impl_); }
 };
 
+/// Asio's receive operation (reactive_socket_recv_op) with recvmsg() and TCP_INQ as its
+/// perform step.
 template <typename Handler, typename IoExecutor>
-class DrainAwareSocket::ReadOp : public boost::asio::detail::reactor_op {
+class ReadOp : public boost::asio::detail::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(ReadOp);
 
@@ -133,21 +136,24 @@ class DrainAwareSocket::ReadOp : public boost::asio::detail::reactor_op {
   boost::asio::detail::handler_work<Handler, IoExecutor> work_;
 };
 
+}  // namespace drain_aware_detail
+
 template <typename Handler>
-void DrainAwareSocket::readSomeDrainAware(boost::asio::mutable_buffer buffer, Handler&& handler) {
+void asyncReadSomeDrainAware(GenericStreamSocket& socket, bool drain_aware,
+                             boost::asio::mutable_buffer buffer, Handler&& handler) {
   namespace detail = boost::asio::detail;
-  auto& impl = impl_.get_implementation();
-  if (!inq_ || buffer.size() == 0 || !is_open()) {
-    async_read_some(buffer, std::forward<Handler>(handler));
+  if (!drain_aware || buffer.size() == 0 || !socket.is_open()) {
+    socket.async_read_some(buffer, std::forward<Handler>(handler));
     return;
   }
+  auto& io_object = drain_aware_detail::ImplAccess::of(socket);
+  auto& impl = io_object.get_implementation();
   using Decayed = std::decay_t<Handler>;
-  using IoExecutor = executor_type;
-  using Op = ReadOp<Decayed, IoExecutor>;
+  using Op = drain_aware_detail::ReadOp<Decayed, GenericStreamSocket::executor_type>;
   Decayed h(std::forward<Handler>(handler));
   typename Op::ptr p = {detail::addressof(h), Op::ptr::allocate(h), nullptr};
-  p.p = new (p.v) Op(impl.socket_, buffer, h, impl_.get_executor());
-  auto& reactor = boost::asio::use_service<detail::reactor>(impl_.get_service().context());
+  p.p = new (p.v) Op(impl.socket_, buffer, h, io_object.get_executor());
+  auto& reactor = boost::asio::use_service<detail::reactor>(io_object.get_service().context());
   if ((impl.state_ & detail::socket_ops::non_blocking) == 0 &&
       !detail::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true, p.p->ec_)) {
     reactor.post_immediate_completion(p.p, false);
@@ -157,4 +163,4 @@ void DrainAwareSocket::readSomeDrainAware(boost::asio::mutable_buffer buffer, Ha
   p.v = p.p = nullptr;
 }
 
-}  // namespace sluice::http
+}  // namespace sluice
