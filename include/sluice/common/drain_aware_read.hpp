@@ -4,10 +4,9 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include <boost/asio/detail/reactor.hpp>
-#include <boost/asio/detail/reactor_op.hpp>
-#include <boost/asio/detail/socket_ops.hpp>
 #include <boost/asio/error.hpp>
+// Also Asio's detail headers used here (reactor, reactor_op, socket_ops, handler_work): the
+// socket's headers include them in the order they compile in, which they do not on their own.
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/system/error_code.hpp>
 #include <cerrno>
