@@ -521,16 +521,18 @@ def lua_script(lua_dir=LUA_DIR):
 def redis_benchmark(ctx, wl, pipeline, requests, rb_redis):
     """The ceiling: redis-benchmark calling Sluice's script with EVALSHA."""
     sha = ctx.script_sha
-    # Shaped like the store's keys: sluice:{client}:client|domain:key=value;i0;algorithm.
-    key = ("sluice:{r__rand_int__}:|bench:op=fixed_window_allow;i0;fw"
+    # The store's keys: sluice:{client|domain}:key=value;i0;algorithm.
+    key = ("sluice:{b__rand_int__|bench}:op=fixed_window_allow;i0;fw"
            if wl["clients"] > 1 else
-           "sluice:{r00000000}:r00000000|bench:op=fixed_window_allow;i0;fw")
+           "sluice:{b00000000|bench}:op=fixed_window_allow;i0;fw")
     code = ALGORITHM_CODES["fixed_window"]
-    # KEYS[1]; ARGV: test time (ignored), then algorithm, L, W us, burst, min_interval,
-    # flags, warmup, cost, quota group, and last the number of limits: the same arguments
-    # Sluice sends for bench.yaml's fixed_window_allow rule.
-    args = ["EVALSHA", sha, "1", key, "0", str(code), "1000000", "1000000", "1000000",
-            "0", "0", "0", "1", "-1", "1"]
+    # KEYS[1]; ARGV: test time (empty in production), then algorithm, L, W us, burst,
+    # min_interval, flags, warmup, cost, quota group, the rule's override field, and last
+    # the number of limits: the arguments Sluice sends for one decision of bench.yaml's
+    # fixed_window_allow rule (seen with MONITOR; its limit may take a runtime override, so
+    # flags = 32 x the ARGV index of that field, 11, and the script looks the override up).
+    args = ["EVALSHA", sha, "1", key, "", str(code), "1000000", "1000000", "0",
+            "0", "352", "0", "1", "-1", "r:bench.op_fixed_window_allow", "1"]
     cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(rb_redis.port), "--dbnum", "3",
            "-c", "50", "-n", str(requests), "-P", str(pipeline), "--csv"]
     if wl["clients"] > 1:

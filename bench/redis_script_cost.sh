@@ -6,11 +6,19 @@
 # start-up and shutdown. M = 1 is the unbatched call (--redis-max-batch none).
 #
 # Usage: bench/redis_script_cost.sh [--batch M]... [--calls N1,N2] [--lua DIR]
-#                                   [--layout lists|per-request]
+#                                   [--layout lists|per-request] [--args sidecar|bare]
+#                                   [--state fresh|steady]
 #   --batch M   decisions per call (repeatable; default: 1 and 16)
 #   --lua DIR   the script's sources (default src/store/redis/lua), e.g. another checkout's
 #   --layout    the batch layout that script reads: lists (today's) or per-request (scripts
 #               before the argument lists, up to bf593e6)
+#   --args      sidecar (default): the arguments Sluice sends for bench/rules'
+#               fixed_window_allow, whose limit may take a runtime override (its rule's
+#               override field); bare: without that field (no override is looked up)
+#   --state     fresh (default): most decisions meet an absent key; steady: every client's
+#               bucket is written before (the same warm-up in both runs, so it cancels) and
+#               the window is an hour, so each decision rewrites a state of its own window,
+#               as most do in a loaded run
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -19,12 +27,16 @@ batches=()
 n1=100
 n2=600
 layout=lists
+shape=sidecar
+state=fresh
 while (($#)); do
   case $1 in
     --batch) batches+=("$2"); shift ;;
     --calls) n1=${2%,*}; n2=${2#*,}; shift ;;
     --lua) lua=$(cd "$2" && pwd); shift ;;
     --layout) layout=$2; shift ;;
+    --args) shape=$2; shift ;;
+    --state) state=$2; shift ;;
     *) echo "bench/redis_script_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -44,13 +56,13 @@ total() {  # calls m -> instructions of one redis-server's whole life
     redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
     sleep 0.2
   done
-  python3 "$here/redis_script/drive.py" "$port" "$1" "$2" "$lua" "$layout" >/dev/null \
+  python3 "$here/redis_script/drive.py" "$port" "$1" "$2" "$lua" "$layout" "$shape" "$state" >/dev/null \
     || { redis-cli -p "$port" shutdown nosave >/dev/null 2>&1; exit 1; }
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "$pid" || true
   callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
-echo "# redis-server $(redis-server --version | grep -oE 'v=[0-9.]+'), script from $lua"
+echo "# redis-server $(redis-server --version | grep -oE 'v=[0-9.]+'), script from $lua, $shape arguments, $state keys"
 for m in "${batches[@]}"; do
   a=$(total "$n1" "$m")
   b=$(total "$n2" "$m")

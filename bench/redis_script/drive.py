@@ -41,6 +41,15 @@ def main():
     # "lists": the batch layout since bf593e6's successor (an argument list sent once per
     # call); "per-request": the layout before it, to measure an older script.
     layout = sys.argv[5] if len(sys.argv) > 5 else "lists"
+    # "sidecar": the arguments Sluice sends for bench/rules' fixed_window_allow (its limit may
+    # take a runtime override: flags 352 = 32 x the ARGV index of its rule's override field);
+    # "bare": the same limit without that field (what scripts before the overrides read).
+    shape = sys.argv[6] if len(sys.argv) > 6 else "sidecar"
+    # "steady": every client's bucket is written once before (in batches of 32) and the
+    # window is an hour, so each measured decision rewrites a state of its own window, as
+    # in a loaded run where each client comes back within its window (10k clients at 45k
+    # decisions/s: about 4 of 5 decisions); "fresh": most decisions meet an absent key.
+    state = sys.argv[7] if len(sys.argv) > 7 else "fresh"
     sock = socket.create_connection(("127.0.0.1", port))
     f = sock.makefile("rb")
     sock.sendall(encode(["SCRIPT", "LOAD", lua_script(lua_dir)]))
@@ -48,19 +57,31 @@ def main():
     rnd = random.Random(1)
     # bench/rules' fixed_window_allow: L = W = 1 000 000 (us), cost 1, no quota group; the
     # first argument is the test time slot, empty in production.
-    args = ["", "0", "1000000", "1000000", "1000000", "0", "0", "0", "1", "-1", "1"]
+    if shape == "sidecar":
+        args = ["", "0", "1000000", "1000000", "0", "0", "352", "0", "1", "-1",
+                "r:bench.op_fixed_window_allow", "1"]
+    else:
+        args = ["", "0", "1000000", "1000000", "1000000", "0", "0", "0", "1", "-1", "1"]
+    if state == "steady":
+        args[3] = "3600000000"
 
     def key():
         c = rnd.randrange(10000)
-        return f"sluice:{{c{c:05d}}}:c{c:05d}|bench:op=fixed_window_allow;i0;fw"
+        return f"sluice:{{b{c:08d}|bench}}:op=fixed_window_allow;i0;fw"
 
-    def call():
-        keys = [key() for _ in range(m)]
+    def call(keys=None, m=m):
+        keys = keys or [key() for _ in range(m)]
         if m == 1:
             return ["EVALSHA", sha, 1] + keys + args
         if layout == "per-request":
             return (["EVALSHA", sha, m] + keys + ["batch", m] + [1, len(args)] * m + args * m)
         return ["EVALSHA", sha, m] + keys + ["batch", m, 1] + [1, 1] * m + [len(args)] + args
+    if state == "steady":
+        every = [f"sluice:{{b{c:08d}|bench}}:op=fixed_window_allow;i0;fw" for c in range(10000)]
+        warm = [every[i:i + 32] for i in range(0, len(every), 32)]
+        sock.sendall(b"".join(encode(call(k, len(k))) for k in warm))
+        for _ in warm:
+            read_reply(f)
     sock.sendall(b"".join(encode(call()) for _ in range(calls)))
     for _ in range(calls):
         reply = read_reply(f)

@@ -7,6 +7,8 @@
 #include <boost/asio/write.hpp>
 #include <functional>
 
+#include "sluice/common/drain_aware_read.hpp"
+
 namespace sluice::grpc {
 namespace {
 
@@ -46,6 +48,9 @@ void RlsSession::start() {
   }
   boost::system::error_code ec;
   socket().non_blocking(true, ec);
+  // Plaintext: the wait for the next call costs no failed read
+  // (sluice/common/drain_aware_read.hpp).
+  drain_aware_ = !tls_ && enableDrainAwareReads(socket_);
   const auto now = Clock::now();
   age_at_ = now + shared_->options.max_connection_age;
   if (tls_) {
@@ -412,7 +417,7 @@ void RlsSession::doRead() {
   if (tls_) {
     tls_->async_read_some(net::buffer(input_), std::move(done));
   } else {
-    socket_.async_read_some(net::buffer(input_), std::move(done));
+    asyncReadSomeDrainAware(socket_, drain_aware_, net::buffer(input_), std::move(done));
   }
 }
 

@@ -209,6 +209,7 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
   GenericSocket socket_;  // plaintext; with TLS, moved into tls_
   std::shared_ptr<net::ssl::context> tls_context_;
   std::optional<TlsStream> tls_;
+  bool drain_aware_ = false;  // plaintext reads that wait without a failed read first
   std::optional<Clock::time_point> handshake_until_;
   net::steady_timer timer_;
   GrpcConnection connection_;

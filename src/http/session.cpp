@@ -15,6 +15,7 @@
 
 #include "http/plain_request.hpp"
 #include "http/worker.hpp"
+#include "sluice/common/drain_aware_read.hpp"
 
 namespace sluice::http {
 namespace {
@@ -64,6 +65,8 @@ void Session::start() {
   // operations work the same on a non-blocking socket.
   socket_.non_blocking(true, ec);
   send_inline_ = !ec;
+  // The wait for the next request then costs no failed read (sluice/common/drain_aware_read.hpp).
+  drain_aware_ = enableDrainAwareReads(socket_);
   doRead();
 }
 
@@ -96,7 +99,7 @@ void Session::doRead() {
   }
   phase_ = Phase::kIdleWait;
   updateIdleTimer();
-  socket_.async_read_some(buffer_.prepare(kReadChunk),
+  asyncReadSomeDrainAware(socket_, drain_aware_, buffer_.prepare(kReadChunk),
                           [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                             self->onFirstBytes(ec, n);
                           });

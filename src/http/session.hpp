@@ -119,9 +119,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // I/O completion: the next request (pipelined) is read through Beast's asynchronous
   // operations, so that the stack does not grow with the number of requests in the buffer.
   bool parsing_inline_ = false;
-  bool send_inline_ = false;
-  bool dispatching_ = false;  // inside onRequest()'s dispatch: request_ is in use  //
-                              // the socket is non-blocking: maybeWrite() sends at once
+  bool send_inline_ = false;  // the socket is non-blocking: maybeWrite() sends at once
+  bool drain_aware_ = false;  // waits for a request without a failed read first
+  bool dispatching_ = false;  // inside onRequest()'s dispatch: request_ is in use
   std::size_t lingered_ = 0;
   std::string peer_;
   // Answers the handlers still owe, and the reference that keeps the session alive for them.

@@ -19,6 +19,13 @@ struct HashedIdentity {
   std::size_t hash;
 };
 
+/// Asks for the cache line at `p`. The empty asm keeps the request: a loop whose only
+/// effect is a prefetch (prefetchEntry's) is otherwise removed by the optimizer.
+inline void prefetchLine(const void* p) {
+  __builtin_prefetch(p);
+  asm volatile("" : : "r"(p) : "memory");
+}
+
 /// A replay's table from identity ("who") to T, made for a replay that looks one up for
 /// every request among hundreds of thousands: open addressing over a flat array of 8-byte
 /// cells (an entry's index and 32 bits of its hash, which reject most mismatches without
@@ -78,7 +85,7 @@ class IdentityTable {
   /// Asks for the memory of the cell where a lookup of `hash` starts (a hint only).
   void prefetchCell(std::size_t hash) const {
     if (!cells_.empty()) {
-      __builtin_prefetch(&cells_[hash & (cells_.size() - 1)]);
+      prefetchLine(&cells_[hash & (cells_.size() - 1)]);
     }
   }
   /// Asks for the memory of the entry a lookup of `hash` would compare first (a hint only;
@@ -91,7 +98,10 @@ class IdentityTable {
     const auto tag = static_cast<std::uint32_t>(hash >> 32);
     for (std::size_t i = hash & mask; cells_[i].index != 0; i = (i + 1) & mask) {
       if (cells_[i].tag == tag) {
-        __builtin_prefetch(&entry(cells_[i].index - 1));
+        // An entry spans two or three cache lines (its text, then its value).
+        const auto* at = reinterpret_cast<const char*>(&entry(cells_[i].index - 1));
+        prefetchLine(at);
+        prefetchLine(at + sizeof(value_type) - 1);
         return;
       }
     }

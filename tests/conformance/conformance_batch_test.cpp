@@ -17,6 +17,7 @@
 
 #include "conformance/conformance_harness.hpp"
 #include "sluice/limiter/sketch.hpp"
+#include "sluice/store/limit_override.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_sketch.hpp"
 
@@ -226,6 +227,52 @@ class BatchConformanceTest : public ::testing::Test {
     }
   }
 
+  /// Sets `limit` as client `client`'s override of `rule` on every store.
+  void setOverrideEverywhere(const std::string& client, const std::string& rule,
+                             const LimitParams& base, std::int64_t limit) {
+    auto value = std::make_shared<StoredOverride>();
+    value->params = base;
+    value->params.limit = limit;
+    value->requests_per_unit = limit;
+    value->unit = TimeUnit::kSecond;
+    value->reason = "test";
+    value->record_json = R"({"domain":"d","rule":")" + rule + R"("})";
+    for (Store* store : {memory_.get(), single_.get(), batched_.get()}) {
+      std::optional<Result<bool>> done;
+      store->setOverride({client + "|d", overrideRuleField(rule)}, value, 100,
+                         [&](Result<bool> r) { done.emplace(std::move(r)); });
+      ASSERT_TRUE(test::runUntil(io_, [&] { return done.has_value(); }));
+      ASSERT_TRUE(done->ok()) << done->error().message;
+    }
+  }
+
+  /// A request of one of six clients on its fixed window `rule` may override: mostly a plain
+  /// hit, sometimes a check, a reserve (a hold the later requests count) or two limits.
+  StoreRequest overridableRequest(std::mt19937_64& rng, const StoreLimit& limit, int serial) {
+    auto pick = [&](std::int64_t lo, std::int64_t hi) {
+      return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+    };
+    std::vector<StoreLimit> limits{limit};
+    if (pick(0, 9) == 0) {
+      StoreLimit second = limit;
+      second.key = "d:second;i0;fw";
+      limits.push_back(second);
+    }
+    const std::int64_t c = pick(0, 9);
+    StoreRequest request = clientRequest(std::move(limits),
+                                         c < 7   ? 1
+                                         : c < 8 ? 0
+                                                 : 3,
+                                         "client" + std::to_string(pick(0, 5)));
+    if (pick(0, 7) == 0) {
+      char nonce[17];
+      std::snprintf(nonce, sizeof nonce, "%016x", serial);
+      request.hold =
+          HoldCall{HoldOp::kReserve, nonce, 300 * kMicrosPerMilli, kMicrosPerSecond, 0, 0};
+    }
+    return request;
+  }
+
   int compared_ = 0;
   int allowed_ = 0;
 
@@ -254,6 +301,64 @@ TEST_F(BatchConformanceTest, BatchedCallsDecideExactlyLikeOneCallPerRequest) {
 TEST_F(BatchConformanceTest, BatchesWithSketchLimitsDecideExactlyLikeOneCallPerRequest) {
   std::mt19937_64 rng(0x5ce7c4);
   compareTurns(rng, /*with_sketch=*/true, 40);
+  EXPECT_GT(allowed_, compared_ / 10);
+  EXPECT_LT(allowed_, compared_ * 9 / 10);
+}
+
+TEST_F(BatchConformanceTest, BatchesWithOverridesAndHoldsDecideExactlyLikeOneCallPerRequest) {
+  // The limits may take a runtime override (two clients have one), and reserves put holds
+  // on buckets that later requests of the same batch read: a batch reads its buckets, their
+  // holds and its overrides ahead, and must answer what one call per request answers.
+  static const std::string kRule = "d.k";
+  StoreLimit limit;
+  limit.key = "d:k=v;i0;fw";
+  limit.params.algorithm = Algorithm::kFixedWindow;
+  limit.params.limit = 6;
+  limit.params.window_us = kMicrosPerSecond;
+  limit.override_rule = &kRule;
+  setOverrideEverywhere("client1", kRule, limit.params, 2);
+  setOverrideEverywhere("client3", kRule, limit.params, 11);
+  std::mt19937_64 rng(0x0e4d);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  Micros now = kT0 + 3 * kMicrosPerSecond + 100;
+  int serial = 0;
+  int overridden = 0;
+  int reserved = 0;
+  for (int t = 0; t < 50; ++t) {
+    std::vector<std::pair<Micros, StoreRequest>> requests;
+    const int size = static_cast<int>(pick(2, 30));
+    for (int i = 0; i < size; ++i) {
+      now += pick(0, 3) == 0 ? pick(1, 60 * kMicrosPerMilli) : 0;
+      requests.emplace_back(now, overridableRequest(rng, limit, ++serial));
+    }
+    std::vector<Result<StoreResponse>> expected;
+    std::vector<Result<StoreResponse>> one_by_one;
+    for (const auto& [at, request] : requests) {
+      clock_.set(at);
+      expected.push_back(runOne(*memory_, request));
+      one_by_one.push_back(runOne(*single_, request));
+    }
+    const std::vector<Result<StoreResponse>> together = runTurn(*batched_, requests);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const std::string where = "turn " + std::to_string(t) + " request " + std::to_string(i);
+      expectSame(expected[i], one_by_one[i], "one call per request", where);
+      expectSame(expected[i], together[i], "batched", where);
+      ASSERT_EQ(expected[i]->hold_status, together[i]->hold_status) << where;
+      ASSERT_EQ(one_by_one[i]->overrides.size(), together[i]->overrides.size())
+          << where << " " << requests[i].second.limits[0].key << " limits "
+          << requests[i].second.limits.size() << " hold "
+          << static_cast<int>(requests[i].second.hold.op) << " cost " << requests[i].second.cost;
+      ASSERT_EQ(expected[i]->overrides.size(), together[i]->overrides.size()) << where;
+      overridden += together[i]->overrides.empty() ? 0 : 1;
+      reserved += together[i]->hold_status == HoldStatus::kReserved ? 1 : 0;
+      allowed_ += expected[i]->allowed ? 1 : 0;
+      ++compared_;
+    }
+  }
+  EXPECT_GT(overridden, compared_ / 10);
+  EXPECT_GT(reserved, 10);
   EXPECT_GT(allowed_, compared_ / 10);
   EXPECT_LT(allowed_, compared_ * 9 / 10);
 }

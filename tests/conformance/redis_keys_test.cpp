@@ -78,6 +78,44 @@ TEST_F(RedisKeysTest, EveryAlgorithmWritesItsKeyWithATtlBoundedByItsState) {
   }
 }
 
+TEST_F(RedisKeysTest, AFixedWindowRewrittenInItsWindowKeepsTheExpiryOfTheWindowsEnd) {
+  // The first write of a window sets its PX (the window's end, rounded up to ms); the later
+  // ones of the same window keep it (SET ... KEEPTTL), alone or in a batch: the key never
+  // outlives the window by more than the rounding, and never expires before its end.
+  StoreLimit l;
+  l.key = BucketKey::storeKey("keep-ttl", "ttl:fw");
+  l.params.algorithm = Algorithm::kFixedWindow;
+  l.params.limit = 100;
+  l.params.window_us = 3600 * kMicrosPerSecond;
+  const std::string key = BucketKey::redisKey(prefix_, l.key);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    sharedRedis().command({"DEL", key});
+    auto first = run(StoreRequest{{l}, 1});
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    const long long first_pttl = sharedRedis().command({"PTTL", key})->integer;
+    EXPECT_GT(first_pttl, 0);
+    EXPECT_LE(first_pttl, (first->outcomes[0].reset_after_us + 999) / 1000);
+    std::vector<std::optional<Result<StoreResponse>>> turn(3);  // one batched call
+    for (auto& r : turn) {
+      store_->evaluate(StoreRequest{{l}, 1}, [&r](Result<StoreResponse> got) { r.emplace(got); });
+    }
+    ASSERT_TRUE(test::runUntil(io_, [&] { return turn[0] && turn[1] && turn[2]; }));
+    auto last = run(StoreRequest{{l}, 1});  // alone
+    ASSERT_TRUE(last.ok()) << last.error().message;
+    if (last->outcomes[0].remaining != 95) {
+      continue;  // the hour turned between the requests: once more, in the new window
+    }
+    const long long pttl = sharedRedis().command({"PTTL", key})->integer;
+    EXPECT_GT(pttl, 0);
+    EXPECT_LE(pttl, first_pttl);
+    // This write's own PX would be its reset_after rounded up; the kept one may be the
+    // first write's rounding, at most a millisecond later.
+    EXPECT_LE(pttl, (last->outcomes[0].reset_after_us + 999) / 1000 + 1);
+    return;
+  }
+  FAIL() << "the window turned twice";
+}
+
 TEST_F(RedisKeysTest, AFreshBucketCheckedWithoutCostWritesNothing) {
   StoreLimit l;
   l.key = BucketKey::storeKey("c", "check:k");

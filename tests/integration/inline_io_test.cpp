@@ -83,5 +83,73 @@ TEST(InlineIoTest, RequestsArrivingInPiecesAreReadOnWhereTheBufferLeftOff) {
   EXPECT_EQ(statusOf(raw.readResponse(milliseconds(5000))), 200);
 }
 
+// A read that leaves the socket empty makes the next wait for a request skip its first try
+// (src/http/drain_aware_socket.hpp): every byte that arrives afterwards must still wake the
+// session. Requests cut in three, each piece its own segment after a pause, then pipelined
+// pairs whose second request is cut, each piece arriving while the session waits; last, more
+// requests in one segment than one read takes, with nothing sent after them.
+TEST(InlineIoTest, PiecesArrivingWhileTheSessionWaitsAreAllRead) {
+  SluiceProcess sluice(withArgs({"--threads", "1"}));
+  RawConnection raw("127.0.0.1", sluice.port());
+  raw.noDelay();
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+  for (int i = 0; i < 30; ++i) {
+    const std::size_t a = 1 + static_cast<std::size_t>(i) % 9;
+    const std::size_t b = request.size() - 1 - static_cast<std::size_t>(i) % 5;
+    for (const std::string& piece :
+         {request.substr(0, a), request.substr(a, b - a), request.substr(b)}) {
+      ASSERT_TRUE(raw.send(piece));
+      // Not a wait for any state: so that each piece is likely read on its own.
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    ASSERT_EQ(statusOf(raw.readResponse(milliseconds(5000))), 200) << i;
+  }
+  for (int i = 0; i < 30; ++i) {
+    const std::size_t cut = 1 + static_cast<std::size_t>(i) % (request.size() - 1);
+    ASSERT_TRUE(raw.send(request + request.substr(0, cut)));
+    ASSERT_EQ(statusOf(raw.readResponse(milliseconds(5000))), 200) << i;
+    std::this_thread::sleep_for(milliseconds(2));
+    ASSERT_TRUE(raw.send(request.substr(cut)));
+    ASSERT_EQ(statusOf(raw.readResponse(milliseconds(5000))), 200) << i;
+  }
+  std::string burst;
+  while (burst.size() < 3 * 4096) {
+    burst += request;
+  }
+  ASSERT_TRUE(raw.sendCorked(burst));
+  for (std::size_t i = 0; i < burst.size() / request.size(); ++i) {
+    ASSERT_EQ(statusOf(raw.readResponse(milliseconds(5000))), 200) << i;
+  }
+}
+
+// A client that sends its last request and its FIN together is answered and closed at once,
+// not at the idle timeout: a read that leaves only the FIN behind is not taken for one that
+// emptied the socket. Both in one segment, and the FIN in a segment of its own.
+TEST(InlineIoTest, ARequestFollowedByTheClientsFinIsAnsweredThenClosed) {
+  SluiceProcess sluice(withArgs({"--threads", "1", "--idle-timeout-ms", "60000"}));
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+  for (int i = 0; i < 20; ++i) {
+    RawConnection raw("127.0.0.1", sluice.port());
+    if (i % 2 == 0) {
+      ASSERT_TRUE(raw.sendLast(request));
+    } else {
+      raw.noDelay();
+      ASSERT_TRUE(raw.send(request));
+      raw.shutdownWrite();
+    }
+    ASSERT_EQ(statusOf(raw.readResponse(milliseconds(5000))), 200) << i;
+    EXPECT_TRUE(raw.waitClosed(milliseconds(5000))) << i;
+  }
+  // The same after answers on a kept-alive connection.
+  RawConnection raw("127.0.0.1", sluice.port());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(raw.send(request));
+    ASSERT_EQ(statusOf(raw.readResponse(milliseconds(5000))), 200) << i;
+  }
+  ASSERT_TRUE(raw.sendLast(request));
+  ASSERT_EQ(statusOf(raw.readResponse(milliseconds(5000))), 200);
+  EXPECT_TRUE(raw.waitClosed(milliseconds(5000)));
+}
+
 }  // namespace
 }  // namespace sluice::test

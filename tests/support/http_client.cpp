@@ -1,5 +1,7 @@
 #include "support/http_client.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -187,6 +189,32 @@ bool RawConnection::send(std::string_view data) {
     data.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
+}
+
+void RawConnection::shutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+
+bool RawConnection::sendCorked(std::string_view data) {
+  int on = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+  const bool sent = send(data);
+  on = 0;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+  return sent;
+}
+
+bool RawConnection::sendLast(std::string_view data) {
+  const int on = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+  if (!send(data)) {
+    return false;
+  }
+  shutdownWrite();
+  return true;
+}
+
+void RawConnection::noDelay() {
+  const int on = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
 }
 
 std::string RawConnection::readUntilClosed(std::chrono::milliseconds timeout,

@@ -63,6 +63,15 @@ class RawConnection {
 
   /// Sends all bytes; false when the peer has closed or reset the connection.
   bool send(std::string_view data);
+  /// Ends the sending side (a FIN); the connection can still read.
+  void shutdownWrite();
+  /// Sends `data` in as few segments as it fits in (corked, then uncorked); false as send().
+  bool sendCorked(std::string_view data);
+  /// Sends `data` and the FIN in one segment (corked, then shut down for writing), so that
+  /// the peer finds both at once; false as send().
+  bool sendLast(std::string_view data);
+  /// Sends each send() at once in its own segment (TCP_NODELAY), not held back by Nagle.
+  void noDelay();
   /// Reads until the peer closes, `max_bytes` arrived, or `timeout` passes.
   std::string readUntilClosed(std::chrono::milliseconds timeout, std::size_t max_bytes = 1 << 20);
   /// True when the peer closes (EOF or reset) within `timeout`; data read is discarded.

@@ -8,9 +8,9 @@ do
   local t = redis.call('TIME')
   sluice_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
--- A batch of requests (99_evaluate.lua) is decided on this one reading: see there.
-local function sluice_request_time(args)
-end
+-- A batch of requests (99_evaluate.lua) is decided on this one reading: see there (no
+-- request sets its own time).
+local sluice_request_time = nil
 local sluice_ttl_slack_ms = 0
 -- Keys that must outlive a point in time (sketch windows) expire at it (PEXPIREAT).
 local sluice_expire_at = true

@@ -45,11 +45,17 @@ local function read_override(text, now)
   return tonumber(l), tonumber(w), tonumber(b), tonumber(mi), tonumber(cr), tonumber(wu)
 end
 
+-- Set for a batch none of whose override hashes exists (99_read_ahead.lua).
+local overrides_absent = false
+
 -- Applies the live overrides of a request's limits: returns the arguments to decide with (a
 -- copy when one applies: a batch shares argument lists between requests) and the list
 -- { limit index, override text, ... } of those applied, or nil. One HMGET per request that
--- has a limit which may be overridden.
+-- has a limit which may be overridden, unless its batch has no override at all.
 local function apply_overrides(KEYS, ARGV, n, now)
+  if overrides_absent then
+    return ARGV, nil
+  end
   local hash, fields, owners
   for i = 1, n do
     local flags = number(ARGV[2 + (i - 1) * kOverrideStride + 5])

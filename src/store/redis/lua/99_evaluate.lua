@@ -150,6 +150,29 @@ local function write_state(key, state, ttl)
   end
 end
 
+-- write_state for a fixed window's next state, `a` the window start of the state it
+-- replaces. Rewritten within that same window, the key keeps the expiry the window's first
+-- write gave it (SET ... KEEPTTL): the window's end rounded up to whole ms, what PX would
+-- set again give or take a millisecond of rounding, without Redis setting an expiry and
+-- rewriting the command for its replicas each time. A first write of a window (or a key
+-- whose state was not ours) gets its PX, so a key that somehow lost its TTL gets one back
+-- within a window. Returns redis.pcall's answer (a table with `err` when refused).
+local function write_window(key, a, state, ttl)
+  if ttl <= 0 then
+    return redis.pcall('DEL', key)
+  end
+  local packed = cmsgpack.pack(state)
+  if a == state[1] then
+    local done = redis.pcall('SET', key, packed, 'KEEPTTL')
+    -- A server before 6.0 knows no KEEPTTL: the expiry is set as below.
+    if type(done) ~= 'table' or not done.err then
+      return done
+    end
+  end
+  local ms = floor((ttl + 999) / 1000) + sluice_ttl_slack_ms
+  return redis.pcall('SET', key, packed, 'PX', ms_string(ms))
+end
+
 -- The most common request, decided without the general path's bookkeeping: one
 -- fixed_window limit (L > 0, W > 0) that is neither shadow, nor count_rejected, nor in a
 -- quota group. Its answer is the general path's: the request is allowed iff the limit
@@ -171,14 +194,23 @@ local function decide_plain(KEYS, ARGV, n)
   -- Sluice's user has no +get (a GET refused with NOPERM must not read as a fresh bucket).
   -- The holds key, read on its own: a multi-key read of a slot being imported fails when
   -- one key is absent (80_holds.lua).
-  if redis.call('MGET', KEYS[1] .. kHoldSuffix)[1] then
+  -- In a batch, both may have been read ahead (99_read_ahead.lua).
+  local at = read_ahead_at
+  if at then
+    if read_ahead_values[at + 1] then
+      return nil
+    end
+  elseif redis.call('MGET', KEYS[1] .. kHoldSuffix)[1] then
     return nil  -- the bucket has reservation holds: the general path counts them
   end
-  local a, b = read_state(redis.call('MGET', KEYS[1])[1])
+  local a, b = read_state(at and read_ahead_values[at] or redis.call('MGET', KEYS[1])[1])
   local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
       fixed_window(limit, window, false, a, b, sluice_now, cost)
   if ok then
-    write_state(KEYS[1], next_state, ttl)
+    local written = write_window(KEYS[1], a, next_state, ttl)
+    if type(written) == 'table' and written.err then
+      error(written)  -- as redis.call would raise it
+    end
     return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
   end
   return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
@@ -615,6 +647,25 @@ local function slice(t, first, count)
 end
 
 if ARGV[1] == 'batch' then
+  -- decide_plain for a batch's request whose bucket (value `raw`) was read ahead with no holds
+  -- (99_read_ahead.lua), in a call without overrides: the same answer and write, without
+  -- the lookups that the reads made ahead have already answered. `limit` = { L, W, cost },
+  -- known valid (read_ahead's list_shape). A refused write fails this request alone, as an
+  -- error raised in decide does: returns the reply, or the error's text.
+  local function decide_read_ahead(key, limit, raw)
+    local a, b = read_state(raw)
+    local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+        fixed_window(limit[1], limit[2], false, a, b, sluice_now, limit[3])
+    if not ok then
+      return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+    end
+    local written = write_window(key, a, next_state, ttl)
+    if type(written) == 'table' and written.err then
+      return tostring(written.err)
+    end
+    return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+  end
+
   number_of, string_of = {}, {}
   local m = number(ARGV[2])
   local lists = {}
@@ -624,26 +675,44 @@ if ARGV[1] == 'batch' then
     lists[l] = slice(ARGV, at + 1, count)
     at = at + 1 + count
   end
+  -- Malformed arguments stop no read ahead: each request meets them (and fails alone) below.
+  local ok, values, ahead, plain, absent = pcall(make_read_ahead(), KEYS, ARGV, m, lists)
+  if not ok then
+    values, ahead, plain, absent = nil, {}, {}, false
+  end
+  read_ahead_values, overrides_absent = values, absent
   local out = {}
   local key_at = 0
   local one_key = {}  -- a one-key request's KEYS (decide keeps no reference to it)
   for j = 1, m do
-    local key_count = number(ARGV[2 + 2 * j])
-    local args = lists[number(ARGV[3 + 2 * j])]
-    local keys
-    if key_count == 1 then
-      one_key[1] = KEYS[key_at + 1]
-      keys = one_key
-    else
-      keys = slice(KEYS, key_at + 1, key_count)
-    end
-    key_at = key_at + key_count
-    if args == nil then
+    local s = ARGV[2 + 2 * j]
+    local key_count = s == '1' and 1 or number(s)
+    s = ARGV[3 + 2 * j]
+    local l = s == '1' and 1 or number(s)
+    local args = lists[l]
+    local at = ahead[j]
+    if at and absent and not values[at + 1] then
+      -- The common request: one plain fixed window, read ahead, nothing to override.
+      if sluice_request_time then
+        sluice_request_time(args)
+      end
+      out[j] = decide_read_ahead(KEYS[key_at + 1], plain[l], values[at])
+    elseif args == nil then
       out[j] = 'ERR batch: request ' .. j .. ' names no argument list'
     else
-      sluice_request_time(args)
-      local ok, reply = pcall(decide, keys, args)
-      if ok then
+      local keys
+      if key_count == 1 then
+        one_key[1] = KEYS[key_at + 1]
+        keys = one_key
+      else
+        keys = slice(KEYS, key_at + 1, key_count)
+      end
+      read_ahead_at = at
+      if sluice_request_time then
+        sluice_request_time(args)
+      end
+      local done, reply = pcall(decide, keys, args)
+      if done then
         out[j] = reply
       elseif type(reply) == 'table' and reply.err then
         out[j] = tostring(reply.err)
@@ -651,6 +720,7 @@ if ARGV[1] == 'batch' then
         out[j] = 'ERR ' .. tostring(reply)
       end
     end
+    key_at = key_at + key_count
   end
   return out
 end
