@@ -72,6 +72,25 @@ TEST(LogSourceTest, CutsALineOverTheBoundAndGoesOn) {
   std::filesystem::remove(path);
 }
 
+TEST(LogSourceTest, ReadsLinesLongerThanOneReadWhole) {
+  // The file is read a piece at a time: lines across pieces and lines longer than a piece
+  // (but within the bound) come out whole.
+  const std::string path = tempPath("pieces.log");
+  std::vector<std::string> expected;
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 3'000; ++i) {
+      expected.push_back(std::string(static_cast<std::size_t>(i * 37 % 500), 'a' + i % 26));
+      if (i % 1'000 == 999) {
+        expected.back() = std::string(300'000 + static_cast<std::size_t>(i), 'L');
+      }
+      out << expected.back() << "\n";
+    }
+  }
+  EXPECT_EQ(readAll(path), expected);
+  std::filesystem::remove(path);
+}
+
 TEST(LogSourceTest, AMissingFileIsAnError) {
   auto source = LogSource::open("/nonexistent/access.log");
   ASSERT_FALSE(source.ok());

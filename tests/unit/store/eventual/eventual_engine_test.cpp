@@ -280,6 +280,21 @@ TEST_F(EventualEngineTest, AWaitingKeyGoesOutOncePastItsBlindAllowance) {
   EXPECT_EQ(a->engine->pendingHits(), 0);
 }
 
+TEST_F(EventualEngineTest, StopSendsTheHitsOfKeysThatWait) {
+  largeLimit(1'000'000, 3600 * kMicrosPerSecond);
+  auto a = sidecar("local");
+  admit(*a, 1);
+  intervals(1);
+  admit(*a, 10);
+  intervals(2);  // far from its limit: the key waits
+  EXPECT_EQ(a->engine->pendingHits(), 10);
+  a->engine->stop();
+  executor_.runReady();
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  auto restarted = sidecar("local");
+  EXPECT_EQ(readFresh(*restarted), 1'000'000 - 11);
+}
+
 TEST_F(EventualEngineTest, KeysEvictedWhileTheyWaitOrSyncAreLeftAlone) {
   largeLimit(1'000'000, 3600 * kMicrosPerSecond);
   // One key at most: a new key evicts one of its shard's, whether that one is queued for the
