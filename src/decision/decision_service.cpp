@@ -123,7 +123,10 @@ void prepareDecision(Decision& decision) {
 /// (two pointers: stored in place by std::function). The decision is built in place, the
 /// request moved into it at once: each moves only when handed on.
 struct PendingDecision {
-  Decision decision;
+  /// The answer, kept in the slot and handed to the callback by reference: the decision is
+  /// not moved on its way out (the callback may move it out, recycleDecision() does).
+  Result<Decision> answer{Decision{}};
+  Decision& decision = *answer;
   DecisionService::Callback done;
   Micros started = 0;
   RequestMatch match;
@@ -575,6 +578,9 @@ class DecisionServiceImpl final : public DecisionService {
     }
     PendingDecision* slot = free_.back();
     free_.pop_back();
+    if (!slot->answer) {
+      slot->answer = Decision{};  // a callback left an error in it: a decision again
+    }
     return *slot;
   }
 
@@ -585,13 +591,12 @@ class DecisionServiceImpl final : public DecisionService {
   }
 
   /// The paths end in one of these two: the observers see the decision once, then the
-  /// caller gets it. The decision moves out of the slot; the slot is released after.
+  /// caller gets it, in the slot (the callback may move it out); the slot is released after.
   void succeed(PendingDecision& pending, const Callback& done) {
-    Result<Decision> result(std::move(pending.decision));
     for (DecisionObserver* observer : parts_.observers) {
-      observer->observe(result->request, result, pending.started);
+      observer->observe(pending.decision.request, pending.answer, pending.started);
     }
-    done(std::move(result));
+    done(std::move(pending.answer));
   }
 
   void fail(const DecisionRequest& request, Error error, Micros started, const Callback& done) {

@@ -233,8 +233,10 @@ void recycleDecision(Decision&& decision);
 class DecisionService {
  public:
   /// Move-only; a callable of up to 64 bytes (a Respond and a few pointers) is stored in
-  /// place, without allocating.
-  using Callback = InplaceFunction<void(Result<Decision>), 64>;
+  /// place, without allocating. It is handed the service's own result: it may read it in
+  /// place or move the decision out (recycleDecision()), but must not keep a reference to it
+  /// after it returns.
+  using Callback = InplaceFunction<void(Result<Decision>&&), 64>;
   virtual ~DecisionService() = default;
   /// Called on an I/O thread; the callback runs on the same thread (possibly before
   /// decide() returns). Errors: kUnavailable (rules not loaded), the store's (kTimeout,

@@ -128,8 +128,9 @@ void EventualEngine::decideCounterLimit(LocalPass& pass, std::size_t i, std::int
   const EventualLimitRef& ref = pass.limits[i];
   const std::int64_t limit_cost = ref.limit->costOr(cost);
   const Micros now = pass.now;
-  Shard& shard = shardOf(ref.key());
-  Slot& slot = slotFor(shard, ref, now);
+  const std::uint64_t hash = KeyHash{}(ref.key());
+  Shard& shard = shards_[hash % kShards];
+  Slot& slot = slotFor(shard, ref.key(), hash, ref.limit->params, now);
   touch(shard, slot, now);
   pass.states.push_back(eventual::merged(slot.view, slot.params, now));
   pass.evaluations.push_back(sluice::evaluate(slot.params, pass.states.back(), now, limit_cost));

@@ -272,7 +272,12 @@ class EventualEngine {
   Shard& shardOf(std::string_view key);
   /// The slot of `ref` (created when new; `shard` locked), rolled to `now`.
   Slot& slotFor(Shard& shard, const EventualLimitRef& ref, Micros now);
-  Slot& slotFor(Shard& shard, std::string_view key, const LimitParams& params, Micros now);
+  Slot& slotFor(Shard& shard, std::string_view key, const LimitParams& params, Micros now) {
+    return slotFor(shard, key, KeyHash{}(key), params, now);
+  }
+  /// The same with the key's KeyHash, `hash` (computed once for the shard and the table).
+  Slot& slotFor(Shard& shard, std::string_view key, std::uint64_t hash, const LimitParams& params,
+                Micros now);
   /// The cell keys of every sketch limit of `limits` (empty for the others), and every key
   /// to lock (the limits' own keys, a sketch's cells instead of its key).
   void expand(const std::vector<EventualLimitRef>& limits,

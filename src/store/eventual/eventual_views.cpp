@@ -58,12 +58,13 @@ void EventualEngine::makeRoom(Shard& shard) {
 
 EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, const EventualLimitRef& ref,
                                               Micros now) {
-  return slotFor(shard, ref.key(), ref.limit->params, now);
+  const std::string_view key = ref.key();
+  return slotFor(shard, key, KeyHash{}(key), ref.limit->params, now);
 }
 
 EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key,
-                                              const LimitParams& params, Micros now) {
-  const std::uint64_t hash = KeyHash{}(key);
+                                              std::uint64_t hash, const LimitParams& params,
+                                              Micros now) {
   Slot* found = shard.slots.find(key, hash);
   if (found == nullptr) {
     makeRoom(shard);

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sluice/common/metrics.hpp"
 #include "sluice/rules/bucket_key.hpp"
@@ -150,6 +152,36 @@ TEST_F(RedisStoreTest, AForeignValueAtABucketKeyReadsAsAFreshBucket) {
     auto again = call(request({fixedWindow(key, 2)}));
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->outcomes[0].remaining, 0) << key << " was not overwritten with our state";
+  }
+}
+
+TEST_F(RedisStoreTest, AForeignValueReadAheadInABatchReadsAsAFreshBucket) {
+  // The same in one batched call, whose plain decisions are decided from the values the
+  // batch read ahead (99_read_ahead.lua), garbage and another type among them.
+  RedisServer server;
+  RedisOptions options = optionsFor(server.url());
+  open(options);
+  ASSERT_TRUE(waitHealthy());
+  const std::vector<std::string> names = {"d:garbage", "d:hash", "d:long", "d:fresh"};
+  auto key = [&](const std::string& name) {
+    return BucketKey::redisKey(options.key_prefix, BucketKey::storeKey("c1", name));
+  };
+  server.command({"SET", key("d:garbage"), "not msgpack \xc1"});
+  server.command({"HSET", key("d:hash"), "f", "v"});
+  server.command({"SET", key("d:long"), "\x95\x01\x02\x03\x04\x05"});  // [1,2,3,4,5]
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::optional<Result<StoreResponse>>> got(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      store_->evaluate(request({fixedWindow(names[i], 2)}),
+                       [&got, i](Result<StoreResponse> r) { got[i].emplace(std::move(r)); });
+    }
+    ASSERT_TRUE(runUntil(io_, [&] {
+      return std::all_of(got.begin(), got.end(), [](const auto& r) { return r.has_value(); });
+    }));
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      ASSERT_TRUE(got[i]->ok()) << names[i] << ": " << got[i]->error().message;
+      EXPECT_EQ((*got[i])->outcomes[0].remaining, 1 - round) << names[i] << " round " << round;
+    }
   }
 }
 
