@@ -33,15 +33,20 @@ Replayer::Replayer(std::vector<RuleSetPtr> sets, bool direct)
 
 Replayer::~Replayer() = default;
 
-void Replayer::start(Micros time_us, const std::string& rules_hash) {
+const RuleSetPtr& Replayer::setFor(const std::string& rules_hash) const {
   if (sets_.size() > 1) {
-    current_ = sets_.front();
     for (const RuleSetPtr& set : sets_) {
       if (set->hash == rules_hash) {
-        current_ = set;
-        break;
+        return set;
       }
     }
+  }
+  return sets_.empty() ? current_ : sets_.front();
+}
+
+void Replayer::start(Micros time_us, const std::string& rules_hash) {
+  if (sets_.size() > 1) {
+    current_ = setFor(rules_hash);
   }
   clock_.moveTo(time_us);
 }
@@ -49,6 +54,7 @@ void Replayer::start(Micros time_us, const std::string& rules_hash) {
 Result<Decision> Replayer::decide(Micros time_us, const std::string& rules_hash,
                                   DecisionRequest&& request) {
   std::optional<Result<Decision>> answer;
+  std::erase_if(prepared_, [&request](const Prepared& p) { return p.request == &request; });
   start(time_us, rules_hash);
   service_->decide(std::move(request),
                    [&answer](Result<Decision> decision) { answer.emplace(std::move(decision)); });
@@ -95,20 +101,71 @@ void resizeKeeping(std::vector<T>& items, std::size_t n, std::vector<T>& spare) 
 
 }  // namespace
 
-Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
-  if (!plainRequest(request) || !current_) {
+std::size_t Replayer::freeSlot() const {
+  for (std::size_t slot = 0;; ++slot) {
+    bool held = false;
+    for (const Prepared& p : prepared_) {
+      held = held || p.slot == slot;
+    }
+    if (!held) {
+      return slot;  // prepared_ holds at most kAhead of the kAhead + 1 slots
+    }
+  }
+}
+
+void Replayer::prepare(const std::string& rules_hash, const DecisionRequest& request) {
+  if (!direct_enabled_) {
+    return;
+  }
+  for (const Prepared& p : prepared_) {
+    if (p.request == &request) {
+      return;
+    }
+  }
+  const RuleSetPtr& set = setFor(rules_hash);
+  if (!set) {
+    return;
+  }
+  if (prepared_.size() == kAhead) {
+    prepared_.erase(prepared_.begin());
+  }
+  const std::size_t index = freeSlot();
+  Slot& slot = slots_[index];
+  if (matchDirect(request, *set, slot) != DirectResult::kDecided) {
+    return;
+  }
+  slot.hashes.clear();
+  for (const StoreLimit& limit : slot.store_request.limits) {
+    slot.hashes.push_back(exclusive_->prefetchKey(limit.key));
+  }
+  prepared_.push_back(Prepared{&request, set.get(), index, 0});
+}
+
+void Replayer::advancePrefetch() {
+  for (Prepared& p : prepared_) {
+    if (++p.age <= 2) {
+      for (const std::uint64_t hash : slots_[p.slot].hashes) {
+        exclusive_->prefetchStep(hash, p.age);
+      }
+    }
+  }
+}
+
+Replayer::DirectResult Replayer::matchDirect(const DecisionRequest& request, const RuleSet& set,
+                                             Slot& slot) {
+  if (!plainRequest(request)) {
     return DirectResult::kNotDirect;
   }
-  if (direct_.domain_set != current_.get() || direct_.domain_name != request.domain) {
-    direct_.domain_set = current_.get();
+  if (direct_.domain_set != &set || direct_.domain_name != request.domain) {
+    direct_.domain_set = &set;
     direct_.domain_name.assign(request.domain);
-    direct_.domain = current_->findDomain(request.domain);
+    direct_.domain = set.findDomain(request.domain);
   }
   const DomainConfig* domain = direct_.domain;
   if (domain == nullptr) {
     return DirectResult::kNotDirect;  // the service answers an unknown domain
   }
-  RequestMatch& match = direct_.match;
+  RequestMatch& match = slot.match;
   matchRequestInto(*domain, request.descriptors, match);
   for (const DescriptorMatch& dm : match.descriptors) {
     for (const MatchedLimit& ml : dm.limits) {
@@ -117,22 +174,54 @@ Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
       }
     }
   }
-  Decision& decision = direct_.decision;
-  decision.request = std::move(request);
+  Decision& decision = slot.decision;
   decision.allowed = true;
   decision.degraded = false;
   decision.domain_known = true;
   decision.decided_at_us = 0;
   decision.domain = domain;
   decision.holds_expired = 0;
-  buildDirect();
-  StoreRequest& store_request = direct_.store_request;
+  buildDirect(request, slot);
+  return DirectResult::kDecided;
+}
+
+Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
+  if (!current_) {
+    return DirectResult::kNotDirect;
+  }
+  std::size_t index = kAhead + 1;
+  bool hashed = false;
+  for (auto it = prepared_.begin(); it != prepared_.end(); ++it) {
+    if (it->request == &request) {
+      if (it->set == current_.get()) {
+        index = it->slot;
+        hashed = true;
+      }
+      prepared_.erase(it);
+      break;
+    }
+  }
+  if (index > kAhead) {
+    index = freeSlot();
+    if (matchDirect(request, *current_, slots_[index]) != DirectResult::kDecided) {
+      return DirectResult::kNotDirect;
+    }
+  }
+  active_ = index;
+  Slot& slot = slots_[index];
+  Decision& decision = slot.decision;
+  decision.request = std::move(request);
+  StoreRequest& store_request = slot.store_request;
   if (store_request.limits.empty()) {
+    advancePrefetch();
     return DirectResult::kDecided;  // nothing to evaluate: allowed, decided at no instant
   }
-  StoreResponse& response = direct_.response;
-  exclusive_->evaluateExclusive(store_request, response);
-  const auto& positions = direct_.positions;
+  StoreResponse& response = slot.response;
+  exclusive_->evaluateExclusiveHashed(store_request, response,
+                                      hashed ? slot.hashes.data() : nullptr);
+  // After the store's work: what this asks for has the next decision's time to arrive.
+  advancePrefetch();
+  const auto& positions = slot.positions;
   for (std::size_t i = 0; i < positions.size() && i < response.outcomes.size(); ++i) {
     decision.descriptors[positions[i].first].limits[positions[i].second].outcome =
         response.outcomes[i];
@@ -148,16 +237,15 @@ Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
   return DirectResult::kDecided;
 }
 
-void Replayer::buildDirect() {
-  Decision& decision = direct_.decision;
-  const DecisionRequest& request = decision.request;
-  const RequestMatch& match = direct_.match;
-  StoreRequest& store_request = direct_.store_request;
+void Replayer::buildDirect(const DecisionRequest& request, Slot& slot) {
+  Decision& decision = slot.decision;
+  const RequestMatch& match = slot.match;
+  StoreRequest& store_request = slot.store_request;
   store_request.cost = request.hits;
   store_request.charge = request.charge;
   store_request.lease = 0;
   store_request.hold.op = HoldOp::kNone;
-  direct_.positions.clear();
+  slot.positions.clear();
   std::size_t limits_used = 0;
   resizeKeeping(decision.descriptors, match.descriptors.size(), direct_.spare_descriptors);
   for (std::size_t d = 0; d < match.descriptors.size(); ++d) {
@@ -184,15 +272,15 @@ void Replayer::buildDirect() {
       if (limits_used == store_request.limits.size()) {
         if (direct_.spare_limits.empty()) {
           store_request.limits.emplace_back();
-          direct_.store_rules.push_back(nullptr);
+          slot.store_rules.push_back(nullptr);
         } else {
           store_request.limits.push_back(std::move(direct_.spare_limits.back().first));
-          direct_.store_rules.push_back(direct_.spare_limits.back().second);
+          slot.store_rules.push_back(direct_.spare_limits.back().second);
           direct_.spare_limits.pop_back();
         }
       }
       StoreLimit& limit = store_request.limits[limits_used];
-      const RateLimit*& built_from = direct_.store_rules[limits_used];
+      const RateLimit*& built_from = slot.store_rules[limits_used];
       ++limits_used;
       BucketKey::assignStoreKey(limit.key, request.client_id, ml.bucket_key);
       if (built_from != ml.limit) {
@@ -205,14 +293,14 @@ void Replayer::buildDirect() {
       }
       limit.cost = request.hits;
       limit.quota_group = ml.limit->quota_mode ? static_cast<int>(d) : -1;
-      direct_.positions.emplace_back(d, l);
+      slot.positions.emplace_back(d, l);
     }
   }
   while (store_request.limits.size() > limits_used) {
     direct_.spare_limits.emplace_back(std::move(store_request.limits.back()),
-                                      direct_.store_rules.back());
+                                      slot.store_rules.back());
     store_request.limits.pop_back();
-    direct_.store_rules.pop_back();
+    slot.store_rules.pop_back();
   }
 }
 

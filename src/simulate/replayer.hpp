@@ -1,5 +1,7 @@
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -72,10 +74,11 @@ class Replayer {
     if (direct_enabled_) {
       const DirectResult direct = decideDirect(request);
       if (direct != DirectResult::kNotDirect) {
+        Decision& decision = slots_[active_].decision;
         if (direct == DirectResult::kDecided) {
-          use(static_cast<const Decision&>(direct_.decision));
+          use(static_cast<const Decision&>(decision));
         }
-        request = std::move(direct_.decision.request);
+        request = std::move(decision.request);
         return direct == DirectResult::kDecided;
       }
     }
@@ -90,6 +93,14 @@ class Replayer {
     });
     return used;
   }
+  /// Matches `request`, to be decided soon (by the decide() above, with the rules of
+  /// `rules_hash`, unchanged till then), and asks the memory store to start reading its
+  /// buckets into the processor's cache: the lookups of the next few requests wait for
+  /// memory while this one is decided. A hint: the decisions are the same without it.
+  /// Keeps the last kAhead requests prepared (the oldest is dropped for a new one).
+  void prepare(const std::string& rules_hash, const DecisionRequest& request);
+  static constexpr std::size_t kAhead = 3;
+
   /// Through the decision service, the decision returned (for a caller that keeps it).
   Result<Decision> decide(Micros time_us, const std::string& rules_hash, DecisionRequest&& request);
 
@@ -99,8 +110,8 @@ class Replayer {
   std::uint64_t capacityEvictions();
 
  private:
-  /// The direct path's storage, kept from one request to the next (capacity reused).
-  struct Direct {
+  /// One request's direct decision, kept from one request to the next (capacity reused).
+  struct Slot {
     Decision decision;
     RequestMatch match;
     StoreRequest store_request;
@@ -109,6 +120,10 @@ class Replayer {
     /// The rule each store limit's parameters were copied from (null: none yet): a limit
     /// of the same rule keeps them.
     std::vector<const RateLimit*> store_rules;
+    std::vector<std::uint64_t> hashes;  ///< the store keys' hashes (prepared requests)
+  };
+  /// The direct path's storage shared by the slots.
+  struct Direct {
     /// Elements a shorter request left over, kept with their strings' storage for the next
     /// longer one (a vector's resize would free them).
     std::vector<DescriptorStatus> spare_descriptors;
@@ -119,6 +134,14 @@ class Replayer {
     std::string domain_name;
     const DomainConfig* domain = nullptr;
   };
+  /// A request prepared ahead: its slot, the rule set it was matched with, and how many
+  /// decisions ago (the store's prefetch steps follow that count).
+  struct Prepared {
+    const DecisionRequest* request = nullptr;
+    const RuleSet* set = nullptr;
+    std::size_t slot = 0;
+    int age = 0;
+  };
 
   /// The rule set and the clock for the next decision.
   void start(Micros time_us, const std::string& rules_hash);
@@ -127,9 +150,17 @@ class Replayer {
   /// memory store never fails: kRefused is not returned); kNotDirect, `request` untouched,
   /// for a request the decision service must decide.
   DirectResult decideDirect(DecisionRequest& request);
-  /// The descriptors' statuses and the store request from direct_.match (as the decision
-  /// service builds them for such a request).
-  void buildDirect();
+  /// The direct path's pure part, into `slot`: matched with `set`, the descriptors'
+  /// statuses and the store request built (as the decision service builds them for such a
+  /// request); the store is not asked. kNotDirect when the service must decide.
+  DirectResult matchDirect(const DecisionRequest& request, const RuleSet& set, Slot& slot);
+  void buildDirect(const DecisionRequest& request, Slot& slot);
+  /// The rule set that decides a line of `rules_hash`.
+  const RuleSetPtr& setFor(const std::string& rules_hash) const;
+  /// A slot no prepared request holds.
+  std::size_t freeSlot() const;
+  /// One decision later: the prepared requests' next prefetch steps.
+  void advancePrefetch();
 
   std::vector<RuleSetPtr> sets_;
   RuleSetPtr current_;
@@ -140,6 +171,9 @@ class Replayer {
   std::unique_ptr<DecisionService> service_;
   bool direct_enabled_ = true;
   Direct direct_;
+  std::array<Slot, kAhead + 1> slots_;
+  std::size_t active_ = 0;          ///< the slot of the request being decided
+  std::vector<Prepared> prepared_;  ///< oldest first, at most kAhead
 };
 
 }  // namespace sluice::simulate

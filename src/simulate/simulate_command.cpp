@@ -244,16 +244,16 @@ class ReorderBuffer {
         in_order_.size() + late_.size() < kMaxPending) {
       return nullptr;
     }
-    current_ = next.line;
+    LoggedRequest* line = next.line;
     if (from_queue) {
       in_order_.pop_front();
     } else {
       late_.pop();
     }
-    return current_;
+    return line;
   }
-  /// Gives the popped line's slot back.
-  void release() { free_.push_back(current_); }
+  /// Gives a popped line's slot back.
+  void release(LoggedRequest* line) { free_.push_back(line); }
 
  private:
   struct Item {
@@ -269,7 +269,6 @@ class ReorderBuffer {
   std::deque<Item> in_order_;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> late_;
   std::uint64_t seq_ = 0;
-  LoggedRequest* current_ = nullptr;
   Micros newest_ = 0;
 };
 
@@ -538,15 +537,17 @@ class Simulation {
     if (!baselines_.empty()) {
       old = std::make_unique<Replayer>(baselines_);
     }
-    Pass run{differ, html, fresh, old.get(), {}, {}};
+    Pass run{differ, html, fresh, old.get(), {}, {}, {}};
     for (auto& source : sources) {
       if (const int status = readSource(*source, run, facts); status != kExitPassed) {
         return status;
       }
     }
     while (LoggedRequest* next = run.pending.pop(true)) {
-      replay(run, *next);
-      run.pending.release();
+      due(run, *next);
+    }
+    while (!run.due.empty()) {
+      replayFirstDue(run);
     }
     facts.capacity_evictions = fresh.capacityEvictions() + (old ? old->capacityEvictions() : 0);
     return kExitPassed;
@@ -560,6 +561,9 @@ class Simulation {
     Replayer* old;
     ReorderBuffer pending;
     DecisionRequest copy;  ///< the baseline's copy of the request (its storage reused)
+    /// Lines out of the reorder buffer, in its order, not replayed yet (Replayer::kAhead
+    /// at most): the new rules' replayer has prepared them.
+    std::deque<LoggedRequest*> due;
   };
 
   /// Every line of one log: parsed (a malformed one counted, or the end under --strict),
@@ -600,8 +604,7 @@ class Simulation {
       }
       run.pending.push();
       while (LoggedRequest* next = run.pending.pop(false)) {
-        replay(run, *next);
-        run.pending.release();
+        due(run, *next);
       }
     }
     if (!source.error().empty()) {
@@ -609,6 +612,23 @@ class Simulation {
       return kExitError;
     }
     return kExitPassed;
+  }
+
+  /// A line out of the reorder buffer: the new rules' replayer prepares it (matches it and
+  /// starts reading its buckets into the cache) and replays it Replayer::kAhead lines later,
+  /// in the same order: the memory of the next lines is read while a line is decided.
+  static void due(Pass& run, LoggedRequest& line) {
+    if (run.due.size() == Replayer::kAhead) {
+      replayFirstDue(run);
+    }
+    run.fresh.prepare(line.rules_hash, line.request);
+    run.due.push_back(&line);
+  }
+  static void replayFirstDue(Pass& run) {
+    LoggedRequest* line = run.due.front();
+    run.due.pop_front();
+    replay(run, *line);
+    run.pending.release(line);
   }
 
   /// One logged request through the baseline (a copy) and the new rules: the new rules

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -91,7 +92,20 @@ class MemoryExclusive {
   /// Store::evaluate()'s answer to `request` (at the store's clock) written into
   /// `response`, whose storage is reused. Not thread-safe: the caller must be the only
   /// thread that uses the store, for as long as it calls this.
-  virtual void evaluateExclusive(const StoreRequest& request, StoreResponse& response) = 0;
+  void evaluateExclusive(const StoreRequest& request, StoreResponse& response) {
+    evaluateExclusiveHashed(request, response, nullptr);
+  }
+  /// evaluateExclusive() with each limit's key hash already computed by prefetchKey()
+  /// (`hashes[i]` that of `request.limits[i].key`; null: none).
+  virtual void evaluateExclusiveHashed(const StoreRequest& request, StoreResponse& response,
+                                       const std::uint64_t* hashes) = 0;
+  /// A hint that a request of bucket `key` comes soon: starts reading into the processor's
+  /// cache what its lookup will read, in three steps, each called a request or so after the
+  /// one before (0: the index cell; 1: the entries that cell points at; 2: their keys).
+  /// Returns the key's hash, which the later steps take instead of the key. Reads only: the
+  /// store and its answers are unchanged. Not thread-safe, as evaluateExclusive().
+  virtual std::uint64_t prefetchKey(std::string_view key) = 0;
+  virtual void prefetchStep(std::uint64_t hash, int step) = 0;
 };
 
 /// `store`'s exclusive entry when it is a memory store (made by makeMemoryStore), else null.

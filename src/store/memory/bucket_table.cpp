@@ -12,6 +12,8 @@ namespace {
 constexpr Micros kNever = std::numeric_limits<Micros>::max();
 constexpr std::size_t kMinCells = 16;
 constexpr std::uint32_t kOffsetBits = 15;
+/// Cells a prefetch looks at from a key's home cell (most keys sit at or next to it).
+constexpr std::size_t kPrefetchProbe = 4;
 
 /// GCC's and Clang's 128-bit integer (`__extension__`: not ISO C++, so -Wpedantic would warn).
 __extension__ using Uint128 = unsigned __int128;
@@ -94,6 +96,43 @@ std::uint32_t BucketTable::find(std::string_view key, std::uint64_t hash) const 
     }
     if ((cell & ~kNone) == tag && keyOf(cell & kNone) == key) {
       return cell & kNone;
+    }
+  }
+}
+
+void BucketTable::prefetchEntries(std::uint64_t hash) const {
+  const std::uint32_t tag = cellValue(hash, 0);
+  for (std::size_t i = homeCell(hash), n = 0; n < kPrefetchProbe; i = nextCell(i), ++n) {
+    const std::uint32_t cell = cells_[i];
+    if (cell == kEmptyCell) {
+      return;
+    }
+    if ((cell & ~kNone) == tag) {
+      __builtin_prefetch(&at(cell & kNone));
+    }
+  }
+}
+
+void BucketTable::prefetchKeys(std::uint64_t hash) const {
+  const std::uint32_t tag = cellValue(hash, 0);
+  for (std::size_t i = homeCell(hash), n = 0; n < kPrefetchProbe; i = nextCell(i), ++n) {
+    const std::uint32_t cell = cells_[i];
+    if (cell == kEmptyCell) {
+      return;
+    }
+    if ((cell & ~kNone) == tag) {
+      const Entry& entry = at(cell & kNone);
+      // find() is followed by touch(), which relinks the entry's neighbours.
+      if (entry.prev != kNone) {
+        __builtin_prefetch(&at(static_cast<std::uint32_t>(entry.prev)));
+      }
+      if (entry.next != kNone) {
+        __builtin_prefetch(&at(static_cast<std::uint32_t>(entry.next)));
+      }
+      if (entry.key_length != kLongKey) {
+        __builtin_prefetch(arena_[entry.key_offset >> kOffsetBits].get() +
+                           (entry.key_offset & ((1U << kOffsetBits) - 1)));
+      }
     }
   }
 }

@@ -48,6 +48,12 @@ class BucketTable {
 
   /// The entry for `key` (whose hashKey() is `hash`), or kNone.
   std::uint32_t find(std::string_view key, std::uint64_t hash) const;
+  /// Hints for a find() of a key of hash `hash` to come, in three steps each taken a while
+  /// after the one before (once what it asked for is in the cache): its index cell; the
+  /// entries whose cells carry its tag; their keys and neighbours. Reads only: no state changes.
+  void prefetchCell(std::uint64_t hash) const { __builtin_prefetch(&cells_[homeCell(hash)]); }
+  void prefetchEntries(std::uint64_t hash) const;
+  void prefetchKeys(std::uint64_t hash) const;
   /// Marks an entry most recently used.
   void touch(std::uint32_t index);
   Micros expiresAt(std::uint32_t index) const;

@@ -138,7 +138,8 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
   }
 
  public:
-  void evaluateExclusive(const StoreRequest& request, StoreResponse& response) override {
+  void evaluateExclusiveHashed(const StoreRequest& request, StoreResponse& response,
+                               const std::uint64_t* hashes) override {
     if (!overrides_.empty()) {
       evaluate(request, [&response](Result<StoreResponse>&& answer) {
         response = std::move(*answer);  // the memory store never fails
@@ -150,19 +151,35 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
     outcomes.clear();
     response = StoreResponse{};
     response.outcomes = std::move(outcomes);
-    decideInto(request, clock_.nowMicros(), response, nullptr);
+    decideInto(request, clock_.nowMicros(), response, nullptr, hashes);
+  }
+
+  std::uint64_t prefetchKey(std::string_view key) override {
+    const std::uint64_t hash = BucketTable::hashKey(key);
+    shards_[shardOf(hash)]->table.prefetchCell(hash);
+    return hash;
+  }
+
+  void prefetchStep(std::uint64_t hash, int step) override {
+    const BucketTable& table = shards_[shardOf(hash)]->table;
+    if (step == 1) {
+      table.prefetchEntries(hash);
+    } else if (step == 2) {
+      table.prefetchKeys(hash);
+    }
   }
 
  private:
   /// decide()'s work, the answer written into `response` (empty): the shards and sketches
   /// the request involves are locked into `locks` for the call (null: the caller has the
   /// store to itself). True when the request is a lone banned limit (refused on its ban).
-  bool decideInto(const StoreRequest& request, Micros now, StoreResponse& response, Locks* locks) {
+  bool decideInto(const StoreRequest& request, Micros now, StoreResponse& response, Locks* locks,
+                  const std::uint64_t* hashes = nullptr) {
     const std::size_t n = request.limits.size();
     // Inline capacity for the usual few limits per request: no allocation on the hot path.
     WorkList work(n);
     ShardList involved;
-    placeLimits(request, now, work, involved, locks);
+    placeLimits(request, now, work, involved, locks, hashes);
     response.at_us = now;
     response.outcomes.reserve(n);
     // Reservations' holds (docs/reservations.md): read (and settled) before the limits are
@@ -343,7 +360,7 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
   /// on each other in a cycle; holding all of them makes check-then-charge atomic across
   /// the limits. `involved` lists the shards, each once.
   void placeLimits(const StoreRequest& request, Micros now, WorkList& work, ShardList& involved,
-                   Locks* locks) {
+                   Locks* locks, const std::uint64_t* hashes) {
     const std::size_t n = request.limits.size();
     involved.reserve(n);
     boost::container::small_vector<MemorySketch*, 2> sketches;
@@ -355,7 +372,8 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
         sketches.push_back(work[i].sketch.get());
         continue;
       }
-      const std::uint64_t h = BucketTable::hashKey(request.limits[i].key);
+      const std::uint64_t h =
+          hashes != nullptr ? hashes[i] : BucketTable::hashKey(request.limits[i].key);
       work[i].hash = h;
       work[i].shard = shardOf(h);
       involved.push_back(work[i].shard);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <random>
 
 #include "simulate/replayer.hpp"
@@ -267,9 +268,10 @@ descriptors:
   Replayer service({rules}, /*direct=*/false);
   std::mt19937_64 rng(7);
   const char* paths[] = {"/login", "/free", "/search", "/checkout", "/items", "/log", "/sk", "/x"};
-  Micros at = kStart;
-  for (int i = 0; i < 4000; ++i) {
-    at += static_cast<Micros>(rng() % 200'000);
+  // The direct replayer is told of most requests a few places ahead (prepare()), as
+  // `sluice simulate` does, some twice, some not at all: the same decisions.
+  std::deque<DecisionRequest> ahead;
+  auto make = [&rng, &paths]() {
     DecisionRequest r;
     const std::uint64_t which = rng() % 20;
     r.domain = which == 0 ? "unknown" : which < 4 ? "flat" : "api";
@@ -290,6 +292,23 @@ descriptors:
       r.descriptors.push_back(
           {{rng() % 2 == 0 ? "tenant" : "plan", "t" + std::to_string(rng() % 2)}});
     }
+    return r;
+  };
+  for (std::size_t i = 0; i < Replayer::kAhead; ++i) {
+    ahead.push_back(make());
+  }
+  Micros at = kStart;
+  for (int i = 0; i < 4000; ++i) {
+    at += static_cast<Micros>(rng() % 200'000);
+    ahead.push_back(make());
+    const std::uint64_t hint = rng() % 4;
+    if (hint != 0) {
+      direct.prepare("", ahead.back());
+    }
+    if (hint == 1) {
+      direct.prepare("", ahead[rng() % ahead.size()]);
+    }
+    DecisionRequest& r = ahead.front();
     DecisionRequest copy = r;
     Decision seen;
     bool decided = direct.decide(at, "", r, [&](const Decision& d) {
@@ -331,6 +350,7 @@ descriptors:
       }
     }
     EXPECT_EQ(decisionWord(seen), decisionWord(*expected));
+    ahead.pop_front();
   }
 }
 

@@ -108,7 +108,21 @@ TEST_F(MemoryStoreExclusiveTest, AnswersAsEvaluateDoesOnTheSameRequests) {
       request.limits.push_back(limit);
     }
     clock_.advance(std::chrono::microseconds(random() % 400'000));
-    exclusive_->evaluateExclusive(request, answer);
+    if (step % 2 == 0) {
+      exclusive_->evaluateExclusive(request, answer);
+    } else {
+      // The replay's way: the keys prefetched (hashed) ahead, their hashes handed in.
+      std::vector<std::uint64_t> hashes;
+      for (const StoreLimit& limit : request.limits) {
+        hashes.push_back(exclusive_->prefetchKey(limit.key));
+      }
+      for (int prefetch_step = 1; prefetch_step <= 2; ++prefetch_step) {
+        for (const std::uint64_t hash : hashes) {
+          exclusive_->prefetchStep(hash, prefetch_step);
+        }
+      }
+      exclusive_->evaluateExclusiveHashed(request, answer, hashes.data());
+    }
     expectSame(shared(request), answer, step);
     if (HasFailure()) {
       return;
