@@ -185,14 +185,15 @@ Replayer::DirectResult Replayer::matchDirect(const DecisionRequest& request, con
   return DirectResult::kDecided;
 }
 
-Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request) {
+Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request,
+                                              const DecisionRequest* prepared_as) {
   if (!current_) {
     return DirectResult::kNotDirect;
   }
   std::size_t index = kAhead + 1;
   bool hashed = false;
   for (auto it = prepared_.begin(); it != prepared_.end(); ++it) {
-    if (it->request == &request) {
+    if (it->request == prepared_as) {
       if (it->set == current_.get()) {
         index = it->slot;
         hashed = true;

@@ -68,11 +68,16 @@ class Replayer {
   /// the answer written into a decision the replayer keeps. Every other request goes through the
   /// decision service itself. The direct decision leaves out what no report reads: the merged
   /// metadata and the thread's observers (a replay has none).
+  ///
+  /// `prepared_as`: the request prepare() was given for this one, when that was another
+  /// object of the same content (a copy); null: `request` itself.
   template <typename Use>
-  bool decide(Micros time_us, const std::string& rules_hash, DecisionRequest& request, Use&& use) {
+  bool decide(Micros time_us, const std::string& rules_hash, DecisionRequest& request, Use&& use,
+              const DecisionRequest* prepared_as = nullptr) {
     start(time_us, rules_hash);
     if (direct_enabled_) {
-      const DirectResult direct = decideDirect(request);
+      const DirectResult direct =
+          decideDirect(request, prepared_as != nullptr ? prepared_as : &request);
       if (direct != DirectResult::kNotDirect) {
         Decision& decision = slots_[active_].decision;
         if (direct == DirectResult::kDecided) {
@@ -149,7 +154,7 @@ class Replayer {
   /// The direct path: kDecided with `request` moved into direct_.decision and decided (the
   /// memory store never fails: kRefused is not returned); kNotDirect, `request` untouched,
   /// for a request the decision service must decide.
-  DirectResult decideDirect(DecisionRequest& request);
+  DirectResult decideDirect(DecisionRequest& request, const DecisionRequest* prepared_as);
   /// The direct path's pure part, into `slot`: matched with `set`, the descriptors'
   /// statuses and the store request built (as the decision service builds them for such a
   /// request); the store is not asked. kNotDirect when the service must decide.

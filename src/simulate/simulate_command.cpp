@@ -614,7 +614,7 @@ class Simulation {
     return kExitPassed;
   }
 
-  /// A line out of the reorder buffer: the new rules' replayer prepares it (matches it and
+  /// A line out of the reorder buffer: the replayers prepare it (matches it and
   /// starts reading its buckets into the cache) and replays it Replayer::kAhead lines later,
   /// in the same order: the memory of the next lines is read while a line is decided.
   static void due(Pass& run, LoggedRequest& line) {
@@ -622,6 +622,10 @@ class Simulation {
       replayFirstDue(run);
     }
     run.fresh.prepare(line.rules_hash, line.request);
+    if (run.old != nullptr) {
+      // The baseline decides a copy (Pass::copy) of the same content, as this line.
+      run.old->prepare(line.rules_hash, line.request);
+    }
     run.due.push_back(&line);
   }
   static void replayFirstDue(Pass& run) {
@@ -649,8 +653,9 @@ class Simulation {
     }
     run.copy.clearForReuse();
     copyRequest(logged.request, run.copy);
-    if (!run.old->decide(logged.time_us, logged.rules_hash, run.copy,
-                         [&decideNew](const Decision& baseline) { decideNew(&baseline); })) {
+    if (!run.old->decide(
+            logged.time_us, logged.rules_hash, run.copy,
+            [&decideNew](const Decision& baseline) { decideNew(&baseline); }, &logged.request)) {
       decideNew(nullptr);
     }
   }
