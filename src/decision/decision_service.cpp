@@ -141,17 +141,36 @@ class DecisionServiceImpl final : public DecisionService {
   explicit DecisionServiceImpl(DecisionServiceParts parts) : parts_(std::move(parts)) {}
 
   void decide(DecisionRequest&& incoming, Callback done) override {
+    PendingDecision& pending = takePending();
+    pending.decision.request = std::move(incoming);
+    decidePending(pending, std::move(done));
+  }
+
+  Status decideInPlace(const RequestFill& fill, Callback& done) override {
+    PendingDecision& pending = takePending();
+    pending.decision.request.clearForReuse();
+    if (Status filled = fill(pending.decision.request); !filled) {
+      releasePending(pending);
+      return filled;
+    }
+    decidePending(pending, std::move(done));
+    return {};
+  }
+
+ private:
+  /// decide() on the request in `pending`.
+  void decidePending(PendingDecision& pending, Callback done) {
     const Micros started = parts_.observers.empty() ? 0 : parts_.clock->nowMicros();
     RuleSetPtr rules = parts_.rules();
     if (!rules) {
-      fail(incoming, makeError(ErrorKind::kUnavailable, "rules are not loaded"), started, done);
+      fail(pending.decision.request, makeError(ErrorKind::kUnavailable, "rules are not loaded"),
+           started, done);
+      releasePending(pending);
       return;
     }
-    PendingDecision& pending = takePending();
     pending.started = started;
     Decision& decision = pending.decision;
     prepareDecision(decision);
-    decision.request = std::move(incoming);
     if (Status adopted = adoptRequest(decision.request); !adopted) {
       fail(decision.request, adopted.error(), started, done);
       releasePending(pending);
@@ -207,7 +226,6 @@ class DecisionServiceImpl final : public DecisionService {
         store_request, [this, slot](Result<StoreResponse>&& response) { answer(*slot, response); });
   }
 
- private:
   /// The request as it is decided: Envoy's endpoints are charged as --envoy-charge says (the
   /// request keeps the charge it was decided with, so the access log, and a replay of it,
   /// says how it was charged); a refund's `lease_id` entries are taken out (lease_id.hpp).
@@ -613,6 +631,15 @@ class DecisionServiceImpl final : public DecisionService {
 };
 
 }  // namespace
+
+Status DecisionService::decideInPlace(const RequestFill& fill, Callback& done) {
+  DecisionRequest request = takeSpareRequest();
+  if (Status filled = fill(request); !filled) {
+    return filled;
+  }
+  decide(std::move(request), std::move(done));
+  return {};
+}
 
 DecisionRequest takeSpareRequest() {
   if (t_spares.requests.empty()) {

@@ -21,6 +21,10 @@ namespace sluice::http {
 Result<DecisionRequest> parseDecisionRequest(std::string_view body,
                                              std::string_view default_domain);
 
+/// parseDecisionRequest() into `request` (cleared for reuse), in place.
+Status parseDecisionRequestInto(std::string_view body, std::string_view default_domain,
+                                DecisionRequest& request);
+
 /// The complete parser (a JSON document, then field checks): every accepted body and every
 /// error message is defined here. parseDecisionRequest() answers the same.
 Result<DecisionRequest> parseDecisionRequestComplete(std::string_view body,
@@ -42,6 +46,8 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
 /// Common bodies take a single-pass fast path (parseEnvoyRequestFast()); everything else,
 /// errors included, goes through parseEnvoyRequestComplete().
 Result<DecisionRequest> parseEnvoyRequest(std::string_view body);
+/// parseEnvoyRequest() into `request` (cleared for reuse), in place.
+Status parseEnvoyRequestInto(std::string_view body, DecisionRequest& request);
 
 /// The complete parser of POST /json bodies: every accepted body and every error message is
 /// defined here. parseEnvoyRequest() answers the same.

@@ -519,4 +519,33 @@ bool parseEnvoyRequestFastInto(std::string_view body, DecisionRequest& request) 
   return ok && seen.has(kDomain) && !request.descriptors.empty();
 }
 
+// The fast path, and the complete parser where it cannot answer (decision_codec.hpp).
+
+Status parseDecisionRequestInto(std::string_view body, std::string_view default_domain,
+                                DecisionRequest& request) {
+  if (parseDecisionRequestFastInto(body, default_domain, request)) {
+    return {};
+  }
+  Result<DecisionRequest> complete = parseDecisionRequestComplete(body, default_domain);
+  if (!complete) {
+    return complete.error();
+  }
+  request = std::move(*complete);
+  return {};
+}
+
+Status parseEnvoyRequestInto(std::string_view body, DecisionRequest& request) {
+  if (parseEnvoyRequestFastInto(body, request)) {
+    request.envoy_api = true;
+    return {};
+  }
+  Result<DecisionRequest> complete = parseEnvoyRequestComplete(body);
+  if (!complete) {
+    return complete.error();
+  }
+  request = std::move(*complete);
+  request.envoy_api = true;
+  return {};
+}
+
 }  // namespace sluice::http

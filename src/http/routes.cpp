@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <utility>
 
 #include "http/decision_codec.hpp"
@@ -14,26 +15,28 @@ namespace {
 
 constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Shared by both decision endpoints: parse, decide, encode.
+/// Shared by both decision endpoints: parse, decide, encode. The body is parsed into the
+/// service's own request and the answer encoded from the service's own decision, both left
+/// there for its next request: nothing moves on the way.
 template <typename Parse, typename Encode>
 Handler decisionHandler(const HandlerContext& context, Parse parse, Encode encode) {
   return [context, parse, encode](const Request& request, Respond respond) {
-    Result<DecisionRequest> parsed = parse(request.body);
-    if (!parsed) {
-      respond(jsonError(400, parsed.error().message));
-      return;
+    std::string_view body = request.body;
+    DecisionService::Callback done = [encode,
+                                      respond = std::move(respond)](Result<Decision>&& decision) {
+      if (!decision) {
+        respond(decisionErrorResponse(decision.error()));
+        return;
+      }
+      respond(encode(*decision));
+    };
+    Status filled = context.decisions->decideInPlace(
+        [&parse, body](DecisionRequest& into) { return parse(body, into); }, done);
+    if (!filled) {
+      // A body that cannot be decided: 400 and the parser's message (`done` was not called
+      // nor moved from; decisionErrorResponse() answers kInvalidArgument so).
+      done(makeError(ErrorKind::kInvalidArgument, filled.error().message));
     }
-    // The request moves into the service and comes back inside the decision: no copy.
-    context.decisions->decide(std::move(*parsed),
-                              [encode, respond = std::move(respond)](Result<Decision>&& decision) {
-                                if (!decision) {
-                                  respond(decisionErrorResponse(decision.error()));
-                                  return;
-                                }
-                                respond(encode(*decision));
-                                // Its storage serves the thread's next decision.
-                                recycleDecision(std::move(*decision));
-                              });
   };
 }
 
@@ -69,13 +72,16 @@ void addDecisionRoutes(Router& router, const HandlerContext& context) {
       "POST", "/shouldAllowRequest",
       decisionHandler(
           context,
-          [default_domain](std::string_view body) {
-            return parseDecisionRequest(body, default_domain);
+          [default_domain](std::string_view body, DecisionRequest& into) {
+            return parseDecisionRequestInto(body, default_domain, into);
           },
           [](const Decision& decision) { return decisionResponse(decision.request, decision); }));
   router.add("POST", "/json",
              decisionHandler(
-                 context, [](std::string_view body) { return parseEnvoyRequest(body); },
+                 context,
+                 [](std::string_view body, DecisionRequest& into) {
+                   return parseEnvoyRequestInto(body, into);
+                 },
                  [](const Decision& decision) { return envoyResponse(decision); }));
 }
 

@@ -242,6 +242,17 @@ class DecisionService {
   /// decide() returns). Errors: kUnavailable (rules not loaded), the store's (kTimeout,
   /// kConnection, ...) when the failure mode is `closed`.
   virtual void decide(DecisionRequest&& request, Callback done) = 0;
+
+  /// Writes a request into `request` (cleared for reuse: DecisionRequest::clearForReuse()),
+  /// or says why it cannot be decided.
+  using RequestFill = InplaceFunction<Status(DecisionRequest&), 32>;
+  /// decide() on a request `fill` writes in place, into storage the service keeps for reuse,
+  /// so that neither the request nor its decision moves on the way. When `fill` fails its
+  /// error is returned: `done` is not called (nor moved from) and no observer sees it. A
+  /// callback that leaves the decision where it is (no recycleDecision()) lets its storage
+  /// serve the service's next request. The default fills a spare (takeSpareRequest()) and
+  /// calls decide().
+  virtual Status decideInPlace(const RequestFill& fill, Callback& done);
 };
 
 /// Sees every decision once, on the deciding I/O thread, before the answer is handed back

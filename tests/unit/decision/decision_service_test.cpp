@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <vector>
 
 #include "sluice/common/clock.hpp"
 #include "sluice/store/memory_store.hpp"
@@ -279,6 +280,55 @@ TEST_F(DecisionServiceTest, TheRequestComesBackInsideTheDecision) {
   ASSERT_EQ(d->descriptors.size(), 1u);
   ASSERT_NE(d->descriptors[0].node, nullptr);
   EXPECT_EQ(d->descriptors[0].node->value, "login");
+}
+
+// The in-place entry decides as decide() does, reusing its storage: a request written into
+// the service's own (cleared between requests), its decision read where it was made.
+TEST_F(DecisionServiceTest, DecidesARequestWrittenInPlace) {
+  auto s = service(makeMemoryStore({}, clock_, metrics_));
+  std::vector<bool> allowed;
+  for (const char* client : {"a", "a", "a", "b"}) {
+    DecisionService::Callback done = [&](Result<Decision>&& d) {
+      ASSERT_TRUE(d.ok());
+      allowed.push_back(d->allowed);
+      EXPECT_EQ(d->request.client_id, client);
+    };
+    Status filled = s->decideInPlace(
+        [client](DecisionRequest& into) {
+          // Cleared for reuse: what an earlier request wrote is gone.
+          EXPECT_TRUE(into.client_id.empty());
+          EXPECT_EQ(into.hits, 1);
+          into = request(client, "login");
+          return Status{};
+        },
+        done);
+    EXPECT_TRUE(filled.ok());
+  }
+  EXPECT_EQ(allowed, (std::vector<bool>{true, true, false, true}));
+  EXPECT_EQ(decisions("auth.auth_type_login", "denied"), 1u);
+}
+
+// A request that cannot be written is refused with its error: no callback, no observer.
+TEST_F(DecisionServiceTest, InPlaceFillErrorIsReturnedNotDecided) {
+  auto s = service(makeMemoryStore({}, clock_, metrics_));
+  bool called = false;
+  DecisionService::Callback done = [&](Result<Decision>&&) { called = true; };
+  Status filled = s->decideInPlace(
+      [](DecisionRequest&) { return Status(makeError(ErrorKind::kInvalidArgument, "bad body")); },
+      done);
+  ASSERT_FALSE(filled.ok());
+  EXPECT_EQ(filled.error().message, "bad body");
+  EXPECT_FALSE(called);
+  EXPECT_EQ(decisions("auth.auth_type_login", "allowed"), 0u);
+  // The callback was not moved from: the next request can still use it.
+  EXPECT_TRUE(s->decideInPlace(
+                   [](DecisionRequest& into) {
+                     into = request("a", "login");
+                     return Status{};
+                   },
+                   done)
+                  .ok());
+  EXPECT_TRUE(called);
 }
 
 }  // namespace
