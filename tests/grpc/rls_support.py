@@ -139,7 +139,11 @@ class Redis:
 
     def start(self, may_fail=False):
         """Starts redis-server on self.port; True once it answers. A server that exits
-        before answering (its port taken) returns False if may_fail, else fails."""
+        before answering (its port taken) returns False if may_fail, else fails. Starting
+        one that runs already is refused: the second server could not bind the port, and the
+        first would be left running after close()."""
+        if self.process is not None and self.process.poll() is None:
+            raise AssertionError("redis-server on port %d is running already" % self.port)
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--enable-debug-command", "yes"],

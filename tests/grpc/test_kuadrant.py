@@ -139,8 +139,7 @@ class KuadrantOnMemory(Kuadrant, unittest.TestCase):
 class KuadrantOnRedis(Kuadrant, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.redis = Redis()
-        cls.redis.start()
+        cls.redis = Redis()  # started, on a free port
 
     @classmethod
     def tearDownClass(cls):

@@ -219,8 +219,7 @@ class HttpOnMemory(ReservationsOverHttp, unittest.TestCase):
 class RedisFixture:
     @classmethod
     def setUpClass(cls):
-        cls.redis = Redis()
-        cls.redis.start()
+        cls.redis = Redis()  # started, on a free port
 
     @classmethod
     def tearDownClass(cls):
