@@ -88,40 +88,40 @@ std::string_view BucketTable::keyOf(std::uint32_t index) const {
 }
 
 std::uint32_t BucketTable::find(std::string_view key, std::uint64_t hash) const {
-  const std::uint32_t tag = cellValue(hash, 0);
+  const Cell want = fingerprint(hash);
   for (std::size_t i = homeCell(hash);; i = nextCell(i)) {
-    const std::uint32_t cell = cells_[i];
+    const Cell cell = cells_[i];
     if (cell == kEmptyCell) {
       return kNone;
     }
-    if ((cell & ~kNone) == tag && keyOf(cell & kNone) == key) {
-      return cell & kNone;
+    if ((cell & kFingerprintMask) == want && keyOf(indexOf(cell)) == key) {
+      return indexOf(cell);
     }
   }
 }
 
 void BucketTable::prefetchEntries(std::uint64_t hash) const {
-  const std::uint32_t tag = cellValue(hash, 0);
+  const Cell want = fingerprint(hash);
   for (std::size_t i = homeCell(hash), n = 0; n < kPrefetchProbe; i = nextCell(i), ++n) {
-    const std::uint32_t cell = cells_[i];
+    const Cell cell = cells_[i];
     if (cell == kEmptyCell) {
       return;
     }
-    if ((cell & ~kNone) == tag) {
-      __builtin_prefetch(&at(cell & kNone));
+    if ((cell & kFingerprintMask) == want) {
+      __builtin_prefetch(&at(indexOf(cell)));
     }
   }
 }
 
 void BucketTable::prefetchKeys(std::uint64_t hash) const {
-  const std::uint32_t tag = cellValue(hash, 0);
+  const Cell want = fingerprint(hash);
   for (std::size_t i = homeCell(hash), n = 0; n < kPrefetchProbe; i = nextCell(i), ++n) {
-    const std::uint32_t cell = cells_[i];
+    const Cell cell = cells_[i];
     if (cell == kEmptyCell) {
       return;
     }
-    if ((cell & ~kNone) == tag) {
-      const Entry& entry = at(cell & kNone);
+    if ((cell & kFingerprintMask) == want) {
+      const Entry& entry = at(indexOf(cell));
       // find() is followed by touch(), which relinks the entry's neighbours.
       if (entry.prev != kNone) {
         __builtin_prefetch(&at(static_cast<std::uint32_t>(entry.prev)));
@@ -195,13 +195,15 @@ std::uint32_t BucketTable::insert(std::string_view key, std::uint64_t hash, Buck
   storeKey(index, key);
   ++size_;
   linkFront(index);
-  indexInsert(index, hash);
+  indexInsert(cellValue(hash, index));
   save(index, std::move(state), expires_at);
   return index;
 }
 
-void BucketTable::erase(std::uint32_t index) {
-  indexErase(index);
+void BucketTable::erase(std::uint32_t index) { erase(index, hashKey(keyOf(index))); }
+
+void BucketTable::erase(std::uint32_t index, std::uint64_t hash) {
+  indexErase(index, hash);
   unlink(index);
   Entry& entry = at(index);
   if (entry.has_log != 0) {
@@ -321,27 +323,27 @@ void BucketTable::unlink(std::uint32_t index) {
   entry.next = kNone;
 }
 
-void BucketTable::indexInsert(std::uint32_t index, std::uint64_t hash) {
-  std::size_t i = homeCell(hash);
+void BucketTable::indexInsert(Cell cell) {
+  std::size_t i = homeCell(cell);  // a cell's low 32 bits are its hash's
   while (cells_[i] != kEmptyCell) {
     i = nextCell(i);
   }
-  cells_[i] = cellValue(hash, index);
+  cells_[i] = cell;
 }
 
-void BucketTable::indexErase(std::uint32_t index) {
-  std::size_t i = homeCell(hashKey(keyOf(index)));
-  while ((cells_[i] & kNone) != index) {
+void BucketTable::indexErase(std::uint32_t index, std::uint64_t hash) {
+  std::size_t i = homeCell(hash);
+  while (indexOf(cells_[i]) != index) {
     i = nextCell(i);
   }
   // Backward-shift deletion: pull later members of the probe run into the hole unless their
   // home cell lies cyclically in (hole, their cell].
   for (std::size_t j = nextCell(i);; j = nextCell(j)) {
-    const std::uint32_t moved = cells_[j];
+    const Cell moved = cells_[j];
     if (moved == kEmptyCell) {
       break;
     }
-    const std::size_t home = homeCell(hashKey(keyOf(moved & kNone)));
+    const std::size_t home = homeCell(moved);
     const bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
     if (!stays) {
       cells_[i] = moved;
@@ -352,11 +354,12 @@ void BucketTable::indexErase(std::uint32_t index) {
 }
 
 void BucketTable::growIndex() {
-  std::vector<std::uint32_t> grown(cells_.size() + cells_.size() / 2, kEmptyCell);
-  grown.swap(cells_);
-  for (std::uint32_t index = head_; index != kNone;
-       index = static_cast<std::uint32_t>(at(index).next)) {
-    indexInsert(index, hashKey(keyOf(index)));
+  std::vector<Cell> old(cells_.size() + cells_.size() / 2, kEmptyCell);
+  old.swap(cells_);
+  for (const Cell cell : old) {
+    if (cell != kEmptyCell) {
+      indexInsert(cell);
+    }
   }
 }
 

@@ -31,9 +31,11 @@ struct Evictions {
 /// - keys are packed back to back in 32 KiB arena chunks, compacted when half is garbage
 ///   (keys of 16 KiB and more are kept apart);
 /// - the index is open addressing with linear probing over any table size (grown by 1.5x,
-///   load at most 0.8); a cell holds a 24-bit entry index and 8 hash bits that reject most
-///   mismatches without touching the key; deletion shifts entries back (no tombstones);
-///   hashes are recomputed from the key when needed;
+///   load at most 0.8); a cell (8 bytes) holds a 24-bit entry index and 40 bits of the
+///   key's hash: the 32 that place it (its home cell) and the top 8, so a probe reads an
+///   entry and its key only when all 40 match (a different key almost never), and deletion
+///   (backward shift, no tombstones) and growth move cells without reading an entry or
+///   hashing a key;
 /// - only sliding_window_log buckets carry a log, kept in a side map.
 class BucketTable {
  public:
@@ -65,10 +67,14 @@ class BucketTable {
   /// Replaces an entry's state and expiry.
   void save(std::uint32_t index, BucketState&& state, Micros expires_at);
 
-  /// Adds an absent key (size() < kMaxEntries) as the most recently used entry.
+  /// Adds an absent key (size() < kMaxEntries) as the most recently used entry. `hash` is
+  /// hashKey(key): erase(index), makeRoom() and the sweeps hash the key again to find its
+  /// cell (the table's own tests give other hashes to force collisions, and avoid those).
   std::uint32_t insert(std::string_view key, std::uint64_t hash, BucketState&& state,
                        Micros expires_at);
   void erase(std::uint32_t index);
+  /// erase() of an entry inserted with `hash` (spares hashing its key again).
+  void erase(std::uint32_t index, std::uint64_t hash);
 
   /// Frees at least one entry if there is one: the expired entries among the next
   /// kRoomScan of the sweep, else the least recently used one (counted as expired if it
@@ -123,7 +129,11 @@ class BucketTable {
   static_assert(sizeof(Entry) == 40);
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunkSize = 1U << kChunkBits;
-  static constexpr std::uint32_t kEmptyCell = 0xffffffffU;
+  /// A cell: bits 0-31 the hash's low 32 (homeCell()), 32-55 the entry index, 56-63 the
+  /// hash's top 8. kEmptyCell's index, kNone, is never an entry's.
+  using Cell = std::uint64_t;
+  static constexpr Cell kEmptyCell = ~Cell{0};
+  static constexpr Cell kFingerprintMask = 0xff000000ffffffffULL;
   static constexpr std::size_t kArenaChunkBytes = 32 * 1024;
   static constexpr std::uint32_t kLongKey = 0x3fff;
 
@@ -136,9 +146,11 @@ class BucketTable {
     return static_cast<std::size_t>(((hash & 0xffffffffU) * cells_.size()) >> 32);
   }
   std::size_t nextCell(std::size_t i) const { return i + 1 == cells_.size() ? 0 : i + 1; }
-  static std::uint32_t cellValue(std::uint64_t hash, std::uint32_t index) {
-    return static_cast<std::uint32_t>(hash >> 56) << 24 | index;
+  static Cell fingerprint(std::uint64_t hash) { return hash & kFingerprintMask; }
+  static Cell cellValue(std::uint64_t hash, std::uint32_t index) {
+    return fingerprint(hash) | static_cast<Cell>(index) << 32;
   }
+  static std::uint32_t indexOf(Cell cell) { return static_cast<std::uint32_t>(cell >> 32) & kNone; }
   static Micros toMicros(std::uint32_t seconds) {
     return static_cast<Micros>(seconds) * kMicrosPerSecond;
   }
@@ -146,8 +158,8 @@ class BucketTable {
   std::uint32_t allocate();
   void linkFront(std::uint32_t index);
   void unlink(std::uint32_t index);
-  void indexInsert(std::uint32_t index, std::uint64_t hash);
-  void indexErase(std::uint32_t index);
+  void indexInsert(Cell cell);
+  void indexErase(std::uint32_t index, std::uint64_t hash);
   void growIndex();
   void storeKey(std::uint32_t index, std::string_view key);
   void releaseKey(std::uint32_t index);
@@ -159,7 +171,7 @@ class BucketTable {
   std::uint32_t free_head_ = kNone;
   std::uint32_t head_ = kNone;  // most recently used
   std::uint32_t tail_ = kNone;  // least recently used
-  std::vector<std::uint32_t> cells_;
+  std::vector<Cell> cells_;
   std::vector<std::unique_ptr<char[]>> arena_;  // kArenaChunkBytes each
   std::size_t arena_used_ = 0;                  // bytes used in the last chunk
   std::size_t arena_garbage_ = 0;               // bytes of erased keys
