@@ -168,6 +168,10 @@ class Differ {
   Totals totals_;
   std::unordered_map<std::string, RuleStats> rules_;
   std::unordered_map<const RateLimit*, RuleStats*> by_limit_;
+  /// by_limit_'s recent finds, by a hash of the limit's address (see ruleFor()).
+  static constexpr unsigned kRuleCacheBits = 6;
+  std::array<std::pair<const RateLimit*, RuleStats*>, std::size_t{1} << kRuleCacheBits>
+      rule_cache_{};
   IdentityTable<ClientTotals> clients_;
   std::vector<std::string> mismatch_samples_;
   std::array<Pending, kPipeline> pending_;
