@@ -7,6 +7,10 @@
 namespace sluice::simulate {
 
 void TimeSeries::add(Micros at, std::uint64_t count) {
+  if (at >= last_from_ && at < last_to_) {
+    counts_[last_index_] += count;  // the bucket of the last add (no division)
+    return;
+  }
   if (counts_.empty()) {
     start_ = at - at % width_;
   }
@@ -22,12 +26,16 @@ void TimeSeries::add(Micros at, std::uint64_t count) {
     counts_.resize(index + 1, 0);
   }
   counts_[index] += count;
+  last_index_ = index;
+  last_from_ = start_ + static_cast<Micros>(index) * width_;
+  last_to_ = last_from_ + width_;
 }
 
 void TimeSeries::alignTo(Micros start, Micros width) {
   if (counts_.empty()) {
     start_ = start;
     width_ = width;
+    last_to_ = last_from_;
     return;
   }
   std::vector<std::uint64_t> merged;
@@ -42,6 +50,7 @@ void TimeSeries::alignTo(Micros start, Micros width) {
   counts_ = std::move(merged);
   start_ = start;
   width_ = width;
+  last_to_ = last_from_;  // the buckets moved: the next add() computes its own
 }
 
 std::uint64_t RuleStats::clientsNewlyDenied() const {

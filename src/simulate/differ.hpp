@@ -31,6 +31,10 @@ class TimeSeries {
   Micros start_ = 0;
   Micros width_ = kMicrosPerSecond;
   std::vector<std::uint64_t> counts_;
+  /// The bucket of the last add(), [last_from_, last_to_) (empty when none).
+  std::size_t last_index_ = 0;
+  Micros last_from_ = 0;
+  Micros last_to_ = 0;
 };
 
 /// One client of one rule: the identity its buckets are charged to.
