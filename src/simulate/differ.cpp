@@ -7,6 +7,10 @@
 namespace sluice::simulate {
 
 void TimeSeries::add(Micros at, std::uint64_t count) {
+  if (at >= last_from_ && at < last_to_) {
+    counts_[last_index_] += count;  // the bucket of the last add (no division)
+    return;
+  }
   if (counts_.empty()) {
     start_ = at - at % width_;
   }
@@ -22,12 +26,16 @@ void TimeSeries::add(Micros at, std::uint64_t count) {
     counts_.resize(index + 1, 0);
   }
   counts_[index] += count;
+  last_index_ = index;
+  last_from_ = start_ + static_cast<Micros>(index) * width_;
+  last_to_ = last_from_ + width_;
 }
 
 void TimeSeries::alignTo(Micros start, Micros width) {
   if (counts_.empty()) {
     start_ = start;
     width_ = width;
+    last_to_ = last_from_;
     return;
   }
   std::vector<std::uint64_t> merged;
@@ -42,6 +50,7 @@ void TimeSeries::alignTo(Micros start, Micros width) {
   counts_ = std::move(merged);
   start_ = start;
   width_ = width;
+  last_to_ = last_from_;  // the buckets moved: the next add() computes its own
 }
 
 std::uint64_t RuleStats::clientsNewlyDenied() const {
@@ -92,6 +101,12 @@ std::string describeLimit(const RateLimit& rule) {
 }  // namespace
 
 RuleStats& Differ::ruleFor(const LimitStatus& limit, const DecisionRequest& request, bool is_new) {
+  // Most limits are found in the small direct-mapped cache: a multiplication, no division.
+  const std::size_t slot = (reinterpret_cast<std::uintptr_t>(limit.rule) * 0x9e3779b97f4a7c15ULL) >>
+                           (64 - kRuleCacheBits);
+  if (rule_cache_[slot].first == limit.rule && limit.rule != nullptr) {
+    return *rule_cache_[slot].second;
+  }
   auto cached = by_limit_.find(limit.rule);
   RuleStats* stats = nullptr;
   if (cached != by_limit_.end()) {
@@ -118,6 +133,7 @@ RuleStats& Differ::ruleFor(const LimitStatus& limit, const DecisionRequest& requ
     }
     by_limit_.emplace(limit.rule, stats);
   }
+  rule_cache_[slot] = {limit.rule, stats};
   return *stats;
 }
 
@@ -272,7 +288,12 @@ void Differ::countTouches(const Pending& pending) {
       ++client.no_longer_denied;
     }
     if (rule.window_us > 0) {
-      const Micros window = at - at % rule.window_us;
+      // The window being counted while `at` is in it (the usual case, without a division;
+      // windows of times before the epoch are left to the division, which rounds them up).
+      const Micros start = client.window_start;
+      const Micros window = start >= 0 && at >= start && at - start < rule.window_us
+                                ? start
+                                : at - at % rule.window_us;
       if (window != client.window_start) {
         client.window_start = window;
         client.window_hits = 0;

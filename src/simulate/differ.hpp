@@ -31,6 +31,10 @@ class TimeSeries {
   Micros start_ = 0;
   Micros width_ = kMicrosPerSecond;
   std::vector<std::uint64_t> counts_;
+  /// The bucket of the last add(), [last_from_, last_to_) (empty when none).
+  std::size_t last_index_ = 0;
+  Micros last_from_ = 0;
+  Micros last_to_ = 0;
 };
 
 /// One client of one rule: the identity its buckets are charged to.
@@ -168,6 +172,10 @@ class Differ {
   Totals totals_;
   std::unordered_map<std::string, RuleStats> rules_;
   std::unordered_map<const RateLimit*, RuleStats*> by_limit_;
+  /// by_limit_'s recent finds, by a hash of the limit's address (see ruleFor()).
+  static constexpr unsigned kRuleCacheBits = 6;
+  std::array<std::pair<const RateLimit*, RuleStats*>, std::size_t{1} << kRuleCacheBits>
+      rule_cache_{};
   IdentityTable<ClientTotals> clients_;
   std::vector<std::string> mismatch_samples_;
   std::array<Pending, kPipeline> pending_;

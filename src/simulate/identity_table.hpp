@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "simulate/prefetch.hpp"
+
 namespace sluice::simulate {
 
 /// An identity with its hash (std::hash's, computed once a request): looked up in the
@@ -18,13 +20,6 @@ struct HashedIdentity {
   std::string_view text;
   std::size_t hash;
 };
-
-/// Asks for the cache line at `p`. The empty asm keeps the request: a loop whose only
-/// effect is a prefetch (prefetchEntry's) is otherwise removed by the optimizer.
-inline void prefetchLine(const void* p) {
-  __builtin_prefetch(p);
-  asm volatile("" : : "r"(p) : "memory");
-}
 
 /// A replay's table from identity ("who") to T, made for a replay that looks one up for
 /// every request among hundreds of thousands: open addressing over a flat array of 8-byte

@@ -6,13 +6,31 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace sluice::simulate {
 
-/// The length of the run from `p` before the first '"' or '\\' (or `end`): eight bytes
-/// at a time where eight remain (a zero-byte test on the bytes xor'ed with each).
+/// The length of the run from `p` before the first '"' or '\\' (or `end`): sixteen bytes
+/// at a time with SSE2 (every x86-64 has it), else eight where eight remain (a zero-byte
+/// test on the bytes xor'ed with each).
 inline std::size_t plainRun(const char* p, const char* end) {
   const char* at = p;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i slash = _mm_set1_epi8('\\');
+  while (end - at >= 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    const int found =
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, slash)));
+    if (found != 0) {
+      return static_cast<std::size_t>(at - p) +
+             static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(found)));
+    }
+    at += 16;
+  }
+#endif
   if constexpr (std::endian::native == std::endian::little) {
     constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
     constexpr std::uint64_t kHighs = 0x8080808080808080ULL;

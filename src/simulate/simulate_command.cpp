@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
-#include <queue>
 #include <sstream>
 
 #include "simulate/differ.hpp"
@@ -18,6 +17,7 @@
 #include "simulate/huge_page_heap.hpp"
 #include "simulate/log_map.hpp"
 #include "simulate/log_source.hpp"
+#include "simulate/reorder_buffer.hpp"
 #include "simulate/replayer.hpp"
 #include "sluice/common/value_parsers.hpp"
 #include "sluice/simulate/access_record.hpp"
@@ -201,76 +201,6 @@ std::string percent(std::uint64_t part, std::uint64_t whole) {
 double ratio(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
-
-/// Lines waiting to be replayed in time order: the access log's writer takes lines from
-/// several I/O threads, so neighbours can be out of order by a little. A line is replayed
-/// once a line kReorderWindowUs later has been read (or the buffer holds kMaxPending).
-/// Lines come out by (time, order read). Most lines arrive in order: those go to a queue
-/// (in order by construction), the others to a heap, and the next line is the earlier of
-/// the two fronts: the order of one heap, at the cost of a queue for a sorted log.
-class ReorderBuffer {
- public:
-  static constexpr Micros kReorderWindowUs = kMicrosPerSecond;
-  static constexpr std::size_t kMaxPending = 1 << 16;
-
-  LoggedRequest& slot() {
-    if (free_.empty()) {
-      storage_.push_back(std::make_unique<LoggedRequest>());
-      free_.push_back(storage_.back().get());
-    }
-    return *free_.back();
-  }
-  /// Queues the slot just filled.
-  void push() {
-    LoggedRequest* line = free_.back();
-    free_.pop_back();
-    newest_ = std::max(newest_, line->time_us);
-    const Item item{line->time_us, seq_++, line};
-    if (in_order_.empty() || item.time_us >= in_order_.back().time_us) {
-      in_order_.push_back(item);
-    } else {
-      late_.push(item);
-    }
-  }
-  /// The next line due (all of them when `drain`), or null.
-  LoggedRequest* pop(bool drain) {
-    const bool from_queue =
-        !in_order_.empty() && (late_.empty() || late_.top() > in_order_.front());
-    if (!from_queue && late_.empty()) {
-      return nullptr;
-    }
-    const Item& next = from_queue ? in_order_.front() : late_.top();
-    if (!drain && next.time_us > newest_ - kReorderWindowUs &&
-        in_order_.size() + late_.size() < kMaxPending) {
-      return nullptr;
-    }
-    LoggedRequest* line = next.line;
-    if (from_queue) {
-      in_order_.pop_front();
-    } else {
-      late_.pop();
-    }
-    return line;
-  }
-  /// Gives a popped line's slot back.
-  void release(LoggedRequest* line) { free_.push_back(line); }
-
- private:
-  struct Item {
-    Micros time_us;
-    std::uint64_t seq;
-    LoggedRequest* line;
-    bool operator>(const Item& o) const {
-      return time_us != o.time_us ? time_us > o.time_us : seq > o.seq;
-    }
-  };
-  std::vector<std::unique_ptr<LoggedRequest>> storage_;
-  std::vector<LoggedRequest*> free_;
-  std::deque<Item> in_order_;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> late_;
-  std::uint64_t seq_ = 0;
-  Micros newest_ = 0;
-};
 
 struct Malformed {
   std::uint64_t count = 0;

@@ -38,8 +38,9 @@ std::uint32_t read32(const char* p) {
 
 }  // namespace
 
-BucketTable::BucketTable()
-    : cells_(kMinCells, kEmptyCell),
+BucketTable::BucketTable(std::uint64_t stamp_limit)
+    : stamp_limit_(std::min(stamp_limit, kStampLimit)),
+      cells_(kMinCells, kEmptyCell),
       earliest_expiry_(kNever),
       round_min_seen_(kNever),
       round_min_saved_(kNever) {}
@@ -88,45 +89,46 @@ std::string_view BucketTable::keyOf(std::uint32_t index) const {
 }
 
 std::uint32_t BucketTable::find(std::string_view key, std::uint64_t hash) const {
-  const std::uint32_t tag = cellValue(hash, 0);
+  const Cell want = fingerprint(hash);
   for (std::size_t i = homeCell(hash);; i = nextCell(i)) {
-    const std::uint32_t cell = cells_[i];
+    const Cell cell = cells_[i];
     if (cell == kEmptyCell) {
       return kNone;
     }
-    if ((cell & ~kNone) == tag && keyOf(cell & kNone) == key) {
-      return cell & kNone;
+    if ((cell & kFingerprintMask) == want && keyOf(indexOf(cell)) == key) {
+      return indexOf(cell);
     }
   }
 }
 
 void BucketTable::prefetchEntries(std::uint64_t hash) const {
-  const std::uint32_t tag = cellValue(hash, 0);
+  const Cell want = fingerprint(hash);
   for (std::size_t i = homeCell(hash), n = 0; n < kPrefetchProbe; i = nextCell(i), ++n) {
-    const std::uint32_t cell = cells_[i];
+    const Cell cell = cells_[i];
     if (cell == kEmptyCell) {
       return;
     }
-    if ((cell & ~kNone) == tag) {
-      __builtin_prefetch(&at(cell & kNone));
+    if ((cell & kFingerprintMask) == want) {
+      __builtin_prefetch(&at(indexOf(cell)));
     }
   }
 }
 
 void BucketTable::prefetchKeys(std::uint64_t hash) const {
-  const std::uint32_t tag = cellValue(hash, 0);
+  const Cell want = fingerprint(hash);
   for (std::size_t i = homeCell(hash), n = 0; n < kPrefetchProbe; i = nextCell(i), ++n) {
-    const std::uint32_t cell = cells_[i];
+    const Cell cell = cells_[i];
     if (cell == kEmptyCell) {
       return;
     }
-    if ((cell & ~kNone) == tag) {
-      const Entry& entry = at(cell & kNone);
-      // find() is followed by touch(), which relinks the entry's neighbours.
-      if (entry.prev != kNone) {
+    if ((cell & kFingerprintMask) == want) {
+      const Entry& entry = at(indexOf(cell));
+      // find() is followed by touch(), which relinks the entry's neighbours once the table
+      // is ordered (before, prev and next hold the use stamp).
+      if (ordered_ && entry.prev != kNone) {
         __builtin_prefetch(&at(static_cast<std::uint32_t>(entry.prev)));
       }
-      if (entry.next != kNone) {
+      if (ordered_ && entry.next != kNone) {
         __builtin_prefetch(&at(static_cast<std::uint32_t>(entry.next)));
       }
       if (entry.key_length != kLongKey) {
@@ -138,9 +140,40 @@ void BucketTable::prefetchKeys(std::uint64_t hash) const {
 }
 
 void BucketTable::touch(std::uint32_t index) {
-  if (head_ != index) {
+  if (!ordered_ && next_stamp_ == stamp_limit_) {
+    order();
+  }
+  if (!ordered_) {
+    stamp(index);
+  } else if (head_ != index) {
     unlink(index);
     linkFront(index);
+  }
+}
+
+void BucketTable::stamp(std::uint32_t index) {
+  Entry& entry = at(index);
+  entry.prev = next_stamp_ & kNone;
+  entry.next = next_stamp_ >> 24;
+  ++next_stamp_;
+}
+
+void BucketTable::order() {
+  // Oldest first: (stamp << 24 | index) sorts by stamp, each stamp being unique.
+  std::vector<std::uint64_t> by_use;
+  by_use.reserve(size_);
+  for (std::uint32_t index = 0; index < allocated_; ++index) {
+    const Entry& entry = at(index);
+    if (entry.live != 0) {
+      by_use.push_back((entry.prev | static_cast<std::uint64_t>(entry.next) << 24) << 24 | index);
+    }
+  }
+  std::sort(by_use.begin(), by_use.end());
+  ordered_ = true;
+  head_ = kNone;
+  tail_ = kNone;
+  for (const std::uint64_t used : by_use) {
+    linkFront(static_cast<std::uint32_t>(used & kNone));
   }
 }
 
@@ -189,20 +222,31 @@ std::uint32_t BucketTable::insert(std::string_view key, std::uint64_t hash, Buck
   if ((size_ + 1) * 5 > cells_.size() * 4) {
     growIndex();
   }
+  if (!ordered_ && next_stamp_ == stamp_limit_) {
+    order();
+  }
   const std::uint32_t index = allocate();
   at(index) = Entry{};
+  storeKey(index, key);  // may compact the arena, which moves the live entries' keys
   at(index).live = 1;
-  storeKey(index, key);
   ++size_;
-  linkFront(index);
-  indexInsert(index, hash);
+  if (ordered_) {
+    linkFront(index);
+  } else {
+    stamp(index);
+  }
+  indexInsert(cellValue(hash, index));
   save(index, std::move(state), expires_at);
   return index;
 }
 
-void BucketTable::erase(std::uint32_t index) {
-  indexErase(index);
-  unlink(index);
+void BucketTable::erase(std::uint32_t index) { erase(index, hashKey(keyOf(index))); }
+
+void BucketTable::erase(std::uint32_t index, std::uint64_t hash) {
+  indexErase(index, hash);
+  if (ordered_) {
+    unlink(index);
+  }
   Entry& entry = at(index);
   if (entry.has_log != 0) {
     logs_.erase(index);
@@ -221,8 +265,11 @@ std::size_t BucketTable::makeRoom(Micros now, Evictions& evictions) {
     evictions.expired += expired;
     return expired;
   }
-  if (tail_ == kNone) {
+  if (size_ == 0) {
     return 0;
+  }
+  if (!ordered_) {
+    order();
   }
   const bool tail_expired = expiresAt(tail_) <= now;
   erase(tail_);
@@ -232,8 +279,10 @@ std::size_t BucketTable::makeRoom(Micros now, Evictions& evictions) {
 
 std::size_t BucketTable::erasePrefixes(const std::vector<std::string>& prefixes) {
   std::size_t removed = 0;
-  for (std::uint32_t index = head_; index != kNone;) {
-    const std::uint32_t next = static_cast<std::uint32_t>(at(index).next);
+  for (std::uint32_t index = 0; index < allocated_; ++index) {
+    if (at(index).live == 0) {
+      continue;
+    }
     const std::string_view key = keyOf(index);
     const bool match = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
       return key.substr(0, p.size()) == p;
@@ -242,7 +291,6 @@ std::size_t BucketTable::erasePrefixes(const std::vector<std::string>& prefixes)
       erase(index);
       ++removed;
     }
-    index = next;
   }
   return removed;
 }
@@ -321,27 +369,27 @@ void BucketTable::unlink(std::uint32_t index) {
   entry.next = kNone;
 }
 
-void BucketTable::indexInsert(std::uint32_t index, std::uint64_t hash) {
-  std::size_t i = homeCell(hash);
+void BucketTable::indexInsert(Cell cell) {
+  std::size_t i = homeCell(cell);  // a cell's low 32 bits are its hash's
   while (cells_[i] != kEmptyCell) {
     i = nextCell(i);
   }
-  cells_[i] = cellValue(hash, index);
+  cells_[i] = cell;
 }
 
-void BucketTable::indexErase(std::uint32_t index) {
-  std::size_t i = homeCell(hashKey(keyOf(index)));
-  while ((cells_[i] & kNone) != index) {
+void BucketTable::indexErase(std::uint32_t index, std::uint64_t hash) {
+  std::size_t i = homeCell(hash);
+  while (indexOf(cells_[i]) != index) {
     i = nextCell(i);
   }
   // Backward-shift deletion: pull later members of the probe run into the hole unless their
   // home cell lies cyclically in (hole, their cell].
   for (std::size_t j = nextCell(i);; j = nextCell(j)) {
-    const std::uint32_t moved = cells_[j];
+    const Cell moved = cells_[j];
     if (moved == kEmptyCell) {
       break;
     }
-    const std::size_t home = homeCell(hashKey(keyOf(moved & kNone)));
+    const std::size_t home = homeCell(moved);
     const bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
     if (!stays) {
       cells_[i] = moved;
@@ -352,11 +400,12 @@ void BucketTable::indexErase(std::uint32_t index) {
 }
 
 void BucketTable::growIndex() {
-  std::vector<std::uint32_t> grown(cells_.size() + cells_.size() / 2, kEmptyCell);
-  grown.swap(cells_);
-  for (std::uint32_t index = head_; index != kNone;
-       index = static_cast<std::uint32_t>(at(index).next)) {
-    indexInsert(index, hashKey(keyOf(index)));
+  std::vector<Cell> old(cells_.size() + cells_.size() / 2, kEmptyCell);
+  old.swap(cells_);
+  for (const Cell cell : old) {
+    if (cell != kEmptyCell) {
+      indexInsert(cell);
+    }
   }
 }
 
@@ -395,11 +444,10 @@ void BucketTable::releaseKey(std::uint32_t index) {
 void BucketTable::compactArena() {
   std::vector<std::unique_ptr<char[]>> packed;
   std::size_t used = 0;
-  for (std::uint32_t index = head_; index != kNone;
-       index = static_cast<std::uint32_t>(at(index).next)) {
+  for (std::uint32_t index = 0; index < allocated_; ++index) {
     Entry& entry = at(index);
-    if (entry.key_length == kLongKey) {
-      continue;
+    if (entry.live == 0 || entry.key_length == kLongKey) {
+      continue;  // free, the key being stored (not live yet), or a key kept apart
     }
     const std::string_view key = keyOf(index);
     if (packed.empty() || used + key.size() > kArenaChunkBytes) {

@@ -349,7 +349,7 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
       BucketState next = change.evaluation.next;
       table.save(index, std::move(next), now + change.evaluation.ttl_us);
     } else {
-      table.erase(index);
+      table.erase(index, hash);
       count_.fetch_sub(1, std::memory_order_relaxed);
     }
     return result;
@@ -466,7 +466,7 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
       } else if (work[last].eval.ttl_us > 0) {
         table.save(work[i].index, std::move(work[last].eval.next), now + work[last].eval.ttl_us);
       } else {
-        table.erase(work[i].index);
+        table.erase(work[i].index, work[i].hash);
         count_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
@@ -488,7 +488,7 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
         if (w.eval.ttl_us > 0) {
           table.save(existing, std::move(w.eval.next), now + w.eval.ttl_us);
         } else {
-          table.erase(existing);
+          table.erase(existing, w.hash);
           count_.fetch_sub(1, std::memory_order_relaxed);
         }
         continue;

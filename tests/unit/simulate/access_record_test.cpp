@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "simulate/json_cursor.hpp"
+
 namespace sluice::simulate {
 namespace {
 
@@ -169,6 +171,25 @@ TEST(AccessRecordTest, AWrittenLineReadsAsTheGeneralParserReadsIt) {
   request.refund = true;
   request.charge = Charge::kEvery;
   expectReadAlike(request, written, spaced);
+}
+
+TEST(AccessRecordTest, AStringRunEndsAtTheFirstQuoteOrBackslashWhereverItIs) {
+  // Runs of every length up to a few of the scanner's steps, ended by a quote, a backslash or
+  // the end of the text, with bytes on both sides of the two in between.
+  for (std::size_t length = 0; length < 50; ++length) {
+    for (const char stop : {'"', '\\', '\0'}) {
+      std::string text(length, 'a');
+      for (std::size_t i = 0; i < length; ++i) {
+        text[i] = static_cast<char>("!#[]{}az09\x7f\x80\xff"[i % 13]);
+      }
+      if (stop != '\0') {
+        text += stop;
+        text += "tail\"\\";
+      }
+      const std::size_t run = plainRun(text.data(), text.data() + text.size());
+      EXPECT_EQ(run, length) << "length " << length << ", stop " << static_cast<int>(stop);
+    }
+  }
 }
 
 TEST(AccessRecordTest, MalformedLinesSayWhatAndWhere) {

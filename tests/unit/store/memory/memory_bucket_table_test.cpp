@@ -180,5 +180,147 @@ TEST(BucketTableTest, ExpiryRoundsUpToWholeSeconds) {
   EXPECT_EQ(table.sweepAll(kT0 + kMicrosPerSecond), 1U);
 }
 
+/// Hashes that share their home cell bits and all but a few of their other bits: runs of
+/// cells with the same home, cells whose 40 stored bits match a different key, and runs
+/// wrapping around the end of the index (low 32 bits near 2^32 - 1 place a key last).
+std::uint64_t crowdedHash(std::mt19937_64& rng) {
+  static constexpr std::uint64_t kLow[] = {0xffffffffULL, 0xfffffff0ULL, 0x0ULL, 0x80000000ULL};
+  const std::uint64_t low = kLow[rng() % 4];
+  const std::uint64_t top = rng() % 2 == 0 ? 0xffULL : 0x00ULL;  // 0xff..: like an empty cell
+  const std::uint64_t middle = rng() % 3;                        // bits 32-55: not stored in a cell
+  return top << 56 | middle << 32 | low;
+}
+
+TEST(BucketTableTest, MatchesAModelWhenHashesCollide) {
+  std::mt19937_64 rng(7);
+  BucketTable table;
+  std::map<std::string, std::pair<std::uint64_t, std::int64_t>> model;  // hash, value
+  for (int step = 0; step < 20'000; ++step) {
+    const std::string key = "c" + std::to_string(rng() % 300);
+    auto it = model.find(key);
+    const std::uint64_t hash = it != model.end() ? it->second.first : crowdedHash(rng);
+    const std::uint32_t index = table.find(key, hash);
+    ASSERT_EQ(index != BucketTable::kNone, it != model.end()) << step;
+    if (it == model.end()) {
+      const std::int64_t v = static_cast<std::int64_t>(rng() % 1000);
+      table.insert(key, hash, stateOf(v), kT0 + kMicrosPerSecond);
+      model[key] = {hash, v};
+    } else if (rng() % 3 == 0) {
+      table.erase(index, hash);
+      model.erase(it);
+    } else {
+      ASSERT_EQ(table.load(index).a, it->second.second) << step;
+    }
+    ASSERT_EQ(table.size(), model.size()) << step;
+    if (step % 500 == 0) {
+      for (const auto& [k, item] : model) {
+        const std::uint32_t found = table.find(k, item.first);
+        ASSERT_NE(found, BucketTable::kNone) << step << " " << k;
+        ASSERT_EQ(table.load(found).a, item.second) << step << " " << k;
+      }
+    }
+  }
+}
+
+TEST(BucketTableTest, TellsApartKeysWhoseStoredHashBitsAreEqual) {
+  // Two real keys whose hashKey() agree on the 40 bits a cell keeps (found by hashing
+  // "client-<i>|api:path=/login;i0;0" for i = 0, 1, ... until two agreed): each finds its
+  // own entry, before and after the other goes, and after the index grows around them.
+  const std::string first = "client-940495|api:path=/login;i0;0";
+  const std::string second = "client-1817903|api:path=/login;i0;0";
+  constexpr std::uint64_t kCellBits = 0xff000000ffffffffULL;
+  ASSERT_EQ(BucketTable::hashKey(first) & kCellBits, BucketTable::hashKey(second) & kCellBits);
+  ASSERT_NE(BucketTable::hashKey(first), BucketTable::hashKey(second));
+  BucketTable table;
+  table.insert(first, BucketTable::hashKey(first), stateOf(1), kT0 + kMicrosPerSecond);
+  EXPECT_EQ(table.find(second, BucketTable::hashKey(second)), BucketTable::kNone);
+  table.insert(second, BucketTable::hashKey(second), stateOf(2), kT0 + 2 * kMicrosPerSecond);
+  for (int i = 0; i < 100; ++i) {  // grows the index
+    const std::string key = "other" + std::to_string(i);
+    table.insert(key, BucketTable::hashKey(key), stateOf(100 + i), kT0 + 2 * kMicrosPerSecond);
+  }
+  EXPECT_EQ(table.load(table.find(first, BucketTable::hashKey(first))).a, 1);
+  EXPECT_EQ(table.load(table.find(second, BucketTable::hashKey(second))).a, 2);
+  EXPECT_EQ(table.sweepAll(kT0 + kMicrosPerSecond), 1U);  // erases `first`, hashing its key
+  EXPECT_EQ(table.find(first, BucketTable::hashKey(first)), BucketTable::kNone);
+  EXPECT_EQ(table.load(table.find(second, BucketTable::hashKey(second))).a, 2);
+  EXPECT_EQ(table.size(), 101U);
+}
+
+TEST(BucketTableTest, GrowsWithoutLosingKeysOrTheirOrder) {
+  BucketTable table;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20'000; ++i) {
+    keys.push_back("grow" + std::to_string(i));
+    table.insert(keys.back(), BucketTable::hashKey(keys.back()), stateOf(i),
+                 kT0 + kMicrosPerSecond);
+  }
+  for (int i = 0; i < 20'000; ++i) {
+    const std::uint32_t index = table.find(keys[i], BucketTable::hashKey(keys[i]));
+    ASSERT_NE(index, BucketTable::kNone) << i;
+    ASSERT_EQ(table.load(index).a, i);
+  }
+  // The least recently used is still the first inserted.
+  Evictions evictions;
+  EXPECT_EQ(table.makeRoom(kT0, evictions), 1U);
+  EXPECT_EQ(evictions.capacity, 1U);
+  EXPECT_EQ(table.find(keys[0], BucketTable::hashKey(keys[0])), BucketTable::kNone);
+  EXPECT_NE(table.find(keys[1], BucketTable::hashKey(keys[1])), BucketTable::kNone);
+}
+
+/// Uses random keys of a table of `keys` entries, then evicts `evictions` times, touching and
+/// inserting in between: each eviction takes exactly the least recently used key.
+void expectEvictionsInUseOrder(BucketTable& table, int keys, int uses, int evictions) {
+  std::mt19937_64 rng(11);
+  std::list<std::string> recency;  // front: most recently used
+  std::vector<std::string> live;
+  const auto use = [&](const std::string& key) {
+    recency.remove(key);
+    recency.push_front(key);
+  };
+  for (int i = 0; i < keys; ++i) {
+    live.push_back("u" + std::to_string(i));
+    table.insert(live.back(), BucketTable::hashKey(live.back()), stateOf(i), kT0 + 3600'000'000);
+    use(live.back());
+  }
+  for (int i = 0; i < uses; ++i) {
+    const std::string& key = live[rng() % live.size()];
+    table.touch(table.find(key, BucketTable::hashKey(key)));
+    use(key);
+  }
+  for (int i = 0; i < evictions; ++i) {
+    const std::string lru = recency.back();
+    Evictions counted;
+    ASSERT_EQ(table.makeRoom(kT0, counted), 1U) << i;
+    ASSERT_EQ(counted.capacity, 1U) << i;
+    ASSERT_EQ(table.find(lru, BucketTable::hashKey(lru)), BucketTable::kNone) << i;
+    recency.pop_back();
+    std::erase(live, lru);
+    for (int j = 0; j < 3; ++j) {
+      const std::string& key = live[rng() % live.size()];
+      table.touch(table.find(key, BucketTable::hashKey(key)));
+      use(key);
+    }
+    live.push_back("n" + std::to_string(i));
+    table.insert(live.back(), BucketTable::hashKey(live.back()), stateOf(i), kT0 + 3600'000'000);
+    use(live.back());
+  }
+  ASSERT_EQ(table.size(), static_cast<std::size_t>(keys));
+  for (const std::string& key : live) {
+    ASSERT_NE(table.find(key, BucketTable::hashKey(key)), BucketTable::kNone) << key;
+  }
+}
+
+TEST(BucketTableTest, EvictsTheLeastRecentlyUsedWhenItFirstEvictsLate) {
+  // Thousands of uses stamped before the first eviction orders the table.
+  BucketTable table;
+  expectEvictionsInUseOrder(table, 2000, 20'000, 3000);
+}
+
+TEST(BucketTableTest, OrdersItselfWhenItsUseStampsRunOut) {
+  BucketTable table(/*stamp_limit=*/500);
+  expectEvictionsInUseOrder(table, 300, 1000, 300);
+}
+
 }  // namespace
 }  // namespace sluice::memory_detail
