@@ -62,7 +62,8 @@ class BucketTable {
   std::uint32_t find(std::string_view key, std::uint64_t hash) const;
   /// Hints for a find() of a key of hash `hash` to come, in three steps each taken a while
   /// after the one before (once what it asked for is in the cache): its index cell; the
-  /// entries whose cells carry its tag; their keys and neighbours. Reads only: no state changes.
+  /// entry whose cell carries its hash bits; its key and (ordered) neighbours. Reads only:
+  /// no state changes.
   void prefetchCell(std::uint64_t hash) const { __builtin_prefetch(&cells_[homeCell(hash)]); }
   void prefetchEntries(std::uint64_t hash) const;
   void prefetchKeys(std::uint64_t hash) const;
@@ -131,7 +132,7 @@ class BucketTable {
     std::int64_t b = 0;
     std::int64_t c = 0;
     std::uint32_t expires_s = 0;   // seconds since the epoch, rounded up
-    std::uint32_t key_offset = 0;  // chunk << 15 | offset; free-list link when free
+    std::uint32_t key_offset = 0;  // chunk << 15 | offset
     // Ordered: the links (prev towards the most recently used); else the use stamp's low
     // and high 24 bits.
     std::uint64_t prev : 24 = kNone;
@@ -185,8 +186,8 @@ class BucketTable {
 
   std::size_t size_ = 0;
   std::vector<std::unique_ptr<Entry[]>> chunks_;
-  std::uint32_t allocated_ = 0;  // entries ever handed out (high-water mark)
-  std::uint32_t free_head_ = kNone;
+  std::uint32_t allocated_ = 0;      // entries ever handed out (high-water mark)
+  std::vector<std::uint32_t> free_;  // erased entries, the last erased taken first
   // Recency: ordered_ false: the entries carry use stamps (the next one next_stamp_, below
   // stamp_limit_); true: the list from head_ (most recently used) to tail_.
   bool ordered_ = false;
