@@ -38,8 +38,9 @@ std::uint32_t read32(const char* p) {
 
 }  // namespace
 
-BucketTable::BucketTable()
-    : cells_(kMinCells, kEmptyCell),
+BucketTable::BucketTable(std::uint64_t stamp_limit)
+    : stamp_limit_(std::min(stamp_limit, kStampLimit)),
+      cells_(kMinCells, kEmptyCell),
       earliest_expiry_(kNever),
       round_min_seen_(kNever),
       round_min_saved_(kNever) {}
@@ -108,7 +109,12 @@ void BucketTable::prefetchEntries(std::uint64_t hash) const {
       return;
     }
     if ((cell & kFingerprintMask) == want) {
-      __builtin_prefetch(&at(indexOf(cell)));
+      // Both lines of an entry that straddles two; the first match is the key's (a second
+      // would be a one-in-10^12 chance).
+      const char* entry = reinterpret_cast<const char*>(&at(indexOf(cell)));
+      __builtin_prefetch(entry);
+      __builtin_prefetch(entry + sizeof(Entry) - 1);
+      return;
     }
   }
 }
@@ -122,25 +128,60 @@ void BucketTable::prefetchKeys(std::uint64_t hash) const {
     }
     if ((cell & kFingerprintMask) == want) {
       const Entry& entry = at(indexOf(cell));
-      // find() is followed by touch(), which relinks the entry's neighbours.
-      if (entry.prev != kNone) {
+      // find() is followed by touch(), which relinks the entry's neighbours once the table
+      // is ordered (before, prev and next hold the use stamp).
+      if (ordered_ && entry.prev != kNone) {
         __builtin_prefetch(&at(static_cast<std::uint32_t>(entry.prev)));
       }
-      if (entry.next != kNone) {
+      if (ordered_ && entry.next != kNone) {
         __builtin_prefetch(&at(static_cast<std::uint32_t>(entry.next)));
       }
-      if (entry.key_length != kLongKey) {
-        __builtin_prefetch(arena_[entry.key_offset >> kOffsetBits].get() +
-                           (entry.key_offset & ((1U << kOffsetBits) - 1)));
+      if (entry.key_length != kLongKey && entry.key_length > 0) {
+        const char* key = arena_[entry.key_offset >> kOffsetBits].get() +
+                          (entry.key_offset & ((1U << kOffsetBits) - 1));
+        __builtin_prefetch(key);
+        __builtin_prefetch(key + entry.key_length - 1);
       }
+      return;
     }
   }
 }
 
 void BucketTable::touch(std::uint32_t index) {
-  if (head_ != index) {
+  if (!ordered_ && next_stamp_ == stamp_limit_) {
+    order();
+  }
+  if (!ordered_) {
+    stamp(index);
+  } else if (head_ != index) {
     unlink(index);
     linkFront(index);
+  }
+}
+
+void BucketTable::stamp(std::uint32_t index) {
+  Entry& entry = at(index);
+  entry.prev = next_stamp_ & kNone;
+  entry.next = next_stamp_ >> 24;
+  ++next_stamp_;
+}
+
+void BucketTable::order() {
+  // Oldest first: (stamp << 24 | index) sorts by stamp, each stamp being unique.
+  std::vector<std::uint64_t> by_use;
+  by_use.reserve(size_);
+  for (std::uint32_t index = 0; index < allocated_; ++index) {
+    const Entry& entry = at(index);
+    if (entry.live != 0) {
+      by_use.push_back((entry.prev | static_cast<std::uint64_t>(entry.next) << 24) << 24 | index);
+    }
+  }
+  std::sort(by_use.begin(), by_use.end());
+  ordered_ = true;
+  head_ = kNone;
+  tail_ = kNone;
+  for (const std::uint64_t used : by_use) {
+    linkFront(static_cast<std::uint32_t>(used & kNone));
   }
 }
 
@@ -189,12 +230,19 @@ std::uint32_t BucketTable::insert(std::string_view key, std::uint64_t hash, Buck
   if ((size_ + 1) * 5 > cells_.size() * 4) {
     growIndex();
   }
+  if (!ordered_ && next_stamp_ == stamp_limit_) {
+    order();
+  }
   const std::uint32_t index = allocate();
   at(index) = Entry{};
+  storeKey(index, key);  // may compact the arena, which moves the live entries' keys
   at(index).live = 1;
-  storeKey(index, key);
   ++size_;
-  linkFront(index);
+  if (ordered_) {
+    linkFront(index);
+  } else {
+    stamp(index);
+  }
   indexInsert(cellValue(hash, index));
   save(index, std::move(state), expires_at);
   return index;
@@ -204,7 +252,9 @@ void BucketTable::erase(std::uint32_t index) { erase(index, hashKey(keyOf(index)
 
 void BucketTable::erase(std::uint32_t index, std::uint64_t hash) {
   indexErase(index, hash);
-  unlink(index);
+  if (ordered_) {
+    unlink(index);
+  }
   Entry& entry = at(index);
   if (entry.has_log != 0) {
     logs_.erase(index);
@@ -212,8 +262,7 @@ void BucketTable::erase(std::uint32_t index, std::uint64_t hash) {
   releaseKey(index);
   entry.has_log = 0;
   entry.live = 0;
-  entry.key_offset = free_head_;
-  free_head_ = index;
+  free_.push_back(index);
   --size_;
 }
 
@@ -223,8 +272,11 @@ std::size_t BucketTable::makeRoom(Micros now, Evictions& evictions) {
     evictions.expired += expired;
     return expired;
   }
-  if (tail_ == kNone) {
+  if (size_ == 0) {
     return 0;
+  }
+  if (!ordered_) {
+    order();
   }
   const bool tail_expired = expiresAt(tail_) <= now;
   erase(tail_);
@@ -234,8 +286,10 @@ std::size_t BucketTable::makeRoom(Micros now, Evictions& evictions) {
 
 std::size_t BucketTable::erasePrefixes(const std::vector<std::string>& prefixes) {
   std::size_t removed = 0;
-  for (std::uint32_t index = head_; index != kNone;) {
-    const std::uint32_t next = static_cast<std::uint32_t>(at(index).next);
+  for (std::uint32_t index = 0; index < allocated_; ++index) {
+    if (at(index).live == 0) {
+      continue;
+    }
     const std::string_view key = keyOf(index);
     const bool match = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
       return key.substr(0, p.size()) == p;
@@ -244,7 +298,6 @@ std::size_t BucketTable::erasePrefixes(const std::vector<std::string>& prefixes)
       erase(index);
       ++removed;
     }
-    index = next;
   }
   return removed;
 }
@@ -281,9 +334,10 @@ std::size_t BucketTable::sweep(Micros now, std::size_t budget) {
 }
 
 std::uint32_t BucketTable::allocate() {
-  if (free_head_ != kNone) {
-    const std::uint32_t index = free_head_;
-    free_head_ = at(index).key_offset;
+  if (!free_.empty()) {
+    // Kept apart from the entries: taking one reads no entry that is out of the caches.
+    const std::uint32_t index = free_.back();
+    free_.pop_back();
     return index;
   }
   if ((allocated_ >> kChunkBits) >= chunks_.size()) {
@@ -398,11 +452,10 @@ void BucketTable::releaseKey(std::uint32_t index) {
 void BucketTable::compactArena() {
   std::vector<std::unique_ptr<char[]>> packed;
   std::size_t used = 0;
-  for (std::uint32_t index = head_; index != kNone;
-       index = static_cast<std::uint32_t>(at(index).next)) {
+  for (std::uint32_t index = 0; index < allocated_; ++index) {
     Entry& entry = at(index);
-    if (entry.key_length == kLongKey) {
-      continue;
+    if (entry.live == 0 || entry.key_length == kLongKey) {
+      continue;  // free, the key being stored (not live yet), or a key kept apart
     }
     const std::string_view key = keyOf(index);
     if (packed.empty() || used + key.size() > kArenaChunkBytes) {

@@ -27,7 +27,13 @@ struct Evictions {
 /// - entries live in fixed-size chunks (stable indices, no 2x vector slack), 40 bytes each:
 ///   the three scalar state fields, expiry in whole seconds (rounded up: an entry read after
 ///   its ttl but before its second ends is indistinguishable from a fresh bucket anyway),
-///   24-bit LRU links and the key's place and length;
+///   the recency (below) and the key's place and length;
+/// - recency: until the table first evicts its least recently used entry, each entry keeps
+///   a 40-bit use stamp (a use writes its own entry only); that first eviction sorts the
+///   entries by stamp into a doubly linked list (24-bit links, in the stamp's bits), kept
+///   from then on (a use relinks its entry: it writes its two neighbours). Either way the
+///   entry evicted is exactly the least recently used one; the sort is the one step that is
+///   not bounded (about a millisecond for 16,000 entries), once in a table's life;
 /// - keys are packed back to back in 32 KiB arena chunks, compacted when half is garbage
 ///   (keys of 16 KiB and more are kept apart);
 /// - the index is open addressing with linear probing over any table size (grown by 1.5x,
@@ -40,10 +46,14 @@ struct Evictions {
 class BucketTable {
  public:
   static constexpr std::uint32_t kNone = 0x00ffffffU;
+  /// Use stamps stay below 2^40 (a stamp and an index fit in 64 bits for the sort that
+  /// orders the table): running out orders the table (after 10^12 uses).
+  static constexpr std::uint64_t kStampLimit = std::uint64_t{1} << 40;
   /// Entries one table can hold (24-bit indices).
   static constexpr std::size_t kMaxEntries = kNone - 1;
 
-  BucketTable();
+  /// Use stamps run out at `stamp_limit` (tests lower it).
+  explicit BucketTable(std::uint64_t stamp_limit = kStampLimit);
 
   /// The hash every caller uses for a key (shard choice, index cells, tags).
   static std::uint64_t hashKey(std::string_view key);
@@ -52,11 +62,12 @@ class BucketTable {
   std::uint32_t find(std::string_view key, std::uint64_t hash) const;
   /// Hints for a find() of a key of hash `hash` to come, in three steps each taken a while
   /// after the one before (once what it asked for is in the cache): its index cell; the
-  /// entries whose cells carry its tag; their keys and neighbours. Reads only: no state changes.
+  /// entry whose cell carries its hash bits; its key and (ordered) neighbours. Reads only:
+  /// no state changes.
   void prefetchCell(std::uint64_t hash) const { __builtin_prefetch(&cells_[homeCell(hash)]); }
   void prefetchEntries(std::uint64_t hash) const;
   void prefetchKeys(std::uint64_t hash) const;
-  /// Marks an entry most recently used.
+  /// Marks an entry most recently used (writes that entry only until the table is ordered).
   void touch(std::uint32_t index);
   Micros expiresAt(std::uint32_t index) const;
 
@@ -78,7 +89,9 @@ class BucketTable {
 
   /// Frees at least one entry if there is one: the expired entries among the next
   /// kRoomScan of the sweep, else the least recently used one (counted as expired if it
-  /// is). Bounded work. Returns how many entries went.
+  /// is). Bounded work, but for the table's first eviction of its least recently used
+  /// entry, which sorts the entries by last use once (see the layout above). Returns how
+  /// many entries went.
   std::size_t makeRoom(Micros now, Evictions& evictions);
   /// Removes the entries whose key starts with one of `prefixes`; returns how many.
   std::size_t erasePrefixes(const std::vector<std::string>& prefixes);
@@ -118,10 +131,12 @@ class BucketTable {
     std::int64_t a = 0;
     std::int64_t b = 0;
     std::int64_t c = 0;
-    std::uint32_t expires_s = 0;        // seconds since the epoch, rounded up
-    std::uint32_t key_offset = 0;       // chunk << 15 | offset; free-list link when free
-    std::uint64_t prev : 24 = kNone;    // towards the most recently used
-    std::uint64_t next : 24 = kNone;    // towards the least recently used
+    std::uint32_t expires_s = 0;   // seconds since the epoch, rounded up
+    std::uint32_t key_offset = 0;  // chunk << 15 | offset
+    // Ordered: the links (prev towards the most recently used); else the use stamp's low
+    // and high 24 bits.
+    std::uint64_t prev : 24 = kNone;
+    std::uint64_t next : 24 = kNone;
     std::uint64_t key_length : 14 = 0;  // kLongKey: the key is in long_keys_
     std::uint64_t has_log : 1 = 0;      // a sliding_window_log bucket: logs_ has its log
     std::uint64_t live : 1 = 0;         // 0: on the free list
@@ -158,6 +173,10 @@ class BucketTable {
   std::uint32_t allocate();
   void linkFront(std::uint32_t index);
   void unlink(std::uint32_t index);
+  /// Gives an entry the next use stamp (not ordered).
+  void stamp(std::uint32_t index);
+  /// Turns the use stamps into the ordered list (ordered_ becomes true).
+  void order();
   void indexInsert(Cell cell);
   void indexErase(std::uint32_t index, std::uint64_t hash);
   void growIndex();
@@ -167,10 +186,15 @@ class BucketTable {
 
   std::size_t size_ = 0;
   std::vector<std::unique_ptr<Entry[]>> chunks_;
-  std::uint32_t allocated_ = 0;  // entries ever handed out (high-water mark)
-  std::uint32_t free_head_ = kNone;
-  std::uint32_t head_ = kNone;  // most recently used
-  std::uint32_t tail_ = kNone;  // least recently used
+  std::uint32_t allocated_ = 0;      // entries ever handed out (high-water mark)
+  std::vector<std::uint32_t> free_;  // erased entries, the last erased taken first
+  // Recency: ordered_ false: the entries carry use stamps (the next one next_stamp_, below
+  // stamp_limit_); true: the list from head_ (most recently used) to tail_.
+  bool ordered_ = false;
+  std::uint64_t next_stamp_ = 0;
+  std::uint64_t stamp_limit_;
+  std::uint32_t head_ = kNone;
+  std::uint32_t tail_ = kNone;
   std::vector<Cell> cells_;
   std::vector<std::unique_ptr<char[]>> arena_;  // kArenaChunkBytes each
   std::size_t arena_used_ = 0;                  // bytes used in the last chunk

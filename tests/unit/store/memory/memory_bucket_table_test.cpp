@@ -268,5 +268,59 @@ TEST(BucketTableTest, GrowsWithoutLosingKeysOrTheirOrder) {
   EXPECT_NE(table.find(keys[1], BucketTable::hashKey(keys[1])), BucketTable::kNone);
 }
 
+/// Uses random keys of a table of `keys` entries, then evicts `evictions` times, touching and
+/// inserting in between: each eviction takes exactly the least recently used key.
+void expectEvictionsInUseOrder(BucketTable& table, int keys, int uses, int evictions) {
+  std::mt19937_64 rng(11);
+  std::list<std::string> recency;  // front: most recently used
+  std::vector<std::string> live;
+  const auto use = [&](const std::string& key) {
+    recency.remove(key);
+    recency.push_front(key);
+  };
+  for (int i = 0; i < keys; ++i) {
+    live.push_back("u" + std::to_string(i));
+    table.insert(live.back(), BucketTable::hashKey(live.back()), stateOf(i), kT0 + 3600'000'000);
+    use(live.back());
+  }
+  for (int i = 0; i < uses; ++i) {
+    const std::string& key = live[rng() % live.size()];
+    table.touch(table.find(key, BucketTable::hashKey(key)));
+    use(key);
+  }
+  for (int i = 0; i < evictions; ++i) {
+    const std::string lru = recency.back();
+    Evictions counted;
+    ASSERT_EQ(table.makeRoom(kT0, counted), 1U) << i;
+    ASSERT_EQ(counted.capacity, 1U) << i;
+    ASSERT_EQ(table.find(lru, BucketTable::hashKey(lru)), BucketTable::kNone) << i;
+    recency.pop_back();
+    std::erase(live, lru);
+    for (int j = 0; j < 3; ++j) {
+      const std::string& key = live[rng() % live.size()];
+      table.touch(table.find(key, BucketTable::hashKey(key)));
+      use(key);
+    }
+    live.push_back("n" + std::to_string(i));
+    table.insert(live.back(), BucketTable::hashKey(live.back()), stateOf(i), kT0 + 3600'000'000);
+    use(live.back());
+  }
+  ASSERT_EQ(table.size(), static_cast<std::size_t>(keys));
+  for (const std::string& key : live) {
+    ASSERT_NE(table.find(key, BucketTable::hashKey(key)), BucketTable::kNone) << key;
+  }
+}
+
+TEST(BucketTableTest, EvictsTheLeastRecentlyUsedWhenItFirstEvictsLate) {
+  // Thousands of uses stamped before the first eviction orders the table.
+  BucketTable table;
+  expectEvictionsInUseOrder(table, 2000, 20'000, 3000);
+}
+
+TEST(BucketTableTest, OrdersItselfWhenItsUseStampsRunOut) {
+  BucketTable table(/*stamp_limit=*/500);
+  expectEvictionsInUseOrder(table, 300, 1000, 300);
+}
+
 }  // namespace
 }  // namespace sluice::memory_detail
