@@ -183,6 +183,9 @@ class BucketTable {
   void storeKey(std::uint32_t index, std::string_view key);
   void releaseKey(std::uint32_t index);
   void compactArena();
+  /// Erases `count` (at most kSweepBatch) entries, hashing their keys first.
+  std::size_t eraseBatch(const std::uint32_t* batch, std::size_t count);
+  static constexpr std::size_t kSweepBatch = 8;
 
   std::size_t size_ = 0;
   std::vector<std::unique_ptr<Entry[]>> chunks_;
