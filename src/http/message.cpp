@@ -1,5 +1,6 @@
 #include "sluice/http/message.hpp"
 
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "http/header_text.hpp"
@@ -10,21 +11,24 @@ namespace {
 
 constexpr std::string_view kJson = "application/json";
 
-struct SpareResponse {
-  Response response;
-  bool present = false;
+/// Storage of answers already written, for the thread's next ones: a few, for pipelined
+/// answers written together; the last one given is the first taken (still in the cache).
+struct SpareResponses {
+  static constexpr std::size_t kMax = 4;
+  std::array<Response, kMax> responses;
+  std::size_t count = 0;
 };
 
-thread_local SpareResponse t_spare;
+thread_local SpareResponses t_spares;
 
 }  // namespace
 
 Response freshResponse() {
-  if (!t_spare.present) {
+  SpareResponses& spares = t_spares;
+  if (spares.count == 0) {
     return Response{};
   }
-  t_spare.present = false;
-  Response response = std::move(t_spare.response);
+  Response response = std::move(spares.responses[--spares.count]);
   response.status = 200;
   if (response.content_type != kJson) {
     response.content_type.assign(kJson);
@@ -37,11 +41,13 @@ Response freshResponse() {
 }
 
 void recycleResponse(Response&& response) {
-  if (t_spare.present) {
+  SpareResponses& spares = t_spares;
+  // A moved-from answer has no storage to give.
+  if (spares.count == SpareResponses::kMax ||
+      response.body.capacity() + response.header_lines.capacity() <= 2 * std::string().capacity()) {
     return;
   }
-  t_spare.response = std::move(response);
-  t_spare.present = true;
+  spares.responses[spares.count++] = std::move(response);
 }
 
 std::string_view Request::header(std::string_view name) const {

@@ -61,6 +61,9 @@ bool ResponseQueue::popWritten(std::size_t count) {
     QueuedResponse& front = at(0);
     keep_alive = keep_alive && front.keep_alive;
     front.hold_timer.reset();
+    // Its storage serves the thread's next answer (freshResponse()) while still in the
+    // cache; kept in the place when the thread has a spare already (complete() reuses it).
+    recycleResponse(std::move(front.response));
     head_ = (head_ + 1) % slots_.size();
     --count_;
   }

@@ -30,8 +30,9 @@ struct QueuedResponse {
 };
 
 /// Not thread-safe: owned by one session on its I/O thread. The places are a ring that is
-/// reused: a written place's Response keeps its storage (complete() swaps it out for the next
-/// answer to reuse, recycleResponse()), so a connection's steady state allocates nothing.
+/// reused: a written answer's storage goes back to the thread's spare (recycleResponse()),
+/// for the thread's next answer, or stays in its place when the thread has a spare already
+/// (complete() gives it to the next answer), so a connection's steady state allocates nothing.
 class ResponseQueue {
  public:
   bool empty() const { return count_ == 0; }

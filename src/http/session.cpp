@@ -112,7 +112,11 @@ void Session::updateIdleTimer() {
     return;
   }
   if (queue_.empty() && !writing_) {
-    setDeadline(idle_deadline_, Clock::now() + options_.idle_timeout);
+    // Right after an answer completed in the same handOn() (the usual case), its time is
+    // now to within microseconds: a deadline of seconds needs no fresher reading.
+    const Clock::time_point now =
+        handing_on_ && answered_at_ != Clock::time_point{} ? answered_at_ : Clock::now();
+    setDeadline(idle_deadline_, now + options_.idle_timeout);
   } else {
     clearDeadline(idle_deadline_);
   }
@@ -142,13 +146,15 @@ void Session::readRequest() {
   if (!parsing_inline_) {
     // The usual case: a plain request, all of it in the buffer, read without Beast's parser
     // (plain_request.hpp); anything else, or a request still arriving, is Beast's below.
+    // Into the thread's request (worker.hpp), which every connection's plain requests
+    // reuse: its strings stay in the cache, where one per connection would not.
     unsigned version = 11;
     bool keep_alive = true;
     const auto data = buffer_.data();
     const std::size_t used =
         parsePlainRequest(std::string_view(static_cast<const char*>(data.data()), data.size()),
-                          PlainLimits{options_.max_header_bytes, options_.max_body_bytes}, request_,
-                          version, keep_alive);
+                          PlainLimits{options_.max_header_bytes, options_.max_body_bytes},
+                          worker_.plain_request, version, keep_alive);
     if (used > 0) {
       buffer_.consume(used);
       clearDeadline(idle_deadline_);
@@ -156,7 +162,7 @@ void Session::readRequest() {
       // As below: a pipelined request behind this one is read by Beast's asynchronous read,
       // whose completion is posted, so that a buffer full of them does not recurse.
       parsing_inline_ = true;
-      handOn(version, keep_alive);
+      handOn(worker_.plain_request, version, keep_alive);
       parsing_inline_ = false;
       return;
     }
@@ -277,12 +283,12 @@ void Session::onRequest(beast::error_code ec) {
   const unsigned version = parser_->version();
   const bool keep_alive = parser_->keepAlive();
   parser_.reset();
-  handOn(version, keep_alive);
+  handOn(request_, version, keep_alive);
 }
 
-void Session::handOn(unsigned version, bool keep_alive) {
+void Session::handOn(Request& request, unsigned version, bool keep_alive) {
   {
-    // request_ is refilled by the next request's parser: that read waits for the end of
+    // The request is refilled by the next request's parser: that read waits for the end of
     // this block (doRead()), also when an answer is written at once (maybeWrite()).
     dispatching_ = true;
     keep_alive = keep_alive && !worker_.stopping;
@@ -290,10 +296,13 @@ void Session::handOn(unsigned version, bool keep_alive) {
       no_more_reads_ = true;
     }
     QueuedResponse& entry = enqueue(keep_alive, version);
-    dispatch(entry.id);
+    handing_on_ = true;
+    answered_at_ = {};
+    dispatch(request, entry.id);
   }
   dispatching_ = false;
   doRead();
+  handing_on_ = false;
 }
 
 void Session::onReadError(beast::error_code ec) {
@@ -335,9 +344,8 @@ QueuedResponse& Session::enqueue(bool keep_alive, unsigned version) {
   return queue_.push(keep_alive, version, Clock::now());
 }
 
-void Session::dispatch(std::uint64_t id) {
-  // The parser filled method, target, headers and body (request_parser.hpp).
-  Request& request = request_;
+void Session::dispatch(Request& request, std::uint64_t id) {
+  // The parser filled method, target, headers and body (request_parser.hpp, plain_request.hpp).
   request.path.assign(request.target, 0, request.target.find('?'));
   if (request.peer != peer_) {
     request.peer = peer_;
@@ -366,7 +374,7 @@ void Session::dispatch(std::uint64_t id) {
   }
   Respond respond = [this, id](Response&& response) { onHandlerAnswer(id, std::move(response)); };
   try {
-    match.route->handler(request_, std::move(respond));
+    match.route->handler(request, std::move(respond));
   } catch (const std::exception& e) {
     spdlog::error("handler for {} {} failed: {}", request.method, request.path, e.what());
     onHandlerAnswer(id, jsonError(500, "internal error"));
@@ -394,13 +402,15 @@ void Session::complete(std::uint64_t id, Response&& response) {
     return;
   }
   entry->answered = true;
+  const Clock::time_point now = Clock::now();
+  answered_at_ = now;
   if (entry->route_index < worker_.latency.size()) {
     worker_.latency[entry->route_index]->observe(
-        std::chrono::duration<double>(Clock::now() - entry->started).count());
+        std::chrono::duration<double>(now - entry->started).count());
   }
   auto hold = response.hold;
-  // The place's previous answer (written) gives its storage to the next answer: two moves,
-  // where a swap and a recycle took four.
+  // A place whose written answer kept its storage (the thread had spares enough) gives it to
+  // the thread's next answers.
   recycleResponse(std::move(entry->response));
   entry->response = std::move(response);
   if (hold.count() > 0) {
@@ -428,9 +438,12 @@ void Session::maybeWrite() {
   if (closed_ || writing_ || !queue_.frontReady()) {
     return;
   }
-  out_.clear();
+  // Written into the thread's buffer (worker.hpp), which stays in the cache; only what the
+  // kernel does not take at once moves to the connection's own out_.
+  std::string& out = worker_.out;
+  out.clear();
   bool reading_request = reading_ && phase_ == Phase::kRequest;
-  write_count_ = queue_.writeReady(out_, worker_.stopping && !reading_request);
+  write_count_ = queue_.writeReady(out, worker_.stopping && !reading_request);
   writing_ = true;
   updateIdleTimer();  // a request being read keeps its own deadline
   // The socket is non-blocking (start()): send now, as async_write would begin by doing, and
@@ -438,19 +451,20 @@ void Session::maybeWrite() {
   beast::error_code ec;
   std::size_t sent = 0;
   if (send_inline_) {
-    sent = socket_.write_some(net::buffer(out_), ec);
+    sent = socket_.write_some(net::buffer(out), ec);
     if (ec == net::error::would_block || ec == net::error::try_again) {
       ec = {};
       sent = 0;
     }
-    if (ec || sent == out_.size()) {
+    if (ec || sent == out.size()) {
       onWrite(ec);
       return;
     }
   }
+  out_.assign(out, sent);
   setDeadline(write_deadline_, Clock::now() + options_.write_timeout);
   net::async_write(
-      socket_, net::buffer(out_.data() + sent, out_.size() - sent),
+      socket_, net::buffer(out_),
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onWrite(ec); });
 }
 

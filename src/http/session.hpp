@@ -71,12 +71,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void onRequest(boost::beast::error_code ec);
   void onReadError(boost::beast::error_code ec);
   void refuse(int status, const std::string& message, unsigned version);
-  /// A request read whole (request_): queued for its answer and dispatched; then the next.
-  void handOn(unsigned version, bool keep_alive);
+  /// A request read whole (request_, or the worker's plain_request): queued for its answer
+  /// and dispatched; then the next.
+  void handOn(Request& request, unsigned version, bool keep_alive);
 
   // Dispatching.
   QueuedResponse& enqueue(bool keep_alive, unsigned version);
-  void dispatch(std::uint64_t id);
+  void dispatch(Request& request, std::uint64_t id);
   void complete(std::uint64_t id, Response&& response);
   void onHandlerAnswer(std::uint64_t id, Response&& response);
 
@@ -98,12 +99,13 @@ class Session : public std::enable_shared_from_this<Session> {
   const ServerOptions& options_;
   boost::asio::generic::stream_protocol::socket socket_;  // TCP or unix
   boost::beast::flat_buffer buffer_;
-  // One Request per session, refilled in place by each request's parser: its strings keep
-  // their capacity, so a warm connection reads a request without allocating.
+  // The request Beast's parser fills (plain requests go to the worker's plain_request),
+  // refilled in place: its strings keep their capacity, so a warm connection reads a
+  // request without allocating.
   Request request_;
   std::optional<RequestParser> parser_;  // declared after the request it fills
   ResponseQueue queue_;
-  std::string out_;              // the answers being written
+  std::string out_;              // what an asynchronous write still has to send
   std::size_t write_count_ = 0;  // how many queued answers out_ holds
   // Separate deadlines, so that each only ever moves later and rarely touches its timer.
   Deadline idle_deadline_;     // waiting for a request's first byte, nothing pending
@@ -122,6 +124,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool send_inline_ = false;  // the socket is non-blocking: maybeWrite() sends at once
   bool drain_aware_ = false;  // waits for a request without a failed read first
   bool dispatching_ = false;  // inside onRequest()'s dispatch: request_ is in use
+  // While handOn() dispatches a request: when its answer was completed (complete()), so that
+  // the wait for the next request arms its idle deadline without reading the clock again.
+  bool handing_on_ = false;
+  Clock::time_point answered_at_{};
   std::size_t lingered_ = 0;
   std::string peer_;
   // Answers the handlers still owe, and the reference that keeps the session alive for them.

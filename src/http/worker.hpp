@@ -5,11 +5,13 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "http/listener.hpp"
 #include "sluice/common/metrics.hpp"
+#include "sluice/http/message.hpp"
 #include "sluice/http/router.hpp"
 #include "sluice/http/server.hpp"
 
@@ -30,6 +32,12 @@ struct Worker {
   std::shared_ptr<const Router> router;
   std::vector<Histogram*> latency;  // per route index, then one for unmatched paths
   std::unordered_set<Session*> sessions;
+  /// Scratch the sessions share, one request and one write at a time: a plain request is
+  /// read into plain_request and handled before the next is read; answers are written into
+  /// out and sent before it is reused (what the kernel does not take is copied to the
+  /// session). Reused by every connection, they stay in the cache.
+  Request plain_request;
+  std::string out;
   bool stopping = false;
   boost::asio::io_context ioc{1};
   /// Its own TCP listeners; thread 0 also runs the unix-socket ones (for every thread).

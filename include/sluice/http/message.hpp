@@ -57,8 +57,9 @@ struct Response {
 /// allocates nothing once the thread is warm; a new Response when there is no spare.
 Response freshResponse();
 
-/// Gives the storage of an answer that is no longer needed to freshResponse() (one spare per
-/// thread; a second one is freed).
+/// Gives the storage of an answer that is no longer needed to freshResponse() (a few spares
+/// per thread; an answer without storage is not kept). The answer is left as it was when it
+/// is not taken.
 void recycleResponse(Response&& response);
 
 /// Hands a response back to the session. Must be called exactly once, on the I/O thread
