@@ -107,6 +107,12 @@ void BucketTable::prefetchEntries(std::uint64_t hash) const {
   for (std::size_t i = homeCell(hash), n = 0; n < kPrefetchProbe; i = nextCell(i), ++n) {
     const Cell cell = cells_[i];
     if (cell == kEmptyCell) {
+      // A key not in the table: the entry its insert() would take. Written out here: GCC
+      // drops a call to a function that only prefetches as if it did nothing.
+      if (const char* slot = nextSlot(); slot != nullptr) {
+        __builtin_prefetch(slot, 1);
+        __builtin_prefetch(slot + sizeof(Entry) - 1, 1);
+      }
       return;
     }
     if ((cell & kFingerprintMask) == want) {
@@ -145,6 +151,23 @@ void BucketTable::prefetchKeys(std::uint64_t hash) const {
       }
       return;
     }
+  }
+}
+
+const char* BucketTable::nextSlot() const {
+  if (!free_.empty()) {
+    return reinterpret_cast<const char*>(&at(free_.back()));
+  }
+  if ((allocated_ >> kChunkBits) < chunks_.size()) {
+    return reinterpret_cast<const char*>(&at(allocated_));
+  }
+  return nullptr;
+}
+
+void BucketTable::prefetchSlot() const {
+  if (const char* slot = nextSlot(); slot != nullptr) {
+    __builtin_prefetch(slot, 1);
+    __builtin_prefetch(slot + sizeof(Entry) - 1, 1);
   }
 }
 
