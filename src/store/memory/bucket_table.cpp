@@ -172,12 +172,15 @@ void BucketTable::prefetchSlot() const {
 }
 
 void BucketTable::touch(std::uint32_t index) {
+  if (index == head_) {
+    return;  // the most recently used already (ordered or not)
+  }
   if (!ordered_ && next_stamp_ == stamp_limit_) {
     order();
   }
   if (!ordered_) {
     stamp(index);
-  } else if (head_ != index) {
+  } else {
     unlink(index);
     linkFront(index);
   }
@@ -188,6 +191,7 @@ void BucketTable::stamp(std::uint32_t index) {
   entry.prev = next_stamp_ & kNone;
   entry.next = next_stamp_ >> 24;
   ++next_stamp_;
+  head_ = index;  // the last stamped: touch() need not stamp it again
 }
 
 void BucketTable::order() {
@@ -278,6 +282,8 @@ void BucketTable::erase(std::uint32_t index, std::uint64_t hash) {
   indexErase(index, hash);
   if (ordered_) {
     unlink(index);
+  } else if (head_ == index) {
+    head_ = kNone;
   }
   Entry& entry = at(index);
   if (entry.has_log != 0) {

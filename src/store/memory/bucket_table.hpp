@@ -197,7 +197,8 @@ class BucketTable {
   std::uint32_t allocated_ = 0;      // entries ever handed out (high-water mark)
   std::vector<std::uint32_t> free_;  // erased entries, the last erased taken first
   // Recency: ordered_ false: the entries carry use stamps (the next one next_stamp_, below
-  // stamp_limit_); true: the list from head_ (most recently used) to tail_.
+  // stamp_limit_), head_ the last stamped; true: the list from head_ (most recently used)
+  // to tail_.
   bool ordered_ = false;
   std::uint64_t next_stamp_ = 0;
   std::uint64_t stamp_limit_;

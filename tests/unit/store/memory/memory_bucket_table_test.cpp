@@ -284,9 +284,18 @@ void expectEvictionsInUseOrder(BucketTable& table, int keys, int uses, int evict
     use(live.back());
   }
   for (int i = 0; i < uses; ++i) {
-    const std::string& key = live[rng() % live.size()];
-    table.touch(table.find(key, BucketTable::hashKey(key)));
+    const std::string key = live[rng() % live.size()];
+    const std::uint32_t index = table.find(key, BucketTable::hashKey(key));
+    table.touch(index);
     use(key);
+    if (i % 97 == 0) {  // the most recently used goes, a new key comes
+      table.erase(index);
+      recency.remove(key);
+      std::erase(live, key);
+      live.push_back("r" + std::to_string(i));
+      table.insert(live.back(), BucketTable::hashKey(live.back()), stateOf(i), kT0 + 3600'000'000);
+      use(live.back());
+    }
   }
   for (int i = 0; i < evictions; ++i) {
     const std::string lru = recency.back();
