@@ -175,7 +175,7 @@ void Differ::count(const Decision& decision, bool is_new, Pending& pending) {
             pending.names[who].assign(who_);
             ++pending.names_used;
           }
-          who_hash = std::hash<std::string>{}(who_);
+          who_hash = identityHash(who_);
         }
       }
       Touch* touch = nullptr;
@@ -222,7 +222,7 @@ void Differ::add(Micros at, const Decision* old_decision, const Decision& new_de
   }
   identity(new_decision, 0, pending.names[0]);
   pending.names_used = 1;
-  pending.client_hash = std::hash<std::string>{}(pending.names[0]);
+  pending.client_hash = identityHash(pending.names[0]);
   clients_.prefetchCell(pending.client_hash);
   if (old_decision != nullptr) {
     count(*old_decision, false, pending);

@@ -211,7 +211,7 @@ Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request,
   active_ = index;
   Slot& slot = slots_[index];
   Decision& decision = slot.decision;
-  decision.request = std::move(request);
+  lend(request, decision.request);
   StoreRequest& store_request = slot.store_request;
   if (store_request.limits.empty()) {
     advancePrefetch();
@@ -236,6 +236,24 @@ Replayer::DirectResult Replayer::decideDirect(DecisionRequest& request,
   decision.degraded = response.degraded;
   decision.decided_at_us = response.at_us;
   return DirectResult::kDecided;
+}
+
+void Replayer::lend(DecisionRequest& request, DecisionRequest& to) {
+  // The members a plain request may hold (plainRequest()); its per-descriptor vectors are
+  // empty, as are `to`'s, which only ever holds plain requests.
+  to.domain.assign(request.domain);
+  to.client_id.assign(request.client_id);
+  to.descriptors.swap(request.descriptors);
+  to.hits = request.hits;
+  to.refund = request.refund;
+  to.charge = request.charge;
+  to.envoy_api = request.envoy_api;
+  to.lease = request.lease;
+  to.reservation.op = request.reservation.op;
+  to.reservation.ttl_us = request.reservation.ttl_us;
+  if (!request.reservation.id.empty() || !to.reservation.id.empty()) {
+    to.reservation.id.assign(request.reservation.id);
+  }
 }
 
 void Replayer::buildDirect(const DecisionRequest& request, Slot& slot) {

@@ -83,7 +83,7 @@ class Replayer {
         if (direct == DirectResult::kDecided) {
           use(static_cast<const Decision&>(decision));
         }
-        request = std::move(decision.request);
+        giveBack(decision.request, request);
         return direct == DirectResult::kDecided;
       }
     }
@@ -150,6 +150,13 @@ class Replayer {
 
   /// The rule set and the clock for the next decision.
   void start(Micros time_us, const std::string& rules_hash);
+  /// A plain request (one the direct path takes) lent to its decision: the descriptors
+  /// moved over, the strings and the rest copied (moving the whole request in and back out
+  /// copies every short string twice and every member); giveBack() returns the descriptors.
+  static void lend(DecisionRequest& request, DecisionRequest& to);
+  static void giveBack(DecisionRequest& lent, DecisionRequest& request) {
+    request.descriptors.swap(lent.descriptors);
+  }
   enum class DirectResult { kNotDirect, kDecided, kRefused };
   /// The direct path: kDecided with `request` moved into direct_.decision and decided (the
   /// memory store never fails: kRefused is not returned); kNotDirect, `request` untouched,

@@ -388,6 +388,17 @@ under --strict, 3 and 4 the gates above, 5 empty log (no request to replay).
 
 namespace {
 
+/// Nothing but spaces and tabs (a line the replay skips). A log line starts with `{`: one
+/// compare, where find_first_not_of calls memchr for each byte it looks at.
+bool blank(std::string_view line) {
+  for (const char c : line) {
+    if (c != ' ' && c != '\t') {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// One `sluice simulate` run: the rule sets and the map it loaded, and the passes over
 /// the logs that replay them.
 class Simulation {
@@ -505,7 +516,7 @@ class Simulation {
       if (++facts.lines % kAdviseEveryLines == 0) {
         heap_.advise();
       }
-      if (line.find_first_not_of(" \t") == std::string_view::npos) {
+      if (blank(line)) {
         continue;
       }
       LoggedRequest& slot = run.pending.slot();

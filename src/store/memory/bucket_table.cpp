@@ -1,6 +1,7 @@
 #include "store/memory/bucket_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -106,6 +107,12 @@ void BucketTable::prefetchEntries(std::uint64_t hash) const {
   for (std::size_t i = homeCell(hash), n = 0; n < kPrefetchProbe; i = nextCell(i), ++n) {
     const Cell cell = cells_[i];
     if (cell == kEmptyCell) {
+      // A key not in the table: the entry its insert() would take. Written out here: GCC
+      // drops a call to a function that only prefetches as if it did nothing.
+      if (const char* slot = nextSlot(); slot != nullptr) {
+        __builtin_prefetch(slot, 1);
+        __builtin_prefetch(slot + sizeof(Entry) - 1, 1);
+      }
       return;
     }
     if ((cell & kFingerprintMask) == want) {
@@ -147,13 +154,33 @@ void BucketTable::prefetchKeys(std::uint64_t hash) const {
   }
 }
 
+const char* BucketTable::nextSlot() const {
+  if (!free_.empty()) {
+    return reinterpret_cast<const char*>(&at(free_.back()));
+  }
+  if ((allocated_ >> kChunkBits) < chunks_.size()) {
+    return reinterpret_cast<const char*>(&at(allocated_));
+  }
+  return nullptr;
+}
+
+void BucketTable::prefetchSlot() const {
+  if (const char* slot = nextSlot(); slot != nullptr) {
+    __builtin_prefetch(slot, 1);
+    __builtin_prefetch(slot + sizeof(Entry) - 1, 1);
+  }
+}
+
 void BucketTable::touch(std::uint32_t index) {
+  if (index == head_) {
+    return;  // the most recently used already (ordered or not)
+  }
   if (!ordered_ && next_stamp_ == stamp_limit_) {
     order();
   }
   if (!ordered_) {
     stamp(index);
-  } else if (head_ != index) {
+  } else {
     unlink(index);
     linkFront(index);
   }
@@ -164,6 +191,7 @@ void BucketTable::stamp(std::uint32_t index) {
   entry.prev = next_stamp_ & kNone;
   entry.next = next_stamp_ >> 24;
   ++next_stamp_;
+  head_ = index;  // the last stamped: touch() need not stamp it again
 }
 
 void BucketTable::order() {
@@ -254,6 +282,8 @@ void BucketTable::erase(std::uint32_t index, std::uint64_t hash) {
   indexErase(index, hash);
   if (ordered_) {
     unlink(index);
+  } else if (head_ == index) {
+    head_ = kNone;
   }
   Entry& entry = at(index);
   if (entry.has_log != 0) {
@@ -306,9 +336,16 @@ std::size_t BucketTable::sweep(Micros now, std::size_t budget) {
   if (now < earliest_expiry_ || allocated_ == 0) {
     return 0;
   }
+  // The expired entries go a few at a time, in the order found: their keys, then their
+  // index cells are asked for first, so that these waits on memory overlap. Nothing the scan
+  // reads changes with an erase, and a batch goes before the scan can come back to it.
+  std::array<std::uint32_t, kSweepBatch> batch{};
+  std::size_t pending = 0;
   std::size_t removed = 0;
   for (std::size_t step = 0; step < budget; ++step) {
     if (sweep_cursor_ >= allocated_) {
+      removed += eraseBatch(batch.data(), pending);
+      pending = 0;
       // A round is complete: every live entry was seen or saved during it.
       earliest_expiry_ = std::min(round_min_seen_, round_min_saved_);
       round_min_seen_ = kNever;
@@ -319,18 +356,38 @@ std::size_t BucketTable::sweep(Micros now, std::size_t budget) {
       }
     }
     const std::uint32_t index = sweep_cursor_++;
-    if (at(index).live == 0) {
+    const Entry& entry = at(index);
+    if (entry.live == 0) {
       continue;
     }
-    const Micros expires_at = expiresAt(index);
-    if (expires_at <= now) {
-      erase(index);
-      ++removed;
-    } else {
+    const Micros expires_at = toMicros(entry.expires_s);
+    if (expires_at > now) {
       round_min_seen_ = std::min(round_min_seen_, expires_at);
+      continue;
+    }
+    if (entry.key_length != kLongKey && entry.key_length > 0) {
+      __builtin_prefetch(arena_[entry.key_offset >> kOffsetBits].get() +
+                         (entry.key_offset & ((1U << kOffsetBits) - 1)));
+    }
+    batch[pending++] = index;
+    if (pending == kSweepBatch) {
+      removed += eraseBatch(batch.data(), pending);
+      pending = 0;
     }
   }
-  return removed;
+  return removed + eraseBatch(batch.data(), pending);
+}
+
+std::size_t BucketTable::eraseBatch(const std::uint32_t* batch, std::size_t count) {
+  std::array<std::uint64_t, kSweepBatch> hashes{};
+  for (std::size_t i = 0; i < count; ++i) {
+    hashes[i] = hashKey(keyOf(batch[i]));
+    prefetchCell(hashes[i]);
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    erase(batch[i], hashes[i]);
+  }
+  return count;
 }
 
 std::uint32_t BucketTable::allocate() {

@@ -67,6 +67,9 @@ class BucketTable {
   void prefetchCell(std::uint64_t hash) const { __builtin_prefetch(&cells_[homeCell(hash)]); }
   void prefetchEntries(std::uint64_t hash) const;
   void prefetchKeys(std::uint64_t hash) const;
+  /// Hint: the entry an insert() would take now (a find() that found nothing is followed by
+  /// one when the key is charged).
+  void prefetchSlot() const;
   /// Marks an entry most recently used (writes that entry only until the table is ordered).
   void touch(std::uint32_t index);
   Micros expiresAt(std::uint32_t index) const;
@@ -183,13 +186,19 @@ class BucketTable {
   void storeKey(std::uint32_t index, std::string_view key);
   void releaseKey(std::uint32_t index);
   void compactArena();
+  /// The entry insert() would take now, or null (a new chunk).
+  const char* nextSlot() const;
+  /// Erases `count` (at most kSweepBatch) entries, hashing their keys first.
+  std::size_t eraseBatch(const std::uint32_t* batch, std::size_t count);
+  static constexpr std::size_t kSweepBatch = 8;
 
   std::size_t size_ = 0;
   std::vector<std::unique_ptr<Entry[]>> chunks_;
   std::uint32_t allocated_ = 0;      // entries ever handed out (high-water mark)
   std::vector<std::uint32_t> free_;  // erased entries, the last erased taken first
   // Recency: ordered_ false: the entries carry use stamps (the next one next_stamp_, below
-  // stamp_limit_); true: the list from head_ (most recently used) to tail_.
+  // stamp_limit_), head_ the last stamped; true: the list from head_ (most recently used)
+  // to tail_.
   bool ordered_ = false;
   std::uint64_t next_stamp_ = 0;
   std::uint64_t stamp_limit_;

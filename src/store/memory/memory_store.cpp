@@ -415,7 +415,9 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
       }
       BucketTable& table = shards_[w.shard]->table;
       w.index = table.find(limit.key, w.hash);
-      if (w.index != BucketTable::kNone) {
+      if (w.index == BucketTable::kNone) {
+        table.prefetchSlot();  // while the limit is evaluated
+      } else {
         for (std::size_t j = 0; j < i && w.first == i; ++j) {
           if (work[j].shard == w.shard && work[j].index == w.index) {
             w.first = j;

@@ -10,9 +10,7 @@
 namespace sluice::simulate {
 namespace {
 
-HashedIdentity hashed(const std::string& text) {
-  return HashedIdentity{text, std::hash<std::string>{}(text)};
-}
+HashedIdentity hashed(const std::string& text) { return HashedIdentity{text, identityHash(text)}; }
 
 TEST(IdentityTableTest, FindsWhatItAddedAndAddsEachIdentityOnce) {
   IdentityTable<int> table;

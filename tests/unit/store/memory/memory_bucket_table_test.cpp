@@ -284,9 +284,18 @@ void expectEvictionsInUseOrder(BucketTable& table, int keys, int uses, int evict
     use(live.back());
   }
   for (int i = 0; i < uses; ++i) {
-    const std::string& key = live[rng() % live.size()];
-    table.touch(table.find(key, BucketTable::hashKey(key)));
+    const std::string key = live[rng() % live.size()];
+    const std::uint32_t index = table.find(key, BucketTable::hashKey(key));
+    table.touch(index);
     use(key);
+    if (i % 97 == 0) {  // the most recently used goes, a new key comes
+      table.erase(index);
+      recency.remove(key);
+      std::erase(live, key);
+      live.push_back("r" + std::to_string(i));
+      table.insert(live.back(), BucketTable::hashKey(live.back()), stateOf(i), kT0 + 3600'000'000);
+      use(live.back());
+    }
   }
   for (int i = 0; i < evictions; ++i) {
     const std::string lru = recency.back();
@@ -320,6 +329,37 @@ TEST(BucketTableTest, EvictsTheLeastRecentlyUsedWhenItFirstEvictsLate) {
 TEST(BucketTableTest, OrdersItselfWhenItsUseStampsRunOut) {
   BucketTable table(/*stamp_limit=*/500);
   expectEvictionsInUseOrder(table, 300, 1000, 300);
+}
+
+TEST(BucketTableTest, SweepsEveryExpiredEntryOnceWhateverItsBudget) {
+  // More expired entries than one batch, a budget past the table's end (the scan comes back
+  // to where it started), logs among them: exactly the expired entries go, once.
+  for (const std::size_t budget : {3UL, 8UL, 9UL, 25UL, 1000UL}) {
+    BucketTable table;
+    std::vector<std::string> keys;
+    for (int i = 0; i < 40; ++i) {
+      keys.push_back("s" + std::to_string(i));
+      BucketState state = stateOf(i);
+      if (i % 5 == 0) {
+        state.log = {LogEntry{kT0, 1}};
+      }
+      const Micros expires_at = kT0 + (i % 3 == 0 ? 2 : 5) * kMicrosPerSecond;
+      table.insert(keys.back(), BucketTable::hashKey(keys.back()), std::move(state), expires_at);
+    }
+    std::size_t removed = 0;
+    for (int round = 0; round < 100; ++round) {
+      removed += table.sweep(kT0 + 3 * kMicrosPerSecond, budget);
+    }
+    EXPECT_EQ(removed, 14U) << budget;  // i % 3 == 0 for i < 40
+    EXPECT_EQ(table.size(), 26U) << budget;
+    for (int i = 0; i < 40; ++i) {
+      const std::uint32_t index = table.find(keys[i], BucketTable::hashKey(keys[i]));
+      ASSERT_EQ(index == BucketTable::kNone, i % 3 == 0) << budget << " " << i;
+      if (index != BucketTable::kNone) {
+        EXPECT_EQ(table.load(index).log.size(), i % 5 == 0 ? 1U : 0U);
+      }
+    }
+  }
 }
 
 }  // namespace
