@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "http/decision_body.hpp"
 #include "http/fast_decision_parser.hpp"
 #include "sluice/common/json_writer.hpp"
 #include "sluice/decision/envoy_response.hpp"
@@ -322,70 +323,6 @@ Status parseDescriptors(const Json& json, bool envoy, DecisionRequest& request) 
   return {};
 }
 
-/// The parts of a limit's JSON that depend only on the limit (its name; its limit, unit,
-/// window and algorithm), written once and reused while the thread answers for the same
-/// limits, as the prepared header lines (rate_limit_headers.cpp). A few entries per thread
-/// (a request's descriptors take turns), compared by value, so a rules reload never reuses
-/// a stale one; a miss rewrites the oldest entry in place, without allocating once warm.
-struct PreparedLimitJson {
-  std::string name;
-  std::int64_t limit = -1;
-  TimeUnit unit = TimeUnit::kSecond;
-  std::int64_t unit_multiplier = -1;
-  Micros window_us = -1;
-  Algorithm algorithm = Algorithm::kFixedWindow;
-  std::string name_json;  // "name", quoted and escaped
-  std::string middle;     // ,"limit":L,"unit":"u","unit_multiplier":M,"window_s":W,"algorithm":"a"
-};
-
-struct PreparedLimitsJson {
-  static constexpr std::size_t kEntries = 8;
-  std::array<PreparedLimitJson, kEntries> entries;
-  std::size_t next = 0;  // the entry a miss rewrites
-};
-
-thread_local PreparedLimitsJson t_limits_json;
-
-const PreparedLimitJson& preparedLimitJson(const LimitStatus& limit) {
-  PreparedLimitsJson& cache = t_limits_json;
-  for (const PreparedLimitJson& p : cache.entries) {
-    if (p.limit == limit.limit && p.unit == limit.unit &&
-        p.unit_multiplier == limit.unit_multiplier && p.window_us == limit.window_us &&
-        p.algorithm == limit.algorithm && p.name == limit.name) {
-      return p;
-    }
-  }
-  PreparedLimitJson& p = cache.entries[cache.next];
-  cache.next = (cache.next + 1) % PreparedLimitsJson::kEntries;
-  p.name.assign(limit.name);
-  p.limit = limit.limit;
-  p.unit = limit.unit;
-  p.unit_multiplier = limit.unit_multiplier;
-  p.window_us = limit.window_us;
-  p.algorithm = limit.algorithm;
-  p.name_json.clear();
-  {
-    JsonWriter w(p.name_json);
-    w.value(limit.name);
-  }
-  // Written by the same writer as a whole object, whose braces then become the leading
-  // comma and nothing: the same bytes as writing the fields in place.
-  p.middle.clear();
-  {
-    JsonWriter w(p.middle);
-    w.beginObject();
-    w.field("limit", limit.limit);
-    w.field("unit", unitName(limit.unit));
-    w.field("unit_multiplier", limit.unit_multiplier);
-    w.field("window_s", ceilSeconds(limit.window_us));
-    w.field("algorithm", algorithmName(limit.algorithm));
-    w.endObject();
-  }
-  p.middle.front() = ',';
-  p.middle.pop_back();
-  return p;
-}
-
 void writeLimit(JsonWriter& w, const LimitStatus& limit) {
   w.beginObject();
   if (limit.unlimited) {
@@ -658,6 +595,15 @@ Response decisionResponse(const DecisionRequest& request, const Decision& decisi
   response.status = decision.allowed ? 200 : 429;
   std::string& body = response.body;
   body.reserve(256 + 224 * decision.descriptors.size());
+  if (leading == nullptr && writeUsualDecisionBody(body, request, decision)) {
+    // The usual answer (decision_body.hpp): only the binding limit's headers to add.
+    if (const LimitStatus* binding = bindingLimit(decision)) {
+      response.header_lines.reserve(256);
+      appendRateLimitHeaders(response.header_lines, *binding, !decision.allowed);
+    }
+    response.hold = std::chrono::microseconds(shapingDelay(decision));
+    return response;
+  }
   JsonWriter w(body);
   w.beginObject();
   if (leading != nullptr) {

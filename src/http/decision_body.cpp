@@ -1,0 +1,219 @@
+#include "http/decision_body.hpp"
+
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <cstring>
+#include <string_view>
+
+#include "sluice/common/json_writer.hpp"
+#include "sluice/decision/rate_limit_headers.hpp"
+
+namespace sluice::http {
+namespace {
+
+struct PreparedLimitsJson {
+  static constexpr std::size_t kEntries = 8;
+  std::array<PreparedLimitJson, kEntries> entries;
+  std::size_t next = 0;  // the entry a miss rewrites
+};
+
+thread_local PreparedLimitsJson t_limits_json;
+
+}  // namespace
+
+const PreparedLimitJson& preparedLimitJson(const LimitStatus& limit) {
+  PreparedLimitsJson& cache = t_limits_json;
+  for (const PreparedLimitJson& p : cache.entries) {
+    if (p.limit == limit.limit && p.unit == limit.unit &&
+        p.unit_multiplier == limit.unit_multiplier && p.window_us == limit.window_us &&
+        p.algorithm == limit.algorithm && p.name == limit.name) {
+      return p;
+    }
+  }
+  PreparedLimitJson& p = cache.entries[cache.next];
+  cache.next = (cache.next + 1) % PreparedLimitsJson::kEntries;
+  p.name.assign(limit.name);
+  p.limit = limit.limit;
+  p.unit = limit.unit;
+  p.unit_multiplier = limit.unit_multiplier;
+  p.window_us = limit.window_us;
+  p.algorithm = limit.algorithm;
+  p.name_json.clear();
+  {
+    JsonWriter w(p.name_json);
+    w.value(limit.name);
+  }
+  // Written by the same writer as a whole object, whose braces then become the leading
+  // comma and nothing: the same bytes as writing the fields in place.
+  p.middle.clear();
+  {
+    JsonWriter w(p.middle);
+    w.beginObject();
+    w.field("limit", limit.limit);
+    w.field("unit", unitName(limit.unit));
+    w.field("unit_multiplier", limit.unit_multiplier);
+    w.field("window_s", ceilSeconds(limit.window_us));
+    w.field("algorithm", algorithmName(limit.algorithm));
+    w.endObject();
+  }
+  p.middle.front() = ',';
+  p.middle.pop_back();
+  return p;
+}
+
+namespace {
+
+/// JsonWriter::string() copies these bytes as they are: printable ASCII (and DEL) but '"'
+/// and '\\'.
+bool plainText(std::string_view text) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// What the general writer writes beyond the usual fields: none of it here.
+bool usualDecision(const DecisionRequest& request, const Decision& decision) {
+  if (decision.degraded || !decision.domain_known || !decision.lease_id.empty() ||
+      !plainText(request.domain) || !plainText(request.client_id)) {
+    return false;
+  }
+  for (const DescriptorStatus& d : decision.descriptors) {
+    if (!d.metadata_json.empty()) {
+      return false;
+    }
+    for (const LimitStatus& l : d.limits) {
+      if (l.unlimited || l.override_value || l.algorithm == Algorithm::kLeakyBucket ||
+          l.algorithm == Algorithm::kSketch || l.outcome.never || l.outcome.banned) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/// Writes at a cursor into room made beforehand.
+class Cursor {
+ public:
+  explicit Cursor(char* at) : at_(at) {}
+  template <std::size_t N>
+  void literal(const char (&text)[N]) {
+    std::memcpy(at_, text, N - 1);
+    at_ += N - 1;
+  }
+  void text(std::string_view t) {
+    std::memcpy(at_, t.data(), t.size());
+    at_ += t.size();
+  }
+  void quoted(std::string_view t) {
+    *at_++ = '"';
+    text(t);
+    *at_++ = '"';
+  }
+  void flag(bool value) {
+    if (value) {
+      literal("true");
+    } else {
+      literal("false");
+    }
+  }
+  /// JsonWriter's digits (std::to_chars).
+  void number(std::int64_t value) { at_ = std::to_chars(at_, at_ + kMaxDigits, value).ptr; }
+  char* at() const { return at_; }
+
+  static constexpr std::size_t kMaxDigits = 20;
+
+ private:
+  char* at_;
+};
+
+thread_local std::string t_scratch;
+
+// The longest unit or algorithm name (rules.hpp, limiter.hpp), with margin.
+constexpr std::size_t kMaxNameBytes = 32;
+// The bytes of the fixed parts, as an upper bound on the room the body needs.
+constexpr std::size_t kHeadRoom =
+    sizeof R"({"allowed":false,"domain":"","clientId":"","descriptors":[]})" + 1;
+constexpr std::size_t kDescriptorRoom = sizeof R"({"matched":false,"limits":[]},)";
+// A limit's, but for its name: the prepared middle (its fixed text, three numbers, the unit's
+// and the algorithm's names) and the quotes around the name.
+constexpr std::size_t kLimitRoom =
+    sizeof R"({"name":"","allowed":false,"remaining":,"reset_after_ms":,"retry_after_ms":,"shadow":false},)" +
+    sizeof R"(,"limit":,"unit":"","unit_multiplier":,"window_s":,"algorithm":"")" +
+    6 * Cursor::kMaxDigits + 2 * kMaxNameBytes;
+// What one byte of a name can become in JSON: \u00XX.
+constexpr std::size_t kMaxEscapedBytes = 6;
+
+}  // namespace
+
+bool writeUsualDecisionBody(std::string& body, const DecisionRequest& request,
+                            const Decision& decision) {
+  if (!usualDecision(request, decision)) {
+    return false;
+  }
+  std::size_t room = kHeadRoom + request.domain.size() + request.client_id.size();
+  for (const DescriptorStatus& d : decision.descriptors) {
+    room += kDescriptorRoom;
+    for (const LimitStatus& l : d.limits) {
+      room += kLimitRoom + kMaxEscapedBytes * l.name.size();
+    }
+  }
+  // Written in this thread's scratch, which every answer reuses (in the cache; the room is
+  // a bound well above the answer's size), then appended.
+  std::string& scratch = t_scratch;
+  if (scratch.size() < room) {
+    scratch.resize(room);
+  }
+  Cursor out(scratch.data());
+  out.literal(R"({"allowed":)");
+  out.flag(decision.allowed);
+  out.literal(R"(,"domain":)");
+  out.quoted(request.domain);
+  if (!request.client_id.empty()) {
+    out.literal(R"(,"clientId":)");
+    out.quoted(request.client_id);
+  }
+  out.literal(R"(,"descriptors":[)");
+  bool first_descriptor = true;
+  for (const DescriptorStatus& d : decision.descriptors) {
+    if (!first_descriptor) {
+      out.literal(",");
+    }
+    first_descriptor = false;
+    out.literal(R"({"matched":)");
+    out.flag(d.matched);
+    out.literal(R"(,"limits":[)");
+    bool first_limit = true;
+    for (const LimitStatus& l : d.limits) {
+      if (!first_limit) {
+        out.literal(",");
+      }
+      first_limit = false;
+      const PreparedLimitJson& prepared = preparedLimitJson(l);
+      out.literal(R"({"name":)");
+      out.text(prepared.name_json);
+      out.literal(R"(,"allowed":)");
+      out.flag(l.outcome.allowed);
+      out.text(prepared.middle);
+      out.literal(R"(,"remaining":)");
+      out.number(l.outcome.remaining > 0 ? l.outcome.remaining : 0);
+      out.literal(R"(,"reset_after_ms":)");
+      out.number(ceilMillis(l.outcome.reset_after_us));
+      out.literal(R"(,"retry_after_ms":)");
+      out.number(ceilMillis(l.outcome.retry_after_us));
+      out.literal(R"(,"shadow":)");
+      out.flag(l.shadow);
+      out.literal("}");
+    }
+    out.literal("]}");
+  }
+  out.literal("]}\n");
+  body.append(scratch.data(), static_cast<std::size_t>(out.at() - scratch.data()));
+  return true;
+}
+
+}  // namespace sluice::http
