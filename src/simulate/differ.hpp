@@ -37,17 +37,19 @@ class TimeSeries {
   Micros last_to_ = 0;
 };
 
-/// One client of one rule: the identity its buckets are charged to.
+/// One client of one rule: the identity its buckets are charged to. What every request
+/// counts comes first: with the identity's text, the first 64 bytes of its table entry
+/// (IdentityTable::prefetchEntry); the rest is counted on denials.
 struct ClientStats {
   std::uint64_t matched = 0;
+  Micros window_start = -1;  ///< the window being counted
+  std::int64_t window_hits = 0;
+  std::int64_t peak = 0;  ///< most hits in one window of the rule (its new window if any)
   std::uint64_t denied_old = 0;
   std::uint64_t denied_new = 0;
   std::uint64_t newly_denied = 0;      ///< requests denied under the new rules only
   std::uint64_t no_longer_denied = 0;  ///< requests denied under the baseline only
-  std::int64_t peak = 0;     ///< most hits in one window of the rule (its new window if any)
-  Micros peak_at = 0;        ///< that window's start
-  Micros window_start = -1;  ///< the window being counted
-  std::int64_t window_hits = 0;
+  Micros peak_at = 0;                  ///< that window's start
 };
 
 /// One rule name, across both rule sets.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -132,10 +133,11 @@ class IdentityTable {
     const auto tag = static_cast<std::uint32_t>(hash >> 32);
     for (std::size_t i = hash & mask; cells_[i].index != 0; i = (i + 1) & mask) {
       if (cells_[i].tag == tag) {
-        // An entry spans two or three cache lines (its text, then its value).
+        // The entry's text and the start of its value (a value's most used members come
+        // first): its first 64 bytes, on one or two cache lines.
         const auto* at = reinterpret_cast<const char*>(&entry(cells_[i].index - 1));
         prefetchLine(at);
-        prefetchLine(at + sizeof(value_type) - 1);
+        prefetchLine(at + std::min<std::size_t>(sizeof(value_type), 64) - 1);
         return;
       }
     }
