@@ -1,7 +1,6 @@
 #pragma once
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <boost/asio/error.hpp>
@@ -11,7 +10,6 @@
 #include <boost/system/error_code.hpp>
 #include <cerrno>
 #include <cstddef>
-#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -22,28 +20,35 @@ namespace sluice {
 /// Asio's reactor tries a read at once when a read starts (before waiting on epoll), unless
 /// the previous read found the socket empty (end of stream). After a request and its answer,
 /// that speculative read nearly always fails with EAGAIN: one system call per answer for
-/// nothing. asyncReadSomeDrainAware() reads with recvmsg() and Linux's TCP_INQ, which hands
-/// back how many bytes the socket still holds after the read, counting a received FIN as one.
-/// When that is 0, it tells the reactor so (done_and_exhausted, under the descriptor's lock,
-/// as Asio does for an end of stream), and the next read waits for epoll's next edge instead
-/// of trying first. Nothing can be lost: the socket held nothing (no byte, no FIN) after that
-/// read, and whatever arrives later raises a new edge (Asio's epoll is edge-triggered), which
-/// makes the reactor try again. This is what nginx does with EPOLLRDHUP: no read after a
-/// short one unless the peer closed.
+/// nothing. asyncReadSomeDrainAware() tells the reactor when a read emptied the socket
+/// (done_and_exhausted, under the descriptor's lock, as Asio does for an end of stream), and
+/// the next read waits for epoll's next edge instead of trying first. This is nginx's rule:
+/// a read that returned less than its buffer emptied the socket, unless the peer's FIN has
+/// arrived (EPOLLRDHUP), which a read may take along with the last bytes.
 ///
-/// enableDrainAwareReads() turns TCP_INQ on; where it is refused (a unix socket, an old
-/// kernel), asyncReadSomeDrainAware() is Asio's async_read_some. Other reads (Beast's, TLS,
-/// a linger) are Asio's own and mix freely with these. Built on the internals of Asio's
-/// epoll reactor (Boost 1.81, Debian 12's): the operation is Asio's receive operation with
-/// another perform step. Per-operation cancellation slots are not supported (cancel() and
-/// close() are).
+/// enableDrainAwareReads() adds EPOLLRDHUP to the events Asio's reactor registered for the
+/// socket, so that the events epoll reports for it (which the reactor keeps in the
+/// descriptor's state until the next ones) say whether a FIN had arrived. A short read then
+/// empties the socket unless those events carry EPOLLRDHUP. Nothing can be lost: a read takes
+/// everything the socket holds up to its buffer's size, so a short one left nothing; anything
+/// arriving later, bytes or a FIN, raises a new edge (Asio's epoll is edge-triggered), whose
+/// events are reported afresh and make the reactor try again; a FIN that had arrived before
+/// the events were reported is in them. The read itself is a plain recv(), without a message
+/// header to copy in and out.
+///
+/// Where EPOLLRDHUP cannot be added (a unix socket, which is read as before; a socket not
+/// registered with the reactor), asyncReadSomeDrainAware() is Asio's async_read_some. Other
+/// reads (Beast's, TLS, a linger) are Asio's own and mix freely with these. Built on the
+/// internals of Asio's epoll reactor (Boost 1.81, Debian 12's): the operation is Asio's
+/// receive operation with another perform step; the reactor's epoll descriptor and the
+/// descriptor state's registered events are reached through explicit instantiations (which
+/// C++ exempts from access checks). Per-operation cancellation slots are not supported
+/// (cancel() and close() are).
 using GenericStreamSocket = boost::asio::generic::stream_protocol::socket;
 
-/// Turns TCP_INQ on; true when asyncReadSomeDrainAware() can tell an emptied socket.
-inline bool enableDrainAwareReads(GenericStreamSocket& socket) {
-  const int on = 1;
-  return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof(on)) == 0;
-}
+/// Registers EPOLLRDHUP for a TCP socket (on its I/O thread, before its first read); true
+/// when asyncReadSomeDrainAware() can tell an emptied socket.
+bool enableDrainAwareReads(GenericStreamSocket& socket);
 
 /// As socket.async_read_some(buffer, handler): handler(error_code, bytes), end of stream as
 /// boost::asio::error::eof. `drain_aware` is what enableDrainAwareReads() returned: false
@@ -60,33 +65,39 @@ struct ImplAccess : GenericStreamSocket {
   static auto& of(GenericStreamSocket& socket) { return socket.*(&ImplAccess::impl_); }
 };
 
-/// Asio's receive operation (reactive_socket_recv_op) with recvmsg() and TCP_INQ as its
-/// perform step.
+/// The events epoll last reported for a socket, which the reactor keeps in the descriptor's
+/// state (its operation's task result) until it reports the next ones. The state derives
+/// privately from Asio's operation, which keeps the result protected: a C-style cast reaches
+/// the base, a pointer to the member named through a derived class reads it.
+struct ReportedEvents : boost::asio::detail::scheduler_operation {
+  static unsigned int of(boost::asio::detail::reactor::per_descriptor_data state) {
+    const auto* operation = (const boost::asio::detail::scheduler_operation*)state;
+    return operation->*(&ReportedEvents::task_result_);
+  }
+};
+
+/// Asio's receive operation (reactive_socket_recv_op) whose perform step says when the read
+/// emptied the socket.
 template <typename Handler, typename IoExecutor>
 class ReadOp : public boost::asio::detail::reactor_op {
  public:
   BOOST_ASIO_DEFINE_HANDLER_PTR(ReadOp);
 
-  ReadOp(int socket, boost::asio::mutable_buffer buffer, Handler& handler, const IoExecutor& io_ex)
+  ReadOp(int socket, boost::asio::detail::reactor::per_descriptor_data state,
+         boost::asio::mutable_buffer buffer, Handler& handler, const IoExecutor& io_ex)
       : reactor_op(boost::system::error_code(), &ReadOp::doPerform, &ReadOp::doComplete),
         socket_(socket),
+        state_(state),
         buffer_(buffer),
         handler_(std::move(handler)),
         work_(handler_, io_ex) {}
 
-  /// One recvmsg(), on the reactor's side (under the descriptor's lock).
+  /// One recv(), on the reactor's side (under the descriptor's lock).
   static status doPerform(reactor_op* base) {
     auto* op = static_cast<ReadOp*>(base);
-    iovec iov{op->buffer_.data(), op->buffer_.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
     ssize_t n = 0;
     do {
-      n = ::recvmsg(op->socket_, &msg, MSG_DONTWAIT);
+      n = ::recv(op->socket_, op->buffer_.data(), op->buffer_.size(), MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -100,15 +111,13 @@ class ReadOp : public boost::asio::detail::reactor_op {
       op->ec_ = boost::asio::error::eof;
       return done_and_exhausted;
     }
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == IPPROTO_TCP && c->cmsg_type == TCP_CM_INQ &&
-          c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-        int left = 0;
-        std::memcpy(&left, CMSG_DATA(c), sizeof(left));
-        return left == 0 ? done_and_exhausted : done;
-      }
+    // Less than the buffer: the socket held no more, and no FIN, unless epoll said one had
+    // come (this read may have taken it with the bytes; the next read must find it).
+    if (static_cast<std::size_t>(n) < op->buffer_.size() &&
+        (ReportedEvents::of(op->state_) & EPOLLRDHUP) == 0) {
+      return done_and_exhausted;
     }
-    return done;  // no count: the next read tries at once, as Asio's do
+    return done;  // the next read tries at once, as Asio's do
   }
 
   static void doComplete(void* owner, boost::asio::detail::operation* base,
@@ -130,6 +139,7 @@ class ReadOp : public boost::asio::detail::reactor_op {
 
  private:
   int socket_;
+  boost::asio::detail::reactor::per_descriptor_data state_;
   boost::asio::mutable_buffer buffer_;
   Handler handler_;
   boost::asio::detail::handler_work<Handler, IoExecutor> work_;
@@ -151,7 +161,7 @@ void asyncReadSomeDrainAware(GenericStreamSocket& socket, bool drain_aware,
   using Op = drain_aware_detail::ReadOp<Decayed, GenericStreamSocket::executor_type>;
   Decayed h(std::forward<Handler>(handler));
   typename Op::ptr p = {detail::addressof(h), Op::ptr::allocate(h), nullptr};
-  p.p = new (p.v) Op(impl.socket_, buffer, h, io_object.get_executor());
+  p.p = new (p.v) Op(impl.socket_, impl.reactor_data_, buffer, h, io_object.get_executor());
   auto& reactor = boost::asio::use_service<detail::reactor>(io_object.get_service().context());
   if ((impl.state_ & detail::socket_ops::non_blocking) == 0 &&
       !detail::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true, p.p->ec_)) {

@@ -1,6 +1,6 @@
 // The drain-aware read over a real loopback TCP connection: whatever arrives after a read that
 // emptied the socket (bytes, a FIN) still completes the next read, which waits for epoll's next
-// edge instead of trying first.
+// edge instead of trying first; a FIN taken with the last bytes ends the next read.
 #include "sluice/common/drain_aware_read.hpp"
 
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <optional>
@@ -72,6 +73,14 @@ class DrainAwareReadTest : public ::testing::Test {
   }
 
   void send(const std::string& data) { net::write(client_, net::buffer(data)); }
+
+  /// Runs the reactor for 50 ms with no read started: epoll reports what has arrived.
+  void letEpollReport() {
+    net::steady_timer timer(io_, 50ms);
+    timer.async_wait([](boost::system::error_code) {});
+    io_.restart();
+    io_.run();
+  }
 
   net::io_context io_{1};
   tcp::socket client_{io_};
@@ -134,6 +143,41 @@ TEST_F(DrainAwareReadTest, AFinBehindTheLastBytesEndsTheNextRead) {
   send("last words");
   client_.shutdown(tcp::socket::shutdown_send);
   runUntil(first);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->data, "last words");
+  const auto second = readOnce();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->ec, net::error::eof);
+}
+
+// Bytes and the FIN reported by epoll before any read waits: the reactor tries the next read
+// at once, which takes both; epoll said a FIN had come, so the read after it tries at once too
+// and finds the end of stream (no edge would come to wake it).
+TEST_F(DrainAwareReadTest, AFinReportedBeforeTheReadStartsEndsTheNextRead) {
+  send("first");
+  ASSERT_EQ(readOnce()->data, "first");
+  const int on = 1;
+  ::setsockopt(client_.native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+  send("last words");
+  client_.shutdown(tcp::socket::shutdown_send);
+  letEpollReport();  // the segment, while no read waits
+  const auto first = readOnce();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->data, "last words");
+  const auto second = readOnce();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->ec, net::error::eof);
+}
+
+// The bytes reported, then the FIN arriving before the read: the read takes both, and the
+// FIN's own edge wakes the read after it, which finds the end of stream.
+TEST_F(DrainAwareReadTest, AFinArrivingAfterTheBytesWereReportedEndsTheNextRead) {
+  send("first");
+  ASSERT_EQ(readOnce()->data, "first");
+  send("last words");
+  letEpollReport();  // the bytes, while no read waits
+  client_.shutdown(tcp::socket::shutdown_send);
+  const auto first = readOnce();
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->data, "last words");
   const auto second = readOnce();
