@@ -126,6 +126,10 @@ RuleStats& Differ::ruleFor(const LimitStatus& limit, const DecisionRequest& requ
     stats->sketch = stats->sketch || rule.params.algorithm == Algorithm::kSketch;
     if (is_new || stats->window_us == 0) {
       stats->limit_value = rule.requests_per_unit;
+      // Two limits of one name may count different windows: the clients' windows started
+      // with the other length are then found by division (countTouches()).
+      stats->window_resized = stats->window_resized ||
+                              (stats->window_us != 0 && stats->window_us != rule.params.window_us);
       stats->window_us = rule.params.window_us;
       stats->window_name = rule.unit_multiplier != 1 ? std::to_string(rule.unit_multiplier) + " " +
                                                            std::string(unitName(rule.unit))
@@ -291,9 +295,10 @@ void Differ::countTouches(const Pending& pending) {
       // The window being counted while `at` is in it (the usual case, without a division;
       // windows of times before the epoch are left to the division, which rounds them up).
       const Micros start = client.window_start;
-      const Micros window = start >= 0 && at >= start && at - start < rule.window_us
-                                ? start
-                                : at - at % rule.window_us;
+      const Micros window =
+          !rule.window_resized && start >= 0 && at >= start && at - start < rule.window_us
+              ? start
+              : at - at % rule.window_us;
       if (window != client.window_start) {
         client.window_start = window;
         client.window_hits = 0;

@@ -60,6 +60,7 @@ struct RuleStats {
   std::string limit_new;
   std::int64_t limit_value = 0;  ///< the new rule's requests_per_unit (else the baseline's)
   Micros window_us = 0;          ///< the window peaks are counted in
+  bool window_resized = false;   ///< window_us changed after it was first set
   std::string window_name;       ///< "minute", "10 second"...
   bool shadow_old = false;
   bool shadow_new = false;

@@ -84,6 +84,46 @@ TEST_F(DifferTest, CountsNewlyDeniedRequestsAndClients) {
   EXPECT_EQ(mallory.peak_at, kStart);
 }
 
+TEST(DifferWindowTest, ALimitNameOfTwoWindowsCountsPeaksInTheWindowLastSeen) {
+  // One name on two nodes with windows of different lengths: the rule's peaks are counted in
+  // the window of the limit seen last, and a client's window begun in the other length
+  // starts again in the new one.
+  Replayer fresh{{load(R"(
+domain: auth
+descriptors:
+  - key: user
+    rate_limit: {name: shared, unit: minute, requests_per_unit: 100}
+  - key: ip
+    rate_limit: {name: shared, unit: hour, requests_per_unit: 100}
+)")}};
+  Differ differ(false);
+  auto add = [&](Micros at, const std::string& key, const std::string& value) {
+    DecisionRequest r;
+    r.domain = "auth";
+    r.descriptors = {{{key, value}}};
+    auto decision = fresh.decide(at, "", std::move(r));
+    ASSERT_TRUE(decision.ok());
+    differ.add(at, nullptr, *decision, "", "");
+  };
+  static_assert(kStart % (60 * kMicrosPerSecond) == 0 && kStart % (3600 * kMicrosPerSecond) != 0);
+  // u's first request opens the minute from kStart; two more let the differ count it (it
+  // counts a request two adds later) before the rule's window changes.
+  add(kStart + 30 * kMicrosPerSecond, "user", "u");
+  add(kStart + 31 * kMicrosPerSecond, "user", "v");
+  add(kStart + 32 * kMicrosPerSecond, "user", "w");
+  add(kStart + 40 * kMicrosPerSecond, "ip", "1.2.3.4");  // the rule counts hours from now on
+  add(kStart + 45 * kMicrosPerSecond, "user", "u");      // in the hour before kStart's minute
+  const RuleStats& rule = *differ.rules().front();
+  EXPECT_EQ(rule.window_us, 3600 * kMicrosPerSecond);
+  const ClientStats& u = rule.clients.at("user=u");
+  EXPECT_EQ(u.matched, 2u);
+  EXPECT_EQ(u.window_start, kStart + 45 * kMicrosPerSecond -
+                                (kStart + 45 * kMicrosPerSecond) % (3600 * kMicrosPerSecond));
+  EXPECT_EQ(u.window_hits, 1);
+  EXPECT_EQ(u.peak, 1);
+  EXPECT_EQ(u.peak_at, kStart);
+}
+
 TEST_F(DifferTest, ReadingItMidwayChangesNothing) {
   // The differ counts a request's clients a couple of requests later (its pipeline): a
   // differ read after every request and one read only at the end agree in every count.
