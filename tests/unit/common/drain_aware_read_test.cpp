@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -75,8 +76,18 @@ class DrainAwareReadTest : public ::testing::Test {
   void send(const std::string& data) { net::write(client_, net::buffer(data)); }
 
   /// Runs the reactor for 50 ms with no read started: epoll reports what has arrived.
-  void letEpollReport() {
-    net::steady_timer timer(io_, 50ms);
+  // Waits (with a deadline) until the server's socket shows `events` (POLLIN for bytes,
+  // POLLRDHUP for the FIN), then lets the reactor take one look (epoll_wait) while no read
+  // waits: an expired timer makes run() go once through the reactor and return.
+  void letEpollReport(short events) {
+    pollfd fd{server_->native_handle(), events, 0};
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (((fd.revents & events) != events) && std::chrono::steady_clock::now() < deadline) {
+      fd.revents = 0;
+      ASSERT_GE(::poll(&fd, 1, 100), 0);
+    }
+    ASSERT_EQ(fd.revents & events, events);
+    net::steady_timer timer(io_, 0ms);
     timer.async_wait([](boost::system::error_code) {});
     io_.restart();
     io_.run();
@@ -160,7 +171,7 @@ TEST_F(DrainAwareReadTest, AFinReportedBeforeTheReadStartsEndsTheNextRead) {
   ::setsockopt(client_.native_handle(), IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
   send("last words");
   client_.shutdown(tcp::socket::shutdown_send);
-  letEpollReport();  // the segment, while no read waits
+  letEpollReport(POLLIN | POLLRDHUP);  // the segment, while no read waits
   const auto first = readOnce();
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->data, "last words");
@@ -175,7 +186,7 @@ TEST_F(DrainAwareReadTest, AFinArrivingAfterTheBytesWereReportedEndsTheNextRead)
   send("first");
   ASSERT_EQ(readOnce()->data, "first");
   send("last words");
-  letEpollReport();  // the bytes, while no read waits
+  letEpollReport(POLLIN);  // the bytes, while no read waits
   client_.shutdown(tcp::socket::shutdown_send);
   const auto first = readOnce();
   ASSERT_TRUE(first.has_value());
