@@ -160,7 +160,9 @@ class DecisionServiceImpl final : public DecisionService {
  private:
   /// decide() on the request in `pending`.
   void decidePending(PendingDecision& pending, Callback done) {
-    const Micros started = parts_.observers.empty() ? 0 : parts_.clock->nowMicros();
+    // The one reading of the clock a decision needs: the observers' start, and the instant
+    // the store decides at (StoreRequest::now_us).
+    const Micros started = parts_.clock != nullptr ? parts_.clock->nowMicros() : 0;
     RuleSetPtr rules = parts_.rules();
     if (!rules) {
       fail(pending.decision.request, makeError(ErrorKind::kUnavailable, "rules are not loaded"),
@@ -197,6 +199,7 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
     store_request.hold.op = HoldOp::kNone;
+    store_request.now_us = started;
     if (request.reservation.op != HoldOp::kNone) {
       if (Status step = prepareReservation(request, store_request); !step) {
         fail(pending.decision.request, step.error(), started, done);
@@ -211,8 +214,7 @@ class DecisionServiceImpl final : public DecisionService {
       return;
     }
     if (store_request.limits.empty()) {
-      reservation_detail::settleWithoutLimits(
-          request, store_request, parts_.clock ? parts_.clock->nowMicros() : 0, decision);
+      reservation_detail::settleWithoutLimits(request, store_request, started, decision);
       succeed(pending, done);
       releasePending(pending);
       return;

@@ -115,6 +115,8 @@ class FailoverStore final : public Store {
     call->has_request = mode_ == FailureMode::kLocal || mode_ == FailureMode::kOpen;
     if (call->has_request) {
       call->request = request;
+      // Answered locally only once the primary has failed, later: at that time, not this.
+      call->request.now_us = 0;
     }
     primary_->evaluate(request,
                        [this, call](Result<StoreResponse> result) { onPrimary(*call, result); });

@@ -22,9 +22,11 @@ using RulesProvider = std::function<RuleSetPtr()>;
 
 /// What one I/O thread's DecisionService is built from.
 struct DecisionServiceParts {
-  RulesProvider rules;           ///< required
-  StorePtr store;                ///< required: this thread's store
-  const Clock* clock = nullptr;  ///< required when `observers` is not empty
+  RulesProvider rules;  ///< required
+  StorePtr store;       ///< required: this thread's store
+  /// Required when `observers` is not empty. Read once per decision; the store decides at
+  /// that reading (StoreRequest::now_us), so it must be the store's clock.
+  const Clock* clock = nullptr;
   /// Called once per decision, in order; non-owning (they outlive the service).
   std::vector<DecisionObserver*> observers;
   /// How requests of Envoy's API (DecisionRequest::envoy_api) are charged unless they ask

@@ -105,6 +105,10 @@ struct StoreRequest {
   /// A reservation step (op kNone: none). kReserve holds `cost` on every limit; kCommit
   /// charges `cost` (the actual amount) on every limit; kRelease charges nothing.
   HoldCall hold{};
+  /// The instant to decide at, on the store's clock, when the caller has just read it (the
+  /// decision service reads the clock once per decision and passes the reading on); 0: the
+  /// store reads its own clock. Stores that decide on another clock (Redis) ignore it.
+  Micros now_us = 0;
 };
 
 struct StoreResponse {

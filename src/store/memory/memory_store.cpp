@@ -72,7 +72,7 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
   }
 
   void evaluate(const StoreRequest& request, Callback done) override {
-    const Micros now = clock_.nowMicros();
+    const Micros now = request.now_us > 0 ? request.now_us : clock_.nowMicros();
     if (!overrides_.empty()) {
       // A runtime override replaces its limit's parameters in a copy of the request; the
       // bucket (its key, its state) stays the rule's.
