@@ -1,7 +1,6 @@
 #include "sluice/common/json_writer.hpp"
 
 #include <array>
-#include <charconv>
 
 namespace sluice {
 namespace {
@@ -109,10 +108,8 @@ void JsonWriter::string(std::string_view text) {
 }
 
 void Appender::number(std::int64_t number) {
-  constexpr std::size_t kMaxDigits = 20;  // "-9223372036854775808"
-  char* p = reserve(kMaxDigits);
-  auto result = std::to_chars(p, p + kMaxDigits, number);
-  advance(static_cast<std::size_t>(result.ptr - p));
+  char* p = reserve(words::kMaxDecimalBytes);
+  advance(static_cast<std::size_t>(words::writeDecimal(number, p) - p));
 }
 
 void JsonWriter::largeValue(std::int64_t number) {

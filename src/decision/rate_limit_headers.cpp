@@ -1,11 +1,11 @@
 #include "sluice/decision/rate_limit_headers.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <string>
 
 #include "sluice/common/json_writer.hpp"
+#include "sluice/common/words.hpp"
 
 namespace sluice {
 
@@ -49,43 +49,37 @@ void appendSfString(Appender& out, std::string_view text) {
   out.put('"');
 }
 
-/// `Name: value\r\n` for a literal name (copied in place, its length known here).
-template <std::size_t N>
-[[gnu::always_inline]] inline void appendHeader(Appender& out, const char (&name)[N],
-                                                std::int64_t value) {
-  char* p = out.reserve(N + 1);
-  std::memcpy(p, name, N - 1);
-  p[N - 1] = ':';
-  p[N] = ' ';
-  out.advance(N + 1);
-  out.number(value);
-  out.put("\r\n", 2);
-}
-
-/// The decimal digits of a number, formatted once for the headers that repeat it.
-class Digits {
+/// Writes at a cursor into room made beforehand (the string is resized once, then trimmed).
+class Cursor {
  public:
-  explicit Digits(std::int64_t value)
-      : size_(static_cast<std::size_t>(std::to_chars(text_, text_ + sizeof text_, value).ptr -
-                                       text_)) {}
-  std::string_view view() const { return {text_, size_}; }
+  explicit Cursor(char* at) : at_(at) {}
+  template <std::size_t N>
+  void literal(const char (&text)[N]) {
+    std::memcpy(at_, text, N - 1);
+    at_ += N - 1;
+  }
+  void text(std::string_view t) {
+    std::memcpy(at_, t.data(), t.size());
+    at_ += t.size();
+  }
+  void number(std::int64_t value) { at_ = words::writeDecimal(value, at_); }
+  char* at() const { return at_; }
 
  private:
-  char text_[20];
-  std::size_t size_;
+  char* at_;
 };
 
 /// The parts of the headers that depend only on the limit (its name, limit and window),
 /// prepared once and reused while the thread answers for the same limit: the
-/// `X-Ratelimit-Limit` and `RateLimit-Policy` lines and the start of the `RateLimit` one. One entry
-/// per thread: answers for other limits rebuild it (the cost of building it each time, as before).
+/// `X-Ratelimit-Limit` line with the name of the next, and the `RateLimit-Policy` line with
+/// the start of the `RateLimit` one. One entry per thread: answers for other limits rebuild
+/// it (the cost of building it each time, as before).
 struct PreparedLimit {
   std::string name;
   std::int64_t limit = -1;
   std::int64_t window_s = -1;
-  std::string limit_line;       // X-Ratelimit-Limit: L\r\n
-  std::string policy_line;      // RateLimit-Policy: "name";q=L;w=W\r\n
-  std::string ratelimit_start;  // RateLimit: "name";r=
+  std::string head;    // X-Ratelimit-Limit: L\r\nX-Ratelimit-Remaining:<SP>
+  std::string middle;  // RateLimit-Policy: "name";q=L;w=W\r\nRateLimit: "name";r=
 };
 
 thread_local PreparedLimit t_prepared;
@@ -99,31 +93,34 @@ const PreparedLimit& prepared(const LimitStatus& binding) {
   p.name.assign(binding.name);
   p.limit = binding.limit;
   p.window_s = window_s;
-  p.limit_line.clear();
-  p.policy_line.clear();
-  p.ratelimit_start.clear();
+  p.head.clear();
+  p.middle.clear();
   {
-    Appender out(p.limit_line);
-    appendHeader(out, "X-Ratelimit-Limit", binding.limit);
+    Appender out(p.head);
+    out.put("X-Ratelimit-Limit: ");
+    out.number(binding.limit);
+    out.put("\r\nX-Ratelimit-Remaining: ");
   }
   {
-    Appender out(p.policy_line);
+    Appender out(p.middle);
     out.put("RateLimit-Policy: ");
     appendSfString(out, binding.name);
     out.put(";q=");
     out.number(binding.limit);
     out.put(";w=");
     out.number(window_s);
-    out.put("\r\n");
-  }
-  {
-    Appender out(p.ratelimit_start);
-    out.put("RateLimit: ");
+    out.put("\r\nRateLimit: ");
     appendSfString(out, binding.name);
     out.put(";r=");
   }
   return p;
 }
+
+// The bytes around the numbers beyond the prepared parts, and the four numbers (remaining and
+// reset twice each), with the two retry lines and their numbers: an upper bound.
+constexpr std::size_t kFixedRoom =
+    sizeof "\r\nX-Ratelimit-Reset: \r\n;t=\r\n" + 4 * words::kMaxDecimalBytes +
+    sizeof "X-Ratelimit-Retry-After: \r\nRetry-After: \r\n" + 2 * words::kMaxDecimalBytes;
 
 }  // namespace
 
@@ -137,29 +134,33 @@ std::string sfString(std::string_view text) {
 
 void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool denied) {
   const Outcome& outcome = binding.outcome;
-  // Each number is formatted once, though the headers carry it twice.
-  const Digits remaining(std::max<std::int64_t>(0, outcome.remaining));
-  const Digits reset(ceilSeconds(outcome.reset_after_us));
+  const std::int64_t remaining = std::max<std::int64_t>(0, outcome.remaining);
+  const std::int64_t reset = ceilSeconds(outcome.reset_after_us);
   const PreparedLimit& limit = prepared(binding);
-  Appender out(lines);
-  out.put(limit.limit_line);
-  out.put("X-Ratelimit-Remaining: ");
-  out.put(remaining.view());
-  out.put("\r\nX-Ratelimit-Reset: ");
-  out.put(reset.view());
-  out.put("\r\n");
-  out.put(limit.policy_line);
-  out.put(limit.ratelimit_start);
-  out.put(remaining.view());
-  out.put(";t=");
-  out.put(reset.view());
-  out.put("\r\n");
+  // One resize for all the lines (then trimmed to what was written), instead of an append
+  // for each piece.
+  const std::size_t at = lines.size();
+  lines.resize(at + limit.head.size() + limit.middle.size() + kFixedRoom);
+  Cursor out(lines.data() + at);
+  out.text(limit.head);
+  out.number(remaining);
+  out.literal("\r\nX-Ratelimit-Reset: ");
+  out.number(reset);
+  out.literal("\r\n");
+  out.text(limit.middle);
+  out.number(remaining);
+  out.literal(";t=");
+  out.number(reset);
+  out.literal("\r\n");
   if (denied && !outcome.never) {
-    std::int64_t retry = retryAfterSeconds(outcome.retry_after_us);
-    appendHeader(out, "X-Ratelimit-Retry-After", retry);
-    appendHeader(out, "Retry-After", retry);
+    const std::int64_t retry = retryAfterSeconds(outcome.retry_after_us);
+    out.literal("X-Ratelimit-Retry-After: ");
+    out.number(retry);
+    out.literal("\r\nRetry-After: ");
+    out.number(retry);
+    out.literal("\r\n");
   }
-  out.finish();
+  lines.resize(static_cast<std::size_t>(out.at() - lines.data()));
 }
 
 }  // namespace sluice

@@ -1,12 +1,12 @@
 #include "http/decision_body.hpp"
 
 #include <array>
-#include <charconv>
 #include <cstddef>
 #include <cstring>
 #include <string_view>
 
 #include "sluice/common/json_writer.hpp"
+#include "sluice/common/words.hpp"
 #include "sluice/decision/rate_limit_headers.hpp"
 
 namespace sluice::http {
@@ -121,11 +121,11 @@ class Cursor {
       literal("false");
     }
   }
-  /// JsonWriter's digits (std::to_chars).
-  void number(std::int64_t value) { at_ = std::to_chars(at_, at_ + kMaxDigits, value).ptr; }
+  /// JsonWriter's digits (std::to_chars's).
+  void number(std::int64_t value) { at_ = words::writeDecimal(value, at_); }
   char* at() const { return at_; }
 
-  static constexpr std::size_t kMaxDigits = 20;
+  static constexpr std::size_t kMaxDigits = words::kMaxDecimalBytes;
 
  private:
   char* at_;

@@ -1,73 +1,123 @@
 #include "http/wire_writer.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
-#include "sluice/common/json_writer.hpp"
+#include "sluice/common/words.hpp"
 
 namespace sluice::http {
 namespace {
 
 constexpr std::string_view kJsonContentType = "application/json";
 
-/// `text` without CR and LF.
-void putClean(Appender& out, std::string_view text) {
-  if (text.find_first_of("\r\n") == std::string_view::npos) {
-    out.put(text);
-    return;
+/// Writes at a cursor into room made beforehand (the string is resized once, then trimmed).
+class Cursor {
+ public:
+  explicit Cursor(char* at) : at_(at) {}
+  template <std::size_t N>
+  void literal(const char (&text)[N]) {
+    std::memcpy(at_, text, N - 1);
+    at_ += N - 1;
   }
-  for (char c : text) {
-    if (c != '\r' && c != '\n') {
-      out.put(c);
+  void text(std::string_view t) {
+    std::memcpy(at_, t.data(), t.size());
+    at_ += t.size();
+  }
+  /// `t` without CR and LF.
+  void clean(std::string_view t) {
+    for (char c : t) {
+      *at_ = c;
+      at_ += c != '\r' && c != '\n' ? 1 : 0;
     }
   }
+  void number(std::int64_t value) { at_ = words::writeDecimal(value, at_); }
+  char* at() const { return at_; }
+
+ private:
+  char* at_;
+};
+
+/// The status line and the fixed headers of the usual answers (HTTP/1.1, JSON), else empty.
+std::string_view usualHead(const Response& response, unsigned version) {
+  if (version != 11 || response.content_type != kJsonContentType) {
+    return {};
+  }
+  switch (response.status) {
+    case 200:
+      return "HTTP/1.1 200 OK\r\nServer: sluice\r\nContent-Type: application/json\r\n";
+    case 429:
+      return "HTTP/1.1 429 Too Many Requests\r\nServer: sluice\r\n"
+             "Content-Type: application/json\r\n";
+    default:
+      return {};
+  }
 }
+
+// The bytes around what varies, as upper bounds: the status line and the fixed headers but
+// the reason and the content type, the connection line and the length line.
+constexpr std::size_t kStatusRoom =
+    sizeof "HTTP/1.1 \r\nServer: sluice\r\nContent-Type: \r\n" + words::kMaxDecimalBytes;
+constexpr std::size_t kTailRoom =
+    sizeof "Connection: keep-alive\r\nContent-Length: \r\n\r\n" + words::kMaxDecimalBytes;
 
 }  // namespace
 
 void writeResponse(std::string& out, const Response& response, unsigned version, bool keep_alive) {
-  // Through an Appender: the pieces of the head are gathered in its buffer and reach `out`
-  // in one or two appends.
-  Appender a(out);
-  a.put(version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
-  a.number(response.status);
-  a.put(' ');
-  a.put(reasonPhrase(response.status));
-  if (response.content_type == kJsonContentType) {
-    static constexpr std::string_view kHead =
-        "\r\nServer: sluice\r\nContent-Type: application/json\r\n";
-    a.put(kHead.data(), kHead.size());
+  // One resize of `out` for the whole answer (then trimmed to what was written): its pieces
+  // are copied in place, not appended one by one.
+  const std::string_view usual = usualHead(response, version);
+  const std::string_view reason = reasonPhrase(response.status);
+  std::size_t room = kTailRoom + response.header_lines.size() + response.body.size();
+  room += usual.empty() ? kStatusRoom + reason.size() + response.content_type.size() : usual.size();
+  for (const auto& header : response.headers) {
+    room += header.name.size() + header.value.size() + 4;
+  }
+  const std::size_t at = out.size();
+  out.resize(at + room);
+  Cursor a(out.data() + at);
+  if (!usual.empty()) {
+    a.text(usual);
   } else {
-    static constexpr std::string_view kHead = "\r\nServer: sluice\r\nContent-Type: ";
-    a.put(kHead.data(), kHead.size());
-    putClean(a, response.content_type);
-    a.put("\r\n", 2);
+    if (version == 10) {
+      a.literal("HTTP/1.0 ");
+    } else {
+      a.literal("HTTP/1.1 ");
+    }
+    a.number(response.status);
+    a.literal(" ");
+    a.text(reason);
+    if (response.content_type == kJsonContentType) {
+      a.literal("\r\nServer: sluice\r\nContent-Type: application/json\r\n");
+    } else {
+      a.literal("\r\nServer: sluice\r\nContent-Type: ");
+      a.clean(response.content_type);
+      a.literal("\r\n");
+    }
   }
   for (const auto& header : response.headers) {
-    putClean(a, header.name);
-    a.put(": ", 2);
-    putClean(a, header.value);
-    a.put("\r\n", 2);
+    a.clean(header.name);
+    a.literal(": ");
+    a.clean(header.value);
+    a.literal("\r\n");
   }
-  a.put(response.header_lines);
+  a.text(response.header_lines);
   if (version >= 11 && !keep_alive) {
-    static constexpr std::string_view kClose = "Connection: close\r\n";
-    a.put(kClose.data(), kClose.size());
+    a.literal("Connection: close\r\n");
   } else if (version == 10 && keep_alive) {
-    static constexpr std::string_view kKeepAlive = "Connection: keep-alive\r\n";
-    a.put(kKeepAlive.data(), kKeepAlive.size());
+    a.literal("Connection: keep-alive\r\n");
   }
   bool no_body = response.status < 200 || response.status == 204 || response.status == 304;
   if (!no_body) {
-    static constexpr std::string_view kLength = "Content-Length: ";
-    a.put(kLength.data(), kLength.size());
+    a.literal("Content-Length: ");
     a.number(static_cast<std::int64_t>(response.body.size()));
-    a.put("\r\n\r\n", 4);
-    a.put(response.body);
+    a.literal("\r\n\r\n");
+    a.text(response.body);
   } else {
-    a.put("\r\n", 2);
+    a.literal("\r\n");
   }
-  a.finish();
+  out.resize(static_cast<std::size_t>(a.at() - out.data()));
 }
 
 }  // namespace sluice::http

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <bit>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -61,6 +62,19 @@ inline std::size_t writeDecimalShort(std::uint32_t value, char* out) {
   const int zeros = std::countr_zero(digits) / 8;
   store((digits >> (8 * zeros)) | kOnes * '0', out);
   return static_cast<std::size_t>(8 - zeros);
+}
+
+/// The most bytes writeDecimal() writes: "-9223372036854775808".
+inline constexpr std::size_t kMaxDecimalBytes = 20;
+
+/// `value` in decimal at `out`, as std::to_chars writes it; returns the end of the digits.
+/// `out` must have room for kMaxDecimalBytes. Numbers under 10^8 (counts, seconds,
+/// milliseconds: the usual ones) take writeDecimalShort()'s way.
+inline char* writeDecimal(std::int64_t value, char* out) {
+  if (value >= 0 && value < 100'000'000) {
+    return out + writeDecimalShort(static_cast<std::uint32_t>(value), out);
+  }
+  return std::to_chars(out, out + kMaxDecimalBytes, value).ptr;
 }
 
 /// The 8 decimal digits at `p` -> their value; false if a byte is not a digit (each

@@ -94,6 +94,37 @@ TEST(RateLimitHeadersTest, PolicyNameIsAnEscapedStructuredFieldString) {
   EXPECT_EQ(sfString("a\"b\\c\nd\xc3\xa9"), "\"a\\\"b\\\\cd\"");
 }
 
+TEST(RateLimitHeadersTest, LinesAreExactlyTheseBytesInThisOrder) {
+  std::string lines = "Before: 1\r\n";
+  appendRateLimitHeaders(lines, limit(3, 1'500'000, 0), false);
+  EXPECT_EQ(lines,
+            "Before: 1\r\n"
+            "X-Ratelimit-Limit: 5\r\nX-Ratelimit-Remaining: 3\r\nX-Ratelimit-Reset: 2\r\n"
+            "RateLimit-Policy: \"login\";q=5;w=60\r\nRateLimit: \"login\";r=3;t=2\r\n");
+  // Numbers of every length (past the eight digits of the short way), a denial, and a name
+  // to escape; the same limit again (its prepared parts reused) and another one.
+  LimitStatus big = limit(123'456'789'012, 99'999'999'000'001, 12'345'678'900'000);
+  big.name = "a\"b\\c\xc3\xa9";
+  big.limit = 9'223'372'036'854'775'807;
+  big.window_us = 100'000'000 * kMicrosPerSecond;
+  for (int round = 0; round < 2; ++round) {
+    lines.clear();
+    appendRateLimitHeaders(lines, big, true);
+    EXPECT_EQ(lines,
+              "X-Ratelimit-Limit: 9223372036854775807\r\n"
+              "X-Ratelimit-Remaining: 123456789012\r\nX-Ratelimit-Reset: 100000000\r\n"
+              "RateLimit-Policy: \"a\\\"b\\\\c\";q=9223372036854775807;w=100000000\r\n"
+              "RateLimit: \"a\\\"b\\\\c\";r=123456789012;t=100000000\r\n"
+              "X-Ratelimit-Retry-After: 12345679\r\nRetry-After: 12345679\r\n");
+  }
+  lines.clear();
+  appendRateLimitHeaders(lines, limit(-4, 0, 0), true);
+  EXPECT_EQ(lines,
+            "X-Ratelimit-Limit: 5\r\nX-Ratelimit-Remaining: 0\r\nX-Ratelimit-Reset: 0\r\n"
+            "RateLimit-Policy: \"login\";q=5;w=60\r\nRateLimit: \"login\";r=0;t=0\r\n"
+            "X-Ratelimit-Retry-After: 1\r\nRetry-After: 1\r\n");
+}
+
 TEST(RateLimitHeadersTest, BindingPrefersDenyingLimitWithLongestRetry) {
   Decision d;
   d.allowed = false;
