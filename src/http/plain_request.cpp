@@ -244,8 +244,8 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
     return 0;
   }
 
-  // Header fields, into the request's spare ones.
-  std::size_t fields = 0;
+  // Header fields, as views of `data` (the vector keeps its capacity).
+  request.headers.clear();
   FieldFacts facts;
   for (;;) {
     if (i + 1 >= end) {
@@ -263,12 +263,7 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
     if (!parseFieldLine(data, end, i, name, value) || !noteField(name, value, facts)) {
       return 0;
     }
-    if (fields == request.headers.size()) {
-      request.headers.emplace_back();
-    }
-    Header& header = request.headers[fields++];
-    assign(header.name, name);
-    assign(header.value, value);
+    request.headers.push_back(RequestHeader{name, value});
   }
 
   // Body: exactly Content-Length bytes, all here.
@@ -279,7 +274,6 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
   if (data.size() - i < length) {
     return 0;
   }
-  request.headers.resize(fields);
   assign(request.method, data.substr(line.method_start, line.method_end - line.method_start));
   assign(request.target, data.substr(line.target_start, line.target_end - line.target_start));
   assign(request.body, data.substr(i, static_cast<std::size_t>(length)));

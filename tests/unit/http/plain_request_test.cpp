@@ -46,6 +46,17 @@ TEST(PlainRequestTest, ReadsADecisionRequestAsBeastDoes) {
   EXPECT_TRUE(r.keep_alive);
 }
 
+TEST(PlainRequestTest, HeaderFieldsViewTheBytesRead) {
+  Request request;
+  unsigned version = 0;
+  bool keep_alive = false;
+  ASSERT_EQ(parsePlainRequest(kDecision, kLimits, request, version, keep_alive), kDecision.size());
+  ASSERT_EQ(request.headers.size(), 3u);
+  EXPECT_EQ(request.headers[1].name.data(), kDecision.data() + kDecision.find("Content-Type"));
+  EXPECT_EQ(request.headers[1].value.data(), kDecision.data() + kDecision.find("application"));
+  EXPECT_EQ(request.header("content-length"), "14");
+}
+
 TEST(PlainRequestTest, StopsAtTheEndOfTheFirstOfPipelinedRequests) {
   const std::string second = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
   ReadRequest r = readsLikeBeast(kDecision + second);
