@@ -33,15 +33,14 @@ struct RegisteredEvents {
 template struct Steal<RegisteredEvents,
                       &detail::epoll_reactor::descriptor_state::registered_events_>;
 
-}  // namespace
-
-bool enableDrainAwareReads(GenericStreamSocket& socket) {
+template <typename Socket>
+bool enable(Socket& socket) {
   boost::system::error_code ec;
   const auto local = socket.local_endpoint(ec);
   if (ec || (local.protocol().family() != AF_INET && local.protocol().family() != AF_INET6)) {
     return false;  // a unix socket: read by Asio's own read
   }
-  auto& io_object = drain_aware_detail::ImplAccess::of(socket);
+  auto& io_object = drain_aware_detail::ImplAccess<Socket>::of(socket);
   detail::epoll_reactor::per_descriptor_data state = io_object.get_implementation().reactor_data_;
   if (state == nullptr) {
     return false;
@@ -64,5 +63,11 @@ bool enableDrainAwareReads(GenericStreamSocket& socket) {
   registered |= EPOLLRDHUP;
   return true;
 }
+
+}  // namespace
+
+bool enableDrainAwareReads(GenericStreamSocket& socket) { return enable(socket); }
+
+bool enableDrainAwareReads(IoContextStreamSocket& socket) { return enable(socket); }
 
 }  // namespace sluice

@@ -50,8 +50,7 @@ void GrpcConnection::serveHealthCheck(Stream& stream, std::string_view message) 
   stream.deadline.reset();
   if (!known) {
     sendMessage(stream, std::string_view("\x08\x03", 2));  // SERVICE_UNKNOWN
-    stream.watched = false;
-    stream.path.clear();
+    stream.watched.reset();                                // nothing more is sent
     return;
   }
   stream.watched = serving;
@@ -62,7 +61,7 @@ void GrpcConnection::healthChanged() {
   const bool serving = state_.serving.load(std::memory_order_relaxed);
   for (auto& stream : streams_) {
     if (stream->method == Method::kHealthWatch && stream->watched && !stream->answered &&
-        !stream->path.empty() && *stream->watched != serving) {
+        *stream->watched != serving) {
       stream->watched = serving;
       sendMessage(*stream,
                   serving ? std::string_view("\x08\x01", 2) : std::string_view("\x08\x02", 2));

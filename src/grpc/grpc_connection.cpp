@@ -153,7 +153,7 @@ struct Callbacks {
     return 0;
   }
 
-  static int onStreamClose(nghttp2_session* session, std::int32_t id, std::uint32_t /*error*/,
+  static int onStreamClose(nghttp2_session* /*session*/, std::int32_t id, std::uint32_t /*error*/,
                            void* user) {
     auto& c = self(user);
     auto* stream = streamOf(user, id);
@@ -164,7 +164,8 @@ struct Callbacks {
       stream->dispatched = false;
       c.handler_.onCallAbandoned(id, StatusCode::kCancelled);
     }
-    nghttp2_session_set_stream_user_data(session, id, nullptr);
+    // nghttp2 frees its stream (and the user data with it) once this returns: closed streams
+    // are not kept (nghttp2_option_set_no_closed_streams).
     c.release(stream);
     return 0;
   }
@@ -201,6 +202,14 @@ struct Callbacks {
       stream->out_pos = 0;
       if (stream->trailers_due) {
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        if (stream->final_status == StatusCode::kOk && stream->status_text.empty() &&
+            !stream->degraded) {
+          // The usual answer's trailers, the same every time (nghttp2 copies them).
+          static const std::array<nghttp2_nv, 1> kOkTrailers{constantHeader("grpc-status", "0")};
+          nghttp2_submit_trailer(session, id, kOkTrailers.data(), kOkTrailers.size());
+          c.reset_ping_strikes_ = true;
+          return static_cast<ssize_t>(n);
+        }
         std::array<nghttp2_nv, 3> trailers{};
         std::size_t count = 0;
         const auto code = static_cast<unsigned>(stream->final_status);
@@ -309,10 +318,7 @@ bool GrpcConnection::done() const {
          nghttp2_session_want_write(session_) == 0;
 }
 
-GrpcConnection::Stream* GrpcConnection::streamOf(std::int32_t id) const {
-  if (last_stream_ != nullptr && last_stream_->id == id) {
-    return last_stream_;
-  }
+GrpcConnection::Stream* GrpcConnection::lookUpStream(std::int32_t id) const {
   auto* stream = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session_, id));
   if (stream != nullptr) {
     last_stream_ = stream;
@@ -347,19 +353,9 @@ void GrpcConnection::onHeadersDone(Stream& stream, bool end_stream, Clock::time_
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream.id, NGHTTP2_PROTOCOL_ERROR);
     return;
   }
-  if (stream.path == kRlsPath) {
-    stream.method = Method::kRls;
-    stream.call = RlsCall::kShouldRateLimit;
-  } else if (auto kuadrant = kuadrantCall(stream.path)) {
-    stream.method = Method::kRls;
-    stream.call = *kuadrant;
-  } else if (stream.path == kHealthCheckPath) {
-    stream.method = Method::kHealthCheck;
-  } else if (stream.path == kHealthWatchPath) {
-    stream.method = Method::kHealthWatch;
-  } else if (state_.reflection &&
-             (stream.path == kReflectionV1AlphaPath || stream.path == kReflectionV1Path)) {
-    stream.method = Method::kReflection;
+  stream.method = stream.path_method;
+  if (stream.method == Method::kReflection && !state_.reflection) {
+    stream.method = Method::kUnknown;
   }
   if (stream.not_grpc || stream.bad_method) {
     // Not a gRPC call: an HTTP status of its own (gRPC's HTTP/2 protocol says 415).
@@ -491,8 +487,11 @@ void GrpcConnection::submitHeadersOnce(Stream& stream) {
 }
 
 void GrpcConnection::sendMessage(Stream& stream, std::string_view message) {
-  putFrameHeader(stream.out, message.size());
-  stream.out.append(message);
+  const std::size_t size = message.size();
+  const std::array<char, kPrefixBytes> prefix{
+      '\0', static_cast<char>((size >> 24) & 0xff), static_cast<char>((size >> 16) & 0xff),
+      static_cast<char>((size >> 8) & 0xff), static_cast<char>(size & 0xff)};
+  stream.out.append(prefix.data(), prefix.size()).append(message);
   submitHeadersOnce(stream);
   if (stream.data_deferred) {
     stream.data_deferred = false;

@@ -144,7 +144,9 @@ class GrpcConnection {
   struct Stream;
   friend struct Callbacks;
 
+  /// The stream `id`, if open: the last one found (inline, grpc_stream.hpp), else nghttp2's.
   Stream* streamOf(std::int32_t id) const;
+  Stream* lookUpStream(std::int32_t id) const;
   void release(Stream* stream);
   /// nghttp2's on_header_callback: one field of a request's header block
   /// (grpc_request_headers.cpp).

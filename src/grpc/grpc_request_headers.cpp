@@ -60,7 +60,11 @@ int GrpcConnection::onHeaderField(nghttp2_session* /*session*/, const nghttp2_fr
     // Unknown (or a response's), repeated, after a regular field, an empty :path: malformed.
     const std::uint8_t field = pseudoHeaderBit(name);
     if (field == kPseudoPath) {
-      stream->path.assign(value);
+      // Known methods are told apart here, without keeping the path.
+      stream->path_method = methodOfPath(value, stream->call);
+      if (stream->path_method == Method::kUnknown || stream->path_method == Method::kReflection) {
+        stream->path.assign(value);
+      }
     } else if (field == kPseudoMethod) {
       stream->bad_method = value != "POST";
     }

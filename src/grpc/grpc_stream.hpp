@@ -50,6 +50,29 @@ inline constexpr std::string_view kHealthServiceName = "ratelimit";
 
 enum class Method { kUnknown, kRls, kHealthCheck, kHealthWatch, kReflection };
 
+/// The method a :path names (and, for a rate-limit call, which one in `call`); kReflection
+/// whether or not reflection is on.
+inline Method methodOfPath(std::string_view path, RlsCall& call) {
+  if (path == kRlsPath) {
+    call = RlsCall::kShouldRateLimit;
+    return Method::kRls;
+  }
+  if (path == kHealthCheckPath) {
+    return Method::kHealthCheck;
+  }
+  if (path == kHealthWatchPath) {
+    return Method::kHealthWatch;
+  }
+  if (auto kuadrant = kuadrantCall(path)) {
+    call = *kuadrant;
+    return Method::kRls;
+  }
+  if (path == kReflectionV1AlphaPath || path == kReflectionV1Path) {
+    return Method::kReflection;
+  }
+  return Method::kUnknown;
+}
+
 /// The request pseudo-header fields seen on a stream (Stream::pseudo); a request lacking
 /// one of kRequiredPseudo is malformed.
 inline constexpr std::uint8_t kPseudoMethod = 1;
@@ -61,12 +84,13 @@ inline constexpr std::uint8_t kRequiredPseudo = kPseudoMethod | kPseudoScheme | 
 /// One HTTP/2 stream (one call) of a connection.
 struct GrpcConnection::Stream {
   std::int32_t id = 0;
-  std::size_t index = 0;  // in streams_
-  Method method = Method::kUnknown;
+  std::size_t index = 0;                     // in streams_
+  Method method = Method::kUnknown;          // set once the request's headers are in
+  Method path_method = Method::kUnknown;     // what :path names (methodOfPath())
   RlsCall call = RlsCall::kShouldRateLimit;  // for Method::kRls
-  std::string path;
-  std::string in;   // request bytes received, framed
-  std::string out;  // response bytes to send, framed
+  std::string path;  // :path, kept for an unknown method's error and for reflection
+  std::string in;    // request bytes received, framed
+  std::string out;   // response bytes to send, framed
   std::size_t out_pos = 0;
   std::string status_text;  // grpc-message, kept until sent
   std::array<char, 4> status_digits{};
@@ -90,11 +114,11 @@ struct GrpcConnection::Stream {
   bool data_deferred = false;
   bool reset_after_end = false;  // RST_STREAM once the answer has gone
   StatusCode final_status = StatusCode::kOk;
-  std::optional<bool> watched;  // Watch: the status last sent
+  std::optional<bool> watched;  // Watch: the status last sent (none: an unknown service)
 
   void reset(std::int32_t stream_id) {
     id = stream_id;
-    method = Method::kUnknown;
+    method = path_method = Method::kUnknown;
     call = RlsCall::kShouldRateLimit;
     path.clear();
     in.clear();
@@ -114,5 +138,12 @@ struct GrpcConnection::Stream {
     watched.reset();
   }
 };
+
+inline GrpcConnection::Stream* GrpcConnection::streamOf(std::int32_t id) const {
+  if (last_stream_ != nullptr && last_stream_->id == id) {
+    return last_stream_;
+  }
+  return lookUpStream(id);
+}
 
 }  // namespace sluice::grpc

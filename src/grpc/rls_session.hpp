@@ -26,12 +26,15 @@
 #include "grpc/grpc_connection.hpp"
 #include "grpc/kuadrant_mapping.hpp"
 #include "grpc/rls_mapping.hpp"
+#include "sluice/common/drain_aware_read.hpp"
 #include "sluice/grpc/rls_server.hpp"
 
 namespace sluice::grpc {
 
 namespace net = boost::asio;
-using GenericSocket = net::generic::stream_protocol::socket;
+/// A connection's socket, bound to its I/O thread's io_context (sluice/common/
+/// drain_aware_read.hpp: no type-erased executor on each read).
+using GenericSocket = IoContextStreamSocket;
 using Clock = std::chrono::steady_clock;
 using TlsStream = net::ssl::stream<GenericSocket>;
 

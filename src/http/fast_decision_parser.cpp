@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -91,8 +92,13 @@ class Scanner {
     }
   }
 
-  /// Skips whitespace, then consumes `c` if it is next.
+  /// Skips whitespace, then consumes `c` if it is next. `c` is never whitespace: when it is
+  /// next (bodies are usually compact), there is no whitespace to skip.
   bool consume(char c) {
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
     skipSpace();
     if (pos_ < text_.size() && text_[pos_] == c) {
       ++pos_;
@@ -106,15 +112,14 @@ class Scanner {
     return pos_ < text_.size() && text_[pos_] == c;
   }
 
-  /// A string of printable ASCII without escapes, at most kMaxStringBytes long.
+  /// A string of printable ASCII without escapes, at most kMaxStringBytes long. Its bytes
+  /// are looked at eight at a time while eight are left (plainEnd()), then one at a time.
   bool string(std::string_view& out) {
     if (!consume('"')) {
       return false;
     }
     std::size_t start = pos_;
-    while (pos_ < text_.size() && kPlain[static_cast<unsigned char>(text_[pos_])]) {
-      ++pos_;
-    }
+    pos_ = plainEnd(pos_);
     if (pos_ == text_.size() || text_[pos_] != '"') {
       return false;  // the end, an escape, a control or non-ASCII byte
     }
@@ -183,6 +188,32 @@ class Scanner {
   }
 
  private:
+  /// The first byte from `at` that is not kPlain (the closing quote, an escape, a control or
+  /// non-ASCII byte), or the end. A word's flags (words::kHighs of each byte that is '"',
+  /// '\\', under 0x20 or at or over 0x80) are exact for its lowest flagged byte: a borrow that
+  /// may flag the bytes above it comes only from a byte that is flagged.
+  std::size_t plainEnd(std::size_t at) const {
+    using words::kHighs;
+    using words::kOnes;
+    const char* const p = text_.data();
+    while (text_.size() - at >= 8) {
+      const std::uint64_t v = words::load(p + at);
+      const std::uint64_t quote = v ^ ('"' * kOnes);
+      const std::uint64_t escape = v ^ ('\\' * kOnes);
+      const std::uint64_t flags = (v | ((v - 0x20 * kOnes) & ~v) | ((quote - kOnes) & ~quote) |
+                                   ((escape - kOnes) & ~escape)) &
+                                  kHighs;
+      if (flags != 0) {
+        return at + static_cast<std::size_t>(std::countr_zero(flags) / 8);
+      }
+      at += 8;
+    }
+    while (at < text_.size() && kPlain[static_cast<unsigned char>(p[at])]) {
+      ++at;
+    }
+    return at;
+  }
+
   std::string_view text_;
   std::size_t pos_ = 0;
 };

@@ -7,6 +7,7 @@
 // Also Asio's detail headers used here (reactor, reactor_op, socket_ops, handler_work): the
 // socket's headers include them in the order they compile in, which they do not on their own.
 #include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
 #include <cerrno>
 #include <cstddef>
@@ -45,24 +46,45 @@ namespace sluice {
 /// C++ exempts from access checks). Per-operation cancellation slots are not supported
 /// (cancel() and close() are).
 using GenericStreamSocket = boost::asio::generic::stream_protocol::socket;
+/// The same socket bound to its io_context's own executor: an operation on it neither copies
+/// nor compares a type-erased executor (any_io_executor's type checks are string
+/// comparisons), which a connection reading once per call pays on every read.
+using IoContextStreamSocket =
+    boost::asio::basic_stream_socket<boost::asio::generic::stream_protocol,
+                                     boost::asio::io_context::executor_type>;
 
 /// Registers EPOLLRDHUP for a TCP socket (on its I/O thread, before its first read); true
 /// when asyncReadSomeDrainAware() can tell an emptied socket.
 bool enableDrainAwareReads(GenericStreamSocket& socket);
+bool enableDrainAwareReads(IoContextStreamSocket& socket);
 
 /// As socket.async_read_some(buffer, handler): handler(error_code, bytes), end of stream as
 /// boost::asio::error::eof. `drain_aware` is what enableDrainAwareReads() returned: false
-/// makes it Asio's async_read_some.
-template <typename Handler>
-void asyncReadSomeDrainAware(GenericStreamSocket& socket, bool drain_aware,
-                             boost::asio::mutable_buffer buffer, Handler&& handler);
+/// makes it Asio's async_read_some. `Socket`: GenericStreamSocket or IoContextStreamSocket.
+template <typename Socket, typename Handler>
+void asyncReadSomeDrainAware(Socket& socket, bool drain_aware, boost::asio::mutable_buffer buffer,
+                             Handler&& handler);
 
 namespace drain_aware_detail {
 
 /// The socket's implementation (Asio keeps it protected): a pointer to the member, named
 /// through a derived class, applies to any socket.
-struct ImplAccess : GenericStreamSocket {
-  static auto& of(GenericStreamSocket& socket) { return socket.*(&ImplAccess::impl_); }
+template <typename Socket>
+struct ImplAccess : Socket {
+  static auto& of(Socket& socket) { return socket.*(&ImplAccess::impl_); }
+};
+
+/// The socket service's start of an operation (Asio keeps it protected): what Asio's own
+/// async_read_some does with its operation, without looking the reactor up by type (a string
+/// comparison per registered service) on each read.
+template <typename Service>
+struct StartAccess : Service {
+  template <typename Impl>
+  static void startRead(Service& service, Impl& impl, boost::asio::detail::reactor_op* op) {
+    (service.*(&StartAccess::start_op))(impl, boost::asio::detail::reactor::read_op, op,
+                                        /*is_continuation=*/false, /*is_non_blocking=*/true,
+                                        /*noop=*/false);
+  }
 };
 
 /// The events epoll last reported for a socket, which the reactor keeps in the descriptor's
@@ -147,28 +169,25 @@ class ReadOp : public boost::asio::detail::reactor_op {
 
 }  // namespace drain_aware_detail
 
-template <typename Handler>
-void asyncReadSomeDrainAware(GenericStreamSocket& socket, bool drain_aware,
-                             boost::asio::mutable_buffer buffer, Handler&& handler) {
+template <typename Socket, typename Handler>
+void asyncReadSomeDrainAware(Socket& socket, bool drain_aware, boost::asio::mutable_buffer buffer,
+                             Handler&& handler) {
   namespace detail = boost::asio::detail;
   if (!drain_aware || buffer.size() == 0 || !socket.is_open()) {
     socket.async_read_some(buffer, std::forward<Handler>(handler));
     return;
   }
-  auto& io_object = drain_aware_detail::ImplAccess::of(socket);
+  auto& io_object = drain_aware_detail::ImplAccess<Socket>::of(socket);
   auto& impl = io_object.get_implementation();
   using Decayed = std::decay_t<Handler>;
-  using Op = drain_aware_detail::ReadOp<Decayed, GenericStreamSocket::executor_type>;
+  using Op = drain_aware_detail::ReadOp<Decayed, typename Socket::executor_type>;
   Decayed h(std::forward<Handler>(handler));
   typename Op::ptr p = {detail::addressof(h), Op::ptr::allocate(h), nullptr};
   p.p = new (p.v) Op(impl.socket_, impl.reactor_data_, buffer, h, io_object.get_executor());
-  auto& reactor = boost::asio::use_service<detail::reactor>(io_object.get_service().context());
-  if ((impl.state_ & detail::socket_ops::non_blocking) == 0 &&
-      !detail::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true, p.p->ec_)) {
-    reactor.post_immediate_completion(p.p, false);
-  } else {
-    reactor.start_op(detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, false, true);
-  }
+  // Started as Asio starts its own reads: on the reactor (a read tried at once unless the last
+  // one emptied the socket), or completed at once with the error of making it non-blocking.
+  using Service = std::remove_reference_t<decltype(io_object.get_service())>;
+  drain_aware_detail::StartAccess<Service>::startRead(io_object.get_service(), impl, p.p);
   p.v = p.p = nullptr;
 }
 
