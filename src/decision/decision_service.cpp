@@ -127,7 +127,13 @@ struct PendingDecision {
   /// not moved on its way out (the callback may move it out, recycleDecision() does).
   Result<Decision> answer{Decision{}};
   Decision& decision = *answer;
+  /// The callback of a decision the store answers later; one the store answers within
+  /// evaluate() (the memory store) is the caller's, reached through `caller_done`.
   DecisionService::Callback done;
+  /// While evaluate() runs: the caller's callback, and the flag that says the store answered
+  /// within the call (so that the callback need not move into `done`); null otherwise.
+  DecisionService::Callback* caller_done = nullptr;
+  bool* answered_within = nullptr;
   Micros started = 0;
   RequestMatch match;
   std::vector<Descriptor> without_overrides;
@@ -143,7 +149,7 @@ class DecisionServiceImpl final : public DecisionService {
   void decide(DecisionRequest&& incoming, Callback done) override {
     PendingDecision& pending = takePending();
     pending.decision.request = std::move(incoming);
-    decidePending(pending, std::move(done));
+    decidePending(pending, done);
   }
 
   Status decideInPlace(const RequestFill& fill, Callback& done) override {
@@ -153,13 +159,13 @@ class DecisionServiceImpl final : public DecisionService {
       releasePending(pending);
       return filled;
     }
-    decidePending(pending, std::move(done));
+    decidePending(pending, done);
     return {};
   }
 
  private:
-  /// decide() on the request in `pending`.
-  void decidePending(PendingDecision& pending, Callback done) {
+  /// decide() on the request in `pending`; `done` is the caller's, alive during the call.
+  void decidePending(PendingDecision& pending, Callback& done) {
     // The one reading of the clock a decision needs: the observers' start, and the instant
     // the store decides at (StoreRequest::now_us).
     const Micros started = parts_.clock != nullptr ? parts_.clock->nowMicros() : 0;
@@ -219,13 +225,21 @@ class DecisionServiceImpl final : public DecisionService {
       releasePending(pending);
       return;
     }
-    pending.done = std::move(done);
     PendingDecision* slot = &pending;
-    // The store may answer before evaluate() returns, or later (Redis); the slot is given
-    // back only once its answer is handed on, so a decision started from inside the answer
-    // takes another one.
+    // The store may answer before evaluate() returns (then through the caller's callback, and
+    // the slot is not touched after), or later (Redis: the callback moves into the slot). The
+    // slot is given back only once its answer is handed on, so a decision started from
+    // inside the answer takes another one.
+    bool answered = false;
+    pending.caller_done = &done;
+    pending.answered_within = &answered;
     parts_.store->evaluate(
         store_request, [this, slot](Result<StoreResponse>&& response) { answer(*slot, response); });
+    if (!answered) {
+      pending.done = std::move(done);
+      pending.caller_done = nullptr;
+      pending.answered_within = nullptr;
+    }
   }
 
   /// The request as it is decided: Envoy's endpoints are charged as --envoy-charge says (the
@@ -462,8 +476,12 @@ class DecisionServiceImpl final : public DecisionService {
   }
 
   void answer(PendingDecision& pending, Result<StoreResponse>& response) {
+    Callback& done = pending.caller_done != nullptr ? *pending.caller_done : pending.done;
+    if (pending.answered_within != nullptr) {
+      *pending.answered_within = true;
+    }
     if (!response) {
-      fail(pending.decision.request, response.error(), pending.started, pending.done);
+      fail(pending.decision.request, response.error(), pending.started, done);
       releasePending(pending);
       return;
     }
@@ -501,7 +519,9 @@ class DecisionServiceImpl final : public DecisionService {
     decision.allowed = r.allowed;
     decision.degraded = r.degraded;
     decision.decided_at_us = r.at_us;
-    decision.metadata_json = mergePassedMetadata(decision.descriptors);
+    if (anyMetadata(decision.descriptors)) {  // else left empty by prepareDecision()
+      decision.metadata_json = mergePassedMetadata(decision.descriptors);
+    }
     if (pending.takes_lease && r.allowed && !r.degraded) {
       grantLease(pending, r);
     } else if (pending.store_request.lease > 0 && anyRefund(pending.store_request)) {
@@ -511,13 +531,13 @@ class DecisionServiceImpl final : public DecisionService {
       if (Status settled =
               reservation_detail::settle(decision.request, pending.store_request, r, decision);
           !settled) {
-        fail(decision.request, settled.error(), pending.started, pending.done);
+        fail(decision.request, settled.error(), pending.started, done);
         releasePending(pending);
         return;
       }
     }
     recycleStoreResponse(std::move(*response));  // serves the thread's next store answer
-    succeed(pending, pending.done);
+    succeed(pending, done);
     releasePending(pending);
   }
 
@@ -557,6 +577,11 @@ class DecisionServiceImpl final : public DecisionService {
       }
     }
     decision.lease_id = encodeLeaseId(token);
+  }
+
+  static bool anyMetadata(const std::vector<DescriptorStatus>& descriptors) {
+    return std::any_of(descriptors.begin(), descriptors.end(),
+                       [](const DescriptorStatus& d) { return !d.metadata_json.empty(); });
   }
 
   static bool anyRefund(const StoreRequest& request) {
@@ -606,6 +631,8 @@ class DecisionServiceImpl final : public DecisionService {
 
   void releasePending(PendingDecision& pending) {
     pending.done = nullptr;
+    pending.caller_done = nullptr;
+    pending.answered_within = nullptr;
     pending.decision.rules.reset();
     free_.push_back(&pending);
   }
