@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "sluice/common/varint.hpp"
 #include "sluice/decision/envoy_response.hpp"
 #include "sluice/decision/rate_limit_headers.hpp"
 #include "sluice/decision/request_shape.hpp"
@@ -46,8 +47,9 @@ Unit unitOf(TimeUnit unit) {
   return rls::RateLimitResponse::RateLimit::UNKNOWN;
 }
 
-/// "Name: value\r\n" lines (what the HTTP answers carry) as HeaderValues.
-void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
+/// Each "Name: value\r\n" line (what the HTTP answers carry) as fn(name, value).
+template <typename Fn>
+void forEachHeaderLine(std::string_view lines, Fn&& fn) {
   while (!lines.empty()) {
     std::size_t end = lines.find("\r\n");
     std::string_view line = lines.substr(0, end);
@@ -60,11 +62,87 @@ void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
     while (!value.empty() && value.front() == ' ') {
       value.remove_prefix(1);
     }
+    fn(line.substr(0, colon), value);
+  }
+}
+
+/// The lines as HeaderValues.
+void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
+  forEachHeaderLine(lines, [&response](std::string_view name, std::string_view value) {
     // Assigned in place: a cleared response keeps its HeaderValues and their strings.
     auto* header = response.add_response_headers_to_add();
-    header->mutable_key()->assign(line.data(), colon);
+    header->mutable_key()->assign(name.data(), name.size());
     header->mutable_value()->assign(value.data(), value.size());
+  });
+}
+
+/// The rate-limit header lines of a decision (empty without a binding limit), in the
+/// thread's buffer, kept from call to call.
+const std::string& headerLinesOf(const Decision& decision) {
+  thread_local std::string lines;
+  lines.clear();
+  if (const LimitStatus* binding = decision.binding()) {
+    appendRateLimitHeaders(lines, *binding, !decision.allowed);
   }
+  return lines;
+}
+
+// Protobuf's wire format as its serializer writes these messages: fields in number order, a
+// proto3 scalar or string only when not zero or empty, a message field whenever it is set.
+void putKey(std::string& out, std::uint32_t field, std::uint32_t wire_type) {
+  putVarint(out, (field << 3) | wire_type);
+}
+
+void putVarintField(std::string& out, std::uint32_t field, std::uint64_t value) {
+  if (value != 0) {
+    putKey(out, field, 0);
+    putVarint(out, value);
+  }
+}
+
+void putStringField(std::string& out, std::uint32_t field, std::string_view value) {
+  if (!value.empty()) {
+    putKey(out, field, 2);
+    putVarint(out, value.size());
+    out.append(value);
+  }
+}
+
+void putMessageField(std::string& out, std::uint32_t field, std::string_view body) {
+  putKey(out, field, 2);
+  putVarint(out, body.size());
+  out.append(body);
+}
+
+/// One DescriptorStatus, as toResponse() fills it.
+void encodeStatus(const DescriptorStatus& d, std::string& status) {
+  // The nested messages' scratch buffers: the thread's, kept from call to call.
+  thread_local std::string limit;
+  thread_local std::string reset;
+  status.clear();
+  const LimitStatus* binding = descriptorBindingLimit(d);
+  if (binding == nullptr) {
+    putVarintField(status, 1, rls::RateLimitResponse::OK);
+    if (std::any_of(d.limits.begin(), d.limits.end(),
+                    [](const LimitStatus& l) { return l.unlimited; })) {
+      putVarintField(status, 3, static_cast<std::uint32_t>(kEnvoyUnlimitedRemaining));
+    }
+    return;
+  }
+  const bool over = !binding->shadow && !binding->outcome.allowed;
+  putVarintField(status, 1, over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
+  limit.clear();
+  putVarintField(limit, 1, clampUint32(binding->limit));
+  putVarintField(limit, 2, static_cast<std::uint64_t>(envoyUnit(*binding)));
+  if (binding->explicit_name) {
+    putStringField(limit, 3, binding->name);
+  }
+  putMessageField(status, 2, limit);
+  putVarintField(status, 3, clampUint32(binding->outcome.remaining));
+  reset.clear();
+  putVarintField(reset, 1,
+                 static_cast<std::uint64_t>(ceilSeconds(binding->outcome.reset_after_us)));
+  putMessageField(status, 4, reset);
 }
 
 /// A RateLimitOverride's unit (envoy.type.v3.RateLimitUnit); nullopt for UNKNOWN.
@@ -205,14 +283,40 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
     }
   }
   if (headers) {
-    if (const LimitStatus* binding = decision.binding()) {
-      // The lines' buffer is the thread's, kept from call to call.
-      thread_local std::string lines;
-      lines.clear();
-      appendRateLimitHeaders(lines, *binding, !decision.allowed);
-      addHeaderLines(lines, response);
-    }
+    addHeaderLines(headerLinesOf(decision), response);
   }
+}
+
+bool encodeResponse(const Decision& decision, bool headers, std::string& framed) {
+  if (hasEnvoyDynamicMetadata(decision)) {
+    return false;  // a google.protobuf.Struct: toResponse() builds it from the JSON
+  }
+  constexpr std::size_t kPrefix = 5;
+  framed.assign(kPrefix, '\0');
+  putVarintField(
+      framed, 1,
+      decision.allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
+  thread_local std::string status;
+  for (const DescriptorStatus& d : decision.descriptors) {
+    encodeStatus(d, status);
+    putMessageField(framed, 2, status);
+  }
+  if (headers) {
+    thread_local std::string header;
+    forEachHeaderLine(headerLinesOf(decision),
+                      [&framed](std::string_view name, std::string_view value) {
+                        header.clear();
+                        putStringField(header, 1, name);
+                        putStringField(header, 2, value);
+                        putMessageField(framed, 3, header);
+                      });
+  }
+  const std::size_t size = framed.size() - kPrefix;
+  framed[1] = static_cast<char>((size >> 24) & 0xff);
+  framed[2] = static_cast<char>((size >> 16) & 0xff);
+  framed[3] = static_cast<char>((size >> 8) & 0xff);
+  framed[4] = static_cast<char>(size & 0xff);
+  return true;
 }
 
 }  // namespace sluice::grpc
