@@ -1,7 +1,9 @@
 #include "sluice/http/message.hpp"
 
 #include <array>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "http/header_text.hpp"
 
@@ -48,6 +50,93 @@ void recycleResponse(Response&& response) {
     return;
   }
   spares.responses[spares.count++] = std::move(response);
+}
+
+Request::Request(const Request& other)
+    : method(other.method),
+      target(other.target),
+      path(other.path),
+      headers(other.headers),
+      body(other.body),
+      peer(other.peer),
+      header_bytes_(other.header_bytes_) {
+  rebaseHeaders(other.header_bytes_.data(), other.header_bytes_.size());
+}
+
+Request::Request(Request&& other) noexcept
+    : method(std::move(other.method)),
+      target(std::move(other.target)),
+      path(std::move(other.path)),
+      headers(std::move(other.headers)),
+      body(std::move(other.body)),
+      peer(std::move(other.peer)) {
+  const char* base = other.header_bytes_.data();
+  const std::size_t size = other.header_bytes_.size();
+  header_bytes_ = std::move(other.header_bytes_);
+  rebaseHeaders(base, size);
+}
+
+Request& Request::operator=(const Request& other) {
+  if (this != &other) {
+    Request copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    method = std::move(other.method);
+    target = std::move(other.target);
+    path = std::move(other.path);
+    headers = std::move(other.headers);
+    body = std::move(other.body);
+    peer = std::move(other.peer);
+    const char* base = other.header_bytes_.data();
+    const std::size_t size = other.header_bytes_.size();
+    header_bytes_ = std::move(other.header_bytes_);
+    rebaseHeaders(base, size);
+  }
+  return *this;
+}
+
+void Request::rebaseHeaders(const char* base, std::size_t size) {
+  const char* now = header_bytes_.data();
+  if (now == base) {
+    return;
+  }
+  // Compared as addresses: a view of another buffer (the connection's) is left as it is.
+  const auto from = reinterpret_cast<std::uintptr_t>(base);
+  const auto inside = [&](std::string_view v) {
+    const auto at = reinterpret_cast<std::uintptr_t>(v.data());
+    return !v.empty() && at >= from && at - from + v.size() <= size;
+  };
+  const auto moved = [&](std::string_view v) {
+    return std::string_view(now + (reinterpret_cast<std::uintptr_t>(v.data()) - from), v.size());
+  };
+  for (RequestHeader& h : headers) {
+    if (inside(h.name)) {
+      h.name = moved(h.name);
+    }
+    if (inside(h.value)) {
+      h.value = moved(h.value);
+    }
+  }
+}
+
+void Request::addHeader(std::string_view name, std::string_view value) {
+  const char* base = header_bytes_.data();
+  const std::size_t size = header_bytes_.size();
+  header_bytes_.append(name).append(value);
+  rebaseHeaders(base, size);
+  const char* at = header_bytes_.data() + size;
+  headers.push_back(RequestHeader{std::string_view(at, name.size()),
+                                  std::string_view(at + name.size(), value.size())});
+}
+
+void Request::clearHeaders() {
+  headers.clear();
+  header_bytes_.clear();
 }
 
 std::string_view Request::header(std::string_view name) const {

@@ -1,10 +1,15 @@
 #include "http/plain_request.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "sluice/common/ascii.hpp"
+#include "sluice/common/words.hpp"
 
 namespace sluice::http {
 namespace {
@@ -29,39 +34,65 @@ constexpr std::array<bool, 256> kToken = [] {
 bool isToken(char c) { return kToken[static_cast<unsigned char>(c)]; }
 bool isBlank(char c) { return c == ' ' || c == '\t'; }
 
-/// One byte of [first, last) checked: visible ASCII, or also SP or HTAB when `blanks`.
-bool visible(char c, bool blanks) {
-  const auto u = static_cast<unsigned char>(c);
-  return (u > 0x20 && u < 0x7f) || (blanks && (u == ' ' || u == '\t'));
+using words::kHighs;
+using words::kOnes;
+
+/// The high bit of each byte of `word` under `bound` (at most 0x80): exact for the lowest
+/// such byte (the borrow that may flag the bytes above it comes only from a byte flagged).
+constexpr std::uint64_t under(std::uint64_t word, std::uint64_t bound) {
+  return (word - bound * kOnes) & ~word & kHighs;
 }
 
-/// True when every byte of [first, last) is visible ASCII, or also SP or HTAB when
-/// `blanks`. Eight bytes at a time: a word with no byte under 0x20 and none over 0x7e
-/// (SWAR) is all visible or SP; a word that may hold anything else is checked byte by byte.
-bool allVisible(const char* first, const char* last, bool blanks) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
-  const std::uint64_t low_bound = (blanks ? 0x20 : 0x21) * kOnes;
+/// The high bit of each byte of `word` at or over 0x7f (DEL and obs-text): exact for the
+/// lowest such byte (a carry goes only upwards).
+constexpr std::uint64_t overVisible(std::uint64_t word) { return ((word + kOnes) | word) & kHighs; }
+
+/// The first byte in [first, last) under `kBound` (SP or '!') or over 0x7e; `last` when
+/// there is none. Sixteen bytes at a time where SSE2 is (x86-64 always), eight at a time
+/// (SWAR: the lowest byte a word flags is exact), then one at a time.
+template <unsigned char kBound>
+const char* firstOutside(const char* first, const char* last) {
+#if defined(__SSE2__)
+  // As signed bytes, those at or over 0x80 are under the bound too.
+  const __m128i bound = _mm_set1_epi8(static_cast<char>(kBound));
+  const __m128i del = _mm_set1_epi8(0x7f);
+  while (last - first >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(first));
+    const auto mask = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmplt_epi8(v, bound), _mm_cmpeq_epi8(v, del))));
+    if (mask != 0) {
+      return first + std::countr_zero(mask);
+    }
+    first += 16;
+  }
+#endif
   while (last - first >= 8) {
-    std::uint64_t x = 0;
-    std::memcpy(&x, first, 8);
-    const std::uint64_t under = (x - low_bound) & ~x & kHigh;              // a byte < low bound
-    const std::uint64_t over = ((x + (0x7f - 0x7e) * kOnes) | x) & kHigh;  // a byte > 0x7e
-    if ((under | over) != 0) {
-      for (int k = 0; k < 8; ++k) {
-        if (!visible(first[k], blanks)) {
-          return false;
-        }
-      }
+    const std::uint64_t word = words::load(first);
+    const std::uint64_t flags = under(word, kBound) | overVisible(word);
+    if (flags != 0) {
+      return first + std::countr_zero(flags) / 8;
     }
     first += 8;
   }
-  for (; first != last; ++first) {
-    if (!visible(*first, blanks)) {
-      return false;
-    }
+  while (first != last && static_cast<unsigned char>(*first) >= kBound &&
+         static_cast<unsigned char>(*first) < 0x7f) {
+    ++first;
   }
-  return true;
+  return first;
+}
+
+/// The first byte in [first, last) that is not visible ASCII (0x21 to 0x7e), nor SP or HTAB
+/// when `kBlanks`; `last` when there is none. An HTAB (under SP) where blanks are taken is
+/// stepped over.
+template <bool kBlanks>
+const char* firstInvisible(const char* first, const char* last) {
+  for (;;) {
+    first = firstOutside < kBlanks ? 0x20 : 0x21 > (first, last);
+    if (first == last || !(kBlanks && *first == '\t')) {
+      return first;
+    }
+    ++first;
+  }
 }
 
 /// `name` (a token) equals `lower`, a lower-case literal, ignoring case: a token's bytes
@@ -70,7 +101,17 @@ bool isName(std::string_view name, std::string_view lower) {
   if (name.size() != lower.size()) {
     return false;
   }
-  for (std::size_t k = 0; k < name.size(); ++k) {
+  const std::size_t n = name.size();
+  if (n >= 8) {
+    // Words, the last overlapping the one before it.
+    for (std::size_t k = 0; k + 8 < n; k += 8) {
+      if ((words::load(name.data() + k) | 0x20 * kOnes) != words::load(lower.data() + k)) {
+        return false;
+      }
+    }
+    return (words::load(name.data() + n - 8) | 0x20 * kOnes) == words::load(lower.data() + n - 8);
+  }
+  for (std::size_t k = 0; k < n; ++k) {
     if ((name[k] | 0x20) != lower[k]) {
       return false;
     }
@@ -82,12 +123,6 @@ bool isName(std::string_view name, std::string_view lower) {
 void assign(std::string& s, std::string_view v) {
   s.clear();
   s.append(v.data(), v.size());
-}
-
-/// The first `c` in [first, last), or last.
-const char* find(const char* first, const char* last, char c) {
-  const void* at = std::memchr(first, c, static_cast<std::size_t>(last - first));
-  return at == nullptr ? last : static_cast<const char*>(at);
 }
 
 /// The request line's parts, as offsets into the data.
@@ -111,8 +146,9 @@ bool parseRequestLine(std::string_view data, std::size_t end, std::size_t& i, Re
   }
   line.method_end = i++;
   line.target_start = i;
-  i = static_cast<std::size_t>(find(p + i, p + end, ' ') - p);
-  if (i == line.target_start || i >= end || !allVisible(p + line.target_start, p + i, false)) {
+  // The target is visible ASCII up to the SP before the version.
+  i = static_cast<std::size_t>(firstInvisible<false>(p + i, p + end) - p);
+  if (i == line.target_start || i >= end || p[i] != ' ') {
     return false;
   }
   line.target_end = i++;
@@ -138,6 +174,11 @@ bool parseFieldLine(std::string_view data, std::size_t end, std::size_t& i, std:
                     std::string_view& value) {
   const char* p = data.data();
   const std::size_t name_start = i;
+  // Four bytes a step while four are left (names are short; most are a few steps).
+  while (end - i >= 4 && isToken(p[i]) && isToken(p[i + 1]) && isToken(p[i + 2]) &&
+         isToken(p[i + 3])) {
+    i += 4;
+  }
   while (i < end && isToken(p[i])) {
     ++i;
   }
@@ -150,17 +191,15 @@ bool parseFieldLine(std::string_view data, std::size_t end, std::size_t& i, std:
     ++i;
   }
   const std::size_t value_start = i;
-  i = static_cast<std::size_t>(find(p + i, p + end, '\r') - p);
-  // Field values are visible ASCII, SP and HTAB (Beast also takes obs-text: Beast's).
-  if (!allVisible(p + value_start, p + i, true)) {
-    return false;
-  }
+  // Field values are visible ASCII, SP and HTAB (Beast also takes obs-text: Beast's), up to
+  // the CR of the line's end: one pass finds the end and checks the bytes before it.
+  i = static_cast<std::size_t>(firstInvisible<true>(p + i, p + end) - p);
   std::size_t value_end = i;
   while (value_end > value_start && isBlank(p[value_end - 1])) {
     --value_end;
   }
   // CRLF, and a next line that does not start with a blank (obs-fold).
-  if (i + 2 >= end || p[i + 1] != '\n' || isBlank(p[i + 2])) {
+  if (i + 2 >= end || p[i] != '\r' || p[i + 1] != '\n' || isBlank(p[i + 2])) {
     return false;
   }
   i += 2;
@@ -226,8 +265,8 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
     return 0;
   }
 
-  // Header fields, into the request's spare ones.
-  std::size_t fields = 0;
+  // Header fields, as views of `data` (the vector keeps its capacity).
+  request.headers.clear();
   FieldFacts facts;
   for (;;) {
     if (i + 1 >= end) {
@@ -245,12 +284,7 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
     if (!parseFieldLine(data, end, i, name, value) || !noteField(name, value, facts)) {
       return 0;
     }
-    if (fields == request.headers.size()) {
-      request.headers.emplace_back();
-    }
-    Header& header = request.headers[fields++];
-    assign(header.name, name);
-    assign(header.value, value);
+    request.headers.push_back(RequestHeader{name, value});
   }
 
   // Body: exactly Content-Length bytes, all here.
@@ -261,7 +295,6 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
   if (data.size() - i < length) {
     return 0;
   }
-  request.headers.resize(fields);
   assign(request.method, data.substr(line.method_start, line.method_end - line.method_start));
   assign(request.target, data.substr(line.target_start, line.target_end - line.target_start));
   assign(request.body, data.substr(i, static_cast<std::size_t>(length)));

@@ -20,7 +20,9 @@ struct PlainLimits {
 /// exactly its Content-Length, all of it in `data` and within `limits`. Returns the bytes
 /// the request takes (the next pipelined one follows), with `request`'s method, target,
 /// headers and body filled as RequestParser fills them (fields as sent, values without
-/// surrounding whitespace; strings keep their capacity), `version` 10 or 11 and
+/// surrounding whitespace; strings keep their capacity), except that the header fields are
+/// views of `data` (which must outlive their use: the session's read buffer, untouched until
+/// the handler returns), `version` 10 or 11 and
 /// `keep_alive` as keepAlive() (request_parser.hpp) says.
 ///
 /// Returns 0, and the caller reads the same bytes with Beast (RequestParser), for anything

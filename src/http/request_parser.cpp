@@ -14,10 +14,11 @@ RequestParser::RequestParser(Request& request) : request_(request) {
   request_.method.clear();
   request_.target.clear();
   request_.body.clear();
+  request_.clearHeaders();
 }
 
 bool keepAlive(const Request& request, unsigned version) {
-  for (const Header& header : request.headers) {
+  for (const RequestHeader& header : request.headers) {
     if (equalsIgnoreCase(header.name, "Connection")) {
       if (version < 11) {
         return bhttp::token_list{header.value}.exists("keep-alive");
@@ -41,18 +42,10 @@ void RequestParser::on_response_impl(int, string_view, int, error_code&) {}
 
 void RequestParser::on_field_impl(bhttp::field, string_view name_string, string_view value,
                                   error_code&) {
-  if (fields_ == request_.headers.size()) {
-    request_.headers.emplace_back();
-  }
-  Header& header = request_.headers[fields_++];
-  header.name.assign(name_string);
-  header.value.assign(value);
+  request_.addHeader(name_string, value);
 }
 
-void RequestParser::on_header_impl(error_code& ec) {
-  request_.headers.resize(fields_);
-  ec = {};
-}
+void RequestParser::on_header_impl(error_code& ec) { ec = {}; }
 
 void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
                                       error_code& ec) {

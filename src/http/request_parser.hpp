@@ -15,8 +15,9 @@ bool keepAlive(const Request& request, unsigned version);
 
 /// Beast's HTTP/1 request parser (basic_parser: the grammar, limits and errors of
 /// beast::http::request_parser) writing straight into a Request: the method, target, header
-/// fields and body land in the Request's strings, which keep their capacity from one request
-/// of a connection to the next, instead of in a Beast message that is then copied.
+/// fields (addHeader()) and body land in the Request's strings, which keep their capacity
+/// from one request of a connection to the next, instead of in a Beast message that is then
+/// copied.
 /// One parser per request, as with Beast's (construct a new one for the next request).
 class RequestParser final : public boost::beast::http::basic_parser<true> {
  public:
@@ -47,7 +48,6 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
   void on_finish_impl(error_code& ec) override;
 
   Request& request_;
-  std::size_t fields_ = 0;  // header fields filled (request_.headers keeps spare ones)
   unsigned version_ = 11;
 };
 

@@ -147,7 +147,9 @@ void Session::readRequest() {
     // The usual case: a plain request, all of it in the buffer, read without Beast's parser
     // (plain_request.hpp); anything else, or a request still arriving, is Beast's below.
     // Into the thread's request (worker.hpp), which every connection's plain requests
-    // reuse: its strings stay in the cache, where one per connection would not.
+    // reuse: its strings stay in the cache, where one per connection would not. Its header
+    // fields view buffer_ in place: consume() only moves the buffer's start, and nothing is
+    // read into it before the handler has returned (doRead() waits for handOn()).
     unsigned version = 11;
     bool keep_alive = true;
     const auto data = buffer_.data();

@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (value.starts_with(' ')) {
       value.remove_prefix(1);
     }
-    request.headers.push_back({std::string(line.substr(0, colon)), std::string(value)});
+    request.addHeader(line.substr(0, colon), value);
   }
 
   checkAddress(peer);

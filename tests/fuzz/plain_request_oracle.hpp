@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "http/plain_request.hpp"
 #include "http/request_parser.hpp"
@@ -46,11 +47,18 @@ inline std::optional<ReadRequest> readWithBeast(std::string_view data, const Pla
 }
 
 /// The request parsePlainRequest() reads from the start of `data`; nullopt when it declines.
+/// Its header fields, views of `data`, are copied into the request (Request::addHeader()), so
+/// that it outlives `data`.
 inline std::optional<ReadRequest> readPlain(std::string_view data, const PlainLimits& limits) {
   ReadRequest out;
   out.consumed = parsePlainRequest(data, limits, out.request, out.version, out.keep_alive);
   if (out.consumed == 0) {
     return std::nullopt;
+  }
+  const std::vector<RequestHeader> views = out.request.headers;
+  out.request.clearHeaders();
+  for (const RequestHeader& header : views) {
+    out.request.addHeader(header.name, header.value);
   }
   return out;
 }

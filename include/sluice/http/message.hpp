@@ -20,19 +20,51 @@ struct Header {
   std::string value;
 };
 
+/// One header field of a request: its name as sent and its value without surrounding
+/// whitespace, as views of bytes that live as long as the request (see Request::headers).
+struct RequestHeader {
+  std::string_view name;
+  std::string_view value;
+};
+
 /// One parsed request. The body is complete (bounded by ServerOptions::max_body_bytes).
 struct Request {
   std::string method;  ///< "GET", "POST", ... as sent
   std::string target;  ///< request-target as sent, e.g. "/rules?x=1"
   std::string path;    ///< target without the query string
-  std::vector<Header> headers;
+  /// The header fields in the order sent. A request the server read whole from a connection
+  /// views them where they arrived, in the connection's read buffer (no copy); others, added
+  /// with addHeader(), view the request's own copy. Either way they are valid as long as the
+  /// request is (for a handler: during its call, see Handler); a copy or a move of the
+  /// request views its own copy.
+  std::vector<RequestHeader> headers;
   std::string body;
   /// The TCP peer's address without port, e.g. "127.0.0.1", "::1"; kUnixSocketPeer on a
   /// unix socket, whose peers have no address.
   std::string peer;
 
+  Request() = default;
+  Request(const Request& other);
+  Request(Request&& other) noexcept;
+  Request& operator=(const Request& other);
+  Request& operator=(Request&& other) noexcept;
+  ~Request() = default;
+
   /// The first header with this name (case-insensitive); empty when absent.
   std::string_view header(std::string_view name) const;
+
+  /// Appends a header field whose bytes the request copies and keeps.
+  void addHeader(std::string_view name, std::string_view value);
+
+  /// Removes every header field (the storage keeps its capacity).
+  void clearHeaders();
+
+ private:
+  /// The views of `headers` into [base, base + size), an earlier place of header_bytes_,
+  /// moved to the same offsets in header_bytes_.
+  void rebaseHeaders(const char* base, std::size_t size);
+
+  std::string header_bytes_;  // what addHeader() copied: names and values, back to back
 };
 
 /// One answer. `hold` delays sending it (leaky-bucket shaping) on a timer of the session's

@@ -15,7 +15,9 @@ Request makeRequest(std::string target, std::vector<Header> headers = {},
   request.method = std::move(method);
   request.target = target;
   request.path = target.substr(0, target.find('?'));
-  request.headers = std::move(headers);
+  for (const Header& header : headers) {
+    request.addHeader(header.name, header.value);
+  }
   return request;
 }
 

@@ -12,8 +12,8 @@ namespace sluice::http {
 namespace {
 
 using testing::differs;
-using testing::ReadRequest;
 using testing::readPlain;
+using testing::ReadRequest;
 using testing::readWithBeast;
 
 constexpr PlainLimits kLimits{1024, 256};
@@ -44,6 +44,17 @@ TEST(PlainRequestTest, ReadsADecisionRequestAsBeastDoes) {
   EXPECT_EQ(r.request.body, "{\"domain\":\"x\"}");
   EXPECT_EQ(r.version, 11u);
   EXPECT_TRUE(r.keep_alive);
+}
+
+TEST(PlainRequestTest, HeaderFieldsViewTheBytesRead) {
+  Request request;
+  unsigned version = 0;
+  bool keep_alive = false;
+  ASSERT_EQ(parsePlainRequest(kDecision, kLimits, request, version, keep_alive), kDecision.size());
+  ASSERT_EQ(request.headers.size(), 3u);
+  EXPECT_EQ(request.headers[1].name.data(), kDecision.data() + kDecision.find("Content-Type"));
+  EXPECT_EQ(request.headers[1].value.data(), kDecision.data() + kDecision.find("application"));
+  EXPECT_EQ(request.header("content-length"), "14");
 }
 
 TEST(PlainRequestTest, StopsAtTheEndOfTheFirstOfPipelinedRequests) {
@@ -118,6 +129,32 @@ TEST(PlainRequestTest, ReusesTheRequestsStorageAndDropsItsSpareFields) {
   ASSERT_EQ(request.headers.size(), 1u);
   EXPECT_EQ(request.headers[0].name, "A");
   EXPECT_EQ(request.body, "");
+}
+
+// Targets and values are checked eight bytes at a time, then byte by byte: every byte class at
+// every position of a long target and a long value (each lane of a word, and the tail) reads
+// as Beast reads it, or goes to Beast.
+TEST(PlainRequestTest, EveryByteAtEveryPositionOfATargetOrValueReadsAsBeastDoes) {
+  const std::string bytes = std::string("\t \x01\x1f\x7f\x80\xff\r\n:a~!\"", 14);
+  int accepted = 0;
+  for (std::size_t at = 0; at < 21; ++at) {
+    for (char c : bytes) {
+      std::string target = "/" + std::string(20, 'a');
+      target[at] = c;
+      std::string value(20, 'v');
+      value[at] = c;
+      for (const std::string& wire :
+           {"GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET / HTTP/1.1\r\nX-Long: " + value + "\r\nHost: x\r\n\r\n"}) {
+        auto plain = readPlain(wire, kLimits);
+        if (plain) {
+          ++accepted;
+          EXPECT_EQ(differs(*plain, readWithBeast(wire, kLimits)), "") << wire;
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 100);
 }
 
 // The fuzzer's property, on a fixed set of mutations of plain requests: whatever the plain

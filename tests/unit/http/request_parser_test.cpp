@@ -5,6 +5,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,7 +91,7 @@ Parsed withOurs(const std::string& wire, std::size_t step, Request& request) {
     p.target = request.target;
     p.version = parser.version();
     for (const auto& h : request.headers) {
-      p.headers.emplace_back(h.name, h.value);
+      p.headers.emplace_back(std::string(h.name), std::string(h.value));
     }
     p.body = request.body;
     p.keep_alive = parser.keepAlive();
@@ -153,6 +154,30 @@ TEST(RequestParserTest, EmptiesTheRequestItFillsAndKeepsItsStorage) {
   EXPECT_TRUE(request.body.empty());
   EXPECT_EQ(request.body.data(), body_storage);
   EXPECT_EQ(request.header("expect"), "");
+}
+
+TEST(RequestTest, CopiesAndMovesViewTheirOwnHeaderBytes) {
+  auto original = std::make_unique<Request>();
+  original->addHeader("A", "1");  // short: a string's own bytes, which a move does not keep
+  original->addHeader("Long-Header-Name", std::string(100, 'v'));
+  const std::string outside = "X-Outside";
+  original->headers.push_back(RequestHeader{outside, "kept"});
+  Request copy = *original;
+  Request assigned;
+  assigned.addHeader("Old", "value");
+  assigned = *original;
+  Request moved = std::move(*original);
+  original.reset();
+  for (const Request* r : {&copy, &assigned, &moved}) {
+    ASSERT_EQ(r->headers.size(), 3u);
+    EXPECT_EQ(r->headers[0].name, "A");
+    EXPECT_EQ(r->headers[0].value, "1");
+    EXPECT_EQ(r->header("long-header-name"), std::string(100, 'v'));
+    EXPECT_EQ(r->headers[2].name.data(), outside.data());  // a view of other bytes stays one
+  }
+  moved.clearHeaders();
+  EXPECT_TRUE(moved.headers.empty());
+  EXPECT_EQ(moved.header("A"), "");
 }
 
 TEST(RequestParserTest, VersionIsElevenBeforeTheRequestLine) {
