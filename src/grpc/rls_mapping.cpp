@@ -3,12 +3,12 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string_view>
 #include <utility>
 
-#include "sluice/common/varint.hpp"
 #include "sluice/decision/envoy_response.hpp"
 #include "sluice/decision/rate_limit_headers.hpp"
 #include "sluice/decision/request_shape.hpp"
@@ -89,60 +89,117 @@ const std::string& headerLinesOf(const Decision& decision) {
 
 // Protobuf's wire format as its serializer writes these messages: fields in number order, a
 // proto3 scalar or string only when not zero or empty, a message field whenever it is set.
-void putKey(std::string& out, std::uint32_t field, std::uint32_t wire_type) {
-  putVarint(out, (field << 3) | wire_type);
+// Each message's size is worked out first, so that it is written in one pass.
+constexpr char kVarint = 0;
+constexpr char kDelimited = 2;
+
+constexpr char key(int field, char wire_type) {
+  return static_cast<char>((field << 3) | wire_type);
 }
 
-void putVarintField(std::string& out, std::uint32_t field, std::uint64_t value) {
-  if (value != 0) {
-    putKey(out, field, 0);
-    putVarint(out, value);
+std::size_t varintSize(std::uint64_t value) {
+  std::size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
   }
+  return size;
 }
 
-void putStringField(std::string& out, std::uint32_t field, std::string_view value) {
-  if (!value.empty()) {
-    putKey(out, field, 2);
-    putVarint(out, value.size());
-    out.append(value);
+/// A scalar field's size (0 when zero: not written).
+std::size_t scalarSize(std::uint64_t value) { return value == 0 ? 0 : 1 + varintSize(value); }
+
+/// A length-delimited field's size, given its content's.
+std::size_t delimitedSize(std::size_t content) { return 1 + varintSize(content) + content; }
+
+char* putVarint(char* p, std::uint64_t value) {
+  while (value >= 0x80) {
+    *p++ = static_cast<char>(value | 0x80);
+    value >>= 7;
   }
+  *p++ = static_cast<char>(value);
+  return p;
 }
 
-void putMessageField(std::string& out, std::uint32_t field, std::string_view body) {
-  putKey(out, field, 2);
-  putVarint(out, body.size());
-  out.append(body);
+char* putScalar(char* p, char field_key, std::uint64_t value) {
+  if (value == 0) {
+    return p;
+  }
+  *p++ = field_key;
+  return putVarint(p, value);
 }
 
-/// One DescriptorStatus, as toResponse() fills it.
-void encodeStatus(const DescriptorStatus& d, std::string& status) {
-  // The nested messages' scratch buffers: the thread's, kept from call to call.
-  thread_local std::string limit;
-  thread_local std::string reset;
-  status.clear();
+char* putDelimited(char* p, char field_key, std::size_t content) {
+  *p++ = field_key;
+  return putVarint(p, content);
+}
+
+char* putBytes(char* p, std::string_view bytes) {
+  std::memcpy(p, bytes.data(), bytes.size());
+  return p + bytes.size();
+}
+
+/// The most one DescriptorStatus takes beside its limit's name: keys, lengths and scalars.
+constexpr std::size_t kStatusBytes = 64;
+/// The most a HeaderValue takes beside its key and value.
+constexpr std::size_t kHeaderBytes = 3 * 11;
+
+/// One DescriptorStatus (field 2 of the response), as toResponse() fills it.
+char* putStatus(char* p, const DescriptorStatus& d) {
   const LimitStatus* binding = descriptorBindingLimit(d);
   if (binding == nullptr) {
-    putVarintField(status, 1, rls::RateLimitResponse::OK);
+    std::uint64_t remaining = 0;
     if (std::any_of(d.limits.begin(), d.limits.end(),
                     [](const LimitStatus& l) { return l.unlimited; })) {
-      putVarintField(status, 3, static_cast<std::uint32_t>(kEnvoyUnlimitedRemaining));
+      remaining = static_cast<std::uint32_t>(kEnvoyUnlimitedRemaining);
     }
-    return;
+    p = putDelimited(p, key(2, kDelimited),
+                     scalarSize(rls::RateLimitResponse::OK) + scalarSize(remaining));
+    p = putScalar(p, key(1, kVarint), rls::RateLimitResponse::OK);
+    return putScalar(p, key(3, kVarint), remaining);
   }
   const bool over = !binding->shadow && !binding->outcome.allowed;
-  putVarintField(status, 1, over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
-  limit.clear();
-  putVarintField(limit, 1, clampUint32(binding->limit));
-  putVarintField(limit, 2, static_cast<std::uint64_t>(envoyUnit(*binding)));
-  if (binding->explicit_name) {
-    putStringField(limit, 3, binding->name);
+  const std::uint64_t code = over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK;
+  // RateLimit: requests_per_unit = 1, unit = 2, name = 3.
+  const std::uint64_t per_unit = clampUint32(binding->limit);
+  const auto unit = static_cast<std::uint64_t>(envoyUnit(*binding));
+  const std::string_view name = binding->explicit_name ? binding->name : std::string_view();
+  const std::size_t limit_size =
+      scalarSize(per_unit) + scalarSize(unit) + (name.empty() ? 0 : delimitedSize(name.size()));
+  const std::uint64_t remaining = clampUint32(binding->outcome.remaining);
+  // Duration: seconds = 1 (int64: a negative one as its 64-bit two's complement).
+  const auto seconds = static_cast<std::uint64_t>(ceilSeconds(binding->outcome.reset_after_us));
+  const std::size_t reset_size = scalarSize(seconds);
+  const std::size_t status_size = scalarSize(code) + delimitedSize(limit_size) +
+                                  scalarSize(remaining) + delimitedSize(reset_size);
+  p = putDelimited(p, key(2, kDelimited), status_size);
+  p = putScalar(p, key(1, kVarint), code);
+  p = putDelimited(p, key(2, kDelimited), limit_size);
+  p = putScalar(p, key(1, kVarint), per_unit);
+  p = putScalar(p, key(2, kVarint), unit);
+  if (!name.empty()) {
+    p = putDelimited(p, key(3, kDelimited), name.size());
+    p = putBytes(p, name);
   }
-  putMessageField(status, 2, limit);
-  putVarintField(status, 3, clampUint32(binding->outcome.remaining));
-  reset.clear();
-  putVarintField(reset, 1,
-                 static_cast<std::uint64_t>(ceilSeconds(binding->outcome.reset_after_us)));
-  putMessageField(status, 4, reset);
+  p = putScalar(p, key(3, kVarint), remaining);
+  p = putDelimited(p, key(4, kDelimited), reset_size);
+  return putScalar(p, key(1, kVarint), seconds);
+}
+
+/// One HeaderValue (field 3 of the response): key = 1, value = 2.
+char* putHeader(char* p, std::string_view name, std::string_view value) {
+  const std::size_t size = (name.empty() ? 0 : delimitedSize(name.size())) +
+                           (value.empty() ? 0 : delimitedSize(value.size()));
+  p = putDelimited(p, key(3, kDelimited), size);
+  if (!name.empty()) {
+    p = putDelimited(p, key(1, kDelimited), name.size());
+    p = putBytes(p, name);
+  }
+  if (!value.empty()) {
+    p = putDelimited(p, key(2, kDelimited), value.size());
+    p = putBytes(p, value);
+  }
+  return p;
 }
 
 /// A RateLimitOverride's unit (envoy.type.v3.RateLimitUnit); nullopt for UNKNOWN.
@@ -291,26 +348,34 @@ bool encodeResponse(const Decision& decision, bool headers, std::string& framed)
   if (hasEnvoyDynamicMetadata(decision)) {
     return false;  // a google.protobuf.Struct: toResponse() builds it from the JSON
   }
-  constexpr std::size_t kPrefix = 5;
-  framed.assign(kPrefix, '\0');
-  putVarintField(
-      framed, 1,
-      decision.allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
-  thread_local std::string status;
-  for (const DescriptorStatus& d : decision.descriptors) {
-    encodeStatus(d, status);
-    putMessageField(framed, 2, status);
-  }
+  // Written in the thread's scratch buffer, with room for the most it can take (grown, never
+  // zeroed again), then copied out as what it took.
+  std::string_view lines;
   if (headers) {
-    thread_local std::string header;
-    forEachHeaderLine(headerLinesOf(decision),
-                      [&framed](std::string_view name, std::string_view value) {
-                        header.clear();
-                        putStringField(header, 1, name);
-                        putStringField(header, 2, value);
-                        putMessageField(framed, 3, header);
-                      });
+    lines = headerLinesOf(decision);
   }
+  constexpr std::size_t kPrefix = 5;
+  std::size_t room = kPrefix + 2 + lines.size() + kHeaderBytes * (lines.size() / 3 + 1);
+  for (const DescriptorStatus& d : decision.descriptors) {
+    const LimitStatus* binding = descriptorBindingLimit(d);
+    room += kStatusBytes + (binding != nullptr ? binding->name.size() : 0);
+  }
+  thread_local std::string scratch;
+  if (scratch.size() < room) {
+    scratch.resize(room);
+  }
+  char* const begin = scratch.data();
+  char* p = begin + kPrefix;
+  p = putScalar(p, key(1, kVarint),
+                decision.allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
+  for (const DescriptorStatus& d : decision.descriptors) {
+    p = putStatus(p, d);
+  }
+  forEachHeaderLine(lines, [&p](std::string_view name, std::string_view value) {
+    p = putHeader(p, name, value);
+  });
+  framed.assign(begin, static_cast<std::size_t>(p - begin));
+  framed[0] = '\0';
   const std::size_t size = framed.size() - kPrefix;
   framed[1] = static_cast<char>((size >> 24) & 0xff);
   framed[2] = static_cast<char>((size >> 16) & 0xff);

@@ -214,6 +214,12 @@ TEST(RlsMappingTest, EncodesTheResponseAsProtobufDoes) {
   shadow.shadow = true;
   odd.descriptors.emplace_back(true, std::vector<LimitStatus>{shadow});
   expectEncodedAsProtobuf(odd);
+
+  Decision long_name;  // lengths of two varint bytes, the name in the headers too
+  long_name.allowed = false;
+  long_name.descriptors.emplace_back(
+      true, std::vector<LimitStatus>{limit(std::string(300, 'n'), 100000, false, 0)});
+  expectEncodedAsProtobuf(long_name);
 }
 
 }  // namespace
