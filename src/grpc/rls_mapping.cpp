@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -46,8 +47,9 @@ Unit unitOf(TimeUnit unit) {
   return rls::RateLimitResponse::RateLimit::UNKNOWN;
 }
 
-/// "Name: value\r\n" lines (what the HTTP answers carry) as HeaderValues.
-void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
+/// Each "Name: value\r\n" line (what the HTTP answers carry) as fn(name, value).
+template <typename Fn>
+void forEachHeaderLine(std::string_view lines, Fn&& fn) {
   while (!lines.empty()) {
     std::size_t end = lines.find("\r\n");
     std::string_view line = lines.substr(0, end);
@@ -60,11 +62,144 @@ void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
     while (!value.empty() && value.front() == ' ') {
       value.remove_prefix(1);
     }
+    fn(line.substr(0, colon), value);
+  }
+}
+
+/// The lines as HeaderValues.
+void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
+  forEachHeaderLine(lines, [&response](std::string_view name, std::string_view value) {
     // Assigned in place: a cleared response keeps its HeaderValues and their strings.
     auto* header = response.add_response_headers_to_add();
-    header->mutable_key()->assign(line.data(), colon);
+    header->mutable_key()->assign(name.data(), name.size());
     header->mutable_value()->assign(value.data(), value.size());
+  });
+}
+
+/// The rate-limit header lines of a decision (empty without a binding limit), in the
+/// thread's buffer, kept from call to call.
+const std::string& headerLinesOf(const Decision& decision) {
+  thread_local std::string lines;
+  lines.clear();
+  if (const LimitStatus* binding = decision.binding()) {
+    appendRateLimitHeaders(lines, *binding, !decision.allowed);
   }
+  return lines;
+}
+
+// Protobuf's wire format as its serializer writes these messages: fields in number order, a
+// proto3 scalar or string only when not zero or empty, a message field whenever it is set.
+// Each message's size is worked out first, so that it is written in one pass.
+constexpr char kVarint = 0;
+constexpr char kDelimited = 2;
+
+constexpr char key(int field, char wire_type) {
+  return static_cast<char>((field << 3) | wire_type);
+}
+
+std::size_t varintSize(std::uint64_t value) {
+  std::size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
+
+/// A scalar field's size (0 when zero: not written).
+std::size_t scalarSize(std::uint64_t value) { return value == 0 ? 0 : 1 + varintSize(value); }
+
+/// A length-delimited field's size, given its content's.
+std::size_t delimitedSize(std::size_t content) { return 1 + varintSize(content) + content; }
+
+char* putVarint(char* p, std::uint64_t value) {
+  while (value >= 0x80) {
+    *p++ = static_cast<char>(value | 0x80);
+    value >>= 7;
+  }
+  *p++ = static_cast<char>(value);
+  return p;
+}
+
+char* putScalar(char* p, char field_key, std::uint64_t value) {
+  if (value == 0) {
+    return p;
+  }
+  *p++ = field_key;
+  return putVarint(p, value);
+}
+
+char* putDelimited(char* p, char field_key, std::size_t content) {
+  *p++ = field_key;
+  return putVarint(p, content);
+}
+
+char* putBytes(char* p, std::string_view bytes) {
+  std::memcpy(p, bytes.data(), bytes.size());
+  return p + bytes.size();
+}
+
+/// The most one DescriptorStatus takes beside its limit's name: keys, lengths and scalars.
+constexpr std::size_t kStatusBytes = 64;
+/// The most a HeaderValue takes beside its key and value.
+constexpr std::size_t kHeaderBytes = 3 * 11;
+
+/// One DescriptorStatus (field 2 of the response), as toResponse() fills it.
+char* putStatus(char* p, const DescriptorStatus& d) {
+  const LimitStatus* binding = descriptorBindingLimit(d);
+  if (binding == nullptr) {
+    std::uint64_t remaining = 0;
+    if (std::any_of(d.limits.begin(), d.limits.end(),
+                    [](const LimitStatus& l) { return l.unlimited; })) {
+      remaining = static_cast<std::uint32_t>(kEnvoyUnlimitedRemaining);
+    }
+    p = putDelimited(p, key(2, kDelimited),
+                     scalarSize(rls::RateLimitResponse::OK) + scalarSize(remaining));
+    p = putScalar(p, key(1, kVarint), rls::RateLimitResponse::OK);
+    return putScalar(p, key(3, kVarint), remaining);
+  }
+  const bool over = !binding->shadow && !binding->outcome.allowed;
+  const std::uint64_t code = over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK;
+  // RateLimit: requests_per_unit = 1, unit = 2, name = 3.
+  const std::uint64_t per_unit = clampUint32(binding->limit);
+  const auto unit = static_cast<std::uint64_t>(envoyUnit(*binding));
+  const std::string_view name = binding->explicit_name ? binding->name : std::string_view();
+  const std::size_t limit_size =
+      scalarSize(per_unit) + scalarSize(unit) + (name.empty() ? 0 : delimitedSize(name.size()));
+  const std::uint64_t remaining = clampUint32(binding->outcome.remaining);
+  // Duration: seconds = 1 (int64: a negative one as its 64-bit two's complement).
+  const auto seconds = static_cast<std::uint64_t>(ceilSeconds(binding->outcome.reset_after_us));
+  const std::size_t reset_size = scalarSize(seconds);
+  const std::size_t status_size = scalarSize(code) + delimitedSize(limit_size) +
+                                  scalarSize(remaining) + delimitedSize(reset_size);
+  p = putDelimited(p, key(2, kDelimited), status_size);
+  p = putScalar(p, key(1, kVarint), code);
+  p = putDelimited(p, key(2, kDelimited), limit_size);
+  p = putScalar(p, key(1, kVarint), per_unit);
+  p = putScalar(p, key(2, kVarint), unit);
+  if (!name.empty()) {
+    p = putDelimited(p, key(3, kDelimited), name.size());
+    p = putBytes(p, name);
+  }
+  p = putScalar(p, key(3, kVarint), remaining);
+  p = putDelimited(p, key(4, kDelimited), reset_size);
+  return putScalar(p, key(1, kVarint), seconds);
+}
+
+/// One HeaderValue (field 3 of the response): key = 1, value = 2.
+char* putHeader(char* p, std::string_view name, std::string_view value) {
+  const std::size_t size = (name.empty() ? 0 : delimitedSize(name.size())) +
+                           (value.empty() ? 0 : delimitedSize(value.size()));
+  p = putDelimited(p, key(3, kDelimited), size);
+  if (!name.empty()) {
+    p = putDelimited(p, key(1, kDelimited), name.size());
+    p = putBytes(p, name);
+  }
+  if (!value.empty()) {
+    p = putDelimited(p, key(2, kDelimited), value.size());
+    p = putBytes(p, value);
+  }
+  return p;
 }
 
 /// A RateLimitOverride's unit (envoy.type.v3.RateLimitUnit); nullopt for UNKNOWN.
@@ -205,14 +340,48 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
     }
   }
   if (headers) {
-    if (const LimitStatus* binding = decision.binding()) {
-      // The lines' buffer is the thread's, kept from call to call.
-      thread_local std::string lines;
-      lines.clear();
-      appendRateLimitHeaders(lines, *binding, !decision.allowed);
-      addHeaderLines(lines, response);
-    }
+    addHeaderLines(headerLinesOf(decision), response);
   }
+}
+
+bool encodeResponse(const Decision& decision, bool headers, std::string& framed) {
+  if (hasEnvoyDynamicMetadata(decision)) {
+    return false;  // a google.protobuf.Struct: toResponse() builds it from the JSON
+  }
+  // Written in the thread's scratch buffer, with room for the most it can take (grown, never
+  // zeroed again), then copied out as what it took.
+  std::string_view lines;
+  if (headers) {
+    lines = headerLinesOf(decision);
+  }
+  constexpr std::size_t kPrefix = 5;
+  std::size_t room = kPrefix + 2 + lines.size() + kHeaderBytes * (lines.size() / 3 + 1);
+  for (const DescriptorStatus& d : decision.descriptors) {
+    const LimitStatus* binding = descriptorBindingLimit(d);
+    room += kStatusBytes + (binding != nullptr ? binding->name.size() : 0);
+  }
+  thread_local std::string scratch;
+  if (scratch.size() < room) {
+    scratch.resize(room);
+  }
+  char* const begin = scratch.data();
+  char* p = begin + kPrefix;
+  p = putScalar(p, key(1, kVarint),
+                decision.allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
+  for (const DescriptorStatus& d : decision.descriptors) {
+    p = putStatus(p, d);
+  }
+  forEachHeaderLine(lines, [&p](std::string_view name, std::string_view value) {
+    p = putHeader(p, name, value);
+  });
+  framed.assign(begin, static_cast<std::size_t>(p - begin));
+  framed[0] = '\0';
+  const std::size_t size = framed.size() - kPrefix;
+  framed[1] = static_cast<char>((size >> 24) & 0xff);
+  framed[2] = static_cast<char>((size >> 16) & 0xff);
+  framed[3] = static_cast<char>((size >> 8) & 0xff);
+  framed[4] = static_cast<char>(size & 0xff);
+  return true;
 }
 
 }  // namespace sluice::grpc

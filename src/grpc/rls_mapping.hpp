@@ -43,4 +43,10 @@ rls::RateLimitResponse::RateLimit::Unit envoyUnit(const LimitStatus& limit);
 /// (appendRateLimitHeaders() of Decision::binding()).
 void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& response);
 
+/// The same response, serialised behind its 5-byte gRPC prefix in `framed` (its capacity
+/// reused) without building the message: the bytes protobuf's serializer writes for what
+/// toResponse() fills. False (nothing written) when the decision carries dynamic metadata,
+/// which toResponse() converts from JSON.
+bool encodeResponse(const Decision& decision, bool headers, std::string& framed);
+
 }  // namespace sluice::grpc

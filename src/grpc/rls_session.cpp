@@ -288,6 +288,9 @@ std::optional<CallError> RlsSession::encode(const Decision& decision, bool heade
     frame(commit, framed);
     return std::nullopt;
   }
+  if (encodeResponse(decision, headers, framed)) {
+    return std::nullopt;
+  }
   response.Clear();
   toResponse(decision, headers, response);
   frame(response, framed);

@@ -216,7 +216,6 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
   std::optional<Clock::time_point> handshake_until_;
   net::steady_timer timer_;
   GrpcConnection connection_;
-  std::array<char, kReadChunk> input_{};
   std::string pending_;
   std::string writing_buffer_;
   rls::RateLimitRequest request_;
@@ -242,6 +241,9 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
   bool closing_ = false;
   bool closed_ = false;
   bool in_call_ = false;
+  /// Last: the members a call touches stay together ahead of it; not zeroed (a read fills
+  /// what is used).
+  std::array<char, kReadChunk> input_;
 };
 
 }  // namespace sluice::grpc

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -348,7 +349,10 @@ QueuedResponse& Session::enqueue(bool keep_alive, unsigned version) {
 
 void Session::dispatch(Request& request, std::uint64_t id) {
   // The parser filled method, target, headers and body (request_parser.hpp, plain_request.hpp).
-  request.path.assign(request.target, 0, request.target.find('?'));
+  // clear() and append() keep path's capacity without assign()'s general replace.
+  const std::string_view target = request.target;
+  request.path.clear();
+  request.path.append(target.data(), std::min(target.size(), target.find('?')));
   if (request.peer != peer_) {
     request.peer = peer_;
   }

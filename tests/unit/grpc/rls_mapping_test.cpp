@@ -169,5 +169,58 @@ TEST(RlsMappingTest, ShadowDenialIsOk) {
   EXPECT_EQ(response.response_headers_to_add_size(), 0);  // shadow limits never show
 }
 
+/// encodeResponse() writes what protobuf's serializer writes for toResponse()'s message.
+void expectEncodedAsProtobuf(const Decision& decision) {
+  for (bool headers : {true, false}) {
+    Response response;
+    toResponse(decision, headers, response);
+    std::string framed = "left from a previous call";
+    ASSERT_TRUE(encodeResponse(decision, headers, framed));
+    ASSERT_GE(framed.size(), 5u);
+    EXPECT_EQ(framed[0], '\0');
+    const auto* p = reinterpret_cast<const unsigned char*>(framed.data());
+    const std::size_t size = (std::size_t{p[1]} << 24) | (std::size_t{p[2]} << 16) |
+                             (std::size_t{p[3]} << 8) | std::size_t{p[4]};
+    EXPECT_EQ(size, framed.size() - 5);
+    EXPECT_EQ(framed.substr(5), response.SerializeAsString()) << "headers " << headers;
+  }
+}
+
+TEST(RlsMappingTest, EncodesTheResponseAsProtobufDoes) {
+  Decision over;
+  over.allowed = false;
+  over.descriptors.emplace_back(true, std::vector<LimitStatus>{limit("a", 10, false, 0)});
+  over.descriptors.emplace_back(false);
+  over.descriptors.emplace_back(
+      true, std::vector<LimitStatus>{limit("b", 10, true, 7), limit("c", 5, true, 2)});
+  expectEncodedAsProtobuf(over);
+  expectEncodedAsProtobuf(Decision{});
+
+  Decision odd;  // unnamed, a Sluice-only window, values beyond uint32, no time left
+  LimitStatus unnamed = limit("", 1, true, 0);
+  unnamed.explicit_name = false;
+  unnamed.unit = TimeUnit::kSecond;
+  unnamed.unit_multiplier = 30;
+  unnamed.outcome.reset_after_us = 0;
+  LimitStatus huge = limit("huge", std::int64_t{1} << 40, true, std::int64_t{1} << 36);
+  huge.unit = TimeUnit::kWeek;
+  huge.outcome.reset_after_us = std::int64_t{400} * 24 * 3600 * 1'000'000;
+  odd.descriptors.emplace_back(true, std::vector<LimitStatus>{unnamed});
+  odd.descriptors.emplace_back(true, std::vector<LimitStatus>{huge});
+  LimitStatus unlimited;
+  unlimited.unlimited = true;
+  odd.descriptors.emplace_back(true, std::vector<LimitStatus>{unlimited});
+  LimitStatus shadow = limit("s", 1, false, 0);
+  shadow.shadow = true;
+  odd.descriptors.emplace_back(true, std::vector<LimitStatus>{shadow});
+  expectEncodedAsProtobuf(odd);
+
+  Decision long_name;  // lengths of two varint bytes, the name in the headers too
+  long_name.allowed = false;
+  long_name.descriptors.emplace_back(
+      true, std::vector<LimitStatus>{limit(std::string(300, 'n'), 100000, false, 0)});
+  expectEncodedAsProtobuf(long_name);
+}
+
 }  // namespace
 }  // namespace sluice::grpc
