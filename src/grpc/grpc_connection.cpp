@@ -16,6 +16,8 @@ namespace {
 
 using wire::putFrameHeader;
 
+/// Closed streams a connection keeps to serve its next calls without allocating.
+constexpr std::size_t kSpareStreams = 16;
 /// Request bytes one connection may hold across its streams, in messages of the largest size.
 constexpr std::size_t kBufferedMessages = 4;
 /// grpc-go's and grpc core's window without calls (PermitWithoutStream false).
@@ -92,11 +94,12 @@ struct Callbacks {
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     std::unique_ptr<GrpcConnection::Stream> stream;
-    if (c.spare_.empty()) {
+    if (c.spare_ == nullptr) {
       stream = std::make_unique<GrpcConnection::Stream>();
     } else {
-      stream = std::move(c.spare_.back());
-      c.spare_.pop_back();
+      stream.reset(c.spare_);
+      c.spare_ = stream->next_spare;
+      --c.spare_count_;
     }
     stream->reset(frame->hd.stream_id);
     stream->index = c.streams_.size();
@@ -276,7 +279,13 @@ GrpcConnection::GrpcConnection(GrpcCallHandler& handler, const GrpcServerState& 
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 4 << 20);
 }
 
-GrpcConnection::~GrpcConnection() { nghttp2_session_del(session_); }
+GrpcConnection::~GrpcConnection() {
+  nghttp2_session_del(session_);
+  while (spare_ != nullptr) {
+    std::unique_ptr<Stream> owned(spare_);
+    spare_ = owned->next_spare;
+  }
+}
 
 bool GrpcConnection::receive(std::string_view bytes, Clock::time_point now) {
   now_ = now;
@@ -339,8 +348,11 @@ void GrpcConnection::release(Stream* stream) {
   }
   streams_.pop_back();
   // A few spares serve the usual load; a burst's streams go back to the heap.
-  if (spare_.size() < 16 && owned->in.capacity() <= 4096 && owned->out.capacity() <= 4096) {
-    spare_.push_back(std::move(owned));
+  if (spare_count_ < kSpareStreams && owned->in.capacity() <= 4096 &&
+      owned->out.capacity() <= 4096) {
+    owned->next_spare = spare_;
+    spare_ = owned.release();
+    ++spare_count_;
   }
 }
 

@@ -174,8 +174,11 @@ class GrpcConnection {
   /// own lookup is a hash probe): cleared when it is released.
   mutable Stream* last_stream_ = nullptr;
   std::vector<std::unique_ptr<Stream>> streams_;  // open streams, unordered
-  std::vector<std::unique_ptr<Stream>> spare_;    // recycled, to serve a call without allocating
-  std::size_t buffered_bytes_ = 0;                // request bytes held by all streams
+  /// Recycled streams, to serve a call without allocating: a list through Stream::next_spare
+  /// (owned), so that taking one touches the stream only, not a vector's buffer as well.
+  Stream* spare_ = nullptr;
+  std::size_t spare_count_ = 0;
+  std::size_t buffered_bytes_ = 0;  // request bytes held by all streams
   std::optional<Clock::time_point> last_ping_;
   int ping_strikes_ = 0;
   bool reset_ping_strikes_ = false;  // a response went out since the last client PING

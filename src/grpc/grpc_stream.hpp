@@ -84,6 +84,7 @@ inline constexpr std::uint8_t kRequiredPseudo = kPseudoMethod | kPseudoScheme | 
 /// One HTTP/2 stream (one call) of a connection.
 struct GrpcConnection::Stream {
   std::int32_t id = 0;
+  Stream* next_spare = nullptr;              // in GrpcConnection::spare_
   std::size_t index = 0;                     // in streams_
   Method method = Method::kUnknown;          // set once the request's headers are in
   Method path_method = Method::kUnknown;     // what :path names (methodOfPath())
@@ -116,20 +117,28 @@ struct GrpcConnection::Stream {
   StatusCode final_status = StatusCode::kOk;
   std::optional<bool> watched;  // Watch: the status last sent (none: an unknown service)
 
+  static void clearIfSet(std::string& text) {
+    if (!text.empty()) {
+      text.clear();
+    }
+  }
+
   void reset(std::int32_t stream_id) {
     id = stream_id;
     method = path_method = Method::kUnknown;
     call = RlsCall::kShouldRateLimit;
-    path.clear();
-    in.clear();
-    out.clear();
+    // An empty string is left as it is: clear() writes its terminator, a line of the heap
+    // the call may not touch otherwise.
+    clearIfSet(path);
+    clearIfSet(in);
+    clearIfSet(out);
     out_pos = 0;
-    status_text.clear();
+    clearIfSet(status_text);
     deadline.reset();
     request_until.reset();
     header_bytes = 0;
     early_status = StatusCode::kOk;
-    early_message.clear();
+    clearIfSet(early_message);
     pseudo = 0;
     regular_seen = malformed = false;
     bad_method = not_grpc = headers_done = request_done = dispatched = answered = false;

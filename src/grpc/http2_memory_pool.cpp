@@ -35,11 +35,9 @@ Http2MemoryPool::Http2MemoryPool() {
 }
 
 Http2MemoryPool::~Http2MemoryPool() {
-  for (FreeBlock*& head : free_) {
-    while (head != nullptr) {
-      FreeBlock* next = head->next;
-      std::free(reinterpret_cast<char*>(head) - kHeader);
-      head = next;
+  for (std::size_t index = 0; index < kClasses; ++index) {
+    for (std::size_t slot = 0; slot < held_[index]; ++slot) {
+      std::free(static_cast<char*>(slots_[index][slot]) - kHeader);
     }
   }
 }
@@ -49,10 +47,9 @@ void* Http2MemoryPool::allocate(std::size_t size) {
   std::size_t bytes = size;
   if (size <= kMaxPooled) {
     index = static_cast<std::uint32_t>(classOf(size));
-    if (FreeBlock* block = free_[index]) {
-      free_[index] = block->next;
+    if (held_[index] != 0) {
       retained_bytes_ -= classSize(index);
-      return block;
+      return slots_[index][--held_[index]];
     }
     bytes = classSize(index);
   }
@@ -69,10 +66,9 @@ void Http2MemoryPool::release(void* ptr) {
     return;
   }
   const std::uint32_t index = headerOf(ptr);
-  if (index != kLarge && retained_bytes_ + classSize(index) <= kRetainBytes) {
-    auto* block = static_cast<FreeBlock*>(ptr);
-    block->next = free_[index];
-    free_[index] = block;
+  if (index != kLarge && held_[index] < kSlots &&
+      retained_bytes_ + classSize(index) <= kRetainBytes) {
+    slots_[index][held_[index]++] = ptr;
     retained_bytes_ += classSize(index);
     return;
   }
