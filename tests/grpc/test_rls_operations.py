@@ -47,6 +47,23 @@ class Health(unittest.TestCase):
         finally:
             sluice.close()
 
+    def test_watch_sends_the_status_then_nothing_for_an_unknown_service(self):
+        sluice = Sluice(RULES)
+        try:
+            watch = sluice.health().Watch(health_pb2.HealthCheckRequest(service="ratelimit"),
+                                          timeout=10)
+            self.assertEqual(next(watch).status, Serving.SERVING)
+            watch.cancel()
+            unknown = sluice.health().Watch(
+                health_pb2.HealthCheckRequest(service="something-else"), timeout=1)
+            self.assertEqual(next(unknown).status, Serving.SERVICE_UNKNOWN)
+            # Nothing more comes: the call stays open until its deadline.
+            with self.assertRaises(grpc.RpcError) as caught:
+                next(unknown)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        finally:
+            sluice.close()
+
     def test_follows_the_store_health(self):
         # With --failure-mode closed the service cannot answer without Redis: NOT_SERVING,
         # like /readyz. (open and local keep answering, and stay SERVING.)
@@ -56,9 +73,14 @@ class Health(unittest.TestCase):
         try:
             wait_for(lambda: health_status(sluice, "ratelimit") == Serving.SERVING, 15,
                      "SERVING once connected to Redis")
+            watch = sluice.health().Watch(health_pb2.HealthCheckRequest(service="ratelimit"),
+                                          timeout=30)
+            self.assertEqual(next(watch).status, Serving.SERVING)
             redis.kill()
             wait_for(lambda: health_status(sluice, "ratelimit") == Serving.NOT_SERVING, 15,
                      "NOT_SERVING after Redis went away")
+            self.assertEqual(next(watch).status, Serving.NOT_SERVING)  # streamed on the change
+            watch.cancel()
             self.assertEqual(health_status(sluice, ""), Serving.NOT_SERVING)
             redis.start()
             wait_for(lambda: health_status(sluice, "ratelimit") == Serving.SERVING, 20,
