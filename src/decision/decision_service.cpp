@@ -47,6 +47,15 @@ const std::string* overrideRuleOf(const RateLimit& rule) {
 constexpr std::size_t kMaxSpares = 256;
 
 struct SpareDecision {
+  // For emplace_back(): clang before 16 has no parenthesized aggregate initialization.
+  SpareDecision(std::vector<DescriptorStatus>&& d,
+                std::vector<std::shared_ptr<const RateLimit>>&& r, std::vector<CandidateStatus>&& c,
+                std::string&& id)
+      : descriptors(std::move(d)),
+        request_limits(std::move(r)),
+        candidates(std::move(c)),
+        reservation_id(std::move(id)) {}
+
   std::vector<DescriptorStatus> descriptors;
   std::vector<std::shared_ptr<const RateLimit>> request_limits;
   std::vector<CandidateStatus> candidates;

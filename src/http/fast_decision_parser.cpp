@@ -341,8 +341,14 @@ bool descriptors(Scanner& s, DecisionRequest& request, bool envoy) {
     if (!descriptor(s, reuseNext(request.descriptors, used), hits, envoy)) {
       return false;
     }
-    any_hits = any_hits || hits.has_value();
-    request.descriptor_hits.push_back(hits);
+    // Kept per descriptor from the first one that has its own (most requests have none).
+    if (hits && !any_hits) {
+      any_hits = true;
+      request.descriptor_hits.resize(used - 1);
+    }
+    if (any_hits) {
+      request.descriptor_hits.push_back(hits);
+    }
   } while (s.consume(','));
   request.descriptors.resize(used);
   if (!any_hits) {
