@@ -68,7 +68,7 @@ void writeResponse(std::string& out, const Response& response, unsigned version,
   // One resize of `out` for the whole answer (then trimmed to what was written): its pieces
   // are copied in place, not appended one by one.
   const std::string_view usual = usualHead(response, version);
-  const std::string_view reason = reasonPhrase(response.status);
+  const std::string_view reason = usual.empty() ? reasonPhrase(response.status) : "";
   std::size_t room = kTailRoom + response.header_lines.size() + response.body.size();
   room += usual.empty() ? kStatusRoom + reason.size() + response.content_type.size() : usual.size();
   for (const auto& header : response.headers) {

@@ -127,6 +127,36 @@ TEST(DecisionBodyTest, AppendsToWhatTheBodyHolds) {
   EXPECT_EQ(after, "prefix" + alone);
 }
 
+// Every byte at every place of a domain or client id (the check reads eight bytes at a time
+// and pads the rest): the usual writer takes exactly the bytes JSON keeps as they are, and
+// then answers as the general writer does.
+TEST(DecisionBodyTest, TakesExactlyTheNamesWrittenAsTheyAre) {
+  Picks pick;
+  Decision decision;
+  decision.descriptors.push_back(DescriptorStatus{true, {ordinaryLimit(pick)}});
+  for (std::size_t length : {1, 7, 8, 9, 17}) {
+    for (std::size_t at = 0; at < length; ++at) {
+      for (int byte = 0; byte < 256; ++byte) {
+        const char c = static_cast<char>(byte);
+        const bool plain = byte >= 0x20 && byte < 0x80 && c != '"' && c != '\\';
+        std::string name(length, 'k');
+        name[at] = c;
+        for (bool in_domain : {true, false}) {
+          DecisionRequest request;
+          request.domain = in_domain ? name : "bench";
+          request.client_id = in_domain ? "u1" : name;
+          std::string body;
+          ASSERT_EQ(writeUsualDecisionBody(body, request, decision), plain)
+              << "byte " << byte << " at " << at << " of " << length;
+          if (plain) {
+            expectSameAnswer(request, decision);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(DecisionBodyTest, AnythingElseIsLeftToTheGeneralWriter) {
   Picks pick;
   std::vector<std::pair<std::string, std::function<void(DecisionRequest&, Decision&)>>> unusual = {
