@@ -69,7 +69,7 @@ namespace {
 /// (and DEL) but '"' and '\\'. A byte under 0x20 borrows in the subtraction (a borrow only
 /// runs on from a byte that fails already), one from 0x80 up has its high bit, and a byte
 /// equal to '"' or '\\' is a zero byte of the XOR.
-bool plainWord(std::uint64_t word) {
+[[gnu::always_inline]] inline bool plainWord(std::uint64_t word) {
   constexpr std::uint64_t kOnes = words::kOnes;
   const auto zeroByte = [](std::uint64_t x) { return (x - kOnes) & ~x; };
   return (((word - kOnes * 0x20) | word | zeroByte(word ^ (kOnes * '"')) |
@@ -77,19 +77,36 @@ bool plainWord(std::uint64_t word) {
           words::kHighs) == 0;
 }
 
-/// The bytes of `text` are all plainWord()'s: eight at a time, the rest padded with a
-/// plain byte.
-bool plainText(std::string_view text) {
+/// The bytes of `text` are all plainWord()'s: eight at a time, the last eight overlapping
+/// the word before; a shorter text in two overlapping halves, padded with a plain byte.
+[[gnu::always_inline]] inline bool plainText(std::string_view text) {
   const char* p = text.data();
-  std::size_t n = text.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    if (!plainWord(words::load(p))) {
-      return false;
+  const std::size_t n = text.size();
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if (!plainWord(words::load(p + i))) {
+        return false;
+      }
     }
+    return plainWord(words::load(p + n - 8));
   }
-  std::uint64_t rest = words::kOnes * 'a';
-  std::memcpy(&rest, p, n);
-  return plainWord(rest);
+  std::uint64_t word = words::kOnes * 'a';
+  if (n >= 4) {
+    std::uint32_t first = 0;
+    std::uint32_t last = 0;
+    std::memcpy(&first, p, 4);
+    std::memcpy(&last, p + n - 4, 4);
+    word = first | static_cast<std::uint64_t>(last) << 32;
+  } else if (n >= 2) {
+    std::uint16_t first = 0;
+    std::uint16_t last = 0;
+    std::memcpy(&first, p, 2);
+    std::memcpy(&last, p + n - 2, 2);
+    word = (word & ~std::uint64_t{0xffffffff}) | first | static_cast<std::uint64_t>(last) << 16;
+  } else if (n == 1) {
+    word = (word & ~std::uint64_t{0xff}) | static_cast<unsigned char>(p[0]);
+  }
+  return plainWord(word);
 }
 
 /// What the general writer writes beyond the usual fields: none of it here.
