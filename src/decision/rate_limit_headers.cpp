@@ -63,10 +63,23 @@ class Cursor {
     at_ += t.size();
   }
   void number(std::int64_t value) { at_ = words::writeDecimal(value, at_); }
+  /// Digits written once (Digits), copied as a whole buffer: room for kMaxDecimalBytes.
+  void digits(const char (&text)[words::kMaxDecimalBytes], std::size_t size) {
+    std::memcpy(at_, text, sizeof text);
+    at_ += size;
+  }
   char* at() const { return at_; }
 
  private:
   char* at_;
+};
+
+/// The decimal digits of a number, written once for the headers that repeat it.
+struct Digits {
+  explicit Digits(std::int64_t value)
+      : size(static_cast<std::size_t>(words::writeDecimal(value, text) - text)) {}
+  char text[words::kMaxDecimalBytes];
+  std::size_t size;
 };
 
 /// The parts of the headers that depend only on the limit (its name, limit and window),
@@ -134,8 +147,8 @@ std::string sfString(std::string_view text) {
 
 void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool denied) {
   const Outcome& outcome = binding.outcome;
-  const std::int64_t remaining = std::max<std::int64_t>(0, outcome.remaining);
-  const std::int64_t reset = ceilSeconds(outcome.reset_after_us);
+  const Digits remaining(std::max<std::int64_t>(0, outcome.remaining));
+  const Digits reset(ceilSeconds(outcome.reset_after_us));
   const PreparedLimit& limit = prepared(binding);
   // One resize for all the lines (then trimmed to what was written), instead of an append
   // for each piece.
@@ -143,14 +156,14 @@ void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool
   lines.resize(at + limit.head.size() + limit.middle.size() + kFixedRoom);
   Cursor out(lines.data() + at);
   out.text(limit.head);
-  out.number(remaining);
+  out.digits(remaining.text, remaining.size);
   out.literal("\r\nX-Ratelimit-Reset: ");
-  out.number(reset);
+  out.digits(reset.text, reset.size);
   out.literal("\r\n");
   out.text(limit.middle);
-  out.number(remaining);
+  out.digits(remaining.text, remaining.size);
   out.literal(";t=");
-  out.number(reset);
+  out.digits(reset.text, reset.size);
   out.literal("\r\n");
   if (denied && !outcome.never) {
     const std::int64_t retry = retryAfterSeconds(outcome.retry_after_us);
