@@ -642,10 +642,10 @@ void RedisConnection::onReply(std::uint64_t id, Reply* reply, const redisAsyncCo
   if (reply->type == Reply::Type::kError) {
     std::string_view text = reply->str;
     Pending& p = it->second;
-    if (isNoScript(text) && p.script && !p.retried && context_) {
-      // The script cache lost our script: load it and retry once, pipelined, within the
-      // original deadline.
-      p.retried = true;
+    if (isNoScript(text) && p.script && p.noscript_retries < kNoScriptRetries && context_) {
+      // The script cache lost our script: load it and retry, pipelined, within the
+      // original deadline. NOSCRIPT means the script ran nothing: a retry counts once.
+      ++p.noscript_retries;
       std::vector<std::string> load = {"SCRIPT", "LOAD", options_.scripts[*p.script]};
       std::vector<const char*> args = {load[0].data(), load[1].data(), load[2].data()};
       std::vector<std::size_t> lens = {load[0].size(), load[1].size(), load[2].size()};

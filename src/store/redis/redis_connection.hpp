@@ -122,13 +122,17 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
 
  private:
   using Clock = std::chrono::steady_clock;
+  static constexpr std::uint8_t kNoScriptRetries = 3;
 
   struct Pending {
     ReplyHandler done;
     Clock::time_point deadline;
     std::multimap<Clock::time_point, std::uint64_t>::iterator deadline_it;
     std::optional<std::size_t> script;  ///< set for EVALSHA: NOSCRIPT retry
-    bool retried = false;
+    /// NOSCRIPT retries made (each after its own SCRIPT LOAD): a SCRIPT FLUSH landing
+    /// between a retry's LOAD and its EVALSHA (Redis reads a long pipeline of LOADs in
+    /// pieces, serving other clients in between) costs one more, up to kNoScriptRetries.
+    std::uint8_t noscript_retries = 0;
     std::vector<std::string> argv;  ///< kept for a NOSCRIPT retry only
   };
 
