@@ -81,6 +81,17 @@ TEST(MetricsTest, HistogramIsCumulativeWithInfSumAndCount) {
   EXPECT_NE(text.find("sluice_lat_seconds_count 3\n"), std::string::npos) << text;
 }
 
+TEST(MetricsTest, HistogramCountsAValueOnABoundInThatBound) {
+  Metrics m;
+  m.describe("on_bound_seconds", Metrics::Type::kHistogram, "Latency.", {0.1, 1.0, 2.0});
+  Histogram& h = m.histogram("on_bound_seconds");
+  for (double v : {0.0, 0.1, 0.10001, 1.0, 2.0, 2.5}) {
+    h.observe(v);
+  }
+  EXPECT_EQ(h.cumulativeCounts(), (std::vector<std::uint64_t>{2, 4, 5, 6}));
+  EXPECT_EQ(h.count(), 6u);
+}
+
 TEST(ClockTest, ManualClockAdvancesOnlyWhenTold) {
   ManualClock clock(1000);
   EXPECT_EQ(clock.nowMicros(), 1000);
