@@ -222,7 +222,10 @@ class DecisionServiceImpl final : public DecisionService {
         return;
       }
     }
-    if (auto refused = refusal(store_request, positions, decision); !refused.empty()) {
+    if (std::string refused = mayBeRefused(store_request)
+                                  ? refusal(store_request, positions, decision)
+                                  : std::string();
+        !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
            started, done);
       releasePending(pending);
@@ -444,6 +447,14 @@ class DecisionServiceImpl final : public DecisionService {
     limit.refund = request.refunds(d);
     limit.override_rule = nullptr;
     pending.positions.push_back(LimitPosition{d, 0});
+  }
+
+  /// Whether refusal() may have something to say: a reservation step, a report or a refund
+  /// (most requests are none, and skip building its messages).
+  static bool mayBeRefused(const StoreRequest& request) {
+    return request.hold.op != HoldOp::kNone || request.charge == Charge::kReport ||
+           std::any_of(request.limits.begin(), request.limits.end(),
+                       [](const StoreLimit& limit) { return limit.refund; });
   }
 
   /// Why the store must not see this request, or "": a refund of a limit that cannot take
