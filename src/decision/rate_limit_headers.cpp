@@ -49,30 +49,7 @@ void appendSfString(Appender& out, std::string_view text) {
   out.put('"');
 }
 
-/// Writes at a cursor into room made beforehand (the string is resized once, then trimmed).
-class Cursor {
- public:
-  explicit Cursor(char* at) : at_(at) {}
-  template <std::size_t N>
-  void literal(const char (&text)[N]) {
-    std::memcpy(at_, text, N - 1);
-    at_ += N - 1;
-  }
-  void text(std::string_view t) {
-    std::memcpy(at_, t.data(), t.size());
-    at_ += t.size();
-  }
-  void number(std::int64_t value) { at_ = words::writeDecimal(value, at_); }
-  /// Digits written once (Digits), copied as a whole buffer: room for kMaxDecimalBytes.
-  void digits(const char (&text)[words::kMaxDecimalBytes], std::size_t size) {
-    std::memcpy(at_, text, sizeof text);
-    at_ += size;
-  }
-  char* at() const { return at_; }
-
- private:
-  char* at_;
-};
+using words::Cursor;
 
 /// The decimal digits of a number, written once for the headers that repeat it.
 struct Digits {

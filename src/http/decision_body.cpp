@@ -129,40 +129,7 @@ bool usualDecision(const DecisionRequest& request, const Decision& decision) {
   return true;
 }
 
-/// Writes at a cursor into room made beforehand.
-class Cursor {
- public:
-  explicit Cursor(char* at) : at_(at) {}
-  template <std::size_t N>
-  void literal(const char (&text)[N]) {
-    std::memcpy(at_, text, N - 1);
-    at_ += N - 1;
-  }
-  void text(std::string_view t) {
-    std::memcpy(at_, t.data(), t.size());
-    at_ += t.size();
-  }
-  void quoted(std::string_view t) {
-    *at_++ = '"';
-    text(t);
-    *at_++ = '"';
-  }
-  void flag(bool value) {
-    if (value) {
-      literal("true");
-    } else {
-      literal("false");
-    }
-  }
-  /// JsonWriter's digits (std::to_chars's).
-  void number(std::int64_t value) { at_ = words::writeDecimal(value, at_); }
-  char* at() const { return at_; }
-
-  static constexpr std::size_t kMaxDigits = words::kMaxDecimalBytes;
-
- private:
-  char* at_;
-};
+using words::Cursor;
 
 thread_local std::string t_scratch;
 
@@ -177,7 +144,7 @@ constexpr std::size_t kDescriptorRoom = sizeof R"({"matched":false,"limits":[]},
 constexpr std::size_t kLimitRoom =
     sizeof R"({"name":"","allowed":false,"remaining":,"reset_after_ms":,"retry_after_ms":,"shadow":false},)" +
     sizeof R"(,"limit":,"unit":"","unit_multiplier":,"window_s":,"algorithm":"")" +
-    6 * Cursor::kMaxDigits + 2 * kMaxNameBytes;
+    6 * words::kMaxDecimalBytes + 2 * kMaxNameBytes;
 // What one byte of a name can become in JSON: \u00XX.
 constexpr std::size_t kMaxEscapedBytes = 6;
 

@@ -12,32 +12,7 @@ namespace {
 
 constexpr std::string_view kJsonContentType = "application/json";
 
-/// Writes at a cursor into room made beforehand (the string is resized once, then trimmed).
-class Cursor {
- public:
-  explicit Cursor(char* at) : at_(at) {}
-  template <std::size_t N>
-  void literal(const char (&text)[N]) {
-    std::memcpy(at_, text, N - 1);
-    at_ += N - 1;
-  }
-  void text(std::string_view t) {
-    std::memcpy(at_, t.data(), t.size());
-    at_ += t.size();
-  }
-  /// `t` without CR and LF.
-  void clean(std::string_view t) {
-    for (char c : t) {
-      *at_ = c;
-      at_ += c != '\r' && c != '\n' ? 1 : 0;
-    }
-  }
-  void number(std::int64_t value) { at_ = words::writeDecimal(value, at_); }
-  char* at() const { return at_; }
-
- private:
-  char* at_;
-};
+using words::Cursor;
 
 /// The status line and the fixed headers of the usual answers (HTTP/1.1, JSON), else empty.
 std::string_view usualHead(const Response& response, unsigned version) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 /// Text eight bytes at a time: a word of 8 characters is read or written in one load or
 /// store and converted with a few multiplications, where a loop would take one step per
@@ -94,5 +95,55 @@ inline bool readDecimal8(const char* p, std::uint64_t& value) {
   value = x;
   return true;
 }
+
+/// Writes at a cursor into room made beforehand: the answer's writers resize their string
+/// once to the most they may write, write through a Cursor, then trim to at(). Nothing is
+/// checked: the caller sized the room.
+class Cursor {
+ public:
+  explicit Cursor(char* at) : at_(at) {}
+  /// A string literal, without its terminating NUL.
+  template <std::size_t N>
+  void literal(const char (&text)[N]) {
+    std::memcpy(at_, text, N - 1);
+    at_ += N - 1;
+  }
+  void text(std::string_view t) {
+    std::memcpy(at_, t.data(), t.size());
+    at_ += t.size();
+  }
+  /// `t` without CR and LF.
+  void clean(std::string_view t) {
+    for (char c : t) {
+      *at_ = c;
+      at_ += c != '\r' && c != '\n' ? 1 : 0;
+    }
+  }
+  /// `t` between double quotes, as it is.
+  void quoted(std::string_view t) {
+    *at_++ = '"';
+    text(t);
+    *at_++ = '"';
+  }
+  void flag(bool value) {
+    if (value) {
+      literal("true");
+    } else {
+      literal("false");
+    }
+  }
+  /// std::to_chars's digits (room for kMaxDecimalBytes).
+  void number(std::int64_t value) { at_ = writeDecimal(value, at_); }
+  /// Digits written once into a buffer of kMaxDecimalBytes, `size` of them used: the whole
+  /// buffer is copied (room for kMaxDecimalBytes), the cursor moves by `size`.
+  void digits(const char (&text)[kMaxDecimalBytes], std::size_t size) {
+    std::memcpy(at_, text, sizeof text);
+    at_ += size;
+  }
+  char* at() const { return at_; }
+
+ private:
+  char* at_;
+};
 
 }  // namespace sluice::words
