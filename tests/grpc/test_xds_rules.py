@@ -38,9 +38,26 @@ class SluiceXds:
 
     def __init__(self, xds_address, args=(), env=None):
         self.dir = tempfile.mkdtemp(prefix="sluice-xds-")
+        self.log_path = os.path.join(self.dir, "sluice.log")
+        self.log_file = None
+        # A port picked free may be taken by a parallel test before sluice binds it: such a
+        # start is retried on new ports (only when the log says so, and only a few times).
+        for attempt in range(4):
+            self.launch(xds_address, args, env)
+            try:
+                wait_for(self.alive, 15, "sluice to answer /healthz")
+                return
+            except AssertionError:
+                if attempt == 3 or self.process.poll() is None or \
+                        "Address already in use" not in self.log():
+                    raise
+                self.channel.close()
+
+    def launch(self, xds_address, args, env):
         self.http_port = free_port()
         self.grpc_port = free_port()
-        self.log_path = os.path.join(self.dir, "sluice.log")
+        if self.log_file is not None:
+            self.log_file.close()
         self.log_file = open(self.log_path, "w")
         command = [BINARY, "--listen", "127.0.0.1:%d" % self.http_port,
                    "--grpc-listen", "127.0.0.1:%d" % self.grpc_port, "--threads", "2"]
@@ -53,7 +70,6 @@ class SluiceXds:
         self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT,
                                         env=environment)
         self.channel = grpc.insecure_channel("127.0.0.1:%d" % self.grpc_port)
-        wait_for(self.alive, 15, "sluice to answer /healthz")
 
     def alive(self):
         if self.process.poll() is not None:
