@@ -22,7 +22,7 @@ constexpr std::size_t kSpareStreams = 16;
 constexpr std::size_t kBufferedMessages = 4;
 /// grpc-go's and grpc core's window without calls (PermitWithoutStream false).
 constexpr auto kIdlePingInterval = std::chrono::hours(2);
-constexpr std::size_t kPrefixBytes = 5;
+constexpr std::size_t kPrefixBytes = wire::kFrameHeaderBytes;
 
 nghttp2_nv constantHeader(std::string_view name, std::string_view value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
@@ -499,11 +499,8 @@ void GrpcConnection::submitHeadersOnce(Stream& stream) {
 }
 
 void GrpcConnection::sendMessage(Stream& stream, std::string_view message) {
-  const std::size_t size = message.size();
-  const std::array<char, kPrefixBytes> prefix{
-      '\0', static_cast<char>((size >> 24) & 0xff), static_cast<char>((size >> 16) & 0xff),
-      static_cast<char>((size >> 8) & 0xff), static_cast<char>(size & 0xff)};
-  stream.out.append(prefix.data(), prefix.size()).append(message);
+  wire::putFrameHeader(stream.out, message.size());
+  stream.out.append(message);
   submitHeadersOnce(stream);
   if (stream.data_deferred) {
     stream.data_deferred = false;

@@ -69,12 +69,23 @@ inline void putBytes(std::string& out, std::uint32_t field, std::string_view byt
   out.append(bytes);
 }
 
-/// gRPC's message prefix: not compressed, then the length (big-endian).
-inline void putFrameHeader(std::string& out, std::size_t length) {
-  out.push_back('\0');
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<char>((length >> shift) & 0xff));
+/// The bytes of gRPC's message prefix.
+inline constexpr std::size_t kFrameHeaderBytes = 5;
+
+/// gRPC's message prefix at `at` (room for kFrameHeaderBytes): not compressed, then the
+/// length (big-endian).
+inline void writeFrameHeader(char* at, std::size_t length) {
+  at[0] = '\0';
+  for (int i = 1, shift = 24; shift >= 0; ++i, shift -= 8) {
+    at[i] = static_cast<char>((length >> shift) & 0xff);
   }
+}
+
+/// gRPC's message prefix, appended.
+inline void putFrameHeader(std::string& out, std::size_t length) {
+  char prefix[kFrameHeaderBytes];
+  writeFrameHeader(prefix, length);
+  out.append(prefix, kFrameHeaderBytes);
 }
 
 }  // namespace sluice::grpc::wire

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "grpc/proto_wire.hpp"
 #include "sluice/decision/envoy_response.hpp"
 #include "sluice/decision/rate_limit_headers.hpp"
 #include "sluice/decision/request_shape.hpp"
@@ -97,41 +98,23 @@ constexpr char key(int field, char wire_type) {
   return static_cast<char>((field << 3) | wire_type);
 }
 
-std::size_t varintSize(std::uint64_t value) {
-  std::size_t size = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++size;
-  }
-  return size;
-}
-
 /// A scalar field's size (0 when zero: not written).
 std::size_t scalarSize(std::uint64_t value) { return value == 0 ? 0 : 1 + varintSize(value); }
 
 /// A length-delimited field's size, given its content's.
 std::size_t delimitedSize(std::size_t content) { return 1 + varintSize(content) + content; }
 
-char* putVarint(char* p, std::uint64_t value) {
-  while (value >= 0x80) {
-    *p++ = static_cast<char>(value | 0x80);
-    value >>= 7;
-  }
-  *p++ = static_cast<char>(value);
-  return p;
-}
-
 char* putScalar(char* p, char field_key, std::uint64_t value) {
   if (value == 0) {
     return p;
   }
   *p++ = field_key;
-  return putVarint(p, value);
+  return writeVarint(p, value);
 }
 
 char* putDelimited(char* p, char field_key, std::size_t content) {
   *p++ = field_key;
-  return putVarint(p, content);
+  return writeVarint(p, content);
 }
 
 char* putBytes(char* p, std::string_view bytes) {
@@ -354,7 +337,7 @@ bool encodeResponse(const Decision& decision, bool headers, std::string& framed)
   if (headers) {
     lines = headerLinesOf(decision);
   }
-  constexpr std::size_t kPrefix = 5;
+  constexpr std::size_t kPrefix = wire::kFrameHeaderBytes;
   std::size_t room = kPrefix + 2 + lines.size() + kHeaderBytes * (lines.size() / 3 + 1);
   for (const DescriptorStatus& d : decision.descriptors) {
     const LimitStatus* binding = descriptorBindingLimit(d);
@@ -374,13 +357,8 @@ bool encodeResponse(const Decision& decision, bool headers, std::string& framed)
   forEachHeaderLine(lines, [&p](std::string_view name, std::string_view value) {
     p = putHeader(p, name, value);
   });
+  wire::writeFrameHeader(begin, static_cast<std::size_t>(p - begin) - kPrefix);
   framed.assign(begin, static_cast<std::size_t>(p - begin));
-  framed[0] = '\0';
-  const std::size_t size = framed.size() - kPrefix;
-  framed[1] = static_cast<char>((size >> 24) & 0xff);
-  framed[2] = static_cast<char>((size >> 16) & 0xff);
-  framed[3] = static_cast<char>((size >> 8) & 0xff);
-  framed[4] = static_cast<char>(size & 0xff);
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 #include <functional>
 
+#include "grpc/proto_wire.hpp"
 #include "sluice/common/drain_aware_read.hpp"
 
 namespace sluice::grpc {
@@ -231,12 +232,10 @@ namespace {
 template <typename Message>
 void frame(const Message& message, std::string& framed) {
   const std::size_t size = message.ByteSizeLong();
-  framed.assign(5 + size, '\0');
-  framed[1] = static_cast<char>((size >> 24) & 0xff);
-  framed[2] = static_cast<char>((size >> 16) & 0xff);
-  framed[3] = static_cast<char>((size >> 8) & 0xff);
-  framed[4] = static_cast<char>(size & 0xff);
-  message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(framed.data() + 5));
+  framed.assign(wire::kFrameHeaderBytes + size, '\0');
+  wire::writeFrameHeader(framed.data(), size);
+  message.SerializeWithCachedSizesToArray(
+      reinterpret_cast<std::uint8_t*>(framed.data() + wire::kFrameHeaderBytes));
 }
 
 }  // namespace

@@ -62,11 +62,19 @@ Request::Request(const Request& other)
     : method(other.method),
       target(other.target),
       path(other.path),
-      headers(other.headers),
       body(other.body),
-      peer(other.peer),
-      header_bytes_(other.header_bytes_) {
-  rebaseHeaders(other.header_bytes_.data(), other.header_bytes_.size());
+      peer(other.peer) {
+  // Every field is copied into the copy's own storage, those that viewed a connection's read
+  // buffer too: a copy may outlive the buffer.
+  std::size_t bytes = 0;
+  for (const RequestHeader& h : other.headers) {
+    bytes += h.name.size() + h.value.size();
+  }
+  header_bytes_.reserve(bytes);
+  headers.reserve(other.headers.size());
+  for (const RequestHeader& h : other.headers) {
+    addHeader(h.name, h.value);
+  }
 }
 
 Request::Request(Request&& other) noexcept

@@ -10,6 +10,26 @@
 
 namespace sluice {
 
+/// The bytes writeVarint() and putVarint() take for `value`.
+inline std::size_t varintSize(std::uint64_t value) {
+  std::size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
+
+/// Writes `value` as a varint at `p` (room for varintSize(value)); returns the end.
+inline char* writeVarint(char* p, std::uint64_t value) {
+  while (value >= 0x80) {
+    *p++ = static_cast<char>((value & 0x7f) | 0x80);
+    value >>= 7;
+  }
+  *p++ = static_cast<char>(value);
+  return p;
+}
+
 /// Appends `value` as a varint (7 bits a byte, low bits first).
 inline void putVarint(std::string& out, std::uint64_t value) {
   while (value >= 0x80) {

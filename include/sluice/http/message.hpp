@@ -35,8 +35,8 @@ struct Request {
   /// The header fields in the order sent. A request the server read whole from a connection
   /// views them where they arrived, in the connection's read buffer (no copy); others, added
   /// with addHeader(), view the request's own copy. Either way they are valid as long as the
-  /// request is (for a handler: during its call, see Handler); a copy or a move of the
-  /// request views its own copy.
+  /// request is (for a handler: during its call, see Handler). A copy of the request copies
+  /// every field into its own storage; a move keeps the views (of the moved storage).
   std::vector<RequestHeader> headers;
   std::string body;
   /// The TCP peer's address without port, e.g. "127.0.0.1", "::1"; kUnixSocketPeer on a
