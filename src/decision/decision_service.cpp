@@ -222,10 +222,7 @@ class DecisionServiceImpl final : public DecisionService {
         return;
       }
     }
-    if (std::string refused = mayBeRefused(store_request)
-                                  ? refusal(store_request, positions, decision)
-                                  : std::string();
-        !refused.empty()) {
+    if (std::string refused = refusal(store_request, positions, decision); !refused.empty()) {
       fail(pending.decision.request, makeError(ErrorKind::kInvalidArgument, std::move(refused)),
            started, done);
       releasePending(pending);
@@ -449,20 +446,18 @@ class DecisionServiceImpl final : public DecisionService {
     pending.positions.push_back(LimitPosition{d, 0});
   }
 
-  /// Whether refusal() may have something to say: a reservation step, a report or a refund
-  /// (most requests are none, and skip building its messages).
-  static bool mayBeRefused(const StoreRequest& request) {
-    return request.hold.op != HoldOp::kNone || request.charge == Charge::kReport ||
-           std::any_of(request.limits.begin(), request.limits.end(),
-                       [](const StoreLimit& limit) { return limit.refund; });
-  }
-
   /// Why the store must not see this request, or "": a refund of a limit that cannot take
   /// one (limiter.hpp, refundRefusal), and refunds or reports of eventual limits, whose
   /// grow-only counters (docs/eventual.md) cannot take a refund and are charged only by
   /// requests they admit. Checked before the store call, so no counter is touched.
   std::string refusal(const StoreRequest& request, const std::vector<LimitPosition>& positions,
                       const Decision& decision) const {
+    // The usual request (no reservation step, no report, no refund) has nothing to refuse.
+    if (request.hold.op == HoldOp::kNone && request.charge != Charge::kReport &&
+        std::none_of(request.limits.begin(), request.limits.end(),
+                     [](const StoreLimit& limit) { return limit.refund; })) {
+      return {};
+    }
     if (request.hold.op != HoldOp::kNone) {
       return reservation_detail::refusal(request, parts_.reservations, [&](std::size_t i) {
         const LimitStatus& status =
