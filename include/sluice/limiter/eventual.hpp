@@ -177,6 +177,14 @@ std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
 /// - otherwise min(stale_after / 2, W / 4) after it was sent.
 Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at, Micros now,
                   const Tuning& tuning);
+/// True when a sync that goes out for another reason than the current window's own hits (the
+/// key's first reading, with `synced_at` < 0; or the previous window's unsent hits) may read the
+/// current window without writing it: a windowed key that is not tight and whose unsent hits of
+/// the current window are within its blind allowance. They then go out with the key's next
+/// sync (deferUntil()), so a cold key's window is written once, when it has ended, not also
+/// when its first hits arrive.
+bool mayWithholdCurrent(const View& view, const LimitParams& params, Micros synced_at,
+                        const Tuning& tuning);
 /// deferUntil(...) > now.
 bool mayDefer(const View& view, const LimitParams& params, Micros synced_at, Micros now,
               const Tuning& tuning);

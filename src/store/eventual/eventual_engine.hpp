@@ -319,9 +319,16 @@ class EventualEngine {
 
   // --- Round trips of the I/O threads (eventual_round_trip.cpp) ----------------------------
   std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
+  /// The hashes of the slot's current window and the one before (KEYS of an entry).
+  void pushHashKeys(Slot& slot, std::vector<std::string>& keys) const;
   void appendEntry(Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
                    int quota_group, std::vector<std::string>& keys,
                    std::vector<std::string>& args) const;
+  /// The slot's entry of a sync call, in the script's sync layout (eventual::kSyncLayout).
+  /// `withhold_current` (eventual::mayWithholdCurrent()): the current window is read, not
+  /// written; its hits go out with a later sync.
+  void appendSyncEntry(Slot& slot, bool withhold_current, std::vector<std::string>& keys,
+                       std::vector<std::string>& args) const;
   /// Regions: {the count of this region in the slot's current window that every other region
   /// confirmed (settled), the cap on this region's hits beyond it} for a tight key's round
   /// trip; {0, 0} (no cap) with one region, a key that is not tight, or an algorithm without

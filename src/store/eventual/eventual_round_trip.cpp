@@ -28,12 +28,9 @@ std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
   return hash;
 }
 
-void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,
-                                 int quota_group, std::vector<std::string>& keys,
-                                 std::vector<std::string>& args) const {
-  const eventual::View& view = slot.view;
+void EventualEngine::pushHashKeys(Slot& slot, std::vector<std::string>& keys) const {
   const LimitParams& p = slot.params;
-  const std::int64_t window = view.cur.index;
+  const std::int64_t window = slot.view.cur.index;
   if (slot.hashes_window != window || slot.hash_cur.empty()) {
     // A key synced once per window (a cold one) moves to the next window here: the current
     // hash becomes the previous one.
@@ -49,6 +46,15 @@ void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, boo
   }
   keys.push_back(slot.hash_cur);
   keys.push_back(slot.hash_prev);
+}
+
+void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,
+                                 int quota_group, std::vector<std::string>& keys,
+                                 std::vector<std::string>& args) const {
+  const eventual::View& view = slot.view;
+  const LimitParams& p = slot.params;
+  const std::int64_t window = view.cur.index;
+  pushHashKeys(slot, keys);
   const bool prev_pending = view.prev.index == window - 1 && view.prev.unsent() > 0;
   args.push_back(std::to_string(static_cast<int>(op)));
   args.push_back(std::to_string(static_cast<int>(p.algorithm)));
@@ -73,6 +79,30 @@ void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, boo
     args.push_back(std::to_string(view.redis_tat.a));
     args.push_back(std::to_string(view.redis_tat.b));
   }
+}
+
+void EventualEngine::appendSyncEntry(Slot& slot, bool withhold_current,
+                                     std::vector<std::string>& keys,
+                                     std::vector<std::string>& args) const {
+  const eventual::View& view = slot.view;
+  const LimitParams& p = slot.params;
+  pushHashKeys(slot, keys);
+  args.push_back(std::to_string(static_cast<int>(p.algorithm)));
+  if (isWindowed(p)) {
+    const bool prev_pending = view.prev.index == view.cur.index - 1 && view.prev.unsent() > 0;
+    args.push_back(std::to_string(p.window_us));
+    // A withheld current window sends what Redis confirmed: the script raises nothing.
+    args.push_back(std::to_string(withhold_current ? view.cur.own_acked : view.cur.own));
+    args.push_back(std::to_string(prev_pending ? view.prev.own : 0));
+    return;
+  }
+  args.push_back(std::to_string(p.limit));
+  args.push_back(std::to_string(p.window_us));
+  args.push_back(std::to_string(p.burst));
+  args.push_back(std::to_string(view.cur.own));
+  args.push_back(std::to_string(view.cur.own_acked));
+  args.push_back(std::to_string(view.redis_tat.a));
+  args.push_back(std::to_string(view.redis_tat.b));
 }
 
 std::pair<std::int64_t, std::int64_t> EventualEngine::regionShare(const Slot& slot) const {

@@ -152,6 +152,128 @@ local function tat_advance(us, rem, limit, window, burst, hits)
   return us, rem
 end
 
+-- token_bucket: the arrival time after the caller's hits this Redis has not seen yet (its
+-- entry raised to `value`; an absent entry, expired or lost by a restart, counts from what the
+-- caller last saw stored, `acked`: only the hits since then are new), max-merged with the
+-- caller's hint.
+local function bucket_arrival(cur, limit, window, burst, value, acked, hint_us, hint_rem)
+  local t = redis.call('HMGET', cur, '_tat', '_rem')
+  local tu, tr = tonumber(t[1]) or 0, tonumber(t[2]) or 0
+  tu, tr = tat_later(tu, tr, hint_us, hint_rem)
+  local old = raise(cur, entry, value) or acked
+  if value > old then
+    tu, tr = tat_advance(tu, tr, limit, window, burst, value - old)
+  end
+  return tu, tr
+end
+
+local function bucket_store(cur, tu, tr, limit, window, burst)
+  redis.call('HSET', cur, '_tat', int(tu), '_rem', int(tr))
+  local ttl_ms = floor((max(tu - now, 0) + window * burst / limit + window) / 1000) + 1000
+  redis.call('PEXPIRE', cur, int(ttl_ms))
+end
+
+-- fixed_window and sliding_window_counter: reads the window's hash first, then raises the entry
+-- only when it grew (and only then renews the TTL: a hash lives 2 W + 1 s past its last write):
+-- a synced key whose count did not change costs one HGETALL, one that did an HSET and a PEXPIRE
+-- more. The previous window's hash the same way, when it is read (sliding_window_counter) or
+-- written (a value to send). Returns the reading: others, own, region, writers, and the
+-- previous window's others, own, region.
+local function window_sync(cur, prev, algorithm, window, value, prev_value)
+  local ttl_ms = floor(2 * window / 1000) + 1000
+  local others, own, region, writers = read_window(cur)
+  if value > own then
+    redis.call('HSET', cur, entry, int(value))
+    redis.call('PEXPIRE', cur, int(ttl_ms))
+    if string.byte(entry, 1) == 115 then -- 's': counted in this region's total
+      region = region + value - own
+    end
+    own = value
+  end
+  local prev_others, prev_own, prev_region = 0, 0, 0
+  if algorithm == 2 or prev_value > 0 then
+    prev_others, prev_own, prev_region = read_window(prev)
+    if prev_value > prev_own then
+      redis.call('HSET', prev, entry, int(prev_value))
+      redis.call('PEXPIRE', prev, int(ttl_ms))
+      if string.byte(entry, 1) == 115 then
+        prev_region = prev_region + prev_value - prev_own
+      end
+      prev_own = prev_value
+    end
+  end
+  return others, own, region, writers, prev_others, prev_own, prev_region
+end
+
+-- One bulk string of whole numbers separated by spaces: one reply object for the sidecar to
+-- parse instead of one per number. Most numbers of a synced entry are 0 or 1 (written as
+-- they are); table.concat writes a whole number below 1e14 exactly (%.14g); times and
+-- anything else go through int().
+local function encode(out)
+  for j = 1, #out do
+    local x = out[j]
+    if x == 0 then
+      out[j] = '0'
+    elseif x == 1 then
+      out[j] = '1'
+    elseif x ~= floor(x) or x >= 1e14 or x <= -1e14 then
+      out[j] = int(x)
+    end
+  end
+  return table.concat(out, ' ')
+end
+
+-- The sync layout (ARGV[3] = 'S'): only op 0, in fewer arguments and reply values. Per entry,
+-- its algorithm, then for fixed_window and sliding_window_counter (0, 2): W, value,
+-- prev_value; for token_bucket (3): L, W, burst, value, acked, tat_us, tat_rem (the same
+-- meanings as above). KEYS as above, or with none declared the 2n keys after the entries.
+-- Returns per entry the 9 reading values of the main layout's reply (others, own, prev_others,
+-- prev_own, region, prev_region, writers, tat_us, tat_rem).
+if ARGV[3] == 'S' then
+  local nargs = #ARGV
+  local declared = #KEYS > 0
+  local starts = {}
+  local b = 4
+  while b <= nargs and (declared or nargs - b + 1 ~= 2 * #starts) do
+    starts[#starts + 1] = b
+    b = b + (ARGV[b] == '3' and 8 or 4)
+  end
+  local K = KEYS
+  if not declared then
+    K = {}
+    for j = 1, 2 * #starts do
+      K[j] = ARGV[b + j - 1]
+    end
+  end
+  local out = {}
+  for i = 1, #starts do
+    local a = starts[i]
+    local cur = K[2 * i - 1]
+    local o = (i - 1) * 9
+    if ARGV[a] == '3' then
+      local limit, window, burst = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+      if burst <= 0 then
+        burst = limit
+      end
+      local tu, tr = bucket_arrival(cur, limit, window, burst, tonumber(ARGV[a + 4]),
+                                    tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]),
+                                    tonumber(ARGV[a + 7]))
+      bucket_store(cur, tu, tr, limit, window, burst)
+      local others, own, region, writers = read_window(cur)
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = others, own, 0, 0, region
+      out[o + 6], out[o + 7], out[o + 8], out[o + 9] = 0, writers, tu, tr
+    else
+      local others, own, region, writers, prev_others, prev_own, prev_region =
+          window_sync(cur, K[2 * i], number(ARGV[a]), tonumber(ARGV[a + 1]),
+                      tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] =
+          others, own, prev_others, prev_own, region
+      out[o + 6], out[o + 7], out[o + 8], out[o + 9] = prev_region, writers, 0, 0
+    end
+  end
+  return encode(out)
+end
+
 -- Pass 1: every entry is synced and read; entries with op 1 are evaluated. Pass 2: they are
 -- charged only if every non-shadow one allowed (all or nothing, like the request script);
 -- count_rejected entries record the attempt either way.
@@ -239,15 +361,7 @@ for i = 1, n do
     if burst <= 0 then
       burst = limit
     end
-    local t = redis.call('HMGET', cur, '_tat', '_rem')
-    local tu, tr = tonumber(t[1]) or 0, tonumber(t[2]) or 0
-    tu, tr = tat_later(tu, tr, hint_us, hint_rem)
-    -- An absent entry (expired, or a Redis that restarted) counts from what the caller last
-    -- saw stored: only the hits since then are new.
-    local old = raise(cur, entry, value) or acked
-    if value > old then
-      tu, tr = tat_advance(tu, tr, limit, window, burst, value - old)
-    end
+    local tu, tr = bucket_arrival(cur, limit, window, burst, value, acked, hint_us, hint_rem)
     if op == 1 then
       gcra = gcra or make_gcra()
       local delay, ttl, nx
@@ -257,36 +371,12 @@ for i = 1, n do
         charge, next_tat = cost, nx
       end
     end
-    redis.call('HSET', cur, '_tat', int(tu), '_rem', int(tr))
-    local ttl_ms = floor((max(tu - now, 0) + window * burst / limit + window) / 1000) + 1000
-    redis.call('PEXPIRE', cur, int(ttl_ms))
+    bucket_store(cur, tu, tr, limit, window, burst)
     others, own, region, writers = read_window(cur)
     tat_us, tat_rem = tu, tr
   else
-    -- Read first, then raise the entry only when it grew (and only then renew the TTL: a hash
-    -- lives 2 W + 1 s past its last write): a synced key whose count did not change costs one
-    -- HGETALL, one that did an HSET and a PEXPIRE more.
-    local ttl_ms = floor(2 * window / 1000) + 1000
-    others, own, region, writers = read_window(cur)
-    if value > own then
-      redis.call('HSET', cur, entry, int(value))
-      redis.call('PEXPIRE', cur, int(ttl_ms))
-      if string.byte(entry, 1) == 115 then -- 's': counted in this region's total
-        region = region + value - own
-      end
-      own = value
-    end
-    if algorithm == 2 or prev_value > 0 then
-      prev_others, prev_own, prev_region = read_window(prev)
-      if prev_value > prev_own then
-        redis.call('HSET', prev, entry, int(prev_value))
-        redis.call('PEXPIRE', prev, int(ttl_ms))
-        if string.byte(entry, 1) == 115 then
-          prev_region = prev_region + prev_value - prev_own
-        end
-        prev_own = prev_value
-      end
-    end
+    others, own, region, writers, prev_others, prev_own, prev_region =
+        window_sync(cur, prev, algorithm, window, value, prev_value)
     if op == 1 then
       local start = floor_div(now, window) * window
       local count, before = others + own, prev_others + prev_own
@@ -397,21 +487,7 @@ for i = 1, n do
     out[(i - 1) * 15 + 6] = p[3]
   end
 end
--- One bulk string of whole numbers separated by spaces: one reply object for the sidecar to
--- parse instead of one per number. Most numbers of a synced entry are 0 or 1 (written as
--- they are); table.concat writes a whole number below 1e14 exactly (%.14g); times and
--- anything else go through int().
-for j = 1, #out do
-  local x = out[j]
-  if x == 0 then
-    out[j] = '0'
-  elseif x == 1 then
-    out[j] = '1'
-  elseif x ~= floor(x) or x >= 1e14 or x <= -1e14 then
-    out[j] = int(x)
-  end
-end
-return table.concat(out, ' ')
+return encode(out)
 )lua";
 
 }  // namespace
@@ -437,12 +513,13 @@ Status replyShape(const std::string& what) {
 
 }  // namespace
 
-Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int64_t>& out) {
+Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int64_t>& out,
+                  int stride) {
   out.clear();
   if (reply.type != redis::Reply::Type::kString) {
     return replyShape("not a string of numbers");
   }
-  const std::size_t expected = n * static_cast<std::size_t>(kScriptReplyStride);
+  const std::size_t expected = n * static_cast<std::size_t>(stride);
   out.reserve(expected);
   const char* p = reply.str.data();
   const char* end = p + reply.str.size();
@@ -461,17 +538,21 @@ Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int
   return {};
 }
 
-KeyReading readingOf(const std::int64_t* v, std::int64_t window) {
+KeyReading syncReadingOf(const std::int64_t* r, std::int64_t window) {
   KeyReading reading;
   reading.window = window;
-  reading.others = v[kOthers];
-  reading.own = v[kOwn];
-  reading.prev_others = v[kPrevOthers];
-  reading.prev_own = v[kPrevOwn];
-  reading.writers = static_cast<std::size_t>(std::max<std::int64_t>(v[kWriters], 0));
-  reading.tat.a = v[kTatUs];
-  reading.tat.b = v[kTatRem];
+  reading.others = r[kOthers - kOthers];
+  reading.own = r[kOwn - kOthers];
+  reading.prev_others = r[kPrevOthers - kOthers];
+  reading.prev_own = r[kPrevOwn - kOthers];
+  reading.writers = static_cast<std::size_t>(std::max<std::int64_t>(r[kWriters - kOthers], 0));
+  reading.tat.a = r[kTatUs - kOthers];
+  reading.tat.b = r[kTatRem - kOthers];
   return reading;
+}
+
+KeyReading readingOf(const std::int64_t* v, std::int64_t window) {
+  return syncReadingOf(v + kOthers, window);
 }
 
 }  // namespace sluice::eventual

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/common/result.hpp"
@@ -17,6 +18,12 @@ namespace sluice::eventual {
 inline constexpr int kScriptStride = 12;
 /// Number of reply values per entry.
 inline constexpr int kScriptReplyStride = 15;
+/// The sync layout (ARGV[3] = "S", eventual_script.cpp): op 0 only, per entry its algorithm
+/// then W, value, prev_value (fixed_window, sliding_window_counter) or L, W, burst, value,
+/// acked, tat_us, tat_rem (token_bucket).
+inline constexpr std::string_view kSyncLayout = "S";
+/// Number of reply values per entry in the sync layout: the main reply's from kOthers on.
+inline constexpr int kSyncReplyStride = 9;
 
 /// Operations of one entry.
 /// kSketchCell: one cell of a sketch decided in Redis (eventual_script.cpp); the engine sends
@@ -47,12 +54,18 @@ enum ReplyField : std::size_t {
   kTatUs,
   kTatRem,
 };
+static_assert(kSyncReplyStride == kScriptReplyStride - kOthers);
 
-/// Parses one reply of the script for `n` entries: a string of n x kScriptReplyStride whole
-/// numbers separated by spaces. Errors (FailureSource::kProtocol) name what was wrong.
-Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int64_t>& out);
+/// Parses one reply of the script for `n` entries: a string of n x `stride` whole numbers
+/// separated by spaces (kScriptReplyStride; kSyncReplyStride for the sync layout). Errors
+/// (FailureSource::kProtocol) name what was wrong.
+Status parseReply(const redis::Reply& reply, std::size_t n, std::vector<std::int64_t>& out,
+                  int stride = kScriptReplyStride);
 
 /// The reading of one entry's reply values `v` (kScriptReplyStride of them) for `window`.
 KeyReading readingOf(const std::int64_t* v, std::int64_t window);
+/// The same of one entry's values in a sync layout reply (kSyncReplyStride of them: `r[i]` is
+/// the main reply's `v[kOthers + i]`).
+KeyReading syncReadingOf(const std::int64_t* r, std::int64_t window);
 
 }  // namespace sluice::eventual

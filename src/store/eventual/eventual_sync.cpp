@@ -12,7 +12,6 @@
 
 namespace sluice {
 
-using eventual::ScriptOp;
 using eventual_detail::isWindowed;
 using eventual_detail::unsentOf;
 
@@ -21,6 +20,8 @@ namespace {
 /// Entries per EVALSHA of a sync: a sync of many keys is several calls written at once
 /// (one pipelined write, one round trip), each small enough not to stall Redis.
 constexpr std::size_t kEntriesPerCall = 256;
+/// Arguments of a windowed key's entry in the sync layout (a token bucket's take 8).
+constexpr std::size_t kSyncArgsPerEntry = 4;
 
 }  // namespace
 
@@ -198,8 +199,14 @@ void EventualEngine::collectOne(Slot& slot, Micros now, std::unordered_map<int, 
 void EventualEngine::addToSyncCall(Slot& slot, Micros now, std::unordered_map<int, SyncCall>& open,
                                    std::vector<SyncCall>& calls) {
   const bool clustered = backend_->clustered();
-  slot.synced_at = now;
   dropHits(eventual::roll(slot.view, slot.params, now));
+  // A sync that goes out for the key's first reading or the previous window's hits reads the
+  // current window without writing it while its hits may wait (a cold key's window is written
+  // once, when it has ended). The last sync before a shutdown sends everything.
+  const bool withhold =
+      !stopped_.load(std::memory_order_acquire) &&
+      eventual::mayWithholdCurrent(slot.view, slot.params, slot.synced_at, tuning_);
+  slot.synced_at = now;
   int master = 0;
   if (clustered) {
     if (slot.cluster_slot < 0) {
@@ -213,12 +220,13 @@ void EventualEngine::addToSyncCall(Slot& slot, Micros now, std::unordered_map<in
     call.entries = std::make_shared<std::vector<SyncEntry>>();
     call.entries->reserve(kEntriesPerCall);
     call.keys.reserve(2 * kEntriesPerCall);
-    call.args.reserve(2 + kEntriesPerCall * (eventual::kScriptStride + (clustered ? 2 : 0)));
+    call.args.reserve(3 + kEntriesPerCall * (kSyncArgsPerEntry + (clustered ? 2 : 0)));
     call.args.push_back(std::to_string(now));
     call.args.push_back(entry_);
+    call.args.emplace_back(eventual::kSyncLayout);
     call.slot = std::max(slot.cluster_slot, 0);
   }
-  appendEntry(slot, ScriptOp::kSync, 0, false, -1, call.keys, call.args);
+  appendSyncEntry(slot, withhold, call.keys, call.args);
   ++slot.refs;  // until its reply is merged (onSynced())
   call.entries->push_back(SyncEntry{&slot, slot.params, slot.view.cur.index});
   if (call.entries->size() >= kEntriesPerCall) {
@@ -324,7 +332,8 @@ bool EventualEngine::onSynced(const std::vector<SyncEntry>& entries, Result<redi
                               Micros sent_at) {
   std::vector<std::int64_t> values;
   Status shape =
-      reply ? eventual::parseReply(*reply, entries.size(), values) : Status(reply.error());
+      reply ? eventual::parseReply(*reply, entries.size(), values, eventual::kSyncReplyStride)
+            : Status(reply.error());
   const Micros now = clock_.nowMicros();
   if (!shape) {
     // A cluster's sync is judged when every master has answered (sync()): one master's
@@ -346,7 +355,7 @@ bool EventualEngine::onSynced(const std::vector<SyncEntry>& entries, Result<redi
   std::string redis_key;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const SyncEntry& e = entries[i];
-    const std::int64_t* v = &values[i * eventual::kScriptReplyStride];
+    const std::int64_t* r = &values[i * eventual::kSyncReplyStride];
     {
       // The entry's slot lives until its ref is dropped (an evicted one out of the table).
       Shard& shard = shards_[e.slot->shard];
@@ -354,7 +363,7 @@ bool EventualEngine::onSynced(const std::vector<SyncEntry>& entries, Result<redi
       Slot& slot = *e.slot;
       --slot.refs;
       if (!slot.evicted && slot.params.window_us == e.params.window_us) {
-        mergeReading(slot, eventual::readingOf(v, e.window), now, now - sent_at);
+        mergeReading(slot, eventual::syncReadingOf(r, e.window), now, now - sent_at);
         if (unsentOf(slot.view) > 0) {
           touch(shard, slot, slot.last_used);
         }
@@ -365,10 +374,11 @@ bool EventualEngine::onSynced(const std::vector<SyncEntry>& entries, Result<redi
       }
     }
     if (!regions_.empty()) {
-      enqueueReplica(hashKey(redis_key, e.window, e.params), key, e.params, v[eventual::kRegion]);
-      if (isWindowed(e.params) && v[eventual::kPrevRegion] > 0) {
-        enqueueReplica(hashKey(redis_key, e.window - 1, e.params), key, e.params,
-                       v[eventual::kPrevRegion]);
+      const std::int64_t region = r[eventual::kRegion - eventual::kOthers];
+      const std::int64_t prev_region = r[eventual::kPrevRegion - eventual::kOthers];
+      enqueueReplica(hashKey(redis_key, e.window, e.params), key, e.params, region);
+      if (isWindowed(e.params) && prev_region > 0) {
+        enqueueReplica(hashKey(redis_key, e.window - 1, e.params), key, e.params, prev_region);
       }
     }
   }

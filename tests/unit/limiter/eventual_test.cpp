@@ -270,6 +270,33 @@ TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
   EXPECT_EQ(deferUntil(view, params_, later, later, tuning_), end + 30'000);
 }
 
+TEST_F(EventualViewTest, ASyncForAnotherReasonMayLeaveTheCurrentWindowsFewHitsUnwritten) {
+  params_ = fixedWindow(1'000'000, kMicrosPerSecond);  // blind allowance: 1000
+  View view;
+  roll(view, params_, clock_.nowMicros());
+  view.cur.own = 3;
+  // The key's first reading: its blind hits wait for its next sync.
+  EXPECT_TRUE(mayWithholdCurrent(view, params_, -1, tuning_));
+  const Micros sent = clock_.nowMicros();
+  // Sent before, nothing of the previous window unsent: the sync is for the current window.
+  EXPECT_FALSE(mayWithholdCurrent(view, params_, sent, tuning_));
+  // The window has ended: the sync that sends it reads the new one without writing its hits.
+  roll(view, params_, clock_.nowMicros() + kMicrosPerSecond);
+  view.cur.own = 2;
+  ASSERT_GT(view.prev.unsent(), 0);
+  EXPECT_TRUE(mayWithholdCurrent(view, params_, sent, tuning_));
+  view.cur.own = 1001;  // more than the allowance
+  EXPECT_FALSE(mayWithholdCurrent(view, params_, sent, tuning_));
+  view.cur.own = 2;
+  view.tight = true;
+  EXPECT_FALSE(mayWithholdCurrent(view, params_, sent, tuning_));
+  view.tight = false;
+  params_.algorithm = Algorithm::kTokenBucket;  // one hash, its arrival time moves with hits
+  EXPECT_FALSE(mayWithholdCurrent(view, params_, -1, tuning_));
+  params_ = fixedWindow(100, kMicrosPerSecond);  // no allowance below 1000
+  EXPECT_FALSE(mayWithholdCurrent(view, params_, -1, tuning_));
+}
+
 TEST_F(EventualViewTest, AKeyIsFarFromItsLimitWhileWhatItMaySpendLeavesHalfOfIt) {
   params_ = fixedWindow(100'000, 60 * kMicrosPerSecond);  // blind allowance: 100
   View view;

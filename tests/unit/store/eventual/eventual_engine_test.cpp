@@ -245,6 +245,31 @@ TEST_F(EventualEngineTest, AKeyFarFromItsLimitIsSyncedOncePerWindowNotPerDecisio
   EXPECT_LE(synced, 6);
 }
 
+TEST_F(EventualEngineTest, AColdKeyWritesEachWindowOnceItHasEnded) {
+  largeLimit(1'000'000, kMicrosPerSecond);  // blind allowance: 1 000
+  clock_.set((clock_.nowMicros() / kMicrosPerSecond + 1) * kMicrosPerSecond + 10'000);
+  auto a = sidecar("local");
+  server("local").command({"CONFIG", "RESETSTAT"});
+  for (int i = 0; i < 40; ++i) {  // 4 windows, one decision every 100 ms
+    admit(*a, 1);
+    executor_.advance(100ms);
+  }
+  // The first sync reads the key without writing its first hit; each later one goes out once a
+  // window has ended, writes that window's hits and reads the new window without writing the
+  // hit that woke it. So one hash write per ended window (3, or 4 once the last one has gone
+  // out), not two.
+  test::ReplyPtr stats = server("local").command({"INFO", "commandstats"});
+  ASSERT_TRUE(stats && stats->type == REDIS_REPLY_STRING);
+  const std::string text(stats->str, stats->len);
+  const std::size_t at = text.find("cmdstat_hset:calls=");
+  const long hsets = at == std::string::npos ? 0 : std::stol(text.substr(at + 19));
+  EXPECT_GE(hsets, 3) << text;
+  EXPECT_LE(hsets, 4) << text;
+  EXPECT_LE(a->engine->pendingHits(), 10);  // the last window's hits at most
+  intervals(22);
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+}
+
 TEST_F(EventualEngineTest, AFarKeyIsSentAtLeastOnceASecond) {
   largeLimit(1'000'000, 3600 * kMicrosPerSecond);
   auto a = sidecar("local");
@@ -265,9 +290,9 @@ TEST_F(EventualEngineTest, AWaitingKeyGoesOutOncePastItsBlindAllowance) {
   largeLimit(1'000'000, 3600 * kMicrosPerSecond);  // blind allowance: 1 000
   auto a = sidecar("local");
   admit(*a, 1);
-  intervals(1);  // a key never sent goes out at once
-  EXPECT_EQ(a->engine->pendingHits(), 0);
-  admit(*a, 1000);
+  intervals(1);  // a key never read is read at once; its hit, within its allowance, waits
+  EXPECT_EQ(a->engine->pendingHits(), 1);
+  admit(*a, 999);
   intervals(5);  // far from its limit, within its allowance: it waits
   EXPECT_EQ(a->engine->pendingHits(), 1000);
   admit(*a, 1);  // 1 001 unsent: out with the next sync
@@ -286,8 +311,8 @@ TEST_F(EventualEngineTest, StopSendsTheHitsOfKeysThatWait) {
   admit(*a, 1);
   intervals(1);
   admit(*a, 10);
-  intervals(2);  // far from its limit: the key waits
-  EXPECT_EQ(a->engine->pendingHits(), 10);
+  intervals(2);  // far from its limit: the key waits (its first hit too: it was only read)
+  EXPECT_EQ(a->engine->pendingHits(), 11);
   a->engine->stop();
   executor_.runReady();
   EXPECT_EQ(a->engine->pendingHits(), 0);

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -292,6 +294,134 @@ TEST(EventualScriptTest, ASketchChargeIsConservativeAndSentCountsAreRaisedFirst)
   EXPECT_EQ(chargedAt(v, 1), 1);
   EXPECT_EQ(storedOf(redis, "cell0", "s1"), 2);
   EXPECT_EQ(storedOf(redis, "cell1", "s1"), 2);
+}
+
+/// One synced key: its algorithm's arguments (the main layout's op 0 and the sync layout's).
+struct SyncCase {
+  int algorithm = 0;  ///< 0 fixed_window, 2 sliding_window_counter, 3 token_bucket
+  std::int64_t limit = 1'000;
+  std::int64_t window = 60'000'000;
+  std::int64_t burst = 0;
+  std::int64_t value = 0;
+  std::int64_t prev_value = 0;
+  std::int64_t acked = 0;
+  std::int64_t tat_us = 0;
+  std::int64_t tat_rem = 0;
+};
+
+/// One sync call by "s1" of `cases` on the hashes `<prefix><i>` and `<prefix><i>:prev`, in the
+/// main layout (op 0) or the sync layout; returns the reply's numbers.
+std::vector<std::int64_t> syncCall(RedisServer& redis, const std::vector<SyncCase>& cases,
+                                   const std::string& prefix, bool sync_layout, bool keys_in_args) {
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    keys.push_back(prefix + std::to_string(i));
+    keys.push_back(prefix + std::to_string(i) + ":prev");
+  }
+  std::vector<std::string> argv = {"EVAL", eventual::composeEventualScript(),
+                                   keys_in_args ? "0" : std::to_string(keys.size())};
+  if (!keys_in_args) {
+    argv.insert(argv.end(), keys.begin(), keys.end());
+  }
+  argv.push_back(std::to_string(kNow));
+  argv.push_back("s1");
+  if (sync_layout) {
+    argv.emplace_back(eventual::kSyncLayout);
+  }
+  auto put = [&argv](std::initializer_list<std::int64_t> values) {
+    for (std::int64_t v : values) {
+      argv.push_back(std::to_string(v));
+    }
+  };
+  for (const SyncCase& c : cases) {
+    if (!sync_layout) {
+      put({0, c.algorithm, c.limit, c.window, c.burst, c.value, c.prev_value, c.acked, 0, 0,
+           c.tat_us, c.tat_rem});
+    } else if (c.algorithm == 3) {
+      put({3, c.limit, c.window, c.burst, c.value, c.acked, c.tat_us, c.tat_rem});
+    } else {
+      put({c.algorithm, c.window, c.value, c.prev_value});
+    }
+  }
+  if (keys_in_args) {
+    argv.insert(argv.end(), keys.begin(), keys.end());
+  }
+  ReplyPtr reply = redis.command(argv);
+  EXPECT_EQ(reply->type, REDIS_REPLY_STRING) << (reply->str != nullptr ? reply->str : "");
+  std::vector<std::int64_t> out;
+  if (reply->type == REDIS_REPLY_STRING) {
+    std::istringstream in(std::string(reply->str, reply->len));
+    for (std::int64_t v; in >> v;) {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> hashOf(RedisServer& redis, const std::string& key) {
+  ReplyPtr r = redis.command({"HGETALL", key});
+  std::vector<std::string> fields;
+  for (std::size_t i = 0; i < r->elements; ++i) {
+    fields.emplace_back(r->element[i]->str, r->element[i]->len);
+  }
+  std::sort(fields.begin(), fields.end());
+  return fields;
+}
+
+// The engine's syncs use the shorter sync layout: it must read and write exactly what the
+// main layout's op 0 does, with or without declared keys (a Redis Cluster's calls).
+TEST(EventualScriptTest, TheSyncLayoutSyncsAsOpZeroDoes) {
+  RedisServer redis;
+  const std::vector<SyncCase> cases = {
+      {0, 1'000, 60'000'000, 0, 7, 0},             // fixed_window, a new count
+      {0, 1'000, 60'000'000, 0, 0, 5},             // the previous window's hits only
+      {0, 1'000, 60'000'000, 0, 2, 0},             // below the stored own count: unchanged
+      {2, 1'000, 60'000'000, 0, 4, 3},             // sliding_window_counter
+      {2, 1'000, 60'000'000, 0, 0, 0},             // read only (reads the previous window)
+      {3, 100, 60'000'000, 20, 6, 0, 2, kNow, 5},  // token_bucket
+      {3, 100, 60'000'000, 0, 1, 0, 0, 0, 0},      // token_bucket, burst = L
+      {0, 1'000'000, 1'000'000, 0, 1'234'567, 0},  // a count past 10^6
+  };
+  for (bool keys_in_args : {false, true}) {
+    const std::string main = keys_in_args ? "mk" : "m";
+    const std::string sync = keys_in_args ? "sk" : "s";
+    for (const std::string& prefix : {main, sync}) {
+      // Other writers' fields, and an own count ahead of the third case's value.
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        const std::string key = prefix + std::to_string(i);
+        redis.command({"HSET", key, "s2", "11", "rx", "4"});
+        redis.command({"HSET", key + ":prev", "s3", "9"});
+      }
+      redis.command({"HSET", prefix + "2", "s1", "6"});
+    }
+    const std::vector<std::int64_t> a = syncCall(redis, cases, main, false, keys_in_args);
+    const std::vector<std::int64_t> b = syncCall(redis, cases, sync, true, keys_in_args);
+    ASSERT_EQ(a.size(), cases.size() * eventual::kScriptReplyStride);
+    ASSERT_EQ(b.size(), cases.size() * eventual::kSyncReplyStride);
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      for (int f = 0; f < eventual::kSyncReplyStride; ++f) {
+        EXPECT_EQ(a[i * eventual::kScriptReplyStride + eventual::kOthers + f],
+                  b[i * eventual::kSyncReplyStride + f])
+            << "case " << i << " field " << f << (keys_in_args ? " keys in args" : "");
+      }
+      const eventual::KeyReading ra = eventual::readingOf(&a[i * eventual::kScriptReplyStride], 7);
+      const eventual::KeyReading rb =
+          eventual::syncReadingOf(&b[i * eventual::kSyncReplyStride], 7);
+      EXPECT_EQ(ra.others, rb.others);
+      EXPECT_EQ(ra.own, rb.own);
+      EXPECT_EQ(ra.prev_own, rb.prev_own);
+      EXPECT_EQ(ra.tat.a, rb.tat.a);
+      const std::string n = std::to_string(i);
+      EXPECT_EQ(hashOf(redis, main + n), hashOf(redis, sync + n)) << i;
+      EXPECT_EQ(hashOf(redis, main + n + ":prev"), hashOf(redis, sync + n + ":prev")) << i;
+    }
+    // What the cases wrote: the new count, the previous window's, never a lower own count.
+    EXPECT_EQ(hashOf(redis, sync + "0"),
+              (std::vector<std::string>{"11", "4", "7", "rx", "s1", "s2"}));
+    EXPECT_EQ(stored(redis, sync + "1:prev"), 5);
+    EXPECT_EQ(stored(redis, sync + "2"), 6);
+    EXPECT_EQ(stored(redis, sync + "7"), 1'234'567);
+  }
 }
 
 TEST(EventualSketchCellsTest, OneSeedHashesAClientToTheSameCellsEverywhere) {
