@@ -508,7 +508,8 @@ void GrpcConnection::sendMessage(Stream& stream, std::string_view message) {
   }
 }
 
-void GrpcConnection::finishStream(Stream& stream, StatusCode code, std::string_view message) {
+[[gnu::cold]] void GrpcConnection::finishStream(Stream& stream, StatusCode code,
+                                                std::string_view message) {
   if (stream.answered) {
     return;
   }
@@ -550,7 +551,8 @@ void GrpcConnection::finishStream(Stream& stream, StatusCode code, std::string_v
   stream.reset_after_end = !stream.request_done;
 }
 
-void GrpcConnection::refuse(Stream& stream, StatusCode code, std::string_view message) {
+[[gnu::cold]] void GrpcConnection::refuse(Stream& stream, StatusCode code,
+                                          std::string_view message) {
   if (stream.answered) {
     return;
   }
@@ -574,17 +576,27 @@ void GrpcConnection::replyFramed(std::int32_t id, std::string&& framed, bool deg
     return;
   }
   stream->dispatched = false;
-  stream->answered = true;
   if (stream->out.empty()) {
     stream->out.swap(framed);
   } else {
     stream->out.append(framed);
   }
-  stream->out_pos = 0;
   stream->degraded = degraded;
-  stream->final_status = StatusCode::kOk;
-  stream->trailers_due = true;
-  submitHeadersOnce(*stream);
+  answerOk(*stream);
+}
+
+void GrpcConnection::answerOk(Stream& stream) {
+  stream.answered = true;
+  stream.out_pos = 0;
+  stream.final_status = StatusCode::kOk;
+  stream.trailers_due = true;
+  stream.reset_after_end = !stream.request_done;
+  if (!stream.headers_sent) {
+    submitHeadersOnce(stream);
+  } else if (stream.data_deferred) {
+    stream.data_deferred = false;
+    nghttp2_session_resume_data(session_, stream.id);
+  }
 }
 
 void GrpcConnection::fail(std::int32_t id, StatusCode code, std::string_view message) {

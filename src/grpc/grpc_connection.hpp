@@ -160,6 +160,9 @@ class GrpcConnection {
   void serveReflection(Stream& stream, std::string_view message);
   void sendMessage(Stream& stream, std::string_view message);
   void submitHeadersOnce(Stream& stream);
+  /// Answers `stream` with the message(s) already in its `out` and status OK (the trailers
+  /// follow the data: x-sluice-degraded if `degraded` is set).
+  void answerOk(Stream& stream);
   void finishStream(Stream& stream, StatusCode code, std::string_view message);
   void refuse(Stream& stream, StatusCode code, std::string_view message);
   void onPing();

@@ -29,6 +29,50 @@ std::uint8_t pseudoHeaderBit(std::string_view name) {
   }
 }
 
+// The rare cases, out of the way of the usual call's fields (a header field's callback runs
+// about eight times a call; its code stays in a few cache lines).
+
+template <typename StreamT>
+[[gnu::cold, gnu::noinline]] void headerListTooLarge(StreamT& stream, std::uint32_t limit) {
+  if (stream.early_status == StatusCode::kOk) {
+    stream.early_status = StatusCode::kResourceExhausted;
+    stream.early_message = "header list larger than " + std::to_string(limit) + " bytes";
+  }
+}
+
+/// The method of a :path other than ShouldRateLimit's and Check's.
+template <typename StreamT>
+[[gnu::cold, gnu::noinline]] void otherMethod(StreamT& stream, std::string_view path) {
+  stream.path_method = methodOfPath(path, stream.call);
+  if (stream.path_method == Method::kUnknown || stream.path_method == Method::kReflection) {
+    stream.path.assign(path);
+  }
+}
+
+template <typename StreamT>
+void onPseudoHeader(StreamT& stream, std::string_view name, std::string_view value) {
+  // Unknown (or a response's), repeated, after a regular field, an empty :path: malformed.
+  const std::uint8_t field = pseudoHeaderBit(name);
+  if (field == kPseudoPath) {
+    // Known methods are told apart here, without keeping the path.
+    if (value == kRlsPath) {
+      stream.path_method = Method::kRls;
+      stream.call = RlsCall::kShouldRateLimit;
+    } else if (value == kHealthCheckPath) {
+      stream.path_method = Method::kHealthCheck;
+    } else {
+      otherMethod(stream, value);
+    }
+  } else if (field == kPseudoMethod) {
+    stream.bad_method = value != "POST";
+  }
+  if (field == 0 || stream.regular_seen || (stream.pseudo & field) != 0 ||
+      (field == kPseudoPath && value.empty())) [[unlikely]] {
+    stream.malformed = true;
+  }
+  stream.pseudo |= field;
+}
+
 }  // namespace
 
 int GrpcConnection::onHeaderField(nghttp2_session* /*session*/, const nghttp2_frame* frame,
@@ -37,42 +81,23 @@ int GrpcConnection::onHeaderField(nghttp2_session* /*session*/, const nghttp2_fr
                                   std::uint8_t /*flags*/, void* user) {
   auto& c = *static_cast<GrpcConnection*>(user);
   Stream* stream = c.streamOf(frame->hd.stream_id);
-  if (stream == nullptr || stream->headers_done) {
+  if (stream == nullptr || stream->headers_done) [[unlikely]] {
     return 0;  // a refused stream's, or trailers (which a request does not need)
   }
   // HPACK's accounting of a header list (RFC 9113 section 6.5.2).
   stream->header_bytes += name_length + value_length + 32;
-  if (stream->header_bytes > c.limits_.max_header_list_bytes) {
-    if (stream->early_status == StatusCode::kOk) {
-      stream->early_status = StatusCode::kResourceExhausted;
-      stream->early_message =
-          "header list larger than " + std::to_string(c.limits_.max_header_list_bytes) + " bytes";
-    }
+  if (stream->header_bytes > c.limits_.max_header_list_bytes) [[unlikely]] {
+    headerListTooLarge(*stream, c.limits_.max_header_list_bytes);
     return 0;
   }
   const std::string_view name(reinterpret_cast<const char*>(name_data), name_length);
   const std::string_view value(reinterpret_cast<const char*>(value_data), value_length);
-  if (name.empty()) {
+  if (name.empty()) [[unlikely]] {
     stream->malformed = true;
     return 0;
   }
   if (name[0] == ':') {
-    // Unknown (or a response's), repeated, after a regular field, an empty :path: malformed.
-    const std::uint8_t field = pseudoHeaderBit(name);
-    if (field == kPseudoPath) {
-      // Known methods are told apart here, without keeping the path.
-      stream->path_method = methodOfPath(value, stream->call);
-      if (stream->path_method == Method::kUnknown || stream->path_method == Method::kReflection) {
-        stream->path.assign(value);
-      }
-    } else if (field == kPseudoMethod) {
-      stream->bad_method = value != "POST";
-    }
-    if (field == 0 || stream->regular_seen || (stream->pseudo & field) != 0 ||
-        (field == kPseudoPath && value.empty())) {
-      stream->malformed = true;
-    }
-    stream->pseudo |= field;
+    onPseudoHeader(*stream, name, value);
     return 0;
   }
   stream->regular_seen = true;
