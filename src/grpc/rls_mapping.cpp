@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "grpc/proto_wire.hpp"
+#include "sluice/common/varint.hpp"
 #include "sluice/decision/envoy_response.hpp"
 #include "sluice/decision/rate_limit_headers.hpp"
 #include "sluice/decision/request_shape.hpp"
@@ -272,6 +273,138 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
     return shape.error();
   }
   return out;
+}
+
+namespace {
+
+constexpr std::uint64_t kDomainKey = (1 << 3) | 2;      // RateLimitRequest.domain
+constexpr std::uint64_t kDescriptorKey = (2 << 3) | 2;  // RateLimitRequest.descriptors
+constexpr std::uint64_t kHitsKey = (3 << 3) | 0;        // RateLimitRequest.hits_addend
+constexpr std::uint64_t kEntryKey = (1 << 3) | 2;       // RateLimitDescriptor.entries
+constexpr std::uint64_t kEntryKeyKey = (1 << 3) | 2;    // Entry.key
+constexpr std::uint64_t kEntryValueKey = (2 << 3) | 2;  // Entry.value
+
+/// ASCII is valid UTF-8, which protobuf requires of a proto3 string; any other byte is left
+/// to protobuf's own check. Eight bytes at a time.
+bool ascii(std::string_view text) {
+  std::uint64_t any = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, text.data() + i, 8);
+    any |= word;
+  }
+  for (; i < text.size(); ++i) {
+    any |= static_cast<unsigned char>(text[i]);
+  }
+  return (any & 0x8080808080808080ULL) == 0;
+}
+
+/// The next field of `data` at `pos`: its key, and its bytes when length-delimited (`key` &
+/// 7 == 2) or its value when a varint. False at the end or when malformed.
+bool nextField(std::string_view data, std::size_t& pos, std::uint64_t& key, std::string_view& bytes,
+               std::uint64_t& value) {
+  // A key or a length in more than 5 bytes, which protobuf's parser refuses, is left to it.
+  std::size_t start = pos;
+  if (pos >= data.size() || !readVarint(data, pos, key) || pos - start > 5) {
+    return false;
+  }
+  if ((key & 7) == 0) {
+    return readVarint(data, pos, value);
+  }
+  start = pos;
+  if ((key & 7) != 2 || !readVarint(data, pos, value) || pos - start > 5 ||
+      value > data.size() - pos) {
+    return false;
+  }
+  bytes = data.substr(pos, value);
+  pos += value;
+  return true;
+}
+
+/// One RateLimitDescriptor of key/value entries only, into `entries`.
+bool readUsualDescriptor(std::string_view data, Descriptor& entries) {
+  std::size_t count = 0;
+  std::size_t pos = 0;
+  std::uint64_t key = 0;
+  std::uint64_t value = 0;
+  std::string_view bytes;
+  while (pos < data.size()) {
+    if (!nextField(data, pos, key, bytes, value) || key != kEntryKey) {
+      return false;
+    }
+    if (entries.size() <= count) {
+      entries.resize(count + 1);
+    }
+    Entry& entry = entries[count++];
+    entry.key.clear();
+    entry.value.clear();
+    std::size_t at = 0;
+    std::string_view text;
+    while (at < bytes.size()) {
+      if (!nextField(bytes, at, key, text, value) ||
+          (key != kEntryKeyKey && key != kEntryValueKey) || !ascii(text)) {
+        return false;
+      }
+      (key == kEntryKeyKey ? entry.key : entry.value).assign(text);
+    }
+  }
+  entries.resize(count);
+  return true;
+}
+
+/// A RateLimitRequest of the usual shape into `out`; `descriptors` counts them. False:
+/// another shape, for protobuf's parser (`out` then holds part of it).
+bool readUsualFields(std::string_view message, DecisionRequest& out, std::size_t& descriptors) {
+  descriptors = 0;
+  std::size_t pos = 0;
+  std::uint64_t key = 0;
+  std::uint64_t value = 0;
+  std::string_view bytes;
+  while (pos < message.size()) {
+    if (!nextField(message, pos, key, bytes, value)) {
+      return false;
+    }
+    if (key == kDomainKey) {
+      if (!ascii(bytes)) {
+        return false;
+      }
+      out.domain.assign(bytes);
+    } else if (key == kDescriptorKey) {
+      if (out.descriptors.size() <= descriptors) {
+        out.descriptors.resize(descriptors + 1);
+      }
+      if (!readUsualDescriptor(bytes, out.descriptors[descriptors++])) {
+        return false;
+      }
+    } else if (key == kHitsKey && value <= std::numeric_limits<std::uint32_t>::max()) {
+      out.hits = std::max<std::int64_t>(1, static_cast<std::int64_t>(value));
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<Result<DecisionRequest>> readUsualRequest(std::string_view message,
+                                                        const RequestBounds& bounds) {
+  DecisionRequest out = takeSpareRequest();
+  std::size_t descriptors = 0;
+  if (!readUsualFields(message, out, descriptors) || descriptors > bounds.max_descriptors) {
+    // Another shape: the spare goes back for protobuf's path to take.
+    Decision spent;
+    spent.request = std::move(out);
+    recycleDecision(std::move(spent));
+    return std::nullopt;
+  }
+  out.envoy_api = true;
+  out.descriptors.resize(descriptors);
+  if (Status shape = checkDecisionRequest(out, RequestApi::kEnvoy, bounds); !shape) {
+    return std::optional<Result<DecisionRequest>>(std::in_place, shape.error());
+  }
+  return std::optional<Result<DecisionRequest>>(std::in_place, std::move(out));
 }
 
 Unit envoyUnit(const LimitStatus& limit) {

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "sluice/common/result.hpp"
@@ -25,6 +27,15 @@ using RequestBounds = ::sluice::RequestBounds;
 /// or longer strings than the bounds) from checkDecisionRequest(), in the words /json uses.
 Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
                                           const RequestBounds& bounds = kRequestBounds);
+
+/// The usual RateLimitRequest (its domain, descriptors of key/value entries and hits_addend,
+/// every string ASCII, no other field) read straight from its bytes into a decision request,
+/// with the result toDecisionRequest() gives for the message protobuf parses from them.
+/// nullopt for any other message (unknown fields, a descriptor's limit or hits_addend,
+/// non-ASCII strings, more descriptors than the bounds, malformed bytes): protobuf's parser
+/// and toDecisionRequest() read those.
+std::optional<Result<DecisionRequest>> readUsualRequest(
+    std::string_view message, const RequestBounds& bounds = kRequestBounds);
 
 /// The unit and requests_per_unit that describe a limit in envoy's terms. A window that is
 /// exactly one envoy unit is that unit (60 x second is MINUTE, 7 x day is WEEK); any other

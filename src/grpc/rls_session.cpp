@@ -153,16 +153,26 @@ void RlsSession::onCall(std::int32_t stream, std::string_view message,
     } else {
       post(stream, std::move(*parsed), deadline);
     }
+  } else if (auto usual = readUsualRequest(message)) {
+    decideParsed(stream, *usual, deadline);
   } else if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
     answerError(stream, StatusCode::kInternal, "cannot parse RateLimitRequest");
-  } else if (auto parsed = toDecisionRequest(*request); !parsed) {
+  } else {
+    auto parsed = toDecisionRequest(*request);
+    decideParsed(stream, parsed, deadline);
+  }
+  in_call_ = false;
+}
+
+void RlsSession::decideParsed(std::int32_t stream, Result<DecisionRequest>& parsed,
+                              std::optional<Clock::time_point> deadline) {
+  if (!parsed) {
     answerError(stream, StatusCode::kInvalidArgument, parsed.error().message);
   } else if (slot_.worker >= 0) {
     decideHere(stream, std::move(*parsed));
   } else {
     post(stream, std::move(*parsed), deadline);
   }
-  in_call_ = false;
 }
 
 void RlsSession::onCallAbandoned(std::int32_t stream, StatusCode code) {

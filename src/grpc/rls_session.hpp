@@ -173,6 +173,11 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
 
   void decideHere(std::int32_t stream, DecisionRequest&& request);
 
+  /// A RateLimitRequest read into a decision request: decided (here or posted), or answered
+  /// INVALID_ARGUMENT.
+  void decideParsed(std::int32_t stream, Result<DecisionRequest>& parsed,
+                    std::optional<Clock::time_point> deadline);
+
   /// The decision of a call decided on this thread (taken by reference: a Result moved by
   /// value would move the request and the descriptors' statuses once more).
   void onDecided(std::int32_t stream, Result<Decision>& decision);
