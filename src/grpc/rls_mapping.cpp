@@ -220,6 +220,18 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
   // This thread's spare (decision.hpp, takeSpareRequest()): its descriptors, entries and
   // strings are refilled in place, so that a warm thread parses without allocating.
   DecisionRequest out = takeSpareRequest();
+  if (Status filled = fillDecisionRequest(request, out, bounds); !filled) {
+    return filled.error();
+  }
+  return out;
+}
+
+Status fillDecisionRequest(const rls::RateLimitRequest& request, DecisionRequest& out,
+                           const RequestBounds& bounds) {
+  if (static_cast<std::size_t>(request.descriptors_size()) > bounds.max_descriptors) {
+    return invalid("descriptors",
+                   "must have at most " + std::to_string(bounds.max_descriptors) + " descriptors");
+  }
   out.envoy_api = true;
   out.domain.assign(request.domain());
   out.hits = std::max<std::int64_t>(1, request.hits_addend());
@@ -269,10 +281,7 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
   if (!out.descriptor_refunds.empty()) {
     out.descriptor_refunds.resize(out.descriptors.size());
   }
-  if (Status shape = checkDecisionRequest(out, RequestApi::kEnvoy, bounds); !shape) {
-    return shape.error();
-  }
-  return out;
+  return checkDecisionRequest(out, RequestApi::kEnvoy, bounds);
 }
 
 namespace {
@@ -388,21 +397,30 @@ bool readUsualFields(std::string_view message, DecisionRequest& out, std::size_t
 
 }  // namespace
 
+std::optional<Status> readUsualRequestInto(std::string_view message, DecisionRequest& out,
+                                           const RequestBounds& bounds) {
+  std::size_t descriptors = 0;
+  if (!readUsualFields(message, out, descriptors) || descriptors > bounds.max_descriptors) {
+    return std::nullopt;
+  }
+  out.envoy_api = true;
+  out.descriptors.resize(descriptors);
+  return checkDecisionRequest(out, RequestApi::kEnvoy, bounds);
+}
+
 std::optional<Result<DecisionRequest>> readUsualRequest(std::string_view message,
                                                         const RequestBounds& bounds) {
   DecisionRequest out = takeSpareRequest();
-  std::size_t descriptors = 0;
-  if (!readUsualFields(message, out, descriptors) || descriptors > bounds.max_descriptors) {
+  std::optional<Status> read = readUsualRequestInto(message, out, bounds);
+  if (!read) {
     // Another shape: the spare goes back for protobuf's path to take.
     Decision spent;
     spent.request = std::move(out);
     recycleDecision(std::move(spent));
     return std::nullopt;
   }
-  out.envoy_api = true;
-  out.descriptors.resize(descriptors);
-  if (Status shape = checkDecisionRequest(out, RequestApi::kEnvoy, bounds); !shape) {
-    return std::optional<Result<DecisionRequest>>(std::in_place, shape.error());
+  if (!*read) {
+    return std::optional<Result<DecisionRequest>>(std::in_place, read->error());
   }
   return std::optional<Result<DecisionRequest>>(std::in_place, std::move(out));
 }

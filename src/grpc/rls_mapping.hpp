@@ -37,6 +37,17 @@ Result<DecisionRequest> toDecisionRequest(const rls::RateLimitRequest& request,
 std::optional<Result<DecisionRequest>> readUsualRequest(
     std::string_view message, const RequestBounds& bounds = kRequestBounds);
 
+/// toDecisionRequest() into `out`, a request cleared for reuse
+/// (DecisionRequest::clearForReuse()); its error, if any.
+Status fillDecisionRequest(const rls::RateLimitRequest& request, DecisionRequest& out,
+                           const RequestBounds& bounds = kRequestBounds);
+
+/// readUsualRequest() into `out`, a request cleared for reuse: its result (OK, or
+/// toDecisionRequest()'s error), or nullopt for another message, after which `out` holds
+/// part of it (clear it again before filling it otherwise).
+std::optional<Status> readUsualRequestInto(std::string_view message, DecisionRequest& out,
+                                           const RequestBounds& bounds = kRequestBounds);
+
 /// The unit and requests_per_unit that describe a limit in envoy's terms. A window that is
 /// exactly one envoy unit is that unit (60 x second is MINUTE, 7 x day is WEEK); any other
 /// Sluice-only window (`unit_multiplier`, e.g. 30 x second) is UNKNOWN with the limit per

@@ -153,6 +153,8 @@ void RlsSession::onCall(std::int32_t stream, std::string_view message,
     } else {
       post(stream, std::move(*parsed), deadline);
     }
+  } else if (slot_.worker >= 0) {
+    decideHere(stream, message);
   } else if (auto usual = readUsualRequest(message)) {
     decideParsed(stream, *usual, deadline);
   } else if (!request->ParseFromArray(message.data(), static_cast<int>(message.size()))) {
@@ -310,16 +312,44 @@ void RlsSession::decideHere(std::int32_t stream, DecisionRequest&& request) {
   DecisionService& decisions = *shared_->workers[static_cast<std::size_t>(slot_.worker)].decisions;
   decisions.decide(std::move(request),
                    [self = shared_from_this(), stream](Result<Decision>&& decision) {
-                     self->onDecided(stream, decision);
+                     self->onDecided(stream, decision, true);
                    });
 }
 
-void RlsSession::onDecided(std::int32_t stream, Result<Decision>& decision) {
+void RlsSession::decideHere(std::int32_t stream, std::string_view message) {
+  DecisionService& decisions = *shared_->workers[static_cast<std::size_t>(slot_.worker)].decisions;
+  DecisionService::Callback done = [self = shared_from_this(),
+                                    stream](Result<Decision>&& decision) {
+    // Left where it is: the service's storage serves its next request.
+    self->onDecided(stream, decision, false);
+  };
+  Status filled = decisions.decideInPlace(
+      [this, message](DecisionRequest& into) { return fillRequest(message, into); }, done);
+  if (!filled) {
+    answerError(stream,
+                filled.error().kind == ErrorKind::kInternal ? StatusCode::kInternal
+                                                            : StatusCode::kInvalidArgument,
+                filled.error().message);
+  }
+}
+
+Status RlsSession::fillRequest(std::string_view message, DecisionRequest& into) {
+  if (std::optional<Status> usual = readUsualRequestInto(message, into)) {
+    return *usual;
+  }
+  into.clearForReuse();
+  if (!request_.ParseFromArray(message.data(), static_cast<int>(message.size()))) {
+    return makeError(ErrorKind::kInternal, "cannot parse RateLimitRequest");
+  }
+  return fillDecisionRequest(request_, into);
+}
+
+void RlsSession::onDecided(std::int32_t stream, Result<Decision>& decision, bool recycle) {
   if (closed_ || !connection_.waiting(stream)) {
     // The client went away (or its deadline passed) while the store decided: the
     // decision stands (charged once), the answer goes nowhere.
     settleGone(stream, shared_->cancelled_deciding);
-    if (decision) {
+    if (decision && recycle) {
       recycleDecision(std::move(*decision));
     }
     return;
@@ -329,10 +359,11 @@ void RlsSession::onDecided(std::int32_t stream, Result<Decision>& decision) {
   } else if (auto error =
                  encode(*decision, shared_->options.response_headers, response_, framed_)) {
     answerError(stream, error->code, error->message);
-    recycleDecision(std::move(*decision));
   } else {
     // replyFramed() swaps: framed_ gets the stream's spent buffer, capacity and all.
     answer(stream, std::move(framed_), decision->degraded);
+  }
+  if (decision && recycle) {
     recycleDecision(std::move(*decision));
   }
   if (!in_call_) {

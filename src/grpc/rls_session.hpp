@@ -173,6 +173,14 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
 
   void decideHere(std::int32_t stream, DecisionRequest&& request);
 
+  /// A RateLimitRequest (Envoy's, or Kuadrant's CheckRateLimit) decided on this thread, read
+  /// straight into the decision service's own storage (DecisionService::decideInPlace()).
+  void decideHere(std::int32_t stream, std::string_view message);
+
+  /// `message` into `into`: readUsualRequestInto(), else protobuf's parser and
+  /// fillDecisionRequest() (kInternal: not a RateLimitRequest).
+  Status fillRequest(std::string_view message, DecisionRequest& into);
+
   /// A RateLimitRequest read into a decision request: decided (here or posted), or answered
   /// INVALID_ARGUMENT.
   void decideParsed(std::int32_t stream, Result<DecisionRequest>& parsed,
@@ -180,7 +188,9 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
 
   /// The decision of a call decided on this thread (taken by reference: a Result moved by
   /// value would move the request and the descriptors' statuses once more).
-  void onDecided(std::int32_t stream, Result<Decision>& decision);
+  /// `recycle`: the decision goes to the thread's spares (recycleDecision()) once answered;
+  /// false when it stays in the decision service's storage (decideInPlace()).
+  void onDecided(std::int32_t stream, Result<Decision>& decision, bool recycle);
 
   /// To a worker of another thread (round-robin); the answer comes back to this thread.
   void post(std::int32_t stream, DecisionRequest&& request,
