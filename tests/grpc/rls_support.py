@@ -238,7 +238,7 @@ class Sluice:
     """The real sluice binary with its own rules directory, HTTP on a free port and gRPC on
     the addresses given (TCP on a free port unless grpc_listen is given)."""
 
-    def __init__(self, rules, args=(), grpc_listen=None, env=None, wait=True):
+    def __init__(self, rules, args=(), grpc_listen=None, env=None, wait=True, admin=False):
         self.dir = tempfile.mkdtemp(prefix="sluice-grpc-")
         self.rules_dir = os.path.join(self.dir, "rules")
         os.mkdir(self.rules_dir)
@@ -248,6 +248,10 @@ class Sluice:
         self.args = list(args)
         self.env = env
         self.fixed_grpc_listen = grpc_listen
+        # admin=True: an admin listener on a port picked with the others (self.admin_port), so
+        # that a retried start picks it again too.
+        self.admin = admin
+        self.admin_port = None
         self.log_path = os.path.join(self.dir, "sluice.log")
         self.log_file = None
         self.channels = []
@@ -282,6 +286,9 @@ class Sluice:
                    self.rules_dir, "--threads", "2"]
         for address in grpc_listen:
             command += ["--grpc-listen", address]
+        if self.admin:
+            self.admin_port = free_port()
+            command += ["--admin-listen", "127.0.0.1:%d" % self.admin_port]
         command += self.args
         if self.log_file is not None:
             self.log_file.close()

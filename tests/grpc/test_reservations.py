@@ -15,7 +15,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from rls_support import Redis, RedisCluster, Sluice, free_port, wait_for
+from rls_support import Redis, RedisCluster, Sluice, wait_for
 
 RULES = {"llm.yaml": """domain: llm
 descriptors:
@@ -64,10 +64,9 @@ class ReservationsOverHttp:
     store_args = ()
 
     def setUp(self):
-        self.admin_port = free_port()
-        self.sluice = Sluice(RULES, args=list(self.store_args) +
-                             ["--admin-listen", "127.0.0.1:%d" % self.admin_port,
-                              "--max-reservation-ttl", "30s"])
+        self.sluice = Sluice(RULES, args=list(self.store_args) + ["--max-reservation-ttl", "30s"],
+                             admin=True)
+        self.admin_port = self.sluice.admin_port
         self.port = self.sluice.http_port
         wait_for(self.ready, 15, "the store to be ready (/readyz)")
 

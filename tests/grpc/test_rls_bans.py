@@ -14,7 +14,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from rls_support import Code, Redis, Sluice, free_port, headers_of, request
+from rls_support import Code, Redis, Sluice, headers_of, request
 
 # 2 logins an hour; the third denial within the hour bans for 30 s (then 60 s, at most 2 m).
 RULES = {"api.yaml": """domain: api
@@ -59,9 +59,8 @@ class BansOnMemory(unittest.TestCase):
         if into_hour > 3600 - 30:
             time.sleep(3600 - into_hour + 0.05)
         self.redis = None
-        self.admin_port = free_port()
-        self.sluice = Sluice(RULES, args=self.store_args() +
-                             ["--admin-listen", "127.0.0.1:%d" % self.admin_port])
+        self.sluice = Sluice(RULES, args=self.store_args(), admin=True)
+        self.admin_port = self.sluice.admin_port
         self.stub = self.sluice.stub()
 
     def tearDown(self):

@@ -33,36 +33,50 @@ class EnvoyEnvironment(unittest.TestCase):
             f.write(RULES)
         self.redis = Redis()
         self.process = None
+        self.log_file = None
 
     def tearDown(self):
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        if self.process is not None:
+        if self.log_file is not None:
             self.log_file.close()
         self.redis.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def start(self, extra):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
-        env.update({
-            "RUNTIME_ROOT": os.path.join(self.root, "current"),
-            "RUNTIME_SUBDIRECTORY": "ratelimit",
-            "RUNTIME_IGNOREDOTFILES": "true",
-            "HOST": "127.0.0.1",
-            "PORT": str(free_port()),
-            "REDIS_SOCKET_TYPE": "tcp",
-            "REDIS_URL": "127.0.0.1:%d" % self.redis.port,
-            "LOG_LEVEL": "info",
-            "USE_STATSD": "false",
-        })
-        env.update(extra)
-        self.http_port = int(env["PORT"])
-        self.log_path = os.path.join(self.root, "sluice.log")
-        self.log_file = open(self.log_path, "w")
-        self.process = subprocess.Popen([BINARY], env=env, stdout=self.log_file,
-                                        stderr=subprocess.STDOUT)
-        wait_for(self.ready, 15, "sluice ready with envoy's variables")
+        """Starts sluice with envoy's variables and `extra`; a value of `extra` that is
+        callable (free_port) is called at each attempt: a port picked free may be taken by a
+        parallel test before sluice binds it, and such a start is retried on new ports. Returns
+        the environment of the start that came up."""
+        for attempt in range(4):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+            env.update({
+                "RUNTIME_ROOT": os.path.join(self.root, "current"),
+                "RUNTIME_SUBDIRECTORY": "ratelimit",
+                "RUNTIME_IGNOREDOTFILES": "true",
+                "HOST": "127.0.0.1",
+                "PORT": str(free_port()),
+                "REDIS_SOCKET_TYPE": "tcp",
+                "REDIS_URL": "127.0.0.1:%d" % self.redis.port,
+                "LOG_LEVEL": "info",
+                "USE_STATSD": "false",
+            })
+            env.update({k: str(v()) if callable(v) else v for k, v in extra.items()})
+            self.http_port = int(env["PORT"])
+            self.log_path = os.path.join(self.root, "sluice.log")
+            if self.log_file is not None:
+                self.log_file.close()
+            self.log_file = open(self.log_path, "w")
+            self.process = subprocess.Popen([BINARY], env=env, stdout=self.log_file,
+                                            stderr=subprocess.STDOUT)
+            try:
+                wait_for(self.ready, 15, "sluice ready with envoy's variables")
+                return env
+            except AssertionError:
+                if attempt == 3 or self.process.poll() is None or \
+                        "Address already in use" not in self.log():
+                    raise
 
     def ready(self):
         if self.process.poll() is not None:
@@ -80,9 +94,9 @@ class EnvoyEnvironment(unittest.TestCase):
             return f.read()
 
     def test_tcp_grpc_redis_and_headers_switch(self):
-        grpc_port = free_port()
-        self.start({"GRPC_HOST": "127.0.0.1", "GRPC_PORT": str(grpc_port),
-                    "LIMIT_RESPONSE_HEADERS_ENABLED": "false", "SHADOW_MODE": "true"})
+        env = self.start({"GRPC_HOST": "127.0.0.1", "GRPC_PORT": free_port,
+                          "LIMIT_RESPONSE_HEADERS_ENABLED": "false", "SHADOW_MODE": "true"})
+        grpc_port = int(env["GRPC_PORT"])
         with grpc.insecure_channel("127.0.0.1:%d" % grpc_port) as channel:
             stub = rls_pb2_grpc.RateLimitServiceStub(channel)
             first = stub.ShouldRateLimit(request("rl", [[("source_cluster", "proxy")]]), timeout=5)
