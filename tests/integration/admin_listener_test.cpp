@@ -26,19 +26,20 @@ std::string login(const std::string& client) {
 /// A sluice with an admin listener on a free loopback port.
 struct AdminSluice {
   explicit AdminSluice(std::vector<std::string> extra = {})
-      : admin_port(freeLoopbackPort()), process(options(admin_port, std::move(extra))) {}
+      : process(options(std::move(extra))), admin_port(process.adminPort()) {}
 
-  static SluiceOptions options(std::uint16_t port, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"--threads", "2", "--admin-listen",
-                                     "127.0.0.1:" + std::to_string(port)};
+  static SluiceOptions options(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--threads", "2"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return withArgs(std::move(args));
+    SluiceOptions o = withArgs(std::move(args));
+    o.admin = true;
+    return o;
   }
 
   HttpClient admin() const { return HttpClient("127.0.0.1", admin_port); }
 
-  std::uint16_t admin_port;
   SluiceProcess process;
+  std::uint16_t admin_port;
 };
 
 /// How many Redis connections the log reports as established.

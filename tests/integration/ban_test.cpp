@@ -43,12 +43,13 @@ std::string login(const std::string& client) {
 
 struct BanSluice {
   explicit BanSluice(std::vector<std::string> extra = {})
-      : admin_port(freeLoopbackPort()), process(options(admin_port, std::move(extra))) {}
+      : process(options(std::move(extra))), admin_port(process.adminPort()) {}
 
-  static SluiceOptions options(std::uint16_t port, std::vector<std::string> extra) {
+  static SluiceOptions options(std::vector<std::string> extra) {
     SluiceOptions o;
     o.rule_files = {{"api.yaml", kRules}};
-    o.args = {"--threads", "2", "--admin-listen", "127.0.0.1:" + std::to_string(port)};
+    o.admin = true;
+    o.args = {"--threads", "2"};
     o.args.insert(o.args.end(), extra.begin(), extra.end());
     return o;
   }
@@ -70,8 +71,8 @@ struct BanSluice {
     return waitFor([&] { return client.get("/readyz").status == 200; }, milliseconds(10000));
   }
 
-  std::uint16_t admin_port;
   SluiceProcess process;
+  std::uint16_t admin_port;
 };
 
 std::vector<std::string> redisArgs(const std::string& store, const std::string& url) {

@@ -48,12 +48,13 @@ std::string request(const std::string& client, const std::string& path) {
 
 struct CandidateSluice {
   explicit CandidateSluice(std::vector<std::string> extra = {})
-      : admin_port(freeLoopbackPort()), process(options(admin_port, std::move(extra))) {}
+      : process(options(std::move(extra))), admin_port(process.adminPort()) {}
 
-  static SluiceOptions options(std::uint16_t port, std::vector<std::string> extra) {
+  static SluiceOptions options(std::vector<std::string> extra) {
     SluiceOptions o;
     o.rule_files = {{"shop.yaml", kRules}};
-    o.args = {"--threads", "2", "--admin-listen", "127.0.0.1:" + std::to_string(port)};
+    o.admin = true;
+    o.args = {"--threads", "2"};
     o.args.insert(o.args.end(), extra.begin(), extra.end());
     return o;
   }
@@ -74,8 +75,8 @@ struct CandidateSluice {
     return json::parse(r.body);
   }
 
-  std::uint16_t admin_port;
   SluiceProcess process;
+  std::uint16_t admin_port;
 };
 
 const std::string kWouldAllow =

@@ -84,16 +84,16 @@ class ConcurrencyTest : public ::testing::TestWithParam<Backend> {};
 TEST_P(ConcurrencyTest, DecisionsResetsReloadsViewsAndEventsAtOnceThenShutdown) {
   awayFromWindowBoundary(std::chrono::hours(24), std::chrono::seconds(60));
   RedisServer redis;  // the events stream's, and the store's with kRedis
-  const std::uint16_t admin_port = freeLoopbackPort();
-  std::vector<std::string> args = {"--threads",      "2",
-                                   "--admin-listen", "127.0.0.1:" + std::to_string(admin_port),
-                                   "--events",       "redis-stream",
+  std::vector<std::string> args = {"--threads",      "2",        "--events", "redis-stream",
                                    "--events-redis", redis.url()};
   if (GetParam() == Backend::kRedis) {
     args.insert(args.end(), {"--store", "redis", "--redis", redis.url(), "--failure-mode", "closed",
                              "--redis-timeout-ms", "2000"});
   }
-  SluiceProcess sluice(withRules({{"conc.yaml", rules(0)}}, args));
+  SluiceOptions options = withRules({{"conc.yaml", rules(0)}}, args);
+  options.admin = true;
+  SluiceProcess sluice(options);
+  const std::uint16_t admin_port = sluice.adminPort();
 
   std::atomic<bool> load_done{false};
   std::atomic<int> allowed{0};

@@ -1,5 +1,5 @@
-// The forward-auth endpoint /check over real HTTP against the real binary (docs/deployment.md): each
-// client-identification source, X-Forwarded-For from trusted and untrusted peers, the
+// The forward-auth endpoint /check over real HTTP against the real binary (docs/deployment.md):
+// each client-identification source, X-Forwarded-For from trusted and untrusted peers, the
 // configurable deny status, Envoy's path prefix, the domain header.
 #include <gtest/gtest.h>
 

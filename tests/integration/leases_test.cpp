@@ -81,9 +81,7 @@ class LeasesTest : public ::testing::TestWithParam<Backend> {
 
   std::unique_ptr<SluiceProcess> start() {
     SluiceOptions options = withRules({{"work.yaml", kRules}});
-    admin_port_ = freeLoopbackPort();
-    options.args.insert(options.args.end(),
-                        {"--admin-listen", "127.0.0.1:" + std::to_string(admin_port_)});
+    options.admin = true;
     if (redis_) {
       options.args.insert(options.args.end(), {"--store", "redis", "--redis", redis_->url(),
                                                "--redis-timeout-ms", "1000"});
@@ -92,6 +90,7 @@ class LeasesTest : public ::testing::TestWithParam<Backend> {
                                                cluster_->url(0), "--redis-timeout-ms", "1000"});
     }
     auto sluice = std::make_unique<SluiceProcess>(options);
+    admin_port_ = sluice->adminPort();
     EXPECT_TRUE(waitFor([&] { return sluice->client().get("/readyz").status == 200; }, 10s))
         << sluice->log();
     return sluice;

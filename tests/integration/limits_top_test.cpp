@@ -65,13 +65,14 @@ std::string checkout(const std::string& client) {
 
 struct TopSluice {
   explicit TopSluice(std::vector<std::string> extra = {})
-      : admin_port(freeLoopbackPort()), process(options(admin_port, std::move(extra))) {}
+      : process(options(std::move(extra))), admin_port(process.adminPort()) {}
 
-  static SluiceOptions options(std::uint16_t port, std::vector<std::string> extra) {
+  static SluiceOptions options(std::vector<std::string> extra) {
     SluiceOptions o;
     o.rule_files.emplace("shop.yaml", kShopRules);
     o.rule_files.emplace("users.yaml", kUserRules);
-    o.args = {"--threads", "2", "--admin-listen", "127.0.0.1:" + std::to_string(port)};
+    o.admin = true;
+    o.args = {"--threads", "2"};
     o.args.insert(o.args.end(), extra.begin(), extra.end());
     return o;
   }
@@ -82,8 +83,8 @@ struct TopSluice {
     return json::parse(r.body);
   }
 
-  std::uint16_t admin_port;
   SluiceProcess process;
+  std::uint16_t admin_port;
 };
 
 /// Sends `body` `times` times on fresh connections (so both I/O threads see some).

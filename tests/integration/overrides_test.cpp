@@ -68,19 +68,20 @@ std::string raiseFree(const std::string& client, int limit, const std::string& e
 /// A sluice with the api rules and an admin listener on a free loopback port.
 struct OverrideSluice {
   explicit OverrideSluice(std::vector<std::string> extra = {})
-      : admin_port(freeLoopbackPort()), process(options(admin_port, std::move(extra))) {}
+      : process(options(std::move(extra))), admin_port(process.adminPort()) {}
 
-  static SluiceOptions options(std::uint16_t port, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"--threads", "2", "--admin-listen",
-                                     "127.0.0.1:" + std::to_string(port)};
+  static SluiceOptions options(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--threads", "2"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return withRules({{"api.yaml", kApiRules}}, std::move(args));
+    SluiceOptions o = withRules({{"api.yaml", kApiRules}}, std::move(args));
+    o.admin = true;
+    return o;
   }
 
   HttpClient admin() const { return HttpClient("127.0.0.1", admin_port); }
 
-  std::uint16_t admin_port;
   SluiceProcess process;
+  std::uint16_t admin_port;
 };
 
 /// The first limit of the first descriptor of a /shouldAllowRequest answer.

@@ -140,10 +140,11 @@ std::string request(const std::string& domain, const std::string& client, const 
 }
 
 /// Options of a sluice with the shop rules, /check from kForwardAuth, an admin listener.
-SluiceOptions sluiceOptions(std::uint16_t admin_port, std::vector<std::string> extra) {
+SluiceOptions sluiceOptions(std::vector<std::string> extra) {
   SluiceOptions o;
   o.rule_files.emplace("shop.yaml", kShopRules);
-  o.args = {"--threads", "2", "--admin-listen", "127.0.0.1:" + std::to_string(admin_port)};
+  o.admin = true;
+  o.args = {"--threads", "2"};
   o.args.insert(o.args.end(), extra.begin(), extra.end());
   return o;
 }
@@ -231,21 +232,20 @@ TEST_F(PrometheusToolsTest, LiveExpositionOfEveryStorePassesPromtoolCheckMetrics
   const std::string forward_auth = writeForwardAuth(dir_);
   {
     // Memory store, one key at most: capacity evictions.
-    const std::uint16_t admin = freeLoopbackPort();
     SluiceProcess sluice(
-        sluiceOptions(admin, {"--config", forward_auth, "--memory-max-keys", "1", "--grpc-listen",
-                              "127.0.0.1:" + std::to_string(freeLoopbackPort())}));
+        sluiceOptions({"--config", forward_auth, "--memory-max-keys", "1", "--grpc-listen",
+                       "127.0.0.1:" + std::to_string(freeLoopbackPort())}));
+    const std::uint16_t admin = sluice.adminPort();
     trafficOnEveryEndpoint(sluice, admin);
     check(sluice, admin, "memory store");
   }
   {
     // Redis with events, then Redis down: the local failure mode takes over.
     RedisServer redis;
-    const std::uint16_t admin = freeLoopbackPort();
-    SluiceProcess sluice(sluiceOptions(
-        admin,
-        {"--config", forward_auth, "--store", "redis", "--redis", redis.url(), "--failure-mode",
-         "local", "--events", "redis-stream", "--redis-timeout-ms", "1000"}));
+    SluiceProcess sluice(sluiceOptions({"--config", forward_auth, "--store", "redis", "--redis",
+                                        redis.url(), "--failure-mode", "local", "--events",
+                                        "redis-stream", "--redis-timeout-ms", "1000"}));
+    const std::uint16_t admin = sluice.adminPort();
     ASSERT_TRUE(waitFor(
         [&] {
           // Ready once every I/O thread's store has connected (store health).
@@ -272,10 +272,10 @@ TEST_F(PrometheusToolsTest, LiveExpositionOfEveryStorePassesPromtoolCheckMetrics
   }
   {
     RedisCluster cluster(3, 0);
-    const std::uint16_t admin = freeLoopbackPort();
-    SluiceProcess sluice(sluiceOptions(
-        admin, {"--config", forward_auth, "--store", "redis_cluster", "--redis",
-                cluster.url(0) + "," + cluster.url(1), "--redis-timeout-ms", "1000"}));
+    SluiceProcess sluice(
+        sluiceOptions({"--config", forward_auth, "--store", "redis_cluster", "--redis",
+                       cluster.url(0) + "," + cluster.url(1), "--redis-timeout-ms", "1000"}));
+    const std::uint16_t admin = sluice.adminPort();
     ASSERT_TRUE(waitFor([&] { return sluice.client().get("/readyz").status == 200; },
                         std::chrono::seconds(15)))
         << sluice.log();
@@ -285,12 +285,12 @@ TEST_F(PrometheusToolsTest, LiveExpositionOfEveryStorePassesPromtoolCheckMetrics
   {
     // Rules over xDS from a management server nobody runs, started without a first set: the
     // config source's own families, with its streams failing and retried.
-    const std::uint16_t admin = freeLoopbackPort();
     SluiceOptions options = sluiceOptions(
-        admin, {"--rules-xds", "127.0.0.1:" + std::to_string(freeLoopbackPort()),
-                "--force-start-without-initial-config", "true", "--xds-backoff-initial-ms", "100"});
+        {"--rules-xds", "127.0.0.1:" + std::to_string(freeLoopbackPort()),
+         "--force-start-without-initial-config", "true", "--xds-backoff-initial-ms", "100"});
     options.rules_dir = false;
     SluiceProcess sluice(options);
+    const std::uint16_t admin = sluice.adminPort();
     ASSERT_TRUE(waitFor(
         [&] {
           const std::string body = sluice.client().get("/metrics").body;
@@ -348,11 +348,10 @@ std::vector<std::string> dashboardExpressions() {
 
 TEST_F(PrometheusToolsTest, PrometheusScrapesSluiceAndAnswersEveryDashboardQuery) {
   RedisServer redis;
-  const std::uint16_t admin = freeLoopbackPort();
-  SluiceProcess sluice(sluiceOptions(
-      admin,
-      {"--config", writeForwardAuth(dir_), "--store", "redis", "--redis", redis.url(),
-       "--failure-mode", "local", "--events", "redis-stream", "--redis-timeout-ms", "1000"}));
+  SluiceProcess sluice(sluiceOptions({"--config", writeForwardAuth(dir_), "--store", "redis",
+                                      "--redis", redis.url(), "--failure-mode", "local", "--events",
+                                      "redis-stream", "--redis-timeout-ms", "1000"}));
+  const std::uint16_t admin = sluice.adminPort();
   ASSERT_TRUE(waitFor(
       [&] {
         // Ready once every I/O thread's store has connected (store health).

@@ -1,5 +1,5 @@
-// Hot reload of the rules under a running sluice (config/rules/README.md, "Validation and reload"): edit, break, fix,
-// add and delete rule files and check the served limits, the log and GET /rules.
+// Hot reload of the rules under a running sluice (config/rules/README.md, "Validation and reload"):
+// edit, break, fix, add and delete rule files and check the served limits, the log and GET /rules.
 #include <gtest/gtest.h>
 
 #include <atomic>

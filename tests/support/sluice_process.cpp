@@ -63,6 +63,11 @@ SluiceProcess::SluiceProcess(SluiceOptions options) : options_(std::move(options
     if (options_.rules_dir) {
       child.argv.insert(child.argv.end(), {"--rules", rulesDir()});
     }
+    if (options_.admin) {
+      admin_port_ = freeLoopbackPort();
+      child.argv.insert(child.argv.end(),
+                        {"--admin-listen", "127.0.0.1:" + std::to_string(admin_port_)});
+    }
     child.argv.insert(child.argv.end(), options_.args.begin(), options_.args.end());
     child.env = options_.env;
     child.output_file = dir_ + "/sluice.log";

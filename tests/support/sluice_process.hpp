@@ -31,6 +31,9 @@ struct SluiceOptions {
   /// Listen on 127.0.0.1:<free port> (port()), and/or on the unix socket socketPath().
   bool tcp = true;
   bool unix_socket = false;
+  /// Also an admin listener on 127.0.0.1:<free port> (adminPort()), picked again with the
+  /// other port when a start is retried.
+  bool admin = false;
   std::chrono::milliseconds start_timeout{10'000};
 };
 
@@ -62,6 +65,8 @@ class SluiceProcess {
   SluiceProcess& operator=(const SluiceProcess&) = delete;
 
   std::uint16_t port() const { return port_; }
+  /// The admin listener's port of SluiceOptions::admin (0 without one).
+  std::uint16_t adminPort() const { return admin_port_; }
   /// The unix socket of SluiceOptions::unix_socket: <dir()>/sluice.sock.
   std::string socketPath() const { return dir_ + "/sluice.sock"; }
   const std::string& dir() const { return dir_; }
@@ -88,6 +93,7 @@ class SluiceProcess {
   SluiceOptions options_;
   std::string dir_;
   std::uint16_t port_ = 0;
+  std::uint16_t admin_port_ = 0;
   std::unique_ptr<ChildProcess> process_;
 };
 
