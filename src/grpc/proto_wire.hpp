@@ -14,29 +14,38 @@ namespace sluice::grpc::wire {
 
 using sluice::putVarint;
 
+/// Wire types of the fields read here.
+inline constexpr std::uint32_t kWireVarint = 0;
+inline constexpr std::uint32_t kWireDelimited = 2;
+
 /// Protobuf wire reading, enough for the small messages served here by hand.
 struct WireReader {
   std::string_view data;
   std::size_t pos = 0;
+  std::uint32_t type = 0;   ///< the last field's wire type (kWireVarint, kWireDelimited, ...)
+  std::uint64_t value = 0;  ///< the last varint field's value (its length when delimited)
 
-  bool varint(std::uint64_t& value) { return readVarint(data, pos, value); }
+  bool varint(std::uint64_t& out) { return readVarint(data, pos, out); }
 
   /// The next field: its number, and its bytes when length-delimited. False at the end or
-  /// on malformed input (`bad`).
+  /// on malformed input (`bad`), which includes a key or a length written in more than 5
+  /// bytes (protobuf's parser refuses both).
   bool next(std::uint32_t& field, std::string_view& bytes, bool& bad) {
     bad = false;
     if (pos >= data.size()) {
       return false;
     }
     std::uint64_t key = 0;
-    std::uint64_t value = 0;
-    if (!varint(key)) {
+    std::size_t start = pos;
+    if (!varint(key) || pos - start > 5) {
       bad = true;
       return false;
     }
     field = static_cast<std::uint32_t>(key >> 3);
+    type = static_cast<std::uint32_t>(key & 7);
+    value = 0;
     bytes = {};
-    switch (key & 7) {
+    switch (type) {
       case 0:
         bad = !varint(value);
         break;
@@ -49,7 +58,8 @@ struct WireReader {
         pos += bad ? 0 : 4;
         break;
       case 2:
-        bad = !varint(value) || value > data.size() - pos;
+        start = pos;
+        bad = !varint(value) || pos - start > 5 || value > data.size() - pos;
         if (!bad) {
           bytes = data.substr(pos, value);
           pos += value;

@@ -286,12 +286,13 @@ Status fillDecisionRequest(const rls::RateLimitRequest& request, DecisionRequest
 
 namespace {
 
-constexpr std::uint64_t kDomainKey = (1 << 3) | 2;      // RateLimitRequest.domain
-constexpr std::uint64_t kDescriptorKey = (2 << 3) | 2;  // RateLimitRequest.descriptors
-constexpr std::uint64_t kHitsKey = (3 << 3) | 0;        // RateLimitRequest.hits_addend
-constexpr std::uint64_t kEntryKey = (1 << 3) | 2;       // RateLimitDescriptor.entries
-constexpr std::uint64_t kEntryKeyKey = (1 << 3) | 2;    // Entry.key
-constexpr std::uint64_t kEntryValueKey = (2 << 3) | 2;  // Entry.value
+// Field numbers of the usual request's messages, each length-delimited but hits_addend.
+constexpr std::uint32_t kDomainField = 1;      // RateLimitRequest.domain
+constexpr std::uint32_t kDescriptorField = 2;  // RateLimitRequest.descriptors
+constexpr std::uint32_t kHitsField = 3;        // RateLimitRequest.hits_addend (varint)
+constexpr std::uint32_t kEntryField = 1;       // RateLimitDescriptor.entries
+constexpr std::uint32_t kEntryKeyField = 1;    // Entry.key
+constexpr std::uint32_t kEntryValueField = 2;  // Entry.value
 
 /// ASCII is valid UTF-8, which protobuf requires of a proto3 string; any other byte is left
 /// to protobuf's own check. Eight bytes at a time.
@@ -309,37 +310,15 @@ bool ascii(std::string_view text) {
   return (any & 0x8080808080808080ULL) == 0;
 }
 
-/// The next field of `data` at `pos`: its key, and its bytes when length-delimited (`key` &
-/// 7 == 2) or its value when a varint. False at the end or when malformed.
-bool nextField(std::string_view data, std::size_t& pos, std::uint64_t& key, std::string_view& bytes,
-               std::uint64_t& value) {
-  // A key or a length in more than 5 bytes, which protobuf's parser refuses, is left to it.
-  std::size_t start = pos;
-  if (pos >= data.size() || !readVarint(data, pos, key) || pos - start > 5) {
-    return false;
-  }
-  if ((key & 7) == 0) {
-    return readVarint(data, pos, value);
-  }
-  start = pos;
-  if ((key & 7) != 2 || !readVarint(data, pos, value) || pos - start > 5 ||
-      value > data.size() - pos) {
-    return false;
-  }
-  bytes = data.substr(pos, value);
-  pos += value;
-  return true;
-}
-
 /// One RateLimitDescriptor of key/value entries only, into `entries`.
 bool readUsualDescriptor(std::string_view data, Descriptor& entries) {
   std::size_t count = 0;
-  std::size_t pos = 0;
-  std::uint64_t key = 0;
-  std::uint64_t value = 0;
+  wire::WireReader reader{data};
+  std::uint32_t field = 0;
   std::string_view bytes;
-  while (pos < data.size()) {
-    if (!nextField(data, pos, key, bytes, value) || key != kEntryKey) {
+  bool bad = false;
+  while (reader.next(field, bytes, bad)) {
+    if (field != kEntryField || reader.type != wire::kWireDelimited) {
       return false;
     }
     if (entries.size() <= count) {
@@ -348,51 +327,52 @@ bool readUsualDescriptor(std::string_view data, Descriptor& entries) {
     Entry& entry = entries[count++];
     entry.key.clear();
     entry.value.clear();
-    std::size_t at = 0;
+    wire::WireReader fields{bytes};
     std::string_view text;
-    while (at < bytes.size()) {
-      if (!nextField(bytes, at, key, text, value) ||
-          (key != kEntryKeyKey && key != kEntryValueKey) || !ascii(text)) {
+    while (fields.next(field, text, bad)) {
+      if ((field != kEntryKeyField && field != kEntryValueField) ||
+          fields.type != wire::kWireDelimited || !ascii(text)) {
         return false;
       }
-      (key == kEntryKeyKey ? entry.key : entry.value).assign(text);
+      (field == kEntryKeyField ? entry.key : entry.value).assign(text);
+    }
+    if (bad) {
+      return false;
     }
   }
   entries.resize(count);
-  return true;
+  return !bad;
 }
 
 /// A RateLimitRequest of the usual shape into `out`; `descriptors` counts them. False:
 /// another shape, for protobuf's parser (`out` then holds part of it).
 bool readUsualFields(std::string_view message, DecisionRequest& out, std::size_t& descriptors) {
   descriptors = 0;
-  std::size_t pos = 0;
-  std::uint64_t key = 0;
-  std::uint64_t value = 0;
+  wire::WireReader reader{message};
+  std::uint32_t field = 0;
   std::string_view bytes;
-  while (pos < message.size()) {
-    if (!nextField(message, pos, key, bytes, value)) {
-      return false;
-    }
-    if (key == kDomainKey) {
+  bool bad = false;
+  while (reader.next(field, bytes, bad)) {
+    if (field == kDomainField && reader.type == wire::kWireDelimited) {
       if (!ascii(bytes)) {
         return false;
       }
       out.domain.assign(bytes);
-    } else if (key == kDescriptorKey) {
+    } else if (field == kDescriptorField && reader.type == wire::kWireDelimited) {
       if (out.descriptors.size() <= descriptors) {
         out.descriptors.resize(descriptors + 1);
       }
       if (!readUsualDescriptor(bytes, out.descriptors[descriptors++])) {
         return false;
       }
-    } else if (key == kHitsKey && value <= std::numeric_limits<std::uint32_t>::max()) {
-      out.hits = std::max<std::int64_t>(1, static_cast<std::int64_t>(value));
+    } else if (field == kHitsField && reader.type == wire::kWireVarint &&
+               reader.value <= std::numeric_limits<std::uint32_t>::max()) {
+      out.hits = std::max<std::int64_t>(1, static_cast<std::int64_t>(reader.value));
     } else {
       return false;
     }
   }
-  return true;
+  return !bad;
 }
 
 }  // namespace

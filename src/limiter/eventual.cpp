@@ -253,13 +253,16 @@ Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at,
   return until;
 }
 
+std::int64_t previousToSend(const View& view) {
+  return view.prev.index == view.cur.index - 1 && view.prev.unsent() > 0 ? view.prev.own : 0;
+}
+
 bool mayWithholdCurrent(const View& view, const LimitParams& params, Micros synced_at,
                         const Tuning& tuning) {
   if (params.algorithm == Algorithm::kTokenBucket || params.window_us <= 0 || view.tight) {
     return false;
   }
-  const bool other_reason =
-      synced_at < 0 || (view.prev.index == view.cur.index - 1 && view.prev.unsent() > 0);
+  const bool other_reason = synced_at < 0 || previousToSend(view) > 0;
   return other_reason && view.cur.unsent() <= blindAllowance(params, tuning);
 }
 

@@ -177,6 +177,9 @@ std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
 /// - otherwise min(stale_after / 2, W / 4) after it was sent.
 Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at, Micros now,
                   const Tuning& tuning);
+/// The previous window's own count a sync sends: its cumulative hits when the window just
+/// before the current one has hits Redis has not confirmed, else 0 (nothing to send).
+std::int64_t previousToSend(const View& view);
 /// True when a sync that goes out for another reason than the current window's own hits (the
 /// key's first reading, with `synced_at` < 0; or the previous window's unsent hits) may read the
 /// current window without writing it: a windowed key that is not tight and whose unsent hits of

@@ -53,16 +53,14 @@ void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, boo
                                  std::vector<std::string>& args) const {
   const eventual::View& view = slot.view;
   const LimitParams& p = slot.params;
-  const std::int64_t window = view.cur.index;
   pushHashKeys(slot, keys);
-  const bool prev_pending = view.prev.index == window - 1 && view.prev.unsent() > 0;
   args.push_back(std::to_string(static_cast<int>(op)));
   args.push_back(std::to_string(static_cast<int>(p.algorithm)));
   args.push_back(std::to_string(p.limit));
   args.push_back(std::to_string(p.window_us));
   args.push_back(std::to_string(p.burst));
   args.push_back(std::to_string(view.cur.own));
-  args.push_back(std::to_string(prev_pending ? view.prev.own : 0));
+  args.push_back(std::to_string(eventual::previousToSend(view)));
   // Windowed op 1 with other regions: acked carries the number of regions (the share's
   // divisor; the script reads acked for token_bucket and sketch cells only).
   const bool share = op == ScriptOp::kDecide && isWindowed(p) && !regions_.empty();
@@ -89,11 +87,10 @@ void EventualEngine::appendSyncEntry(Slot& slot, bool withhold_current,
   pushHashKeys(slot, keys);
   args.push_back(std::to_string(static_cast<int>(p.algorithm)));
   if (isWindowed(p)) {
-    const bool prev_pending = view.prev.index == view.cur.index - 1 && view.prev.unsent() > 0;
     args.push_back(std::to_string(p.window_us));
     // A withheld current window sends what Redis confirmed: the script raises nothing.
     args.push_back(std::to_string(withhold_current ? view.cur.own_acked : view.cur.own));
-    args.push_back(std::to_string(prev_pending ? view.prev.own : 0));
+    args.push_back(std::to_string(eventual::previousToSend(view)));
     return;
   }
   args.push_back(std::to_string(p.limit));

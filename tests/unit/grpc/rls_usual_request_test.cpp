@@ -140,6 +140,9 @@ TEST(RlsUsualRequestTest, LeavesEveryOtherMessageToProtobuf) {
                         4)));                                      // a length past the end
   EXPECT_TRUE(other(std::string("\x18\x80\x80\x80\x80\x10", 6)));  // hits_addend over 32 bits
   EXPECT_TRUE(other("\x0a\x81\x80\x80\x80\x80\x00x"sv));           // a length in 6 bytes
+  EXPECT_TRUE(other("\x8a\x80\x80\x80\x80\x00\x01x"sv));           // a key in 6 bytes
+  EXPECT_TRUE(other("\x08\x05"sv));                                // domain's number, a varint
+  EXPECT_TRUE(other("\x12\x02\x08\x01"sv));                        // an entry's number, a varint
   RequestBounds bounds;
   bounds.max_descriptors = 1;
   EXPECT_TRUE(other(request("edge", {{{"a", "1"}}, {{"b", "2"}}}).SerializeAsString(), bounds));
