@@ -76,13 +76,16 @@ WORKLOADS = [
 ]
 
 PROFILES = {
-    # duration of one wrk run (s), runs per point, keys for the memory-per-key measurement
-    "full": {"duration": 4, "runs": 3, "mem_keys": 1_000_000, "redis_mem_keys": 100_000,
-             "workloads": None, "connections": 64, "warmup": 1},
-    "quick": {"duration": 2, "runs": 2, "mem_keys": 200_000, "redis_mem_keys": 20_000,
-              "workloads": None, "connections": 64, "warmup": 1},
-    "smoke": {"duration": 1, "runs": 1, "mem_keys": 5_000, "redis_mem_keys": 1_000,
-              "workloads": ["10k_allow"], "connections": 16, "warmup": 0},
+    # duration of one wrk run (s), runs per point, bench/grpc.sh's rounds (its ratios pair
+    # runs seconds apart on a shared machine: more rounds steady their median), keys for the
+    # memory-per-key measurement
+    "full": {"duration": 4, "runs": 3, "grpc_rounds": 5, "mem_keys": 1_000_000,
+             "redis_mem_keys": 100_000, "workloads": None, "connections": 64, "warmup": 1},
+    "quick": {"duration": 2, "runs": 2, "grpc_rounds": 2, "mem_keys": 200_000,
+              "redis_mem_keys": 20_000, "workloads": None, "connections": 64, "warmup": 1},
+    "smoke": {"duration": 1, "runs": 1, "grpc_rounds": 1, "mem_keys": 5_000,
+              "redis_mem_keys": 1_000, "workloads": ["10k_allow"], "connections": 16,
+              "warmup": 0},
 }
 
 
@@ -792,7 +795,7 @@ def bench_grpc(ctx, doc_grpc):
     out = os.path.join(ctx.workdir, "grpc.json")
     build_dir = os.path.dirname(ctx.sluice)
     cmd = ["bash", os.path.join(BENCH_DIR, "grpc.sh"), "--duration",
-           str(ctx.profile["duration"]), "--rounds", str(ctx.profile["runs"]),
+           str(ctx.profile["duration"]), "--rounds", str(ctx.profile["grpc_rounds"]),
            "--build-dir", build_dir, "--json", out]
     log("grpc: " + " ".join(cmd[1:]))
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)

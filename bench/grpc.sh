@@ -12,7 +12,8 @@
 # too; h2load (nghttp2-client) runs on CPU 1 with N connections, one request in flight on
 # each: HTTP/2 with a pre-framed gRPC body for gRPC, --h1 for HTTP. Workload: bench's "1 hot
 # key" (domain bench, op=fixed_window_allow, every request allowed, memory store). Paths are
-# alternated within each round, R rounds (default 3), and the median is reported. With several
+# alternated within each round, R rounds (default 3) after an unrecorded round of 1 s runs that
+# warms every path up, and the median is reported. With several
 # --build-dir (e.g. a build of the previous commit and one of this commit), one Sluice of
 # each runs and every round loads each in turn: before/after in one run, under the same load
 # from the rest of the machine.
@@ -133,12 +134,16 @@ done
 
 hz=$(getconf CLK_TCK)
 
+# The CPU and the answers are counted over the same interval: the whole h2load run, connections
+# included (64 connection setups are a few ms of a 4 s run). h2load's --warm-up-time would leave
+# its first second's answers out of the count but not the server's CPU of that second, which
+# overstated every figure by a quarter; each path gets an unrecorded warm-up run instead.
 run() {  # <pid> <label> <h2load args...>: prints "<label> <requests/s> <cpu us per request>"
   local pid=$1 label=$2
   shift 2
   local before after out rps done
   before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  out=$(taskset -c 1 h2load -t 1 -c "$connections" -m 1 -D "$duration" --warm-up-time=1 "$@")
+  out=$(taskset -c 1 h2load -t 1 -c "$connections" -m 1 -D "$run_for" "$@")
   after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
   done=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' <<<"$out")
@@ -148,18 +153,21 @@ run() {  # <pid> <label> <h2load args...>: prints "<label> <requests/s> <cpu us 
 
 results=$work/results
 grpc_call=(-H 'content-type: application/grpc' -H 'te: trailers')
-for round in $(seq "$rounds"); do
+for round in $(seq 0 "$rounds"); do
+  # Round 0 warms every path up (1 s each) and is not recorded.
+  sink=$results run_for=$duration
+  ((round)) || { sink=/dev/null; run_for=1; }
   for i in "${!build_dirs[@]}"; do
     run "${pids[$i]}" "grpc:$i" -d "$work/grpc.bin" "${grpc_call[@]}" \
       "http://127.0.0.1:${grpc_ports[$i]}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" \
-      >>"$results"
+      >>"$sink"
     run "${pids[$i]}" "http:$i" --h1 -d "$work/http.json" -H 'content-type: application/json' \
-      "http://127.0.0.1:${http_ports[$i]}/shouldAllowRequest" >>"$results"
+      "http://127.0.0.1:${http_ports[$i]}/shouldAllowRequest" >>"$sink"
     run "${pids[$i]}" "health:$i" -d "$work/health.grpc" "${grpc_call[@]}" \
-      "http://127.0.0.1:${grpc_ports[$i]}/grpc.health.v1.Health/Check" >>"$results"
-    run "${pids[$i]}" "healthz:$i" --h1 "http://127.0.0.1:${http_ports[$i]}/healthz" >>"$results"
+      "http://127.0.0.1:${grpc_ports[$i]}/grpc.health.v1.Health/Check" >>"$sink"
+    run "${pids[$i]}" "healthz:$i" --h1 "http://127.0.0.1:${http_ports[$i]}/healthz" >>"$sink"
   done
-  run "$nginx_pid" "nginx" --h1 "http://127.0.0.1:$nginx_port/" >>"$results"
+  run "$nginx_pid" "nginx" --h1 "http://127.0.0.1:$nginx_port/" >>"$sink"
 done
 
 python3 - "$results" "$connections" "$duration" "$rounds" "$json_out" "${build_dirs[@]}" <<'EOF'

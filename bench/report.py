@@ -175,7 +175,8 @@ def grpc_lines(doc):
              f"`bench/grpc.sh` in the same run: h2load (one thread, {g['connections']} "
              f"connections, one call in flight each) on CPU 1, Sluice (`--threads 1`) and nginx "
              f"(one worker, `return 200`) on CPU 0; {g['rounds']} round{'s' if g['rounds'] != 1 else ''} of "
-             f"{g['duration_s']:g} s, the paths alternated within each round; medians.", "",
+             f"{g['duration_s']:g} s after an unrecorded round of 1 s runs, the paths alternated "
+             f"within each round; medians.", "",
              "| answer | answers/s | µs CPU / answer (server) |", "|---|---:|---:|"]
     for key in ("grpc", "http", "health", "healthz"):
         lines.append(f"| {GRPC_TITLES[key]} | {fig[key]['rps']:,.0f} | "
