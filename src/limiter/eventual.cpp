@@ -159,6 +159,16 @@ std::int64_t roll(View& view, const LimitParams& params, Micros now) {
   if (index <= view.cur.index) {
     return 0;
   }
+  if (params.algorithm == Algorithm::kFixedWindow) {
+    // No decision reads a fixed window that has ended: its unsent hits expire with it (they
+    // are not lost, nobody needed them) and its counts are not kept.
+    view.prev = WindowView{};
+    view.prev.index = index - 1;
+    view.cur = WindowView{};
+    view.cur.index = index;
+    view.tight = false;
+    return 0;
+  }
   std::int64_t dropped = view.prev.unsent();
   if (index == view.cur.index + 1) {
     view.prev = std::move(view.cur);
@@ -238,9 +248,10 @@ Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at,
   const Micros far_wait = std::max(near_wait, tuning.stale_after_us);
   Micros until =
       synced_at + (farFromLimit(view, params, now, far_wait, tuning) ? far_wait : near_wait);
-  if (params.algorithm != Algorithm::kTokenBucket && params.window_us > 0 &&
+  if (params.algorithm == Algorithm::kSlidingWindowCounter && params.window_us > 0 &&
       view.cur.index != kNoWindow) {
-    // The hits of a window go out once it has ended (nothing unsent from the previous one):
+    // The hits of a sliding window go out once it has ended (the next one reads them; a
+    // fixed window's expire with it, and nothing unsent from the previous one is left):
     // with the next decision (the engine wakes a waiting key then), or within the next
     // window's first near_wait, at the offset the last send had in its own window (keys
     // that all waited for one window's end do not all go out in one sync).

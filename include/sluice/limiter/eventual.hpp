@@ -143,7 +143,9 @@ struct View {
 };
 
 /// Moves the view to the window of `now` (windowed algorithms). Returns the unsent own hits
-/// that fell out of the two kept windows (dropped: they can no longer change a decision).
+/// that fell out of the two kept windows (dropped: they can no longer change a decision). A
+/// fixed window keeps no previous window: no decision reads one that has ended, so its unsent
+/// hits expire with it, not sent and not counted as dropped (0 is returned).
 std::int64_t roll(View& view, const LimitParams& params, Micros now);
 
 /// The bucket state the limiter evaluates: this sidecar's best knowledge of the global
@@ -170,8 +172,8 @@ std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
 /// docs/eventual.md); a time <= `now` means it goes out with this one. A key may wait when it
 /// was sent (at `synced_at` >= 0), is not tight, has been read, has nothing unsent from the
 /// previous window, and its unsent hits are within its blind allowance; then until its window
-/// has ended (windowed algorithms: the end, plus up to near_wait below, spread by the offset of
-/// the last send in its window), and at most:
+/// has ended (sliding_window_counter, whose next window reads them: the end, plus up to
+/// near_wait below, spread by the offset of the last send in its window), and at most:
 /// - far from its limit (farFromLimit()): stale_after after it was sent (it is read again by
 ///   the next sync, its view stale for at most that interval);
 /// - otherwise min(stale_after / 2, W / 4) after it was sent.
@@ -181,11 +183,11 @@ Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at,
 /// before the current one has hits Redis has not confirmed, else 0 (nothing to send).
 std::int64_t previousToSend(const View& view);
 /// True when a sync that goes out for another reason than the current window's own hits (the
-/// key's first reading, with `synced_at` < 0; or the previous window's unsent hits) may read the
-/// current window without writing it: a windowed key that is not tight and whose unsent hits of
-/// the current window are within its blind allowance. They then go out with the key's next
-/// sync (deferUntil()), so a cold key's window is written once, when it has ended, not also
-/// when its first hits arrive.
+/// key's first reading, with `synced_at` < 0; or a sliding window's previous unsent hits) may
+/// read the current window without writing it: a windowed key that is not tight and whose
+/// unsent hits of the current window are within its blind allowance. They then go out with the
+/// key's next sync (deferUntil()), so a new key's first sync is a read, and a cold sliding
+/// window is written once, when it has ended, not also when its first hits arrive.
 bool mayWithholdCurrent(const View& view, const LimitParams& params, Micros synced_at,
                         const Tuning& tuning);
 /// deferUntil(...) > now.

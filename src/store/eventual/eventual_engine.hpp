@@ -301,6 +301,9 @@ class EventualEngine {
   void noteTight(bool was, bool is);
   /// Counts `lost` admitted hits dropped before Redis confirmed them.
   void dropHits(std::int64_t lost);
+  /// eventual::roll() of the slot's view to `now`, with the pending hits and the dropped ones
+  /// counted (a fixed window's unsent hits leave the pending ones when it ends, not dropped).
+  void rollView(Slot& slot, Micros now);
   void addPending(std::int64_t delta);
   /// Merges one entry's reading. `shard` locked.
   void mergeReading(Slot& slot, const eventual::KeyReading& reading, Micros now, Micros latency);

@@ -173,7 +173,7 @@ void EventualEngine::collectDue(Micros now, std::unordered_map<int, SyncCall>& o
 
 void EventualEngine::collectOne(Slot& slot, Micros now, std::unordered_map<int, SyncCall>& open,
                                 std::vector<SyncCall>& calls) {
-  dropHits(eventual::roll(slot.view, slot.params, now));
+  rollView(slot, now);
   if (slot.synced_at >= 0 && slot.last_used <= slot.synced_at && unsentOf(slot.view) == 0) {
     return;  // neither decided nor charged since its last sync: nothing to send or read
   }
@@ -199,7 +199,7 @@ void EventualEngine::collectOne(Slot& slot, Micros now, std::unordered_map<int, 
 void EventualEngine::addToSyncCall(Slot& slot, Micros now, std::unordered_map<int, SyncCall>& open,
                                    std::vector<SyncCall>& calls) {
   const bool clustered = backend_->clustered();
-  dropHits(eventual::roll(slot.view, slot.params, now));
+  rollView(slot, now);
   // A sync that goes out for the key's first reading or the previous window's hits reads the
   // current window without writing it while its hits may wait (a cold key's window is written
   // once, when it has ended). The last sync before a shutdown sends everything.

@@ -28,6 +28,15 @@ void EventualEngine::dropHits(std::int64_t lost) {
   }
 }
 
+void EventualEngine::rollView(Slot& slot, Micros now) {
+  const std::int64_t before = unsentOf(slot.view);
+  const std::int64_t lost = eventual::roll(slot.view, slot.params, now);
+  if (lost > 0) {
+    metrics_.dropped_hits.inc(static_cast<std::uint64_t>(lost));
+  }
+  addPending(unsentOf(slot.view) - before);
+}
+
 void EventualEngine::makeRoom(Shard& shard) {
   if (size_.load(std::memory_order_relaxed) < options_.max_keys || shard.slots.empty()) {
     return;
@@ -85,7 +94,7 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key
     slot.hash_cur.clear();
   }
   slot.params = params;
-  dropHits(eventual::roll(slot.view, params, now));
+  rollView(slot, now);
   slot.last_used = now;
   return slot;
 }

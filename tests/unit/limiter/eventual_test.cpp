@@ -181,6 +181,7 @@ TEST_F(EventualViewTest, RedisAheadOfTheOwnCountDoesNotRaiseIt) {
 }
 
 TEST_F(EventualViewTest, RollingPastTwoWindowsDropsTheirUnsentHits) {
+  params_.algorithm = Algorithm::kSlidingWindowCounter;  // reads the previous window
   View view;
   roll(view, params_, clock_.nowMicros());
   view.cur.own = 4;
@@ -191,6 +192,30 @@ TEST_F(EventualViewTest, RollingPastTwoWindowsDropsTheirUnsentHits) {
   clock_.advance(microseconds(2 * params_.window_us));
   EXPECT_EQ(roll(view, params_, clock_.nowMicros()), 7);
   EXPECT_EQ(view.cur.own, 0);
+}
+
+TEST_F(EventualViewTest, AFixedWindowsUnsentHitsExpireWithItUncounted) {
+  // No decision reads a fixed window that has ended: nothing of it is kept to be sent, and
+  // its unsent hits are not dropped ones (they were needed by nobody).
+  View view;
+  roll(view, params_, clock_.nowMicros());
+  view.cur.own = 4;
+  view.cur.own_acked = 1;
+  view.cur.others = 9;
+  view.tight = true;
+  clock_.advance(microseconds(params_.window_us));
+  EXPECT_EQ(roll(view, params_, clock_.nowMicros()), 0);
+  EXPECT_EQ(view.prev.index, view.cur.index - 1);
+  EXPECT_EQ(view.prev.own, 0);
+  EXPECT_EQ(view.prev.unsent(), 0);
+  EXPECT_EQ(previousToSend(view), 0);
+  EXPECT_EQ(view.cur.total(), 0);
+  EXPECT_FALSE(view.tight);
+  view.cur.own = 3;
+  clock_.advance(microseconds(2 * params_.window_us));
+  EXPECT_EQ(roll(view, params_, clock_.nowMicros()), 0);
+  EXPECT_EQ(view.cur.own, 0);
+  EXPECT_EQ(view.prev.unsent(), 0);
 }
 
 TEST_F(EventualViewTest, UnknownStaleAndTightKeysNeedARoundTrip) {
@@ -255,16 +280,20 @@ TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
   view.cur.others = 499'000;
   EXPECT_TRUE(mayDefer(view, params_, sent, sent + 499'999, tuning_));
   EXPECT_FALSE(mayDefer(view, params_, sent, sent + 500'000, tuning_));
-  // A short window waits at most a quarter of it when near, and never past its end.
+  // A short window waits at most a quarter of it when near.
   params_.window_us = 200'000;
   roll(view, params_, clock_.nowMicros());
   view.cur.others = 499'500;
   EXPECT_FALSE(mayDefer(view, params_, sent, sent + 50'000, tuning_));
   EXPECT_TRUE(mayDefer(view, params_, sent, sent + 49'999, tuning_));
+  // Far: a fixed window's hits need not go out once it has ended (they expire with it), so
+  // its end does not shorten the wait.
   view.cur.others = 5;
+  EXPECT_EQ(deferUntil(view, params_, sent, sent, tuning_), sent + tuning_.stale_after_us);
+  // A sliding window's do (the next window reads them): until the window has ended, spread
+  // over the next one's first 50 ms by the offset of the last send in its window.
+  params_.algorithm = Algorithm::kSlidingWindowCounter;
   const Micros end = (view.cur.index + 1) * params_.window_us;
-  // Far: until the window has ended, spread over the next one's first 50 ms by the offset of
-  // the last send in its window.
   EXPECT_EQ(deferUntil(view, params_, sent, sent, tuning_), end + (sent % 200'000) / 4);
   const Micros later = sent + 120'000 - sent % 200'000;  // 120 ms into the window
   EXPECT_EQ(deferUntil(view, params_, later, later, tuning_), end + 30'000);
@@ -281,7 +310,17 @@ TEST_F(EventualViewTest, ASyncForAnotherReasonMayLeaveTheCurrentWindowsFewHitsUn
   // Sent before, nothing of the previous window unsent: the sync is for the current window.
   EXPECT_EQ(previousToSend(view), 0);
   EXPECT_FALSE(mayWithholdCurrent(view, params_, sent, tuning_));
-  // The window has ended: the sync that sends it reads the new one without writing its hits.
+  // A fixed window's end expires its unsent hits: the next sync is for the new window's own.
+  roll(view, params_, clock_.nowMicros() + kMicrosPerSecond);
+  view.cur.own = 2;
+  EXPECT_EQ(previousToSend(view), 0);
+  EXPECT_FALSE(mayWithholdCurrent(view, params_, sent, tuning_));
+  // A sliding window's are read by the next one: the sync that sends them reads the new
+  // window without writing its hits.
+  params_.algorithm = Algorithm::kSlidingWindowCounter;
+  view = View{};
+  roll(view, params_, clock_.nowMicros());
+  view.cur.own = 3;
   roll(view, params_, clock_.nowMicros() + kMicrosPerSecond);
   view.cur.own = 2;
   EXPECT_EQ(previousToSend(view), 3);  // the ended window's own count goes out

@@ -246,6 +246,8 @@ TEST_F(EventualEngineTest, AKeyFarFromItsLimitIsSyncedOncePerWindowNotPerDecisio
 }
 
 TEST_F(EventualEngineTest, AColdKeyWritesEachWindowOnceItHasEnded) {
+  // A sliding window's hits are read in the next window: they go out once it has ended.
+  limit_.params.algorithm = Algorithm::kSlidingWindowCounter;
   largeLimit(1'000'000, kMicrosPerSecond);  // blind allowance: 1 000
   clock_.set((clock_.nowMicros() / kMicrosPerSecond + 1) * kMicrosPerSecond + 10'000);
   auto a = sidecar("local");
@@ -268,6 +270,43 @@ TEST_F(EventualEngineTest, AColdKeyWritesEachWindowOnceItHasEnded) {
   EXPECT_LE(a->engine->pendingHits(), 10);  // the last window's hits at most
   intervals(22);
   EXPECT_EQ(a->engine->pendingHits(), 0);
+}
+
+TEST_F(EventualEngineTest, AColdFixedWindowKeysHitsAreWrittenOnlyWhileTheWindowLasts) {
+  largeLimit(1'000'000, kMicrosPerSecond);  // blind allowance: 1 000
+  clock_.set((clock_.nowMicros() / kMicrosPerSecond + 1) * kMicrosPerSecond + 10'000);
+  auto a = sidecar("local");
+  server("local").command({"CONFIG", "RESETSTAT"});
+  for (int i = 0; i < 40; ++i) {  // 4 windows, one decision every 100 ms
+    admit(*a, 1);
+    executor_.advance(100ms);
+  }
+  intervals(22);
+  // Far from its limit, the key is read about once a second and writes what its current
+  // window holds then; what a window held at its end expires with it, not sent (no decision
+  // reads an ended fixed window) and not counted as dropped.
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  EXPECT_EQ(counter(*a, "eventual_dropped_hits_total"), 0);
+  test::ReplyPtr stats = server("local").command({"INFO", "commandstats"});
+  ASSERT_TRUE(stats && stats->type == REDIS_REPLY_STRING);
+  const std::string text(stats->str, stats->len);
+  const std::size_t at = text.find("cmdstat_hset:calls=");
+  const long hsets = at == std::string::npos ? 0 : std::stol(text.substr(at + 19));
+  EXPECT_LE(hsets, 4) << text;
+  std::int64_t written = 0;
+  test::ReplyPtr keys = server("local").command({"KEYS", "*"});
+  ASSERT_TRUE(keys && keys->type == REDIS_REPLY_ARRAY);
+  for (std::size_t k = 0; k < keys->elements; ++k) {
+    test::ReplyPtr hash = server("local").command(
+        {"HGETALL", std::string(keys->element[k]->str, keys->element[k]->len)});
+    ASSERT_TRUE(hash && hash->type == REDIS_REPLY_ARRAY);
+    for (std::size_t f = 1; f < hash->elements; f += 2) {
+      const std::int64_t value = std::stoll(std::string(hash->element[f]->str));
+      EXPECT_LE(value, 10);  // one window's hits at most
+      written += value;
+    }
+  }
+  EXPECT_LT(written, 40);
 }
 
 TEST_F(EventualEngineTest, AFarKeyIsSentAtLeastOnceASecond) {
