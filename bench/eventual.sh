@@ -5,7 +5,9 @@
 # 1 000 000 per second). Runs are alternated between the systems; the median is reported.
 # Also redis-server's CPU (utime + stime from /proc, over the measured run) per decision and,
 # for eventual, per synced key (sluice_eventual_keys_synced_total) and keys per sync.
-#   bench/eventual.sh [--sluice PATH] [--duration S] [--runs N] [--clients N]
+# --baseline PATH adds the eventual store of another build (e.g. the previous commit's) to
+# the same alternated runs: before and after under the same load from the rest of the machine.
+#   bench/eventual.sh [--sluice PATH] [--baseline PATH] [--duration S] [--runs N] [--clients N]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -13,9 +15,11 @@ sluice=${SLUICE_BUILD_DIR:-$root/build}/sluice
 duration=4
 runs=3
 clients=10000
+baseline=""
 while [ $# -gt 0 ]; do
   case $1 in
     --sluice) sluice=$2; shift 2 ;;
+    --baseline) baseline=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
@@ -62,13 +66,19 @@ declare -A flags=(
   [redis-strict]="--store redis --redis redis://127.0.0.1:$redis_port/0 --rules $root/bench/rules"
   [redis-eventual]="--store redis --redis redis://127.0.0.1:$redis_port/0 --rules $here/eventual/rules"
 )
+declare -A binary=([memory]=$sluice [redis-strict]=$sluice [redis-eventual]=$sluice)
 order=(memory redis-strict redis-eventual)
+if [[ -n $baseline ]]; then
+  flags[baseline-eventual]=${flags[redis-eventual]}
+  binary[baseline-eventual]=$baseline
+  order+=(baseline-eventual)
+fi
 declare -A results
 run_one() {  # system run
   local system=$1 run=$2 port
   port=$(free_port)
   # shellcheck disable=SC2086
-  taskset -c 0 "$sluice" --listen 127.0.0.1:"$port" --threads 1 --log-level warn ${flags[$system]} &
+  taskset -c 0 "${binary[$system]}" --listen 127.0.0.1:"$port" --threads 1 --log-level warn ${flags[$system]} &
   local pid=$!
   wait_port "$port"
   local out=$work/$system-$run.json
@@ -94,10 +104,11 @@ for run in $(seq "$runs"); do
   done
   order=("${order[@]:1}" "${order[0]}")
 done
-python3 - "$clients" "${results[memory]}" "${results[redis-strict]}" "${results[redis-eventual]}" "$idle_per_s" <<'PY'
+python3 - "$clients" "$idle_per_s" "${results[memory]}" "${results[redis-strict]}" \
+  "${results[redis-eventual]}" ${baseline:+"${results[baseline-eventual]}"} <<'PY'
 import json, statistics, sys
 clients = sys.argv[1]
-idle = sys.argv[5]
+idle = sys.argv[2]
 def load(files):
     rows = [json.load(open(f)) for f in files.split()]
     rps = [r["requests"] / (r["duration_us"] / 1e6) for r in rows]
@@ -111,8 +122,9 @@ def load(files):
     syncs = sum(r["syncs"] for r in redis)
     return (statistics.median(rps), min(rps), max(rps), statistics.median(p99), bad,
             cpu / decisions, cpu / keys if keys else None, keys / syncs if syncs else None)
-names = ["sluice-memory", "sluice-redis strict", "sluice-redis eventual"]
-stats = [load(f) for f in sys.argv[2:5]]
+names = ["sluice-memory", "sluice-redis strict", "sluice-redis eventual",
+         "baseline eventual (--baseline)"][:len(sys.argv) - 3]
+stats = [load(f) for f in sys.argv[3:]]
 mem = stats[0][0]
 print(f"clients: {clients}; redis-server idle CPU: {idle} µs/s (subtracted)")
 print("| system | decisions/s (median) | min–max | p99 (ms) | non-2xx | vs memory |")
