@@ -76,10 +76,11 @@ WORKLOADS = [
 ]
 
 PROFILES = {
-    # duration of one wrk run (s), runs per point, bench/grpc.sh's rounds (its ratios pair
-    # runs seconds apart on a shared machine: more rounds steady their median), keys for the
-    # memory-per-key measurement
-    "full": {"duration": 4, "runs": 3, "grpc_rounds": 5, "mem_keys": 1_000_000,
+    # duration of one wrk run (s), runs per point, bench/grpc.sh's rounds, keys for the
+    # memory-per-key measurement. This machine's speed dips for seconds at a time (another
+    # guest on the host): more, shorter alternated runs let the median pass over a dip that
+    # a 3-run median could land on.
+    "full": {"duration": 3, "runs": 5, "grpc_rounds": 5, "mem_keys": 1_000_000,
              "redis_mem_keys": 100_000, "workloads": None, "connections": 64, "warmup": 1},
     "quick": {"duration": 2, "runs": 2, "grpc_rounds": 2, "mem_keys": 200_000,
               "redis_mem_keys": 20_000, "workloads": None, "connections": 64, "warmup": 1},

@@ -200,9 +200,9 @@ void EventualEngine::addToSyncCall(Slot& slot, Micros now, std::unordered_map<in
                                    std::vector<SyncCall>& calls) {
   const bool clustered = backend_->clustered();
   rollView(slot, now);
-  // A sync that goes out for the key's first reading or the previous window's hits reads the
-  // current window without writing it while its hits may wait (a cold key's window is written
-  // once, when it has ended). The last sync before a shutdown sends everything.
+  // A sync that goes out for the key's first reading or a sliding window's previous hits reads
+  // the current window without writing it while its hits may wait (a cold sliding window is
+  // written once, when it has ended). The last sync before a shutdown sends everything.
   const bool withhold =
       !stopped_.load(std::memory_order_acquire) &&
       eventual::mayWithholdCurrent(slot.view, slot.params, slot.synced_at, tuning_);
