@@ -7,7 +7,7 @@
 # Usage: bench/run.sh [--smoke|--quick] [--no-install] [--sluice PATH] [--out DIR]
 #                     [--only SYSTEMS] [--workloads IDS] [--duration S] [--runs N]
 #                     [--no-ceiling] [--no-memory] [--no-grpc]
-#   (default)     the full run: ~13 minutes, both cores busy; writes bench/results/
+#   (default)     the full run: ~15 minutes, both cores busy; writes bench/results/
 #   --quick       fewer and shorter runs; writes bench/results/tmp/quick/
 #   --smoke       a few seconds per system, one workload (the CTest entry); writes a temp dir.
 #                 Peers that are not installed are skipped with a message; Sluice must answer.
