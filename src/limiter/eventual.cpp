@@ -159,21 +159,14 @@ std::int64_t roll(View& view, const LimitParams& params, Micros now) {
   if (index <= view.cur.index) {
     return 0;
   }
-  if (params.algorithm == Algorithm::kFixedWindow) {
-    // No decision reads a fixed window that has ended: its unsent hits expire with it (they
-    // are not lost, nobody needed them) and its counts are not kept.
-    view.prev = WindowView{};
-    view.prev.index = index - 1;
-    view.cur = WindowView{};
-    view.cur.index = index;
-    view.tight = false;
-    return 0;
-  }
-  std::int64_t dropped = view.prev.unsent();
-  if (index == view.cur.index + 1) {
+  // No decision reads a fixed window that has ended: its unsent hits expire with it (not lost:
+  // nobody needed them) and its counts are not kept. A sliding window keeps the one before.
+  const bool fixed = params.algorithm == Algorithm::kFixedWindow;
+  std::int64_t dropped = fixed ? 0 : view.prev.unsent();
+  if (!fixed && index == view.cur.index + 1) {
     view.prev = std::move(view.cur);
   } else {
-    dropped += view.cur.unsent();
+    dropped += fixed ? 0 : view.cur.unsent();
     view.prev = WindowView{};
     view.prev.index = index - 1;
   }

@@ -81,15 +81,6 @@ class ConformanceBanTest : public ::testing::TestWithParam<bool> {
     }
   }
 
-  /// How many times the scripts ran `command` since the last CONFIG RESETSTAT.
-  static long long commandCalls(const std::string& command) {
-    test::ReplyPtr info = sharedRedis().command({"INFO", "commandstats"});
-    const std::string text(info->str, info->len);
-    const std::string tag = "cmdstat_" + command + ":calls=";
-    const std::size_t at = text.find(tag);
-    return at == std::string::npos ? 0 : std::stoll(text.substr(at + tag.size()));
-  }
-
   StorePair pair_;
 };
 
@@ -154,9 +145,9 @@ TEST_P(ConformanceBanTest, ABannedLoneLimitIsRefusedOnOneReadWithoutItsOverride)
   EXPECT_TRUE(redis->outcomes.at(0).banned);
   EXPECT_TRUE(redis->overrides.empty());
   // Two banned answers from Redis (or its local cache): the ban key's MGET each, nothing else.
-  EXPECT_LE(commandCalls("mget"), 2);
-  EXPECT_EQ(commandCalls("hmget"), 0);
-  EXPECT_EQ(commandCalls("set"), 0);
+  EXPECT_LE(sharedRedis().commandCalls("mget"), 2);
+  EXPECT_EQ(sharedRedis().commandCalls("hmget"), 0);
+  EXPECT_EQ(sharedRedis().commandCalls("set"), 0);
 }
 
 TEST_P(ConformanceBanTest, EnvoysCountingIsRefusedFromTheLocalCacheDuringABan) {

@@ -74,21 +74,6 @@ void hammer(SluiceProcess& sluice, const std::string& body, int clients, int per
   }
 }
 
-/// calls= of `cmdstat_evalsha` in INFO commandstats (0 before the first).
-long long evalshaCalls(RedisServer& redis) {
-  auto reply = redis.command({"INFO", "commandstats"});
-  if (!reply || reply->str == nullptr) {
-    return -1;
-  }
-  const std::string info(reply->str, reply->len);
-  const std::string marker = "cmdstat_evalsha:calls=";
-  const auto at = info.find(marker);
-  if (at == std::string::npos) {
-    return 0;
-  }
-  return std::stoll(info.substr(at + marker.size()));
-}
-
 TEST(RedisBatchTest, ConcurrentClientsShareScriptCallsAndAKeyAdmitsExactlyItsLimit) {
   RedisServer redis;
   SluiceOptions options;
@@ -109,10 +94,10 @@ TEST(RedisBatchTest, ConcurrentClientsShareScriptCallsAndAKeyAdmitsExactlyItsLim
 
   constexpr int kClients = 16;
   // Every decision of the wide bucket is admitted and goes to Redis (no local denial).
-  const long long before = evalshaCalls(redis);
+  const long long before = redis.commandCalls("evalsha");
   Tally wide;
   hammer(sluice, request("wide"), kClients, 40, wide);
-  const long long calls = evalshaCalls(redis) - before;
+  const long long calls = redis.commandCalls("evalsha") - before;
   EXPECT_EQ(wide.other.load(), 0);
   EXPECT_EQ(wide.allowed.load(), kClients * 40);
   EXPECT_GT(calls, 0);

@@ -217,6 +217,20 @@ ReplyPtr RedisServer::command(const std::vector<std::string>& argv) {
   return reply;
 }
 
+long long RedisServer::commandCalls(std::string_view command) {
+  ReplyPtr info = this->command({"INFO", "commandstats"});
+  if (info->type != REDIS_REPLY_STRING && info->type != REDIS_REPLY_STATUS) {
+    throw std::runtime_error("INFO commandstats did not answer a string");
+  }
+  const std::string_view text(info->str, info->len);
+  const std::string tag = "cmdstat_" + std::string(command) + ":calls=";
+  const std::size_t at = text.find(tag);
+  if (at == std::string_view::npos) {
+    return 0;
+  }
+  return std::stoll(std::string(text.substr(at + tag.size(), 20)));
+}
+
 BlackholeServer::BlackholeServer(Mode mode) : mode_(mode) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;

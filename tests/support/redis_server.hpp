@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -72,6 +73,10 @@ class RedisServer {
   ContextPtr connect() const;
   /// Runs one command on a cached blocking connection; throws on a connection error.
   ReplyPtr command(const std::vector<std::string>& argv);
+  /// How many times `command` (lower case, e.g. "evalsha", "hset") ran since the server
+  /// started or its last CONFIG RESETSTAT, scripts' calls included (INFO commandstats; 0
+  /// before the first). Throws when INFO does not answer.
+  long long commandCalls(std::string_view command);
 
   /// A loopback TCP port that was free a moment ago.
   static int freePort();
