@@ -458,6 +458,10 @@ def run_wrk(ctx, system, wl, duration, rate=0, connections=None, prefix=None, se
         raise BenchError(f"wrk failed against {system.name}: {res.stderr.strip()}\n{res.stdout}")
     with open(out) as f:
         s = json.load(f)
+    if s["requests"] == 0:
+        # Kept as a failure, with the process logs (the work directory is kept on failure).
+        raise BenchError(f"{system.name} answered no request in {duration} s:\n{res.stdout}\n"
+                         + (system.proc.tail() if system.proc else ""))
     secs = s["duration_us"] / 1e6
     n = max(s["requests"], 1)
     errors = s["connect_errors"] + s["read_errors"] + s["write_errors"] + s["timeouts"]
