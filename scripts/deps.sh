@@ -83,7 +83,9 @@ if [[ $level == bench ]]; then
              # bench/grpc: h2load drives the gRPC endpoint.
              nghttp2-client
              # instruction counts (bench/profile.sh, ban_cost.sh, grpc_callgrind.sh ...)
-             valgrind curl protobuf-compiler)
+             valgrind curl protobuf-compiler
+             # system calls and wake-ups per answer (bench/grpc_wakeups.sh)
+             linux-perf time)
   if ! command -v node >/dev/null 2>&1; then
     packages+=(nodejs)
   fi
