@@ -55,30 +55,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# The gRPC body: RateLimitRequest in protobuf, behind gRPC's 5-byte frame header
-# (uncompressed flag, big-endian length).
-printf 'domain: "bench"\ndescriptors { entries { key: "op" value: "fixed_window_allow" } }\n' |
-  protoc -I proto -I /usr/include --encode=envoy.service.ratelimit.v3.RateLimitRequest \
-    envoy/service/ratelimit/v3/rls.proto >"$work/message.bin"
-python3 - "$work/message.bin" "$work/grpc.bin" <<'EOF'
-import struct, sys
-message = open(sys.argv[1], "rb").read()
-open(sys.argv[2], "wb").write(b"\x00" + struct.pack(">I", len(message)) + message)
-EOF
-printf 'service: "ratelimit"\n' |
-  protoc -I tests/grpc/proto --encode=grpc.health.v1.HealthCheckRequest \
-    grpc_health/v1/health.proto >"$work/health.bin"
-python3 - "$work/health.bin" "$work/health.grpc" <<'EOF'
-import struct, sys
-message = open(sys.argv[1], "rb").read()
-open(sys.argv[2], "wb").write(b"\x00" + struct.pack(">I", len(message)) + message)
-EOF
-printf '{"domain":"bench","descriptors":[{"entries":[{"key":"op","value":"fixed_window_allow"}]}]}' \
-  >"$work/http.json"
+source bench/grpc_bodies.sh  # free_port; $work/grpc.bin, health.grpc, http.json; grpc_call
 
 http_ports=()
 grpc_ports=()
@@ -152,7 +129,6 @@ run() {  # <pid> <label> <h2load args...>: prints "<label> <requests/s> <cpu us 
 }
 
 results=$work/results
-grpc_call=(-H 'content-type: application/grpc' -H 'te: trailers')
 for round in $(seq 0 "$rounds"); do
   # Round 0 warms every path up (1 s each) and is not recorded.
   sink=$results run_for=$duration

@@ -44,28 +44,7 @@ cleanup() {
 trap cleanup EXIT
 [[ -n $keep ]] && mkdir -p "$keep"
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-frame() {  # <message file> <framed file>: the 5-byte gRPC prefix, then the message
-  python3 - "$1" "$2" <<'EOF'
-import struct, sys
-message = open(sys.argv[1], "rb").read()
-open(sys.argv[2], "wb").write(b"\x00" + struct.pack(">I", len(message)) + message)
-EOF
-}
-printf 'domain: "bench"\ndescriptors { entries { key: "op" value: "fixed_window_allow" } }\n' |
-  protoc -I proto -I /usr/include --encode=envoy.service.ratelimit.v3.RateLimitRequest \
-    envoy/service/ratelimit/v3/rls.proto >"$work/message.bin"
-frame "$work/message.bin" "$work/grpc.bin"
-printf 'service: "ratelimit"\n' |
-  protoc -I tests/grpc/proto --encode=grpc.health.v1.HealthCheckRequest \
-    grpc_health/v1/health.proto >"$work/health.bin"
-frame "$work/health.bin" "$work/health.grpc"
-printf '{"domain":"bench","descriptors":[{"entries":[{"key":"op","value":"fixed_window_allow"}]}]}' \
-  >"$work/http.json"
-grpc_call=(-H 'content-type: application/grpc' -H 'te: trailers')
+source bench/grpc_bodies.sh  # free_port; $work/grpc.bin, health.grpc, http.json; grpc_call
 
 load() {  # <n> <path> <http port> <grpc port>
   local n=$1 path=$2 http=$3 grpc=$4 out

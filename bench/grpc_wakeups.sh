@@ -44,18 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-printf 'service: "ratelimit"\n' |
-  protoc -I tests/grpc/proto --encode=grpc.health.v1.HealthCheckRequest \
-    grpc_health/v1/health.proto >"$work/health.bin"
-python3 - "$work/health.bin" "$work/health.grpc" <<'EOF'
-import struct, sys
-message = open(sys.argv[1], "rb").read()
-open(sys.argv[2], "wb").write(b"\x00" + struct.pack(">I", len(message)) + message)
-EOF
+source bench/grpc_bodies.sh  # free_port; $work/health.grpc; grpc_call
 
 http_port=$(free_port)
 grpc_port=$(free_port)
@@ -68,7 +57,7 @@ for _ in $(seq 100); do
 done
 curl -fsS "http://127.0.0.1:$http_port/healthz" >/dev/null || { cat "$work/sluice.log"; exit 1; }
 io_thread=
-for task in /proc/$pid/task/*; do
+for task in "/proc/$pid/task/"*; do
   taskset -pc 0 "${task##*/}" >/dev/null
   [[ $(cat "$task/comm") == sluice-io-0 ]] && io_thread=${task##*/}
 done
@@ -86,7 +75,7 @@ echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq "$rounds"); do
   for path in health healthz; do
     if [[ $path == health ]]; then
-      target=(-d "$work/health.grpc" -H 'content-type: application/grpc' -H 'te: trailers'
+      target=(-d "$work/health.grpc" "${grpc_call[@]}"
               "http://127.0.0.1:$grpc_port/grpc.health.v1.Health/Check")
     else
       target=(--h1 "http://127.0.0.1:$http_port/healthz")
