@@ -181,8 +181,10 @@ TEST(EventualClusterTest, ThreeSidecarsOnOneKeyAdmitWithinOnePercentAndEveryMast
   EXPECT_TRUE(
       waitFor([&] { return clusterTotal(cluster) - before == load.allowed.load(); }, seconds(10)))
       << clusterTotal(cluster) - before << " in Redis, " << load.allowed.load() << " admitted";
-  EXPECT_GT(metric(a, "sluice_eventual_local_decisions_total{mode=\"synced\"}"), 0);
-  EXPECT_GT(metric(a, "sluice_eventual_round_trips_total{reason=\"tight\"}"), 0);
+  // Most decisions were local; near the limit the key went to round trips. Counted over the
+  // three sidecars: which of them got there first depends on the scheduler.
+  EXPECT_GT(seriesTotal({&a, &b, &c}, "sluice_eventual_local_decisions_total{mode=\"synced\"}"), 0);
+  EXPECT_GT(seriesTotal({&a, &b, &c}, "sluice_eventual_round_trips_total{reason=\"tight\"}"), 0);
   RecordProperty("admitted", std::to_string(load.allowed.load()));
 }
 
@@ -309,7 +311,7 @@ TEST(EventualClusterTest, AMasterDownLeavesTheOtherMastersKeysExact) {
   EXPECT_EQ(load.other.load(), 0) << a.log();
   EXPECT_GE(load.allowed.load(), kLimit);
   EXPECT_LE(load.allowed.load(), kLimit + kLimit / 100);
-  EXPECT_GT(metric(a, "sluice_eventual_round_trips_total{reason=\"tight\"}"), 0);
+  EXPECT_GT(seriesTotal({&a, &b}, "sluice_eventual_round_trips_total{reason=\"tight\"}"), 0);
 }
 
 TEST(EventualClusterTest, KeysFollowTheirSlotWhenItMigrates) {
@@ -344,7 +346,7 @@ TEST(EventualClusterTest, KeysFollowTheirSlotWhenItMigrates) {
       << a.log();
   EXPECT_EQ(client.post("/shouldAllowRequest", body).header("X-Ratelimit-Remaining"), "969");
   RecordProperty("failed_syncs",
-                 std::to_string(metric(a, "sluice_eventual_syncs_total{result=\"failed\"}")));
+                 std::to_string(seriesValue(a, "sluice_eventual_syncs_total{result=\"failed\"}")));
 }
 
 }  // namespace

@@ -300,7 +300,7 @@ TEST(EventualRegionsClusterTest, ASingleRedisRegionAndAClusterRegionReplicateBot
   // How often a's replication to b failed meanwhile (the call to the old master, typically).
   RecordProperty(
       "region_b_unreachable",
-      std::to_string(metric(a, "sluice_eventual_region_unreachable_total{region=\"b\"}")));
+      std::to_string(seriesValue(a, "sluice_eventual_region_unreachable_total{region=\"b\"}")));
 }
 
 // Region b's whole cluster goes down: region a keeps serving from its own cluster, says
@@ -337,8 +337,8 @@ TEST(EventualRegionsClusterTest, AClusterRegionCutOffKeepsServingAndConvergesWhe
       seconds(10)))
       << readyz(a).dump();
   EXPECT_EQ(readyz(a)["eventual"]["redis_reachable"], true);
-  EXPECT_GE(metric(a, "sluice_eventual_region_unreachable_total{region=\"b\"}"), 1);
-  EXPECT_GT(metric(a, "sluice_eventual_replication_lag_seconds{region=\"b\"}"), 0);
+  EXPECT_GE(seriesValue(a, "sluice_eventual_region_unreachable_total{region=\"b\"}"), 1);
+  EXPECT_GT(seriesValue(a, "sluice_eventual_replication_lag_seconds{region=\"b\"}"), 0);
   EXPECT_TRUE(
       waitFor([&] { return readyz(b)["eventual"]["redis_reachable"] == false; }, seconds(10)))
       << readyz(b).dump();

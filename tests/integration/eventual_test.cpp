@@ -214,19 +214,18 @@ TEST(EventualTest, ThreeSidecarsHammeringOneSketchClientAdmitWithinOnePercent) {
   // make it deny earlier, and with 1 024 columns and 3 rows it shares at most one).
   HttpClient client = a.client();
   EXPECT_EQ(client.post("/shouldAllowRequest", request("other", "user", "other")).status, 200);
-  // Most decisions were local; near the limit the client went to round trips.
-  const std::string metrics = client.get("/metrics").body;
-  const auto value = [&](const std::string& name) {
-    const std::size_t at = metrics.find(name + " ");
-    return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + name.size() + 1));
-  };
-  const double local = value("sluice_eventual_local_decisions_total{mode=\"synced\"}");
-  const double tight = value("sluice_eventual_round_trips_total{reason=\"tight\"}");
-  EXPECT_GT(local, 0) << metrics;
-  EXPECT_GT(tight, 0) << metrics;
+  // Most decisions were local; near the limit the client went to round trips. Counted over the
+  // three sidecars: which of them got there first depends on the scheduler (one starved
+  // sidecar may learn from a sync that the client is over its limit and deny locally).
+  const double local =
+      seriesTotal({&a, &b, &c}, "sluice_eventual_local_decisions_total{mode=\"synced\"}");
+  const double tight =
+      seriesTotal({&a, &b, &c}, "sluice_eventual_round_trips_total{reason=\"tight\"}");
+  EXPECT_GT(local, 0) << a.log();
+  EXPECT_GT(tight, 0) << a.log();
   RecordProperty("admitted", std::to_string(load.allowed.load()));
-  RecordProperty("sidecar_a_local", std::to_string(static_cast<std::int64_t>(local)));
-  RecordProperty("sidecar_a_tight_round_trips", std::to_string(static_cast<std::int64_t>(tight)));
+  RecordProperty("local_decisions", std::to_string(static_cast<std::int64_t>(local)));
+  RecordProperty("tight_round_trips", std::to_string(static_cast<std::int64_t>(tight)));
 }
 
 TEST(EventualTest, AMixedRequestWithASketchIsAllOrNothing) {

@@ -22,11 +22,4 @@ inline std::string clientOn(RedisCluster& cluster, int port, const std::string& 
   throw std::runtime_error("no client id on port " + std::to_string(port));
 }
 
-/// The value of one unlabelled series of the sidecar's /metrics, -1 when absent.
-inline double metric(SluiceProcess& sluice, const std::string& series) {
-  const std::string text = sluice.client().get("/metrics").body;
-  const std::size_t at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 2));
-}
-
 }  // namespace sluice::test

@@ -1,5 +1,6 @@
 #include "support/sluice_process.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -143,6 +144,20 @@ std::pair<int, std::string> runSluice(const std::vector<std::string>& args,
   std::error_code ignored;
   fs::remove_all(dir, ignored);
   return {code, output};
+}
+
+double seriesValue(SluiceProcess& sluice, const std::string& series) {
+  const std::string text = sluice.client().get("/metrics").body;
+  const std::size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 2));
+}
+
+double seriesTotal(std::initializer_list<SluiceProcess*> sluices, const std::string& series) {
+  double total = 0;
+  for (SluiceProcess* sluice : sluices) {
+    total += std::max(seriesValue(*sluice, series), 0.0);
+  }
+  return total;
 }
 
 }  // namespace sluice::test

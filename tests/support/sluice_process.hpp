@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -96,6 +97,14 @@ class SluiceProcess {
   std::uint16_t admin_port_ = 0;
   std::unique_ptr<ChildProcess> process_;
 };
+
+/// The value of one series of the sidecar's /metrics, its name and labels as /metrics writes
+/// them (`sluice_eventual_round_trips_total{reason="tight"}`); -1 when absent.
+double seriesValue(SluiceProcess& sluice, const std::string& series);
+
+/// The sum of one series over several sidecars, an absent one counting 0: what they did
+/// together, whichever of them the scheduler favoured.
+double seriesTotal(std::initializer_list<SluiceProcess*> sluices, const std::string& series);
 
 /// Runs `sluice` with `args` to completion (e.g. --help, --validate): exit code and output.
 std::pair<int, std::string> runSluice(const std::vector<std::string>& args,
