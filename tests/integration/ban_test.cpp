@@ -57,14 +57,7 @@ struct BanSluice {
   HttpClient admin() const { return HttpClient("127.0.0.1", admin_port); }
 
   /// The value of one series of /metrics, or -1 when it is absent.
-  double metric(const std::string& series) {
-    HttpResponse r = process.client().get("/metrics");
-    const std::size_t at = r.body.find("\n" + series + " ");
-    if (at == std::string::npos) {
-      return -1;
-    }
-    return std::stod(r.body.substr(at + series.size() + 2));
-  }
+  double metric(const std::string& series) { return seriesValue(process, series); }
 
   bool ready() {
     HttpClient client = process.client();

@@ -60,14 +60,7 @@ struct CandidateSluice {
   }
 
   /// The value of one series of /metrics, or -1 when it is absent.
-  double metric(const std::string& series) {
-    HttpResponse r = process.client().get("/metrics");
-    const std::size_t at = r.body.find("\n" + series + " ");
-    if (at == std::string::npos) {
-      return -1;
-    }
-    return std::stod(r.body.substr(at + series.size() + 2));
-  }
+  double metric(const std::string& series) { return seriesValue(process, series); }
 
   json top(const std::string& query) {
     HttpResponse r = HttpClient("127.0.0.1", admin_port).get("/limits/top" + query);

@@ -72,25 +72,6 @@ bool waitReady(SluiceProcess& sluice, std::chrono::seconds timeout = std::chrono
   return false;
 }
 
-/// The sum of every series of `family` whose labels contain `label` ("" for all).
-double metric(SluiceProcess& sluice, const std::string& family, const std::string& label = "") {
-  const std::string text = sluice.client().get("/metrics").body;
-  double sum = 0;
-  std::size_t pos = 0;
-  while ((pos = text.find(family, pos)) != std::string::npos) {
-    const std::size_t end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end - pos);
-    const bool sample = pos == 0 || text[pos - 1] == '\n';  // not a # HELP / # TYPE line
-    pos = end;
-    if (!sample || (line[family.size()] != '{' && line[family.size()] != ' ') ||
-        line.find(label) == std::string::npos) {
-      continue;
-    }
-    sum += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
-}
-
 /// A client id whose bucket keys (hash-tagged with "id|cl") live in a slot that the master
 /// on `port` serves.
 std::string clientOn(RedisCluster& cluster, int port, const std::string& prefix) {
@@ -200,16 +181,16 @@ TEST(RedisClusterTest, FollowsAskDuringASlotMigrationAndMovedAfterIt) {
   // The bucket now lives on `to` while the slot is still `from`'s: `from` answers ASK.
   cluster.beginSlotMigration(slot, from, to);
   EXPECT_EQ(remaining(), "2") << sluice.log();
-  EXPECT_GE(metric(sluice, "sluice_redis_cluster_redirects_total", "kind=\"ask\""), 1);
-  EXPECT_EQ(metric(sluice, "sluice_redis_cluster_redirects_total", "kind=\"moved\""), 0);
+  EXPECT_GE(familyTotal(sluice, "sluice_redis_cluster_redirects_total", "kind=\"ask\""), 1);
+  EXPECT_EQ(familyTotal(sluice, "sluice_redis_cluster_redirects_total", "kind=\"moved\""), 0);
 
   // The slot is `to`'s: `from` answers MOVED, and the sidecar's map follows.
   cluster.finishSlotMigration(slot, to);
   EXPECT_EQ(remaining(), "1") << sluice.log();
-  EXPECT_GE(metric(sluice, "sluice_redis_cluster_redirects_total", "kind=\"moved\""), 1);
+  EXPECT_GE(familyTotal(sluice, "sluice_redis_cluster_redirects_total", "kind=\"moved\""), 1);
   EXPECT_EQ(remaining(), "0");
   EXPECT_EQ(remaining(), "-429");
-  EXPECT_EQ(metric(sluice, "sluice_store_errors_total"), 0) << sluice.log();
+  EXPECT_EQ(familyTotal(sluice, "sluice_store_errors_total"), 0) << sluice.log();
 }
 
 TEST(RedisClusterTest, SurvivesAManualFailoverAndAKilledMaster) {
@@ -272,7 +253,7 @@ TEST(RedisClusterTest, SurvivesAManualFailoverAndAKilledMaster) {
   EXPECT_TRUE(waitReady(sluice)) << sluice.log();
   EXPECT_NE(sluice.log().find("redis cluster: failover detected: slots"), std::string::npos)
       << sluice.log();
-  EXPECT_GE(metric(sluice, "sluice_redis_cluster_failovers_total"), 1);
+  EXPECT_GE(familyTotal(sluice, "sluice_redis_cluster_failovers_total"), 1);
 }
 
 TEST(RedisClusterTest, LocalModeDecidesFromMemoryWhileAMasterIsDownThenGoesBackToTheCluster) {
@@ -319,7 +300,7 @@ TEST(RedisClusterTest, LocalModeDecidesFromMemoryWhileAMasterIsDownThenGoesBackT
   ASSERT_TRUE(r.header("X-Sluice-Degraded").empty()) << sluice.log();
   EXPECT_EQ(r.header("X-Ratelimit-Remaining"), "3") << r.body << sluice.log();
   EXPECT_EQ(post().header("X-Ratelimit-Remaining"), "2");
-  EXPECT_EQ(metric(sluice, "sluice_store_failure_mode_activations_total", "mode=\"local\""), 1)
+  EXPECT_EQ(familyTotal(sluice, "sluice_store_failure_mode_activations_total", "mode=\"local\""), 1)
       << sluice.log();
 }
 

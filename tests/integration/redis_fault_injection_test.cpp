@@ -53,24 +53,6 @@ std::string body(const std::string& client, int hits = 1) {
       .dump();
 }
 
-double metric(SluiceProcess& sluice, const std::string& family, const std::string& label) {
-  const std::string text = sluice.client().get("/metrics").body;
-  double sum = 0;
-  std::size_t pos = 0;
-  while ((pos = text.find(family, pos)) != std::string::npos) {
-    const std::size_t end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end - pos);
-    const bool sample = pos == 0 || text[pos - 1] == '\n';
-    pos = end;
-    if (!sample || (line[family.size()] != '{' && line[family.size()] != ' ') ||
-        line.find(label) == std::string::npos) {
-      continue;
-    }
-    sum += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
-}
-
 int countOf(const std::string& text, const std::string& needle) {
   int n = 0;
   for (std::size_t pos = text.find(needle); pos != std::string::npos;
@@ -229,8 +211,8 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
       }
       all_failed =
           all_failed && s.first_failure.has_value() &&
-          (fault.wait_for_kind.empty() || metric(*s.process, "sluice_redis_faults_total",
-                                                 "kind=\"" + fault.wait_for_kind + "\"") > 0);
+          (fault.wait_for_kind.empty() || familyTotal(*s.process, "sluice_redis_faults_total",
+                                                      "kind=\"" + fault.wait_for_kind + "\"") > 0);
     }
     if (all_failed || Clock::now() >= fault_deadline) {
       break;
@@ -270,7 +252,8 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
     std::string kinds_seen;
     for (const std::string kind : {"timeout", "connection", "oom", "readonly", "busy", "loading",
                                    "noauth", "script", "protocol", "masterdown"}) {
-      const double n = metric(*s.process, "sluice_redis_faults_total", "kind=\"" + kind + "\"");
+      const double n =
+          familyTotal(*s.process, "sluice_redis_faults_total", "kind=\"" + kind + "\"");
       const int lines = countOf(log, "store redis fault " + kind + ":");
       if (n > 0 || lines > 0) {
         kinds_seen += kind + " ";
@@ -286,7 +269,8 @@ TEST_P(RedisFaultInjectionTest, EachFailureModeAnswersAsPromisedAndRecoversAlone
       // store whose health is failing: a lost connection and a PING answered with an error
       // are faults of their own.
       EXPECT_GT(counted, 0) << "seen: " << kinds_seen << "\n" << log;
-      EXPECT_LE(metric(*s.process, "sluice_store_failure_mode_activations_total", ""), 2) << log;
+      EXPECT_LE(familyTotal(*s.process, "sluice_store_failure_mode_activations_total", ""), 2)
+          << log;
     }
 
     // No request charged twice: Redis holds at least what it answered, and at most that plus

@@ -160,4 +160,22 @@ double seriesTotal(std::initializer_list<SluiceProcess*> sluices, const std::str
   return total;
 }
 
+double familyTotal(SluiceProcess& sluice, const std::string& family, const std::string& label) {
+  const std::string text = sluice.client().get("/metrics").body;
+  double sum = 0;
+  std::size_t pos = 0;
+  while ((pos = text.find(family, pos)) != std::string::npos) {
+    const std::size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    const bool sample = pos == 0 || text[pos - 1] == '\n';  // not a # HELP / # TYPE line
+    pos = end;
+    if (!sample || (line[family.size()] != '{' && line[family.size()] != ' ') ||
+        line.find(label) == std::string::npos) {
+      continue;
+    }
+    sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
 }  // namespace sluice::test

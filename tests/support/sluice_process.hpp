@@ -106,6 +106,10 @@ double seriesValue(SluiceProcess& sluice, const std::string& series);
 /// together, whichever of them the scheduler favoured.
 double seriesTotal(std::initializer_list<SluiceProcess*> sluices, const std::string& series);
 
+/// The sum of every sample of the metric `family` in the sidecar's /metrics whose labels
+/// contain `label` ("" for all of them): e.g. every kind of `sluice_redis_faults_total`.
+double familyTotal(SluiceProcess& sluice, const std::string& family, const std::string& label = "");
+
 /// Runs `sluice` with `args` to completion (e.g. --help, --validate): exit code and output.
 std::pair<int, std::string> runSluice(const std::vector<std::string>& args,
                                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
