@@ -162,18 +162,18 @@ std::int64_t roll(View& view, const LimitParams& params, Micros now) {
   // No decision reads a fixed window that has ended: its unsent hits expire with it (not lost:
   // nobody needed them) and its counts are not kept. A sliding window keeps the one before.
   const bool fixed = params.algorithm == Algorithm::kFixedWindow;
-  std::int64_t dropped = fixed ? 0 : view.prev.unsent();
+  std::int64_t dropped = view.prev.unsent();
   if (!fixed && index == view.cur.index + 1) {
     view.prev = std::move(view.cur);
   } else {
-    dropped += fixed ? 0 : view.cur.unsent();
+    dropped += view.cur.unsent();
     view.prev = WindowView{};
     view.prev.index = index - 1;
   }
   view.cur = WindowView{};
   view.cur.index = index;
   view.tight = false;
-  return dropped;
+  return fixed ? 0 : dropped;
 }
 
 BucketState merged(const View& view, const LimitParams& params, Micros now) {

@@ -31,10 +31,9 @@ void EventualEngine::dropHits(std::int64_t lost) {
 void EventualEngine::rollView(Slot& slot, Micros now) {
   const std::int64_t before = unsentOf(slot.view);
   const std::int64_t lost = eventual::roll(slot.view, slot.params, now);
-  if (lost > 0) {
-    metrics_.dropped_hits.inc(static_cast<std::uint64_t>(lost));
-  }
-  addPending(unsentOf(slot.view) - before);
+  dropHits(lost);
+  // The rest of what left the unsent hits: a fixed window's, which expire with it.
+  addPending(unsentOf(slot.view) - before + lost);
 }
 
 void EventualEngine::makeRoom(Shard& shard) {
