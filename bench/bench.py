@@ -459,9 +459,16 @@ def run_wrk(ctx, system, wl, duration, rate=0, connections=None, prefix=None, se
     with open(out) as f:
         s = json.load(f)
     if s["requests"] == 0:
-        # Kept as a failure, with the process logs (the work directory is kept on failure).
-        raise BenchError(f"{system.name} answered no request in {duration} s:\n{res.stdout}\n"
-                         + (system.proc.tail() if system.proc else ""))
+        why = f"{system.name} answered no request in {duration} s"
+        if not ctx.smoke:
+            # A figure of nothing: the run fails, its process logs kept (the work directory
+            # is kept on failure).
+            tail = system.proc.tail() if system.proc else ""
+            raise BenchError(f"{why}:\n{res.stdout}\n{tail}")
+        # The smoke run (1 s, no warm-up, beside other tests) only proves the harness: a
+        # machine that stalls for a second leaves a run empty. Said, and the caller (the smoke
+        # test) judges what it checks.
+        log(f"WARNING: {why} (smoke run)")
     secs = s["duration_us"] / 1e6
     n = max(s["requests"], 1)
     errors = s["connect_errors"] + s["read_errors"] + s["write_errors"] + s["timeouts"]
