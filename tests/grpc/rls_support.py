@@ -95,6 +95,21 @@ def wait_for(predicate, timeout=10.0, what="condition"):
         time.sleep(0.02)
 
 
+def in_one_window(calls, window_seconds=1, attempts=5):
+    """Runs `calls()` from the start of a window of `window_seconds` (fixed windows are aligned
+    to the epoch) and returns what it returned, once a run fell within one window: a run that
+    crossed into the next window (a slow machine) is run again from the start of a later one,
+    whose counts are fresh."""
+    for _ in range(attempts):
+        time.sleep(window_seconds - time.time() % window_seconds + 0.01)
+        window = int(time.time() // window_seconds)
+        result = calls()
+        if int(time.time() // window_seconds) == window:
+            return result
+    raise AssertionError("no run of the calls fell within one %g s window in %d attempts"
+                         % (window_seconds, attempts))
+
+
 def request(domain, descriptors, hits_addend=0):
     """A RateLimitRequest; descriptors are lists of (key, value) pairs, or dicts with
     'entries' and optional 'hits_addend' / 'limit' (requests_per_unit, unit) /
