@@ -4,7 +4,8 @@
 # core), in one run that prints the ratios:
 #   gRPC ShouldRateLimit / HTTP/1.1 /shouldAllowRequest   the same decision (goal <= 1.5x)
 #   gRPC grpc.health.v1 Check / HTTP /healthz             answers deciding nothing (<= 1.2x)
-#   each of them / nginx `return 200`                     an HTTP answer doing no work
+#   each of them / nginx `return 200`                     an HTTP answer doing no work, to
+#                                                         the HTTP decision's own POST
 #
 #   bench/grpc.sh [--duration S] [--connections N] [--rounds R] [--build-dir DIR]... [--json FILE]
 #
@@ -77,7 +78,8 @@ for i in "${!build_dirs[@]}"; do
   grpc_ports+=("$grpc_port")
 done
 
-# nginx `return 200`: one worker, pinned beside Sluice, no logging.
+# nginx `return 200`: one worker, pinned beside Sluice, no logging. It is sent the HTTP decision's
+# request (the same POST and body), so that the request's bytes and h2load's work are the same.
 nginx_port=$(free_port)
 mkdir -p "$work/nginx"
 cat >"$work/nginx/nginx.conf" <<EOF
@@ -143,7 +145,8 @@ for round in $(seq 0 "$rounds"); do
       "http://127.0.0.1:${grpc_ports[$i]}/grpc.health.v1.Health/Check" >>"$sink"
     run "${pids[$i]}" "healthz:$i" --h1 "http://127.0.0.1:${http_ports[$i]}/healthz" >>"$sink"
   done
-  run "$nginx_pid" "nginx" --h1 "http://127.0.0.1:$nginx_port/" >>"$sink"
+  run "$nginx_pid" "nginx" --h1 -d "$work/http.json" -H 'content-type: application/json' \
+    "http://127.0.0.1:$nginx_port/shouldAllowRequest" >>"$sink"
 done
 
 python3 - "$results" "$connections" "$duration" "$rounds" "$json_out" "${build_dirs[@]}" <<'EOF'

@@ -11,13 +11,15 @@ import sys
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 SYSTEMS = ["sluice-memory", "nginx", "haproxy", "sluice-redis", "sluice-eventual", "node",
-           "redis-benchmark", "redis-benchmark-P16", "redis-benchmark-shared", "nginx-null"]
+           "redis-benchmark", "redis-benchmark-P16", "redis-benchmark-shared", "nginx-null",
+           "nginx-null-get"]
 TITLES = {"sluice-memory": "Sluice memory", "nginx": "nginx limit_req",
           "haproxy": "HAProxy stick table", "sluice-redis": "Sluice Redis",
           "node": "Node RLF+ioredis", "redis-benchmark": "redis-benchmark EVALSHA",
           "redis-benchmark-P16": "redis-benchmark EVALSHA -P16",
           "redis-benchmark-shared": "redis-benchmark EVALSHA, Redis sharing CPU 1",
-          "nginx-null": "nginx return 200 (null answer)",
+          "nginx-null": "nginx return 200 to the same POST (null answer)",
+          "nginx-null-get": "nginx return 200 to a GET",
           "sluice-eventual": "Sluice Redis eventual"}
 # CPU per answer: (numerator, its figure, denominator, its figure, goal: at most this ratio,
 # workloads). A figure is "server" (the system's process) or "redis" (its redis-server).
