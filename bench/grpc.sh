@@ -120,14 +120,14 @@ hz=$(getconf CLK_TCK)
 run() {  # <pid> <label> <h2load args...>: prints "<label> <requests/s> <cpu us per request>"
   local pid=$1 label=$2
   shift 2
-  local before after out rps done
+  local before after out rps answered
   before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   out=$(taskset -c 1 h2load -t 1 -c "$connections" -m 1 -D "$run_for" "$@")
   after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
-  done=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' <<<"$out")
-  [[ -n $rps && -n $done && $done -gt 0 ]] || { echo "$out" >&2; exit 1; }
-  python3 -c "import sys; t=($after-$before)/$hz; print('$label', '$rps', round(t*1e6/$done, 1))"
+  answered=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' <<<"$out")
+  [[ -n $rps && -n $answered && $answered -gt 0 ]] || { echo "$out" >&2; exit 1; }
+  python3 -c "t=($after-$before)/$hz; print('$label', '$rps', round(t*1e6/$answered, 1))"
 }
 
 results=$work/results
