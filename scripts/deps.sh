@@ -72,7 +72,9 @@ if [[ $level == test || $level == bench ]]; then
   # a Debian 12 base made by debootstrap; runc because podman's default crun fails on hosts
   # with cgroups in hybrid mode; docker-compose (above) drives podman's Docker API in the
   # compose test (Debian 12's podman-compose 1.0.3 ignores profiles and fixed addresses).
-  packages+=(podman runc debootstrap)
+  # The compose services find each other by name (redis:6379, sluice:8080): podman 4.3's CNI
+  # networks resolve names only with the dnsname plugin, which podman does not pull in.
+  packages+=(podman runc debootstrap golang-github-containernetworking-plugin-dnsname)
   # tests/browser: the what-if HTML report in headless Chromium.
   packages+=(chromium)
 fi
