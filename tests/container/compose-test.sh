@@ -3,7 +3,8 @@
 # the Redis store, the nginx gateway and its upstream), brought up with the README's
 # commands, checked the way a user would, and taken down.
 #
-# Checks: both containers with a HEALTHCHECK report healthy, /healthz and gRPC health answer;
+# Checks: both containers with a HEALTHCHECK report healthy, /healthz and gRPC health answer,
+# /readyz says Sluice's Redis store is healthy;
 # decisions over HTTP (/shouldAllowRequest) and gRPC (Envoy's RLS, tests/grpc's stubs) count
 # in one bucket in the shared Redis, and the request after the limit is denied on both; the
 # gateway serves five pages and then 429 with Retry-After; Redis holds the counters;
@@ -168,7 +169,17 @@ health_of() { inspect --format '{{.State.Health.Status}}' "$(docker-compose ps -
 is_healthy() { [[ $(health_of "$1") == healthy ]]; }
 wait_until 60 "redis container healthy" is_healthy redis
 wait_until 60 "sluice container healthy" is_healthy sluice
-log "up in $((SECONDS - up_start)) s; redis and sluice healthy, /healthz answers"
+# Sluice's container is healthy while its Redis store fails open: its /readyz names the store's
+# state. A store that stays failing here is most often a network without name resolution.
+store_deadline=$((SECONDS + 30))
+until curl -fsS "$http/readyz" 2>/dev/null | grep -q '"store":"healthy"'; do
+  ((SECONDS < store_deadline)) ||
+    fail "Sluice's Redis store is not healthy within 30 s: /readyz says" \
+      "$(curl -sS "$http/readyz" 2>&1). 'cannot resolve redis' in its log below means the" \
+      "compose network resolves no names (podman: the dnsname plugin, scripts/deps.sh test)"
+  sleep 0.5
+done
+log "up in $((SECONDS - up_start)) s; redis and sluice healthy, /healthz answers, the store is healthy"
 grpc_health=$(/usr/bin/python3 tests/container/rls_ask.py "$grpc" --health 2>"$work/grpc.err") ||
   { cat "$work/grpc.err" >&2; fail "gRPC health check on $grpc"; }
 [[ $grpc_health == SERVING ]] || fail "gRPC health: $grpc_health, expected SERVING"
