@@ -168,13 +168,11 @@ def cpu_lines(doc, wls, present):
             if not any(w["id"] in g[5] for g in CPU_GOALS):
                 continue
             row = tp[w["id"]]
-            if w["id"] not in ids or fa != "server" or fb != "server":
-                r = ratio(med(row.get(a), key[fa]), med(row.get(b), key[fb])) \
-                    if w["id"] in ids else None
-                cells.append("—" if r is None else f"{r:.2f}× " + ("✓" if r <= goal else "✗"))
-                continue
-            r = ratio(med(row.get(a), key[fa]), med(row.get(b), key[fb]))
-            rr = paired(row.get(a), row.get(b), key[fa])
+            r = ratio(med(row.get(a), key[fa]), med(row.get(b), key[fb])) if w["id"] in ids \
+                else None
+            # Paired only where both figures are the alternated servers' own.
+            rr = paired(row.get(a), row.get(b), key[fa]) \
+                if r is not None and fa == fb == "server" else None
             cells.append("—" if r is None else f"{r:.2f}× " + ("✓" if r <= goal else "✗")
                          + ("" if rr is None else f" ({rr:.2f}×)"))
         label = (f"{TITLES[a]}{' (redis-server)' if fa == 'redis' else ''} / "
