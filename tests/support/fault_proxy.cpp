@@ -294,7 +294,7 @@ void FaultProxy::run() {
         }
       }
       if (c.server >= 0 && !c.to_server.empty()) {
-        ssize_t n = ::write(c.server, c.to_server.data(), c.to_server.size());
+        ssize_t n = ::send(c.server, c.to_server.data(), c.to_server.size(), MSG_NOSIGNAL);
         if (n > 0) {
           c.to_server.erase(0, static_cast<std::size_t>(n));
         }
@@ -312,7 +312,7 @@ void FaultProxy::run() {
         if (c.reset_pending) {
           const std::size_t half = chunk.data.size() / 2;
           if (half > 0) {
-            (void)!::write(c.client, chunk.data.data(), half);
+            (void)!::send(c.client, chunk.data.data(), half, MSG_NOSIGNAL);
           }
           ++resets_;
           reset_fired_ = true;
@@ -326,7 +326,8 @@ void FaultProxy::run() {
           size = std::min(size, faults.drip_bytes);
           c.next_drip = write_at + faults.drip_interval;
         }
-        ssize_t n = ::write(c.client, chunk.data.data(), size);
+        // send(MSG_NOSIGNAL): a peer that closed its end gets EPIPE, not this process a SIGPIPE.
+        ssize_t n = ::send(c.client, chunk.data.data(), size, MSG_NOSIGNAL);
         if (n <= 0) {
           if (n < 0 && errno != EAGAIN && errno != EINTR) {
             c.dead = true;

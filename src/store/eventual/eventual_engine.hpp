@@ -28,6 +28,7 @@
 #include "store/eventual/slot_table.hpp"
 #include "store/redis/redis_connection.hpp"
 #include "store/redis/redis_store_internal.hpp"
+#include "store/redis/resp_args.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -166,10 +167,6 @@ class EventualEngine {
     LimitParams params;
     std::string redis_key;  ///< the Redis key base (BucketKey::redisKey)
     int cluster_slot = -1;  ///< its hash slot (computed on a cluster's first sync)
-    /// The hashes of window `hashes_window` and the one before (built once per window).
-    std::int64_t hashes_window = eventual::kNoWindow;
-    std::string hash_cur;
-    std::string hash_prev;
     std::string key_storage;
     /// Its store key (key_storage: a slot lives on the heap and never moves, in Shard::slots
     /// or in Shard::evicted).
@@ -223,8 +220,8 @@ class EventualEngine {
   };
   /// One script call of a sync: its entries, and on a cluster the master it goes to.
   struct SyncCall {
-    std::vector<std::string> keys;
-    std::vector<std::string> args;
+    redis::RespArgs keys;
+    redis::RespArgs args;
     std::shared_ptr<std::vector<SyncEntry>> entries;
     int slot = 0;  ///< a cluster: the slot of its first key (routes the call to its master)
   };
@@ -239,8 +236,8 @@ class EventualEngine {
   };
   /// One script call of a replication step: (*sent)[first, first + count).
   struct ReplicaCall {
-    std::vector<std::string> keys;
-    std::vector<std::string> args;
+    redis::RespArgs keys;
+    redis::RespArgs args;
     std::size_t first = 0;
     std::size_t count = 0;
     int slot = 0;  ///< a cluster: the slot of its first key
@@ -323,15 +320,17 @@ class EventualEngine {
   // --- Round trips of the I/O threads (eventual_round_trip.cpp) ----------------------------
   std::string hashKey(const std::string& key, std::int64_t window, const LimitParams& p) const;
   /// The hashes of the slot's current window and the one before (KEYS of an entry).
-  void pushHashKeys(Slot& slot, std::vector<std::string>& keys) const;
+  void pushHashKeys(const Slot& slot, std::vector<std::string>& keys) const;
+  /// The same, encoded into a sync call's keys.
+  void addHashKeys(const Slot& slot, redis::RespArgs& keys) const;
   void appendEntry(Slot& slot, eventual::ScriptOp op, std::int64_t cost, bool shadow,
                    int quota_group, std::vector<std::string>& keys,
                    std::vector<std::string>& args) const;
   /// The slot's entry of a sync call, in the script's sync layout (eventual::kSyncLayout).
   /// `withhold_current` (eventual::mayWithholdCurrent()): the current window is read, not
   /// written; its hits go out with a later sync.
-  void appendSyncEntry(Slot& slot, bool withhold_current, std::vector<std::string>& keys,
-                       std::vector<std::string>& args) const;
+  void appendSyncEntry(const Slot& slot, bool withhold_current, redis::RespArgs& keys,
+                       redis::RespArgs& args) const;
   /// Regions: {the count of this region in the slot's current window that every other region
   /// confirmed (settled), the cap on this region's hits beyond it} for a tight key's round
   /// trip; {0, 0} (no cap) with one region, a key that is not tight, or an algorithm without

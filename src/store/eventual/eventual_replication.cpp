@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 
 #include "store/eventual/eventual_engine.hpp"
 #include "store/redis/cluster_slots.hpp"
@@ -116,8 +115,7 @@ void EventualEngine::replicate(Region& region) {
       }
     };
     if (clustered) {
-      call.args.insert(call.args.end(), std::make_move_iterator(call.keys.begin()),
-                       std::make_move_iterator(call.keys.end()));
+      call.args.append(call.keys);
       backend.evalScriptOnMasterOf(call.slot, std::move(call.args), timeout, std::move(on_reply));
     } else {
       backend.evalScript(std::move(call.keys), std::move(call.args), timeout, std::move(on_reply));
@@ -166,20 +164,18 @@ std::vector<EventualEngine::ReplicaCall> EventualEngine::buildReplicaCalls(
         ReplicaCall& call = calls.emplace_back();
         call.first = sent.size();
         call.slot = clustered ? redis::keyHashSlot(r.hash) : 0;
-        call.args.reserve(2 + std::min(kReplicasPerCall, replicas.size() - i) *
-                                  (eventual::kScriptStride + 2));
-        call.args.push_back(std::to_string(now));
-        call.args.push_back(writer);
+        call.args.addInt(now);
+        call.args.add(writer);
       }
       ReplicaCall& call = calls.back();
-      call.keys.push_back(r.hash);
-      call.keys.push_back(r.hash);
+      call.keys.add(r.hash);
+      call.keys.add(r.hash);
       const LimitParams& p = r.params;
       for (std::int64_t value :
            {std::int64_t{0}, static_cast<std::int64_t>(p.algorithm), p.limit, p.window_us, p.burst,
             r.value, std::int64_t{0}, r.acked, std::int64_t{0}, std::int64_t{0}, std::int64_t{0},
             std::int64_t{0}}) {
-        call.args.push_back(std::to_string(value));
+        call.args.addInt(value);
       }
       ++call.count;
       sent.push_back(std::move(r));

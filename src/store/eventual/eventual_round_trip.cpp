@@ -14,38 +14,46 @@ using eventual::ScriptOp;
 using eventual_detail::isWindowed;
 using eventual_detail::ShardLocks;
 
+namespace {
+
+/// The window's number as a hash name's suffix (none for a key without windows).
+std::string_view windowSuffix(std::array<char, 24>& digits, std::int64_t window,
+                              const LimitParams& params) {
+  if (!isWindowed(params)) {
+    return {};
+  }
+  const char* end = std::to_chars(digits.data(), digits.data() + digits.size(), window).ptr;
+  return {digits.data(), static_cast<std::size_t>(end - digits.data())};
+}
+
+}  // namespace
+
 std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
                                     const LimitParams& params) const {
+  std::array<char, 24> digits{};
+  const std::string_view suffix = windowSuffix(digits, window, params);
   std::string hash;
-  hash.reserve(key.size() + 2 + 20);
+  hash.reserve(key.size() + 2 + suffix.size());
   hash += key;
   hash += ":e";
-  if (isWindowed(params)) {
-    std::array<char, 24> digits{};
-    const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), window).ptr;
-    hash.append(digits.data(), static_cast<std::size_t>(end - digits.data()));
-  }
+  hash += suffix;
   return hash;
 }
 
-void EventualEngine::pushHashKeys(Slot& slot, std::vector<std::string>& keys) const {
+void EventualEngine::pushHashKeys(const Slot& slot, std::vector<std::string>& keys) const {
   const LimitParams& p = slot.params;
   const std::int64_t window = slot.view.cur.index;
-  if (slot.hashes_window != window || slot.hash_cur.empty()) {
-    // A key synced once per window (a cold one) moves to the next window here: the current
-    // hash becomes the previous one.
-    const bool next = isWindowed(p) && !slot.hash_cur.empty() && window == slot.hashes_window + 1;
-    slot.hashes_window = window;
-    if (next) {
-      slot.hash_prev.swap(slot.hash_cur);
-      slot.hash_cur = hashKey(slot.redis_key, window, p);
-    } else {
-      slot.hash_cur = hashKey(slot.redis_key, window, p);
-      slot.hash_prev = isWindowed(p) ? hashKey(slot.redis_key, window - 1, p) : slot.hash_cur;
-    }
-  }
-  keys.push_back(slot.hash_cur);
-  keys.push_back(slot.hash_prev);
+  keys.push_back(hashKey(slot.redis_key, window, p));
+  keys.push_back(isWindowed(p) ? hashKey(slot.redis_key, window - 1, p) : keys.back());
+}
+
+void EventualEngine::addHashKeys(const Slot& slot, redis::RespArgs& keys) const {
+  // The current window's hash and the previous one's (the same hash for a key without
+  // windows), named as hashKey() names them, written straight into the call.
+  const std::int64_t window = slot.view.cur.index;
+  std::array<char, 24> digits{};
+  keys.addJoined(slot.redis_key, ":e", windowSuffix(digits, window, slot.params));
+  keys.addJoined(slot.redis_key, ":e", windowSuffix(digits, window - 1, slot.params));
 }
 
 void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,
@@ -79,27 +87,23 @@ void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, boo
   }
 }
 
-void EventualEngine::appendSyncEntry(Slot& slot, bool withhold_current,
-                                     std::vector<std::string>& keys,
-                                     std::vector<std::string>& args) const {
+void EventualEngine::appendSyncEntry(const Slot& slot, bool withhold_current, redis::RespArgs& keys,
+                                     redis::RespArgs& args) const {
   const eventual::View& view = slot.view;
   const LimitParams& p = slot.params;
-  pushHashKeys(slot, keys);
-  args.push_back(std::to_string(static_cast<int>(p.algorithm)));
+  addHashKeys(slot, keys);
+  args.addInt(static_cast<int>(p.algorithm));
   if (isWindowed(p)) {
-    args.push_back(std::to_string(p.window_us));
+    args.addInt(p.window_us);
     // A withheld current window sends what Redis confirmed: the script raises nothing.
-    args.push_back(std::to_string(withhold_current ? view.cur.own_acked : view.cur.own));
-    args.push_back(std::to_string(eventual::previousToSend(view)));
+    args.addInt(withhold_current ? view.cur.own_acked : view.cur.own);
+    args.addInt(eventual::previousToSend(view));
     return;
   }
-  args.push_back(std::to_string(p.limit));
-  args.push_back(std::to_string(p.window_us));
-  args.push_back(std::to_string(p.burst));
-  args.push_back(std::to_string(view.cur.own));
-  args.push_back(std::to_string(view.cur.own_acked));
-  args.push_back(std::to_string(view.redis_tat.a));
-  args.push_back(std::to_string(view.redis_tat.b));
+  for (const std::int64_t value : {p.limit, p.window_us, p.burst, view.cur.own, view.cur.own_acked,
+                                   view.redis_tat.a, view.redis_tat.b}) {
+    args.addInt(value);
+  }
 }
 
 std::pair<std::int64_t, std::int64_t> EventualEngine::regionShare(const Slot& slot) const {

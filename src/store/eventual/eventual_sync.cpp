@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <iterator>
 
 #include "store/eventual/eventual_engine.hpp"
 #include "store/eventual/eventual_views.hpp"
@@ -133,8 +132,7 @@ std::vector<EventualEngine::SyncCall> EventualEngine::collectSyncCalls(Micros no
   }
   if (backend_->clustered()) {
     for (SyncCall& call : calls) {
-      call.args.insert(call.args.end(), std::make_move_iterator(call.keys.begin()),
-                       std::make_move_iterator(call.keys.end()));
+      call.args.append(call.keys);
       call.keys.clear();
     }
   }
@@ -216,14 +214,15 @@ void EventualEngine::addToSyncCall(Slot& slot, Micros now, std::unordered_map<in
   }
   SyncCall& call = open[master];
   if (!call.entries) {
-    // Reserved once per call: growing these vectors entry by entry moved every string.
+    // The entries are reserved once per call; the keys and arguments (RESP already) start
+    // with room for a few entries like this one and double as the call grows.
     call.entries = std::make_shared<std::vector<SyncEntry>>();
     call.entries->reserve(kEntriesPerCall);
-    call.keys.reserve(2 * kEntriesPerCall);
-    call.args.reserve(3 + kEntriesPerCall * (kSyncArgsPerEntry + (clustered ? 2 : 0)));
-    call.args.push_back(std::to_string(now));
-    call.args.push_back(entry_);
-    call.args.emplace_back(eventual::kSyncLayout);
+    call.keys.reserve(16 * 2 * (slot.redis_key.size() + 32));
+    call.args.reserve(64 + entry_.size() + 16 * kSyncArgsPerEntry * 16);
+    call.args.addInt(now);
+    call.args.add(entry_);
+    call.args.add(eventual::kSyncLayout);
     call.slot = std::max(slot.cluster_slot, 0);
   }
   appendSyncEntry(slot, withhold, call.keys, call.args);

@@ -90,7 +90,6 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key
     // A reload changed the window: the old counts mean nothing in the new one.
     dropHits(unsentOf(slot.view));
     slot.view = eventual::View{};
-    slot.hash_cur.clear();
   }
   slot.params = params;
   rollView(slot, now);

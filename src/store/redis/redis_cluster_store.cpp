@@ -137,11 +137,35 @@ class ClusterBackend final : public redis::RedisBackend,
     send(std::move(call), std::move(args), timeout, std::move(done));
   }
 
-  void evalScriptOnMasterOf(int slot, std::vector<std::string> args,
-                            std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
+  void evalScriptOnMasterOf(int slot, redis::RespArgs args, std::chrono::milliseconds timeout,
+                            redis::ReplyHandler done) override {
     auto call = std::make_shared<Call>();
     call->slot = std::clamp(slot, 0, redis::kClusterSlots - 1);
-    send(std::move(call), std::move(args), timeout, std::move(done));
+    call->resp = true;
+    call->resp_args = std::move(args);
+    send(std::move(call), {}, timeout, std::move(done));
+  }
+
+  void evalScript(redis::RespArgs keys, redis::RespArgs args, std::chrono::milliseconds timeout,
+                  redis::ReplyHandler done) override {
+    auto call = std::make_shared<Call>();
+    bool first = true;
+    bool spans = false;
+    keys.forEach([&](std::string_view key) {
+      const int slot = redis::keyHashSlot(key);
+      spans = spans || (!first && slot != call->slot);
+      call->slot = first ? slot : call->slot;
+      first = false;
+    });
+    if (spans) {
+      done(makeError(ErrorKind::kInvalidArgument,
+                     "redis cluster: the keys of one request span hash slots"));
+      return;
+    }
+    call->resp = true;
+    call->resp_keys = std::move(keys);
+    call->resp_args = std::move(args);
+    send(std::move(call), {}, timeout, std::move(done));
   }
 
   bool ready() const override { return mapped_.load(std::memory_order_acquire); }
@@ -218,6 +242,10 @@ class ClusterBackend final : public redis::RedisBackend,
   struct Call {
     std::vector<std::string> keys;
     std::vector<std::string> args;  ///< script arguments, or the command's argv
+    /// Set for a call whose keys and arguments came in RESP (resp_keys, resp_args).
+    bool resp = false;
+    redis::RespArgs resp_keys;
+    redis::RespArgs resp_args;
     int slot = 0;
     std::optional<int> fixed_node;
     std::optional<int> ask_node;  ///< ASK target for the next attempt only
@@ -373,6 +401,10 @@ class ClusterBackend final : public redis::RedisBackend,
       // the importing slot for the next command only.
       call->ask_node.reset();
       conn.command({"ASKING"}, timeout, [](Result<redis::Reply>) {});
+    }
+    if (call->resp) {
+      conn.evalScript(0, call->resp_keys, call->resp_args, timeout, std::move(on_reply));
+      return;
     }
     conn.evalScript(0, call->keys, call->args, timeout, std::move(on_reply));
   }

@@ -11,7 +11,6 @@
 #include <charconv>
 #include <csignal>
 #include <cstdint>
-#include <iterator>
 #include <mutex>
 #include <new>
 
@@ -137,6 +136,21 @@ std::string describe(const RedisOptions& o) {
   return o.host + ":" + std::to_string(o.port);
 }
 
+/// `argv` as one RESP command.
+std::string encodeCommand(const std::vector<std::string>& argv) {
+  std::size_t bytes = 16;
+  for (const std::string& a : argv) {
+    bytes += a.size() + 16;
+  }
+  std::string wire;
+  wire.reserve(bytes);
+  appendArrayHeader(wire, argv.size());
+  for (const std::string& a : argv) {
+    appendBulkString(wire, a);
+  }
+  return wire;
+}
+
 }  // namespace
 
 std::shared_ptr<RedisConnection> RedisConnection::create(net::io_context& io,
@@ -246,7 +260,7 @@ void RedisConnection::ping(std::uint64_t attempt) {
   if (attempt != attempt_ || state_ != State::kReady) {
     return;
   }
-  enqueue({"PING"}, Clock::now() + options_.stall_timeout, std::nullopt,
+  enqueue(Wire(encodeCommand({"PING"})), Clock::now() + options_.stall_timeout, std::nullopt,
           [weak = weak_from_this(), attempt](Result<Reply> reply) {
             auto self = weak.lock();
             if (!self || attempt != self->attempt_ || self->state_ != State::kReady) {
@@ -403,7 +417,7 @@ void RedisConnection::sendHandshake() {
   const std::size_t count = steps.size();
   auto deadline = Clock::now() + options_.redis.connect_timeout;
   for (std::size_t i = 0; i < count; ++i) {
-    enqueue(std::move(steps[i]), deadline, std::nullopt,
+    enqueue(Wire(encodeCommand(steps[i])), deadline, std::nullopt,
             [weak = weak_from_this(), attempt, i, count](Result<Reply> reply) {
               if (auto self = weak.lock()) {
                 self->onHandshakeStep(attempt, i == count - 1 ? SIZE_MAX : i, std::move(reply));
@@ -529,7 +543,7 @@ void RedisConnection::onContextGone(AsioSocket* socket) {
   fail(reason);
 }
 
-std::uint64_t RedisConnection::enqueue(std::vector<std::string> argv, Clock::time_point deadline,
+std::uint64_t RedisConnection::enqueue(Wire wire, Clock::time_point deadline,
                                        std::optional<std::size_t> script, ReplyHandler done) {
   const std::uint64_t id = next_id_++;
   auto it = deadlines_.emplace(deadline, id);
@@ -538,8 +552,8 @@ std::uint64_t RedisConnection::enqueue(std::vector<std::string> argv, Clock::tim
   p.deadline = deadline;
   p.deadline_it = it;
   p.script = script;
-  p.argv = std::move(argv);
-  if (!write(id, p.argv)) {
+  p.wire = std::move(wire.bytes);
+  if (!write(id, p.wire)) {
     complete(id, redisError(FailureSource::kDisconnected, 0,
                             context_ && context_->errstr ? context_->errstr : "cannot send"));
     return id;
@@ -548,35 +562,33 @@ std::uint64_t RedisConnection::enqueue(std::vector<std::string> argv, Clock::tim
   return id;
 }
 
-bool RedisConnection::write(std::uint64_t id, const std::vector<std::string>& argv) {
+bool RedisConnection::write(std::uint64_t id, std::string_view wire) {
   if (!context_) {
     return false;
   }
-  // The RESP encoding, written here rather than by hiredis' printf-style formatter (which
-  // costs several thousand instructions per call): *<argc> then $<len> <bytes> per argument.
-  auto number = [this](std::size_t value) {
-    std::array<char, 24> digits{};
-    auto result = std::to_chars(digits.data(), digits.data() + digits.size(), value);
-    wire_.append(digits.data(), static_cast<std::size_t>(result.ptr - digits.data()));
-  };
-  wire_.clear();
-  wire_ += '*';
-  number(argv.size());
-  wire_ += "\r\n";
-  for (const auto& a : argv) {
-    wire_ += '$';
-    number(a.size());
-    wire_ += "\r\n";
-    wire_ += a;
-    wire_ += "\r\n";
-  }
+  // The command is RESP already (encoded here rather than by hiredis' printf-style formatter,
+  // which costs several thousand instructions per call).
   int rc = redisAsyncFormattedCommand(context_.get(), replyThunk, reinterpret_cast<void*>(id),
-                                      wire_.data(), wire_.size());
+                                      wire.data(), wire.size());
   if (rc != REDIS_OK) {
     return false;
   }
   in_flight_.push_back(Clock::now());
   return true;
+}
+
+std::string RedisConnection::evalHeader(std::size_t script, std::size_t keys, std::size_t argc,
+                                        std::size_t reserve) const {
+  std::string wire;
+  wire.reserve(64 + shas_[script].size() + reserve);
+  appendArrayHeader(wire, 3 + argc);
+  appendBulkString(wire, "EVALSHA");
+  appendBulkString(wire, shas_[script]);
+  std::array<char, 24> digits{};
+  const char* end = std::to_chars(digits.data(), digits.data() + digits.size(), keys).ptr;
+  appendBulkString(wire,
+                   std::string_view(digits.data(), static_cast<std::size_t>(end - digits.data())));
+  return wire;
 }
 
 void RedisConnection::evalScript(std::size_t script, std::vector<std::string> keys,
@@ -595,14 +607,41 @@ void RedisConnection::evalScript(std::size_t script, std::vector<std::string> ke
     done(redisError(FailureSource::kNotReady, 0, endpoint_));
     return;
   }
-  std::vector<std::string> argv;
-  argv.reserve(3 + keys.size() + args.size());
-  argv.emplace_back("EVALSHA");
-  argv.push_back(shas_[script]);
-  argv.push_back(std::to_string(keys.size()));
-  std::move(keys.begin(), keys.end(), std::back_inserter(argv));
-  std::move(args.begin(), args.end(), std::back_inserter(argv));
-  enqueue(std::move(argv), Clock::now() + timeout, script, std::move(done));
+  std::size_t bytes = 0;
+  for (const std::vector<std::string>* list : {&keys, &args}) {
+    for (const std::string& a : *list) {
+      bytes += a.size() + 16;
+    }
+  }
+  std::string wire = evalHeader(script, keys.size(), keys.size() + args.size(), bytes);
+  for (const std::vector<std::string>* list : {&keys, &args}) {
+    for (const std::string& a : *list) {
+      appendBulkString(wire, a);
+    }
+  }
+  enqueue(Wire(std::move(wire)), Clock::now() + timeout, script, std::move(done));
+}
+
+void RedisConnection::evalScript(std::size_t script, RespArgs keys, RespArgs args,
+                                 std::chrono::milliseconds timeout, ReplyHandler done) {
+  if (state_ != State::kReady && waitingForFirstConnection()) {
+    waiting_.push_back([weak = weak_from_this(), script, keys = std::move(keys),
+                        args = std::move(args), timeout, done = std::move(done)]() mutable {
+      if (auto self = weak.lock()) {
+        self->evalScript(script, std::move(keys), std::move(args), timeout, std::move(done));
+      }
+    });
+    return;
+  }
+  if (state_ != State::kReady || script >= shas_.size()) {
+    done(redisError(FailureSource::kNotReady, 0, endpoint_));
+    return;
+  }
+  std::string wire = evalHeader(script, keys.size(), keys.size() + args.size(),
+                                keys.wire().size() + args.wire().size());
+  wire += keys.wire();
+  wire += args.wire();
+  enqueue(Wire(std::move(wire)), Clock::now() + timeout, script, std::move(done));
 }
 
 void RedisConnection::command(std::vector<std::string> argv, std::chrono::milliseconds timeout,
@@ -620,7 +659,7 @@ void RedisConnection::command(std::vector<std::string> argv, std::chrono::millis
     done(redisError(FailureSource::kNotReady, 0, endpoint_));
     return;
   }
-  enqueue(std::move(argv), Clock::now() + timeout, std::nullopt, std::move(done));
+  enqueue(Wire(encodeCommand(argv)), Clock::now() + timeout, std::nullopt, std::move(done));
 }
 
 void RedisConnection::onReply(std::uint64_t id, Reply* reply, const redisAsyncContext* context) {
@@ -652,7 +691,7 @@ void RedisConnection::onReply(std::uint64_t id, Reply* reply, const redisAsyncCo
       if (redisAsyncCommandArgv(context_.get(), replyThunk, reinterpret_cast<void*>(kIgnoredReply),
                                 3, args.data(), lens.data()) == REDIS_OK) {
         in_flight_.push_back(Clock::now());
-        if (write(id, p.argv)) {
+        if (write(id, p.wire)) {
           return;
         }
       }

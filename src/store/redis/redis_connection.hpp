@@ -17,6 +17,7 @@
 
 #include "sluice/common/result.hpp"
 #include "sluice/store/redis_store.hpp"
+#include "store/redis/resp_args.hpp"
 
 struct redisAsyncContext;
 
@@ -108,6 +109,9 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   /// within the same deadline. Fails at once with kConnection when not ready().
   void evalScript(std::size_t script, std::vector<std::string> keys, std::vector<std::string> args,
                   std::chrono::milliseconds timeout, ReplyHandler done);
+  /// The same with arguments already in RESP (a call of many keys).
+  void evalScript(std::size_t script, RespArgs keys, RespArgs args,
+                  std::chrono::milliseconds timeout, ReplyHandler done);
 
   /// Any other command, with a deadline of `timeout` from now.
   void command(std::vector<std::string> argv, std::chrono::milliseconds timeout, ReplyHandler done);
@@ -133,7 +137,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
     /// between a retry's LOAD and its EVALSHA (Redis reads a long pipeline of LOADs in
     /// pieces, serving other clients in between) costs one more, up to kNoScriptRetries.
     std::uint8_t noscript_retries = 0;
-    std::vector<std::string> argv;  ///< kept for a NOSCRIPT retry only
+    std::string wire;  ///< the command in RESP, kept for a NOSCRIPT retry
   };
 
   RedisConnection(boost::asio::io_context& io, ConnectionOptions options);
@@ -154,9 +158,18 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   void schedulePing();
   void ping(std::uint64_t attempt);
 
-  std::uint64_t enqueue(std::vector<std::string> argv, Clock::time_point deadline,
-                        std::optional<std::size_t> script, ReplyHandler done);
-  bool write(std::uint64_t id, const std::vector<std::string>& argv);
+  /// The start of an EVALSHA of scripts[script] with `argc` arguments after the script's
+  /// name, the first `keys` of them keys; the arguments follow.
+  std::string evalHeader(std::size_t script, std::size_t keys, std::size_t argc,
+                         std::size_t reserve) const;
+  /// A whole command in RESP (explicit: `enqueue({"PING"}, ...)` must not compile as bytes).
+  struct Wire {
+    explicit Wire(std::string b) : bytes(std::move(b)) {}
+    std::string bytes;
+  };
+  std::uint64_t enqueue(Wire wire, Clock::time_point deadline, std::optional<std::size_t> script,
+                        ReplyHandler done);
+  bool write(std::uint64_t id, std::string_view wire);
   void complete(std::uint64_t id, Result<Reply> result);
   void armTimer();
   void onTimer();
@@ -193,7 +206,6 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   std::unordered_map<std::uint64_t, Pending> pending_;
   std::multimap<Clock::time_point, std::uint64_t> deadlines_;
   std::deque<Clock::time_point> in_flight_;  ///< send times of unanswered hiredis commands
-  std::string wire_;  ///< the RESP encoding of the command being sent (reused)
 };
 
 }  // namespace sluice::redis

@@ -78,8 +78,12 @@ class RedisBackend {
   /// script names keys of any slot that master serves in `args` (a script may declare keys
   /// of one slot only). No redirect is followed: a key that moved fails the call (the
   /// topology is read again).
-  virtual void evalScriptOnMasterOf(int slot, std::vector<std::string> args,
-                                    std::chrono::milliseconds timeout, ReplyHandler done) = 0;
+  virtual void evalScriptOnMasterOf(int slot, RespArgs args, std::chrono::milliseconds timeout,
+                                    ReplyHandler done) = 0;
+  /// evalScript() with the keys and arguments already in RESP: a call of many keys (a sync
+  /// or a replication step) built without a string per argument.
+  virtual void evalScript(RespArgs keys, RespArgs args, std::chrono::milliseconds timeout,
+                          ReplyHandler done) = 0;
   /// Fails the calls in flight and closes every connection; nothing reconnects afterwards.
   virtual void stop() = 0;
 };

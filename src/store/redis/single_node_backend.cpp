@@ -85,9 +85,13 @@ class SingleNodeBackend final : public RedisBackend {
   bool ready() const override { return connection_->ready(); }
   std::uint64_t connectCount() const override { return connection_->connectCount(); }
   int masterOf(int /*slot*/) const override { return 0; }
-  void evalScriptOnMasterOf(int /*slot*/, std::vector<std::string> args,
-                            std::chrono::milliseconds timeout, ReplyHandler done) override {
-    connection_->evalScript(0, {}, std::move(args), timeout, std::move(done));
+  void evalScriptOnMasterOf(int /*slot*/, RespArgs args, std::chrono::milliseconds timeout,
+                            ReplyHandler done) override {
+    connection_->evalScript(0, RespArgs{}, std::move(args), timeout, std::move(done));
+  }
+  void evalScript(RespArgs keys, RespArgs args, std::chrono::milliseconds timeout,
+                  ReplyHandler done) override {
+    connection_->evalScript(0, std::move(keys), std::move(args), timeout, std::move(done));
   }
   void stop() override { connection_->stop(); }
 

@@ -56,9 +56,13 @@ class RedisLink final : public redis::RedisBackend {
     };
     later(std::move(run));
   }
-  void evalScriptOnMasterOf(int /*slot*/, std::vector<std::string> args,
-                            std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
-    evalScript({}, std::move(args), timeout, std::move(done));
+  void evalScriptOnMasterOf(int /*slot*/, redis::RespArgs args, std::chrono::milliseconds timeout,
+                            redis::ReplyHandler done) override {
+    evalScript(redis::RespArgs{}, std::move(args), timeout, std::move(done));
+  }
+  void evalScript(redis::RespArgs keys, redis::RespArgs args, std::chrono::milliseconds timeout,
+                  redis::ReplyHandler done) override {
+    evalScript(split(keys), split(args), timeout, std::move(done));
   }
   std::vector<std::string> keyNodes() const override { return {"node"}; }
   void command(const std::string&, std::vector<std::string>, std::chrono::milliseconds,
@@ -76,6 +80,12 @@ class RedisLink final : public redis::RedisBackend {
   void stop() override { stopped_ = true; }
 
  private:
+  static std::vector<std::string> split(const redis::RespArgs& args) {
+    std::vector<std::string> out;
+    args.forEach([&](std::string_view arg) { out.emplace_back(arg); });
+    return out;
+  }
+
   static Error lost() {
     return redis::redisError(redis::FailureSource::kContext, REDIS_ERR_EOF, "link cut");
   }

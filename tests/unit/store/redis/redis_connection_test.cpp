@@ -8,7 +8,10 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "store/redis/resp_args.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice {
@@ -16,6 +19,7 @@ namespace {
 
 namespace net = boost::asio;
 using std::chrono::milliseconds;
+using namespace std::string_view_literals;
 
 /// write(2)-family calls made by this process so far (Linux /proc/self/io `syscw`; socket
 /// sendmsg/sendto are not counted, hiredis writes with write(2)).
@@ -65,6 +69,94 @@ TEST(RedisConnectionTest, CommandsIssuedInOneEventLoopTurnLeaveInOneWrite) {
   // readiness handler runs, after the turn that issued them.
   EXPECT_GE(writes, 1);
   EXPECT_LE(writes, 2) << kCommands << " commands took " << writes << " write(2) calls";
+  connection->stop();
+}
+
+TEST(RespArgsTest, EncodesEachArgumentAsABulkStringAndReadsThemBack) {
+  redis::RespArgs args;
+  args.add("key");
+  args.add("");
+  args.add("a\r\n$3\0b"sv);  // the protocol's own bytes, and a NUL
+  args.addInt(-42);
+  args.addInt(1'700'000'000'000'000);
+  args.addJoined("user:7", ":e", "123");
+  EXPECT_EQ(args.size(), 6U);
+  EXPECT_EQ(args.wire(),
+            "$3\r\nkey\r\n$0\r\n\r\n$7\r\na\r\n$3\0b\r\n$3\r\n-42\r\n"
+            "$16\r\n1700000000000000\r\n$11\r\nuser:7:e123\r\n"sv);
+  std::vector<std::string> read;
+  args.forEach([&](std::string_view arg) { read.emplace_back(arg); });
+  EXPECT_EQ(read, (std::vector<std::string>{"key", "", std::string("a\r\n$3\0b"sv), "-42",
+                                            "1700000000000000", "user:7:e123"}));
+
+  redis::RespArgs more;
+  more.addInt(7);
+  args.append(more);
+  EXPECT_EQ(args.size(), 7U);
+  args.clear();
+  EXPECT_TRUE(args.empty());
+  EXPECT_EQ(args.wire(), "");
+}
+
+TEST(RedisConnectionTest, AScriptCallInRespArgsRunsAsTheSameCallInStringsAndSurvivesAFlush) {
+  test::RedisServer server;
+  auto url = parseRedisUrl(server.url());
+  ASSERT_TRUE(url.ok());
+  net::io_context io;
+  redis::ConnectionOptions options;
+  options.redis = *url;
+  // Echoes what it was given: the keys, a separator, the arguments.
+  options.scripts = {
+      "local out = {} "
+      "for _, k in ipairs(KEYS) do out[#out + 1] = k end "
+      "out[#out + 1] = '|' "
+      "for _, a in ipairs(ARGV) do out[#out + 1] = a end "
+      "return out"};
+  auto connection = redis::RedisConnection::create(io, options);
+  connection->start();
+  ASSERT_TRUE(test::runUntil(io, [&] { return connection->ready(); }));
+
+  const std::vector<std::string> expected = {"k1", std::string("k\0\r\n2", 5), "|", "", "12", "-3"};
+  auto strings = [](const redis::Reply& reply) {
+    std::vector<std::string> out;
+    for (const redis::Reply& e : reply.elements) {
+      out.push_back(e.str);
+    }
+    return out;
+  };
+  auto call = [&](bool resp) {
+    std::optional<Result<redis::Reply>> answer;
+    auto done = [&answer](Result<redis::Reply> reply) { answer = std::move(reply); };
+    if (resp) {
+      redis::RespArgs keys;
+      keys.add("k1");
+      keys.add(std::string_view("k\0\r\n2", 5));
+      redis::RespArgs args;
+      args.add("");
+      args.addInt(12);
+      args.addInt(-3);
+      connection->evalScript(0, std::move(keys), std::move(args), milliseconds(2000), done);
+    } else {
+      connection->evalScript(0, {"k1", std::string("k\0\r\n2", 5)}, {"", "12", "-3"},
+                             milliseconds(2000), done);
+    }
+    EXPECT_TRUE(test::runUntil(io, [&] { return answer.has_value(); }));
+    return std::move(*answer);
+  };
+  for (const bool resp : {false, true}) {
+    auto reply = call(resp);
+    ASSERT_TRUE(reply.ok()) << reply.error().message;
+    EXPECT_EQ(strings(*reply), expected) << (resp ? "RespArgs" : "strings");
+  }
+
+  // Redis forgets the script: the call is reloaded and sent again from what was kept.
+  bool flushed = false;
+  connection->command({"SCRIPT", "FLUSH"}, milliseconds(2000),
+                      [&flushed](Result<redis::Reply> reply) { flushed = reply.ok(); });
+  ASSERT_TRUE(test::runUntil(io, [&] { return flushed; }));
+  auto reply = call(true);
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(strings(*reply), expected);
   connection->stop();
 }
 
