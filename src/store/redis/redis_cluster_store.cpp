@@ -124,48 +124,30 @@ class ClusterBackend final : public redis::RedisBackend,
 
   void evalScript(std::vector<std::string> keys, std::vector<std::string> args,
                   std::chrono::milliseconds timeout, redis::ReplyHandler done) override {
-    auto call = std::make_shared<Call>();
-    call->slot = keys.empty() ? 0 : redis::keyHashSlot(keys.front());
-    for (const std::string& key : keys) {
-      if (redis::keyHashSlot(key) != call->slot) {
-        done(makeError(ErrorKind::kInvalidArgument,
-                       "redis cluster: the keys of one request span hash slots"));
-        return;
-      }
-    }
-    call->keys = std::move(keys);
-    send(std::move(call), std::move(args), timeout, std::move(done));
-  }
-
-  void evalScriptOnMasterOf(int slot, redis::RespArgs args, std::chrono::milliseconds timeout,
-                            redis::ReplyHandler done) override {
-    auto call = std::make_shared<Call>();
-    call->slot = std::clamp(slot, 0, redis::kClusterSlots - 1);
-    call->resp = true;
-    call->resp_args = std::move(args);
-    send(std::move(call), {}, timeout, std::move(done));
+    evalScript(redis::RespArgs::of(keys), redis::RespArgs::of(args), timeout, std::move(done));
   }
 
   void evalScript(redis::RespArgs keys, redis::RespArgs args, std::chrono::milliseconds timeout,
                   redis::ReplyHandler done) override {
-    auto call = std::make_shared<Call>();
-    bool first = true;
+    int slot = -1;
     bool spans = false;
     keys.forEach([&](std::string_view key) {
-      const int slot = redis::keyHashSlot(key);
-      spans = spans || (!first && slot != call->slot);
-      call->slot = first ? slot : call->slot;
-      first = false;
+      const int of_key = redis::keyHashSlot(key);
+      spans = spans || (slot >= 0 && of_key != slot);
+      slot = of_key;
     });
     if (spans) {
       done(makeError(ErrorKind::kInvalidArgument,
                      "redis cluster: the keys of one request span hash slots"));
       return;
     }
-    call->resp = true;
-    call->resp_keys = std::move(keys);
-    call->resp_args = std::move(args);
-    send(std::move(call), {}, timeout, std::move(done));
+    send(std::max(slot, 0), std::move(keys), std::move(args), timeout, std::move(done));
+  }
+
+  void evalScriptOnMasterOf(int slot, redis::RespArgs args, std::chrono::milliseconds timeout,
+                            redis::ReplyHandler done) override {
+    send(std::clamp(slot, 0, redis::kClusterSlots - 1), redis::RespArgs{}, std::move(args), timeout,
+         std::move(done));
   }
 
   bool ready() const override { return mapped_.load(std::memory_order_acquire); }
@@ -218,7 +200,7 @@ class ClusterBackend final : public redis::RedisBackend,
     }
     auto call = std::make_shared<Call>();
     call->fixed_node = it->second;
-    call->args = std::move(argv);
+    call->argv = std::move(argv);
     call->deadline = Clock::now() + timeout;
     call->done = std::move(done);
     dispatch(std::move(call));
@@ -237,15 +219,13 @@ class ClusterBackend final : public redis::RedisBackend,
     bool failed = false;  ///< lost (or never reached) since its last successful handshake
   };
 
-  /// One request on its way through redirects; `keys` empty and `fixed_node` set for a
-  /// plain command (admin reset), which is not redirected.
+  /// One request on its way through redirects: a script call (`keys` and `args`, RESP
+  /// already), or with `fixed_node` set a plain command (`argv`; admin reset), which is not
+  /// redirected.
   struct Call {
-    std::vector<std::string> keys;
-    std::vector<std::string> args;  ///< script arguments, or the command's argv
-    /// Set for a call whose keys and arguments came in RESP (resp_keys, resp_args).
-    bool resp = false;
-    redis::RespArgs resp_keys;
-    redis::RespArgs resp_args;
+    redis::RespArgs keys;
+    redis::RespArgs args;
+    std::vector<std::string> argv;
     int slot = 0;
     std::optional<int> fixed_node;
     std::optional<int> ask_node;  ///< ASK target for the next attempt only
@@ -258,9 +238,12 @@ class ClusterBackend final : public redis::RedisBackend,
     redis::ReplyHandler done;
   };
 
-  /// Sends `call` (its slot or keys set) with `args`, waiting at start-up for the topology.
-  void send(std::shared_ptr<Call> call, std::vector<std::string> args,
-            std::chrono::milliseconds timeout, redis::ReplyHandler done) {
+  /// Sends a script call to the master of `slot`, waiting at start-up for the topology.
+  void send(int slot, redis::RespArgs keys, redis::RespArgs args, std::chrono::milliseconds timeout,
+            redis::ReplyHandler done) {
+    auto call = std::make_shared<Call>();
+    call->slot = slot;
+    call->keys = std::move(keys);
     call->args = std::move(args);
     call->deadline = Clock::now() + timeout;
     if (health() == StoreHealth::kConnecting) {
@@ -393,7 +376,7 @@ class ClusterBackend final : public redis::RedisBackend,
       }
     };
     if (call->fixed_node) {
-      conn.command(call->args, timeout, std::move(on_reply));
+      conn.command(call->argv, timeout, std::move(on_reply));
       return;
     }
     if (call->ask_node) {
@@ -401,10 +384,6 @@ class ClusterBackend final : public redis::RedisBackend,
       // the importing slot for the next command only.
       call->ask_node.reset();
       conn.command({"ASKING"}, timeout, [](Result<redis::Reply>) {});
-    }
-    if (call->resp) {
-      conn.evalScript(0, call->resp_keys, call->resp_args, timeout, std::move(on_reply));
-      return;
     }
     conn.evalScript(0, call->keys, call->args, timeout, std::move(on_reply));
   }

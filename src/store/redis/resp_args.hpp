@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace sluice::redis {
 
@@ -56,6 +57,15 @@ class RespArgs {
     return *this;
   }
   ~RespArgs() = default;
+
+  /// The arguments `list`, encoded.
+  static RespArgs of(const std::vector<std::string>& list) {
+    RespArgs out;
+    for (const std::string& item : list) {
+      out.add(item);
+    }
+    return out;
+  }
 
   /// One argument: `bytes`.
   void add(std::string_view bytes) { addJoined(bytes, {}, {}); }
