@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +67,7 @@ ChildProcess::ChildProcess(ChildOptions options) : options_(std::move(options)) 
                              std::strerror(errno));
   }
   const char* cwd = options_.cwd.empty() ? nullptr : options_.cwd.c_str();
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) {
     int err = errno;
@@ -73,6 +75,13 @@ ChildProcess::ChildProcess(ChildOptions options) : options_(std::move(options)) 
     throw std::runtime_error(std::string("ChildProcess: fork: ") + std::strerror(err));
   }
   if (pid_ == 0) {
+    // A test that dies (a crash, SIGPIPE, ctest's timeout) must not leave its children
+    // running: they would load the machine of every later test and benchmark. (The signal
+    // follows the thread that forked: children are started from the test's main thread.)
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) {
+      ::_exit(125);  // the test died between fork and prctl
+    }
     ::dup2(out_fd, STDOUT_FILENO);
     ::dup2(out_fd, STDERR_FILENO);
     int devnull = ::open("/dev/null", O_RDONLY);
