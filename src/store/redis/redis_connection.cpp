@@ -594,32 +594,7 @@ std::string RedisConnection::evalHeader(std::size_t script, std::size_t keys, st
 void RedisConnection::evalScript(std::size_t script, std::vector<std::string> keys,
                                  std::vector<std::string> args, std::chrono::milliseconds timeout,
                                  ReplyHandler done) {
-  if (state_ != State::kReady && waitingForFirstConnection()) {
-    waiting_.push_back([weak = weak_from_this(), script, keys = std::move(keys),
-                        args = std::move(args), timeout, done = std::move(done)]() mutable {
-      if (auto self = weak.lock()) {
-        self->evalScript(script, std::move(keys), std::move(args), timeout, std::move(done));
-      }
-    });
-    return;
-  }
-  if (state_ != State::kReady || script >= shas_.size()) {
-    done(redisError(FailureSource::kNotReady, 0, endpoint_));
-    return;
-  }
-  std::size_t bytes = 0;
-  for (const std::vector<std::string>* list : {&keys, &args}) {
-    for (const std::string& a : *list) {
-      bytes += a.size() + 16;
-    }
-  }
-  std::string wire = evalHeader(script, keys.size(), keys.size() + args.size(), bytes);
-  for (const std::vector<std::string>* list : {&keys, &args}) {
-    for (const std::string& a : *list) {
-      appendBulkString(wire, a);
-    }
-  }
-  enqueue(Wire(std::move(wire)), Clock::now() + timeout, script, std::move(done));
+  evalScript(script, RespArgs::of(keys), RespArgs::of(args), timeout, std::move(done));
 }
 
 void RedisConnection::evalScript(std::size_t script, RespArgs keys, RespArgs args,

@@ -35,18 +35,26 @@ std::optional<long long> writeCalls() {
   return std::nullopt;
 }
 
+/// A started connection to `server` that loads `scripts`.
+std::shared_ptr<redis::RedisConnection> connect(net::io_context& io, test::RedisServer& server,
+                                                std::vector<std::string> scripts = {}) {
+  auto url = parseRedisUrl(server.url());
+  EXPECT_TRUE(url.ok());
+  redis::ConnectionOptions options;
+  options.redis = url.ok() ? *url : RedisOptions{};
+  options.scripts = std::move(scripts);
+  auto connection = redis::RedisConnection::create(io, options);
+  connection->start();
+  return connection;
+}
+
 TEST(RedisConnectionTest, CommandsIssuedInOneEventLoopTurnLeaveInOneWrite) {
   if (!writeCalls()) {
     GTEST_SKIP() << "/proc/self/io is not readable here";
   }
   test::RedisServer server;
-  auto url = parseRedisUrl(server.url());
-  ASSERT_TRUE(url.ok());
   net::io_context io;
-  redis::ConnectionOptions options;
-  options.redis = *url;
-  auto connection = redis::RedisConnection::create(io, options);
-  connection->start();
+  auto connection = connect(io, server);
   ASSERT_TRUE(test::runUntil(io, [&] { return connection->ready(); }));
 
   constexpr int kCommands = 200;
@@ -100,20 +108,14 @@ TEST(RespArgsTest, EncodesEachArgumentAsABulkStringAndReadsThemBack) {
 
 TEST(RedisConnectionTest, AScriptCallInRespArgsRunsAsTheSameCallInStringsAndSurvivesAFlush) {
   test::RedisServer server;
-  auto url = parseRedisUrl(server.url());
-  ASSERT_TRUE(url.ok());
   net::io_context io;
-  redis::ConnectionOptions options;
-  options.redis = *url;
   // Echoes what it was given: the keys, a separator, the arguments.
-  options.scripts = {
-      "local out = {} "
-      "for _, k in ipairs(KEYS) do out[#out + 1] = k end "
-      "out[#out + 1] = '|' "
-      "for _, a in ipairs(ARGV) do out[#out + 1] = a end "
-      "return out"};
-  auto connection = redis::RedisConnection::create(io, options);
-  connection->start();
+  auto connection = connect(io, server,
+                            {"local out = {} "
+                             "for _, k in ipairs(KEYS) do out[#out + 1] = k end "
+                             "out[#out + 1] = '|' "
+                             "for _, a in ipairs(ARGV) do out[#out + 1] = a end "
+                             "return out"});
   ASSERT_TRUE(test::runUntil(io, [&] { return connection->ready(); }));
 
   const std::vector<std::string> expected = {"k1", std::string("k\0\r\n2", 5), "|", "", "12", "-3"};
