@@ -215,17 +215,9 @@ class RedisCluster:
         self.processes = []
         self.ports = []
         for i in range(3):
-            port, bus = free_port(), free_port()
             node_dir = os.path.join(self.dir, str(i))
             os.mkdir(node_dir)
-            self.processes.append(subprocess.Popen(
-                ["redis-server", "--port", str(port), "--cluster-port", str(bus), "--bind",
-                 "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file",
-                 "nodes.conf", "--save", "", "--appendonly", "no", "--dir", node_dir],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            self.ports.append(port)
-        for port in self.ports:
-            wait_for(lambda: self.cli(port, "PING") == "PONG", 10, "redis node %d" % port)
+            self.start_node(node_dir)
         subprocess.run(["redis-cli", "--cluster", "create"] +
                        ["127.0.0.1:%d" % p for p in self.ports] + ["--cluster-yes"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -233,6 +225,26 @@ class RedisCluster:
         for port in self.ports:
             wait_for(lambda: "cluster_state:ok" in self.cli(port, "CLUSTER", "INFO"), 20,
                      "cluster_state:ok")
+
+    def start_node(self, node_dir, attempts=5):
+        """Starts one node on free ports. A port another process took since free_port() makes
+        redis-server exit at once: the node then starts again on other ports."""
+        for _ in range(attempts):
+            port, bus = free_port(), free_port()
+            process = subprocess.Popen(
+                ["redis-server", "--port", str(port), "--cluster-port", str(bus), "--bind",
+                 "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file",
+                 "nodes.conf", "--save", "", "--appendonly", "no", "--dir", node_dir],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # Ours answers, not another server on the same port: INFO names its process.
+            mine = "process_id:%d" % process.pid
+            wait_for(lambda: process.poll() is not None or mine in self.cli(port, "INFO", "server"),
+                     10, "redis node %d" % port)
+            if process.poll() is None:
+                self.processes.append(process)
+                self.ports.append(port)
+                return
+        raise AssertionError("no redis node started in %d attempts" % attempts)
 
     def cli(self, port, *args):
         done = subprocess.run(["redis-cli", "-p", str(port)] + list(args),
