@@ -214,17 +214,22 @@ class RedisCluster:
         self.dir = tempfile.mkdtemp(prefix="sluice-grpc-cluster-")
         self.processes = []
         self.ports = []
-        for i in range(3):
-            node_dir = os.path.join(self.dir, str(i))
-            os.mkdir(node_dir)
-            self.start_node(node_dir)
-        subprocess.run(["redis-cli", "--cluster", "create"] +
-                       ["127.0.0.1:%d" % p for p in self.ports] + ["--cluster-yes"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=30)
-        for port in self.ports:
-            wait_for(lambda: "cluster_state:ok" in self.cli(port, "CLUSTER", "INFO"), 20,
-                     "cluster_state:ok")
+        try:
+            for i in range(3):
+                node_dir = os.path.join(self.dir, str(i))
+                os.mkdir(node_dir)
+                self.start_node(node_dir)
+            subprocess.run(["redis-cli", "--cluster", "create"] +
+                           ["127.0.0.1:%d" % p for p in self.ports] + ["--cluster-yes"],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=30)
+            for port in self.ports:
+                wait_for(lambda: "cluster_state:ok" in self.cli(port, "CLUSTER", "INFO"), 20,
+                         "cluster_state:ok")
+        except BaseException:
+            # A cluster that did not come up leaves no node behind (nobody will close() it).
+            self.close()
+            raise
 
     def start_node(self, node_dir, attempts=5):
         """Starts one node on free ports. A port another process took since free_port() makes
@@ -236,19 +241,25 @@ class RedisCluster:
                  "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file",
                  "nodes.conf", "--save", "", "--appendonly", "no", "--dir", node_dir],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.processes.append(process)  # close() kills it, whatever happens next
             # Ours answers, not another server on the same port: INFO names its process.
             mine = "process_id:%d" % process.pid
             wait_for(lambda: process.poll() is not None or mine in self.cli(port, "INFO", "server"),
                      10, "redis node %d" % port)
             if process.poll() is None:
-                self.processes.append(process)
                 self.ports.append(port)
                 return
+            self.processes.remove(process)
         raise AssertionError("no redis node started in %d attempts" % attempts)
 
     def cli(self, port, *args):
-        done = subprocess.run(["redis-cli", "-p", str(port)] + list(args),
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)
+        """The command's answer; empty when none came within 5 s (a port that accepts and never
+        answers: another program's, or a stuck node)."""
+        try:
+            done = subprocess.run(["redis-cli", "-p", str(port)] + list(args),
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=5)
+        except subprocess.TimeoutExpired:
+            return ""
         return done.stdout.decode().strip()
 
     def url(self):
