@@ -228,7 +228,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
     if (!batchable) {
       script_calls_.inc();
-      backend_->evalScript(std::move(keys), std::vector<std::string>(*args),
+      // Encoded from the shared argument list: no copy of it.
+      backend_->evalScript(redis::RespArgs::of(keys), redis::RespArgs::of(*args),
                            options_.request_timeout, std::move(done));
       return;
     }
@@ -295,7 +296,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     timeout = std::max(timeout, std::chrono::milliseconds(1));
     if (batch.size() == 1) {
       BatchedCall& call = batch.front();
-      backend_->evalScript(std::move(call.keys), std::vector<std::string>(*call.args), timeout,
+      backend_->evalScript(redis::RespArgs::of(call.keys), redis::RespArgs::of(*call.args), timeout,
                            std::move(call.done));
       return;
     }
