@@ -185,6 +185,29 @@ http::ServerOptions serverOptions(const AppOptions& options) {
 class SluiceServer {
  public:
   /// Builds everything; nothing serves until run(). Returns the exit code on failure.
+  /// The eventual engine's options from the flags (the exit code of a bad --regions).
+  static int eventualOptions(const AppOptions& options, EventualOptions& eventual) {
+    eventual.sync_interval = options.sync_interval;
+    eventual.region = options.region;
+    eventual.max_keys = options.eventual_max_keys;
+    eventual.quiet_keys = options.eventual_quiet_keys;
+    if (options.regions.empty()) {
+      return kExitOk;
+    }
+    if (options.store != StoreKind::kRedis && options.store != StoreKind::kRedisCluster) {
+      std::cerr << "sluice: --regions: eventual regions need --store redis or redis_cluster\n";
+      return kExitUsage;
+    }
+    auto regions =
+        parseEventualRegions(options.regions, options.region, options.redis_nodes.front());
+    if (!regions) {
+      std::cerr << "sluice: --regions: " << regions.error().message << "\n";
+      return kExitUsage;
+    }
+    eventual.regions = std::move(*regions);
+    return kExitOk;
+  }
+
   static std::variant<std::unique_ptr<SluiceServer>, int> make(const AppOptions& options) {
     std::unique_ptr<SluiceServer> s(new SluiceServer(options));
     auto operations = Operations::create(options, s->metrics_, s->clock_);
@@ -194,21 +217,8 @@ class SluiceServer {
     }
     s->operations_ = std::move(*operations);
     EventualOptions eventual;
-    eventual.sync_interval = options.sync_interval;
-    eventual.region = options.region;
-    eventual.max_keys = options.eventual_max_keys;
-    if (!options.regions.empty()) {
-      if (options.store != StoreKind::kRedis && options.store != StoreKind::kRedisCluster) {
-        std::cerr << "sluice: --regions: eventual regions need --store redis or redis_cluster\n";
-        return kExitUsage;
-      }
-      auto regions =
-          parseEventualRegions(options.regions, options.region, options.redis_nodes.front());
-      if (!regions) {
-        std::cerr << "sluice: --regions: " << regions.error().message << "\n";
-        return kExitUsage;
-      }
-      eventual.regions = std::move(*regions);
+    if (const int failed = eventualOptions(options, eventual); failed != kExitOk) {
+      return failed;
     }
     // Polls and SIGHUP reloads run on the control context, never on an I/O thread.
     RulesWatcher::Options watch;

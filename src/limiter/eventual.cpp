@@ -173,6 +173,11 @@ std::int64_t roll(View& view, const LimitParams& params, Micros now) {
   view.cur = WindowView{};
   view.cur.index = index;
   view.tight = false;
+  if (fixed) {
+    // The blind allowance bounds what a window may admit unseen: a new fixed window starts
+    // with all of it (what the last one admitted blind counts against that one's limit only).
+    view.blind = 0;
+  }
   return fixed ? 0 : dropped;
 }
 
@@ -227,11 +232,32 @@ bool farFromLimit(const View& view, const LimitParams& params, Micros now, Micro
   return static_cast<double>(look.outcome.remaining) - spend >= static_cast<double>(capacity) / 2.0;
 }
 
+bool mustGoOut(const View& view, const LimitParams& params, const Tuning& tuning) {
+  const std::int64_t allowance = blindAllowance(params, tuning);
+  return view.tight || view.prev.unsent() > 0 || view.cur.unsent() > allowance ||
+         view.blind > allowance / 2;
+}
+
+Micros quietUntil(const View& view, const LimitParams& params, Micros now, const Tuning& tuning) {
+  if (!tuning.quiet_keys || params.algorithm != Algorithm::kFixedWindow || params.window_us <= 0 ||
+      view.cur.index == kNoWindow || view.refreshed_at < 0 || mustGoOut(view, params, tuning)) {
+    return -1;
+  }
+  // Without a blind allowance a stale view takes a round trip: such a key is read by syncs.
+  if (blindAllowance(params, tuning) <= 0) {
+    return -1;
+  }
+  const Micros end = (view.cur.index + 1) * params.window_us;
+  return end > now && farFromLimit(view, params, now, end - now, tuning) ? end : -1;
+}
+
 Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at, Micros now,
                   const Tuning& tuning) {
-  if (synced_at < 0 || view.tight || view.refreshed_at < 0 || view.prev.unsent() > 0 ||
-      view.cur.unsent() > blindAllowance(params, tuning)) {
+  if (synced_at < 0 || view.refreshed_at < 0 || mustGoOut(view, params, tuning)) {
     return now;
+  }
+  if (const Micros end = quietUntil(view, params, now, tuning); end > now) {
+    return end;
   }
   const Micros near_wait =
       std::min<Micros>(tuning.stale_after_us / 2, std::max<Micros>(params.window_us / 4, 0));

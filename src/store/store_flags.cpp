@@ -97,6 +97,13 @@ void addEventualFlags(FlagRegistry& registry, StoreSettings& settings) {
                 .metavar = "N",
                 .help = "bound on the eventual keys a sidecar holds (default 200000)",
                 .set = set::integer<std::size_t>(settings.eventual_max_keys, 1, kMaxKeys)});
+  registry.add({.name = "eventual-quiet-keys",
+                .metavar = "BOOL",
+                .help = "eventual limits: a fixed-window key far from its limit whose hits stay "
+                        "within half its blind allowance (0.05 % of L) keeps them until its "
+                        "window ends instead of writing them to Redis; false writes every hit "
+                        "within a second (default true)",
+                .set = set::boolean(settings.eventual_quiet_keys)});
 }
 
 }  // namespace

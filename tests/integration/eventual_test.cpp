@@ -255,7 +255,8 @@ TEST(EventualTest, AMixedRequestWithASketchIsAllOrNothing) {
 
 TEST(EventualTest, FarFromTheLimitDecisionsAreLocal) {
   RedisServer redis;
-  SluiceProcess a(sidecar(redis, eventualRules(1'000'000)));
+  // Quiet keys off: every hit reaches Redis within a second (QuietKeys... below: on).
+  SluiceProcess a(sidecar(redis, eventualRules(1'000'000), {"--eventual-quiet-keys", "false"}));
   ASSERT_TRUE(waitSynced(a)) << a.log();
   HttpClient client = a.client();
   for (int i = 0; i < 200; ++i) {
@@ -271,6 +272,57 @@ TEST(EventualTest, FarFromTheLimitDecisionsAreLocal) {
             std::string::npos)
       << metrics;
   EXPECT_TRUE(waitFor([&] { return redisTotal(redis) == 200; }, seconds(5))) << redisTotal(redis);
+}
+
+// Quiet keys (the default): a key far from its limit keeps its few hits until its window
+// ends; past its blind allowance (0.1 % of L) they go out.
+TEST(EventualTest, AQuietKeysHitsStayOutOfRedisUntilTheyPassItsBlindAllowance) {
+  awayFromMidnight();
+  RedisServer redis;
+  // A second eventual limit, of 100 a day: no blind allowance, so each of its hits goes out
+  // with the next sync (the marker that syncs ran).
+  SluiceProcess a(sidecar(redis, eventualRules(1'000'000) + "  - key: m\n"
+                                                            "    rate_limit:\n"
+                                                            "      unit: day\n"
+                                                            "      requests_per_unit: 100\n"
+                                                            "      consistency: eventual\n"));
+  ASSERT_TRUE(waitSynced(a)) << a.log();
+  HttpClient client = a.client();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", request("quiet")).status, 200);
+  }
+  // For longer than a view takes to go stale (1 s: a key that is not quiet is sent and read
+  // again by then), marker hits go out sync after sync; the quiet key's stay here.
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t markers = 0;
+  while (std::chrono::steady_clock::now() - start < milliseconds(1'500) && markers < 100) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", request("marker", "m", "x")).status, 200);
+    ++markers;
+    ASSERT_TRUE(waitFor([&] { return redisTotal(redis) >= markers; }, seconds(5)));
+  }
+  EXPECT_EQ(redisTotal(redis), markers);
+  EXPECT_TRUE(waitFor([&] { return readyz(a)["eventual"]["pending_hits"] == 200; }, seconds(5)))
+      << readyz(a).dump();
+  // Kept on purpose, they are no sync lag (which counts from the last sync Redis confirmed,
+  // at most an interval or two ago).
+  const std::string metrics = client.get("/metrics").body;
+  const std::string lag = "\nsluice_eventual_sync_lag_seconds ";
+  const std::size_t at = metrics.find(lag);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_LT(std::stod(metrics.substr(at + lag.size())), 0.5) << metrics;
+  // 1 100 hits: past the allowance of 1 000 they go out (and the rest, within it, waits again).
+  for (int i = 0; i < 900; ++i) {
+    ASSERT_EQ(client.post("/shouldAllowRequest", request("quiet")).status, 200);
+  }
+  EXPECT_TRUE(waitFor([&] { return redisTotal(redis) - markers > 1'000; }, seconds(5)))
+      << redisTotal(redis);
+  EXPECT_TRUE(waitFor(
+      [&] {
+        return readyz(a)["eventual"]["pending_hits"].get<std::int64_t>() ==
+               1'100 - (redisTotal(redis) - markers);
+      },
+      seconds(5)))
+      << readyz(a).dump();
 }
 
 TEST(EventualTest, AMixedRequestIsAllOrNothing) {
@@ -423,8 +475,11 @@ TEST(EventualTest, CountRejectedEventualLimitsRecordDeniedMixedRequests) {
 TEST(EventualTest, RedisRestartMidLoadKeepsDecidingAndLosesNoHits) {
   awayFromMidnight();
   RedisServer redis;
-  SluiceProcess a(sidecar(redis, eventualRules(10'000'000)));
-  SluiceProcess b(sidecar(redis, eventualRules(10'000'000)));
+  // Quiet keys off: the test finds every admitted hit in Redis (a quiet key's, up to its blind
+  // allowance of 10 000 here, stay in the sidecar).
+  const std::vector<std::string> every_hit{"--eventual-quiet-keys", "false"};
+  SluiceProcess a(sidecar(redis, eventualRules(10'000'000), every_hit));
+  SluiceProcess b(sidecar(redis, eventualRules(10'000'000), every_hit));
   ASSERT_TRUE(waitSynced(a)) << a.log();
   ASSERT_TRUE(waitSynced(b)) << b.log();
   Load load;
@@ -461,7 +516,8 @@ TEST(EventualTest, RedisRestartMidLoadKeepsDecidingAndLosesNoHits) {
 TEST(EventualTest, AnIdleKeysHitsSurviveARedisRestart) {
   awayFromMidnight();
   RedisServer redis;
-  SluiceProcess a(sidecar(redis, eventualRules(1'000'000)));
+  // Quiet keys off: its 50 hits go out (a quiet key's stay in the sidecar, Redis or not).
+  SluiceProcess a(sidecar(redis, eventualRules(1'000'000), {"--eventual-quiet-keys", "false"}));
   ASSERT_TRUE(waitSynced(a)) << a.log();
   HttpClient client = a.client();
   for (int i = 0; i < 50; ++i) {
@@ -710,7 +766,8 @@ TEST(EventualRegionsTest, BothRegionsCountOneSketchClientTogether) {
 /// after the link returned.
 milliseconds cutAndReturn(const std::function<void(FaultProxy&, bool)>& cut) {
   awayFromMidnight();
-  TwoRegions regions(1'000'000);
+  // Quiet keys off: the regions' few hits on a far key go out, to be replicated.
+  TwoRegions regions(1'000'000, {"--eventual-quiet-keys", "false"});
   SluiceProcess& a = regions.a;
   SluiceProcess& b = regions.b;
   EXPECT_TRUE(waitSynced(a)) << a.log();

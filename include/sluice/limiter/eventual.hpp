@@ -92,6 +92,11 @@ struct Tuning {
   /// until the sync that follows reads it. N sidecars arriving blind at a key within 1 % of
   /// its limit over-admit at most N x this share of L (docs/eventual.md).
   double blind_share = 0.001;
+  /// Quiet keys (quietUntil()): a fixed-window key far from its limit, with few unsent hits,
+  /// keeps them until its window ends (they expire with it) instead of going out within
+  /// stale_after. Off: every key is sent and read within stale_after of its decisions, so
+  /// Redis (and every region) holds each hit within about a second.
+  bool quiet_keys = true;
 };
 
 /// Estimates a key's global rate (hits per second, all sidecars and regions) from successive
@@ -138,7 +143,7 @@ struct View {
   std::int64_t tight_below = 0;
   bool tight = false;  ///< the last look found the key within tight_below of its limit
   /// Hits admitted locally since the last reading while the view was unknown or stale (the
-  /// blind allowance used; a reading resets it).
+  /// blind allowance used; a reading resets it, and so does a new fixed window).
   std::int64_t blind = 0;
 };
 
@@ -168,10 +173,23 @@ Route route(const View& view, const LimitParams& params, Micros now, std::int64_
 bool blindView(const View& view, Micros now, const Tuning& tuning);
 /// floor(capacity x Tuning::blind_share), capacity = L (token_bucket: its burst).
 std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
+/// True when the key must go out with the next sync whatever its wait: it is tight, has
+/// unsent hits of the previous window, more unsent hits than its blind allowance, or has used
+/// more than half of that allowance blind (the sync that follows reads it before it is used up
+/// and the key's decisions would take round trips).
+bool mustGoOut(const View& view, const LimitParams& params, const Tuning& tuning);
+/// The end of the key's window when it is a **quiet** key ("Quiet keys", docs/eventual.md): a
+/// fixed window, read at least once, that need not go out before its window ends because its
+/// unsent hits expire with it: it has a blind allowance, nothing must go out (mustGoOut(): so
+/// its unsent hits are within that allowance), and it is far from its limit (farFromLimit())
+/// over the rest of the window. Otherwise -1. Other sidecars then never see its hits of that
+/// window, at most its blind allowance (a decision past it makes the key go out), which is the
+/// bound's cold-key term.
+Micros quietUntil(const View& view, const LimitParams& params, Micros now, const Tuning& tuning);
 /// Until when a key queued for the sync may wait for a later one ("cold keys",
 /// docs/eventual.md); a time <= `now` means it goes out with this one. A key may wait when it
-/// was sent (at `synced_at` >= 0), is not tight, has been read, has nothing unsent from the
-/// previous window, and its unsent hits are within its blind allowance; then until its window
+/// was sent (at `synced_at` >= 0), has been read, and nothing must go out (mustGoOut()); a
+/// quiet key (quietUntil()) until its window ends; any other until its window
 /// has ended (sliding_window_counter, whose next window reads them: the end, plus up to
 /// near_wait below, spread by the offset of the last send in its window), and at most:
 /// - far from its limit (farFromLimit()): stale_after after it was sent (it is read again by

@@ -46,6 +46,8 @@ struct EventualOptions {
   std::size_t replication_queue = 100'000;
   /// Horizon factor of the tightening (>= 1), see eventual::Tuning::safety.
   double safety = 2.0;
+  /// `--eventual-quiet-keys`: see eventual::Tuning::quiet_keys.
+  bool quiet_keys = true;
   /// `--store redis_cluster`: the cluster's seeds (`--redis`). Empty: the region's Redis is
   /// the one Redis given to makeEventualEngine(). On a cluster a sync sends one call per
   /// master (the keys of every slot it serves).

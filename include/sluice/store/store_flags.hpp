@@ -37,6 +37,7 @@ struct StoreSettings {
   std::string region = "local";
   std::string regions;
   std::size_t eventual_max_keys = 200'000;
+  bool eventual_quiet_keys = true;
   /// --memory-snapshot, --snapshot-interval, --memory-snapshot-on-error: the memory
   /// store's counters on disk across restarts (sluice/store/memory_snapshot.hpp).
   std::string memory_snapshot;

@@ -19,10 +19,12 @@ Metrics& describeAll(Metrics& metrics) {
                    "Times an eventual key came close enough to its limit to be decided by round "
                    "trips (strict).");
   metrics.describe("eventual_pending_hits", Type::kGauge,
-                   "Hits admitted locally and not yet confirmed by Redis.");
+                   "Hits admitted locally and not yet confirmed by Redis (quiet keys keep "
+                   "theirs until their window ends).");
   metrics.describe("eventual_sync_lag_seconds", Type::kGauge,
                    "Time since Redis last confirmed a sync while hits are pending (0 when none "
-                   "are): a bound on the age of the oldest hit other sidecars have not seen.");
+                   "are; a sync with nothing to send counts as confirmed): a bound on the age of "
+                   "the oldest hit that had to go out and other sidecars have not seen.");
   metrics.describe("eventual_keys", Type::kGauge, "Eventual keys this sidecar holds a view of.");
   metrics.describe("eventual_dropped_hits_total", Type::kCounter,
                    "Admitted hits dropped before Redis confirmed them (their window passed, or "

@@ -98,6 +98,9 @@ void EventualEngine::sync(std::function<void()> done) {
   std::vector<SyncCall> calls = collectSyncCalls(now);
   metrics_.keys_synced.set(0);
   if (calls.empty()) {
+    // Nothing had to go out: the hits still pending are quiet keys' (docs/eventual.md, "Quiet
+    // keys"), kept on purpose, so they are no lag.
+    last_confirmed_ = clock_.monotonicMicros();
     setReachable(true, "");
     if (done) {
       done();
@@ -179,6 +182,11 @@ void EventualEngine::collectOne(Slot& slot, Micros now, std::unordered_map<int, 
   if (until <= now) {
     addToSyncCall(slot, now, open, calls);
     return;
+  }
+  if (unsentOf(slot.view) == 0 &&
+      until == eventual::quietUntil(slot.view, slot.params, now, tuning_) &&
+      slot.last_used < slot.view.cur.index * slot.params.window_us) {
+    return;  // a quiet key not decided in its new window: its next decision queues it again
   }
   const Micros interval = std::max<Micros>(tuning_.sync_interval_us, 1);
   const std::int64_t ticks = std::clamp<std::int64_t>((until - now + interval - 1) / interval, 1,

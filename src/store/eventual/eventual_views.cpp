@@ -108,8 +108,7 @@ void EventualEngine::touch(Shard& shard, Slot& slot, Micros now) {
 
 void EventualEngine::wake(Shard& shard, Slot& slot) {
   const eventual::View& view = slot.view;
-  if (slot.wait_gen != 0 && (view.tight || view.prev.unsent() > 0 ||
-                             view.cur.unsent() > eventual::blindAllowance(slot.params, tuning_))) {
+  if (slot.wait_gen != 0 && eventual::mustGoOut(view, slot.params, tuning_)) {
     enqueue(shard, slot);
   }
 }

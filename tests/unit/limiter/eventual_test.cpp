@@ -254,7 +254,51 @@ TEST_F(EventualViewTest, AnUnknownKeyIsDecidedLocallyWithinItsBlindAllowance) {
   EXPECT_EQ(route(view, params_, clock_.nowMicros(), 1000, tuning_, true), Route::kStale);
 }
 
+TEST_F(EventualViewTest, AQuietKeyWaitsUntilItsWindowEnds) {
+  params_ = fixedWindow(1'000'000, 60 * kMicrosPerSecond);  // blind allowance: 1000
+  View view;
+  roll(view, params_, clock_.nowMicros());
+  const Micros end = (view.cur.index + 1) * params_.window_us;
+  const Micros sent = clock_.nowMicros();
+  EXPECT_EQ(quietUntil(view, params_, sent, tuning_), -1);  // never read
+  EXPECT_EQ(deferUntil(view, params_, -1, sent, tuning_), sent);
+  merge(view, params_, reading(window(), counter({{"s2", 5}})), "s1", sent, 1000, tuning_);
+  view.cur.own = 1000;  // unsent, within its allowance
+  EXPECT_EQ(quietUntil(view, params_, sent, tuning_), end);
+  EXPECT_EQ(deferUntil(view, params_, sent, sent + 5 * kMicrosPerSecond, tuning_), end);
+  view.cur.own = 1001;  // past it: it goes out
+  EXPECT_TRUE(mustGoOut(view, params_, tuning_));
+  EXPECT_EQ(quietUntil(view, params_, sent, tuning_), -1);
+  EXPECT_EQ(deferUntil(view, params_, sent, sent, tuning_), sent);
+  view.cur.own = 10;
+  view.blind = 501;  // more than half its allowance used blind: read before it runs out
+  EXPECT_TRUE(mustGoOut(view, params_, tuning_));
+  EXPECT_EQ(deferUntil(view, params_, sent, sent, tuning_), sent);
+  view.blind = 500;
+  EXPECT_FALSE(mustGoOut(view, params_, tuning_));
+  // Past half of its limit (with what it may spend until the window ends): not quiet.
+  view.cur.others = 499'000;
+  EXPECT_EQ(quietUntil(view, params_, sent, tuning_), -1);
+  view.cur.others = 5;
+  // A new fixed window starts with its whole blind allowance.
+  roll(view, params_, end);
+  EXPECT_EQ(view.blind, 0);
+  // Only a fixed window (a sliding window's hits are read by the next one; a bucket has no
+  // end), only with a blind allowance (without one a stale view costs a round trip), and only
+  // when quiet keys are on.
+  for (const Algorithm algorithm : {Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket}) {
+    LimitParams other = params_;
+    other.algorithm = algorithm;
+    EXPECT_EQ(quietUntil(view, other, end, tuning_), -1);
+  }
+  EXPECT_EQ(quietUntil(view, fixedWindow(999, 60 * kMicrosPerSecond), end, tuning_), -1);
+  EXPECT_EQ(quietUntil(view, params_, end, tuning_), end + params_.window_us);
+  tuning_.quiet_keys = false;
+  EXPECT_EQ(quietUntil(view, params_, end, tuning_), -1);
+}
+
 TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
+  tuning_.quiet_keys = false;  // quiet keys wait longer (AQuietKeyWaitsUntilItsWindowEnds)
   params_ = fixedWindow(1'000'000, 60 * kMicrosPerSecond);  // blind allowance: 1000
   View view;
   roll(view, params_, clock_.nowMicros());

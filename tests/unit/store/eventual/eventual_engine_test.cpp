@@ -53,6 +53,7 @@ class EventualEngineTest : public ::testing::Test {
     options.sync_interval = kInterval;
     options.max_keys = max_keys;
     options.region = region;
+    options.quiet_keys = quiet_keys_;
     for (const std::string& name : others) {
       EventualRegion r;
       r.name = name;
@@ -134,10 +135,29 @@ class EventualEngineTest : public ::testing::Test {
     return s;
   }
 
+  /// The sidecars' own counts in Redis: every entry of every hash (fields "s<id>").
+  std::int64_t ownHitsInRedis() {
+    std::int64_t total = 0;
+    test::ReplyPtr keys = server("local").command({"KEYS", "*"});
+    EXPECT_TRUE(keys && keys->type == REDIS_REPLY_ARRAY);
+    for (std::size_t k = 0; keys && k < keys->elements; ++k) {
+      test::ReplyPtr hash = server("local").command(
+          {"HGETALL", std::string(keys->element[k]->str, keys->element[k]->len)});
+      for (std::size_t f = 0; hash && f + 1 < hash->elements; f += 2) {
+        if (hash->element[f]->str[0] == 's') {
+          total += std::stoll(std::string(hash->element[f + 1]->str));
+        }
+      }
+    }
+    return total;
+  }
+
   double counter(Sidecar& s, const std::string& name, const Labels& labels = {}) {
     return static_cast<double>(s.metrics.counter(name, labels).value());
   }
 
+  /// `--eventual-quiet-keys` of the sidecars the test starts.
+  bool quiet_keys_ = true;
   ManualClock clock_;
   ManualExecutor executor_{clock_};
   std::map<std::string, std::unique_ptr<RedisServer>> servers_;
@@ -245,6 +265,7 @@ TEST_F(EventualEngineTest, TheLoopRunsOnlyOnTheExecutorsTime) {
 }
 
 TEST_F(EventualEngineTest, AKeyFarFromItsLimitIsSyncedOncePerWindowNotPerDecision) {
+  quiet_keys_ = false;
   largeLimit(1'000'000, kMicrosPerSecond);
   // Start 10 ms into a window.
   clock_.set((clock_.nowMicros() / kMicrosPerSecond + 1) * kMicrosPerSecond + 10'000);
@@ -277,6 +298,7 @@ TEST_F(EventualEngineTest, AColdKeyWritesEachWindowOnceItHasEnded) {
 }
 
 TEST_F(EventualEngineTest, AColdFixedWindowKeysHitsAreWrittenOnlyWhileTheWindowLasts) {
+  quiet_keys_ = false;
   auto a = coldKeyOverFourWindows();
   intervals(22);
   // Far from its limit, the key is read about once a second and writes what its current
@@ -302,6 +324,7 @@ TEST_F(EventualEngineTest, AColdFixedWindowKeysHitsAreWrittenOnlyWhileTheWindowL
 }
 
 TEST_F(EventualEngineTest, AFarKeyIsSentAtLeastOnceASecond) {
+  quiet_keys_ = false;  // a quiet key is not (AQuietKeyIsReadOnceAndKeepsItsHits)
   largeLimit(1'000'000, 3600 * kMicrosPerSecond);
   auto a = sidecar("local");
   auto b = sidecar("local");
@@ -315,6 +338,66 @@ TEST_F(EventualEngineTest, AFarKeyIsSentAtLeastOnceASecond) {
   intervals(22);  // a second after a's last send, the rest goes out
   EXPECT_EQ(a->engine->pendingHits(), 0);
   EXPECT_EQ(readFresh(*b), 1'000'000 - 40);
+}
+
+TEST_F(EventualEngineTest, AQuietKeyIsReadOnceAndKeepsItsHitsUntilItsWindowEnds) {
+  auto a = coldKeyOverFourWindows();  // L = 1 000 000 per second: a blind allowance of 1 000
+  // Read once (a key never read), never written: each window's hits expire with it.
+  EXPECT_EQ(counter(*a, "eventual_keys_synced_total"), 1);
+  EXPECT_EQ(server("local").commandCalls("hset"), 0);
+  EXPECT_EQ(counter(*a, "eventual_dropped_hits_total"), 0);
+  EXPECT_LE(a->engine->pendingHits(), 10);  // the current window's
+  admit(*a, 5);
+  intervals(2);
+  EXPECT_EQ(a->engine->pendingHits(), 5);
+  // Kept on purpose: no sync lag.
+  EXPECT_EQ(a->metrics.gauge("eventual_sync_lag_seconds").value(), 0.0);
+  intervals(22);
+  EXPECT_EQ(a->engine->pendingHits(), 0);  // expired with their window
+  EXPECT_EQ(server("local").commandCalls("hset"), 0);
+}
+
+TEST_F(EventualEngineTest, AQuietKeyGoesOutOncePastItsBlindAllowanceAndIsQuietAgain) {
+  largeLimit(1'000'000, 3600 * kMicrosPerSecond);  // blind allowance: 1 000
+  auto a = sidecar("local");
+  auto b = sidecar("local");
+  admit(*a, 1);
+  intervals(1);  // a key never read is read at once
+  EXPECT_EQ(counter(*a, "eventual_keys_synced_total"), 1);
+  for (int i = 0; i < 40; ++i) {  // 40 s, a hit a second: far, few hits: quiet
+    admit(*a, 1);
+    intervals(20);
+  }
+  EXPECT_EQ(counter(*a, "eventual_keys_synced_total"), 1);
+  EXPECT_EQ(readFresh(*b), 1'000'000);
+  admit(*a, 960);  // 1 001 unsent: out with the next sync
+  intervals(1);
+  EXPECT_EQ(counter(*a, "eventual_keys_synced_total"), 2);
+  EXPECT_EQ(a->engine->pendingHits(), 0);
+  EXPECT_EQ(ownHitsInRedis(), 1'001);
+  // A sidecar new to the key reads it first, and sees them. (b, which read it while a's hits
+  // were quiet, is not read again until it decides the key: b's misses are at most a's blind
+  // allowance.)
+  auto c = sidecar("local");
+  admit(*c, 1);
+  intervals(2);
+  EXPECT_EQ(remaining(*c), 1'000'000 - 1'002);
+}
+
+TEST_F(EventualEngineTest, AStaleQuietKeyIsReadBeforeItsBlindAllowanceRunsOut) {
+  largeLimit(1'000'000, 3600 * kMicrosPerSecond);  // blind allowance: 1 000
+  auto a = sidecar("local");
+  admit(*a, 1);
+  intervals(1);
+  intervals(30);  // its view is stale now: its decisions use the blind allowance
+  admit(*a, 400);
+  intervals(1);
+  EXPECT_EQ(counter(*a, "eventual_keys_synced_total"), 1);
+  admit(*a, 101);  // more than half the allowance used blind: read (and sent) at the next sync
+  intervals(1);
+  EXPECT_EQ(counter(*a, "eventual_keys_synced_total"), 2);
+  EXPECT_EQ(counter(*a, "eventual_round_trips_total", {{"reason", "stale"}}), 0);
+  EXPECT_EQ(a->engine->pendingHits(), 0);
 }
 
 TEST_F(EventualEngineTest, AWaitingKeyGoesOutOncePastItsBlindAllowance) {
@@ -352,6 +435,7 @@ TEST_F(EventualEngineTest, StopSendsTheHitsOfKeysThatWait) {
 }
 
 TEST_F(EventualEngineTest, KeysEvictedWhileTheyWaitOrSyncAreLeftAlone) {
+  quiet_keys_ = false;  // every hit goes out: none is left pending at the end
   largeLimit(1'000'000, 3600 * kMicrosPerSecond);
   // One key at most: a new key evicts one of its shard's, whether that one is queued for the
   // next sync, waits for a later one, or is in a sync whose reply has not come (or never
