@@ -179,6 +179,12 @@ class EventualEngine {
     /// Non-zero: waiting in wheel_ for a later sync (docs/eventual.md, "Cold keys"), under
     /// this generation (an entry of another generation is stale and skipped).
     std::uint32_t wait_gen = 0;
+    /// >= 0: a quiet key (eventual::quietUntil(), docs/eventual.md "Quiet keys"), neither
+    /// queued nor in wheel_: until this time its decisions queue it only when it must go out.
+    Micros quiet_until = -1;
+    /// Its confirmed hits must go out again (a renewed connection, resendAll()): not quiet
+    /// until they have.
+    bool resend = false;
     /// Entries pointing at this slot (Shard::queue, wheel_, sync calls in flight): a slot is
     /// erased only when there are none.
     std::uint32_t refs = 0;
@@ -423,6 +429,8 @@ class EventualEngine {
   Metrics& registry_;
   EventualMetrics metrics_;
   eventual::Tuning tuning_;
+  /// tuning_ without quiet keys: for a key whose hits must go out again (Slot::resend).
+  eventual::Tuning resend_tuning_;
   std::string prefix_;
   std::string redis_prefix_;  ///< BucketKey::redisPrefix(prefix_)
   std::string entry_;         ///< "s<sidecar id>"

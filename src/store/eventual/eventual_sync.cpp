@@ -117,8 +117,21 @@ std::vector<EventualEngine::SyncCall> EventualEngine::collectSyncCalls(Micros no
   std::vector<SyncCall> calls;
   std::unordered_map<int, SyncCall> open;  // by master (one node: master 0)
   collectDue(now, open, calls);
+  const bool stopping = stopped_.load(std::memory_order_acquire);
   for (Shard& shard : shards_) {
     std::lock_guard lock(shard.mutex);
+    if (stopping) {
+      // The last sync before a shutdown sends everything, quiet keys' hits too.
+      shard.slots.forEach([&](Slot& slot) {
+        if (slot.quiet_until >= 0) {
+          slot.quiet_until = -1;
+          rollView(slot, now);
+          if (unsentOf(slot.view) > 0) {
+            collectOne(slot, now, open, calls);
+          }
+        }
+      });
+    }
     for (Slot* slot : shard.queue) {
       --slot->refs;
       slot->queued = false;
@@ -183,10 +196,11 @@ void EventualEngine::collectOne(Slot& slot, Micros now, std::unordered_map<int, 
     addToSyncCall(slot, now, open, calls);
     return;
   }
-  if (unsentOf(slot.view) == 0 &&
-      until == eventual::quietUntil(slot.view, slot.params, now, tuning_) &&
-      slot.last_used < slot.view.cur.index * slot.params.window_us) {
-    return;  // a quiet key not decided in its new window: its next decision queues it again
+  if (!slot.resend && until == eventual::quietUntil(slot.view, slot.params, now, tuning_)) {
+    // Quiet until its window ends: out of the wheel (many keys of one window would all come
+    // due in one tick), its decisions queue it again when it must go out or from then on.
+    slot.quiet_until = until;
+    return;
   }
   const Micros interval = std::max<Micros>(tuning_.sync_interval_us, 1);
   const std::int64_t ticks = std::clamp<std::int64_t>((until - now + interval - 1) / interval, 1,
@@ -213,6 +227,7 @@ void EventualEngine::addToSyncCall(Slot& slot, Micros now, std::unordered_map<in
       !stopped_.load(std::memory_order_acquire) &&
       eventual::mayWithholdCurrent(slot.view, slot.params, slot.synced_at, tuning_);
   slot.synced_at = now;
+  slot.resend = false;
   int master = 0;
   if (clustered) {
     if (slot.cluster_slot < 0) {
@@ -307,7 +322,8 @@ Micros EventualEngine::waitUntil(const Slot& slot, Micros now) const {
   if (stopped_.load(std::memory_order_acquire)) {
     return now;  // the last sync before a shutdown sends everything
   }
-  return eventual::deferUntil(slot.view, slot.params, slot.synced_at, now, tuning_);
+  return eventual::deferUntil(slot.view, slot.params, slot.synced_at, now,
+                              slot.resend ? resend_tuning_ : tuning_);
 }
 
 void EventualEngine::resendAll() {
@@ -324,6 +340,7 @@ void EventualEngine::resendAll() {
       const std::int64_t before = unsentOf(slot.view);
       slot.view.cur.own_acked = 0;
       slot.view.prev.own_acked = 0;
+      slot.resend = true;  // a quiet key's too
       addPending(unsentOf(slot.view) - before);
       enqueue(shard, slot);
       ++keys;
@@ -400,6 +417,9 @@ void EventualEngine::sweep() {
   std::erase_if(shard.evicted, [](const std::unique_ptr<Slot>& slot) { return slot->refs == 0; });
   std::vector<Slot*> idle;
   shard.slots.forEach([&](Slot& slot) {
+    if (slot.quiet_until >= 0 && slot.quiet_until <= now) {
+      rollView(slot, now);  // a quiet key not decided since its window ended: its hits expire
+    }
     const Micros idle_after =
         std::max<Micros>(10 * tuning_.sync_interval_us,
                          std::min<Micros>(2 * slot.params.window_us, 60 * kMicrosPerSecond));

@@ -99,7 +99,7 @@ EventualEngine::Slot& EventualEngine::slotFor(Shard& shard, std::string_view key
 
 void EventualEngine::touch(Shard& shard, Slot& slot, Micros now) {
   slot.last_used = now;
-  if (slot.wait_gen != 0) {
+  if (slot.wait_gen != 0 || slot.quiet_until > now) {
     wake(shard, slot);
   } else {
     enqueue(shard, slot);
@@ -108,13 +108,15 @@ void EventualEngine::touch(Shard& shard, Slot& slot, Micros now) {
 
 void EventualEngine::wake(Shard& shard, Slot& slot) {
   const eventual::View& view = slot.view;
-  if (slot.wait_gen != 0 && eventual::mustGoOut(view, slot.params, tuning_)) {
+  if ((slot.wait_gen != 0 || slot.quiet_until >= 0) &&
+      eventual::mustGoOut(view, slot.params, tuning_)) {
     enqueue(shard, slot);
   }
 }
 
 void EventualEngine::enqueue(Shard& shard, Slot& slot) {
   slot.wait_gen = 0;  // its entry in the wheel, if any, is stale now
+  slot.quiet_until = -1;
   if (!slot.queued) {
     slot.queued = true;
     ++slot.refs;
