@@ -78,6 +78,19 @@ inline char* writeDecimal(std::int64_t value, char* out) {
   return std::to_chars(out, out + kMaxDecimalBytes, value).ptr;
 }
 
+/// A number's decimal digits, held where they are used: `Decimal(n).view()` (a length, an
+/// argument, a key's suffix) without a string.
+class Decimal {
+ public:
+  explicit Decimal(std::int64_t value)
+      : size_(static_cast<std::uint8_t>(writeDecimal(value, digits_) - digits_)) {}
+  std::string_view view() const { return {digits_, size_}; }
+
+ private:
+  char digits_[kMaxDecimalBytes];
+  std::uint8_t size_;
+};
+
 /// The 8 decimal digits at `p` -> their value; false if a byte is not a digit (each
 /// byte's high nibble is 3, and adding 6 leaves it 3: '0'..'9').
 inline bool readDecimal8(const char* p, std::uint64_t& value) {

@@ -2,9 +2,8 @@
 // sync's entries): encoding a key's entry for the script, and merging the script's reply
 // into the views (docs/eventual.md, "The script").
 #include <algorithm>
-#include <array>
-#include <charconv>
 
+#include "sluice/common/words.hpp"
 #include "store/eventual/eventual_engine.hpp"
 #include "store/eventual/eventual_views.hpp"
 
@@ -16,22 +15,18 @@ using eventual_detail::ShardLocks;
 
 namespace {
 
-/// The window's number as a hash name's suffix (none for a key without windows).
-std::string_view windowSuffix(std::array<char, 24>& digits, std::int64_t window,
-                              const LimitParams& params) {
-  if (!isWindowed(params)) {
-    return {};
-  }
-  const char* end = std::to_chars(digits.data(), digits.data() + digits.size(), window).ptr;
-  return {digits.data(), static_cast<std::size_t>(end - digits.data())};
+/// The window's number (`window`'s digits) as a hash name's suffix: none for a key without
+/// windows.
+std::string_view windowSuffix(const words::Decimal& window, const LimitParams& params) {
+  return isWindowed(params) ? window.view() : std::string_view{};
 }
 
 }  // namespace
 
 std::string EventualEngine::hashKey(const std::string& key, std::int64_t window,
                                     const LimitParams& params) const {
-  std::array<char, 24> digits{};
-  const std::string_view suffix = windowSuffix(digits, window, params);
+  const words::Decimal digits(window);
+  const std::string_view suffix = windowSuffix(digits, params);
   std::string hash;
   hash.reserve(key.size() + 2 + suffix.size());
   hash += key;
@@ -51,9 +46,8 @@ void EventualEngine::addHashKeys(const Slot& slot, redis::RespArgs& keys) const 
   // The current window's hash and the previous one's (the same hash for a key without
   // windows), named as hashKey() names them, written straight into the call.
   const std::int64_t window = slot.view.cur.index;
-  std::array<char, 24> digits{};
-  keys.addJoined(slot.redis_key, ":e", windowSuffix(digits, window, slot.params));
-  keys.addJoined(slot.redis_key, ":e", windowSuffix(digits, window - 1, slot.params));
+  keys.addJoined(slot.redis_key, ":e", windowSuffix(words::Decimal(window), slot.params));
+  keys.addJoined(slot.redis_key, ":e", windowSuffix(words::Decimal(window - 1), slot.params));
 }
 
 void EventualEngine::appendEntry(Slot& slot, ScriptOp op, std::int64_t cost, bool shadow,

@@ -5,15 +5,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <charconv>
 #include <csignal>
 #include <cstdint>
 #include <mutex>
 #include <new>
 
+#include "sluice/common/words.hpp"
 #include "store/redis/hiredis_replies.hpp"
 #include "store/redis/redis_errors.hpp"
 
@@ -584,10 +583,7 @@ std::string RedisConnection::evalHeader(std::size_t script, std::size_t keys, st
   appendArrayHeader(wire, 3 + argc);
   appendBulkString(wire, "EVALSHA");
   appendBulkString(wire, shas_[script]);
-  std::array<char, 24> digits{};
-  const char* end = std::to_chars(digits.data(), digits.data() + digits.size(), keys).ptr;
-  appendBulkString(wire,
-                   std::string_view(digits.data(), static_cast<std::size_t>(end - digits.data())));
+  appendBulkString(wire, words::Decimal(static_cast<std::int64_t>(keys)).view());
   return wire;
 }
 

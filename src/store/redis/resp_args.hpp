@@ -1,7 +1,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -12,14 +11,14 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/common/words.hpp"
+
 namespace sluice::redis {
 
 /// Appends `bytes` as one RESP bulk string: `$<length>\r\n<bytes>\r\n`.
 inline void appendBulkString(std::string& out, std::string_view bytes) {
-  std::array<char, 24> digits{};
-  const char* end = std::to_chars(digits.data(), digits.data() + digits.size(), bytes.size()).ptr;
   out += '$';
-  out.append(digits.data(), static_cast<std::size_t>(end - digits.data()));
+  out += words::Decimal(static_cast<std::int64_t>(bytes.size())).view();
   out.append("\r\n", 2);
   out.append(bytes.data(), bytes.size());
   out.append("\r\n", 2);
@@ -27,10 +26,8 @@ inline void appendBulkString(std::string& out, std::string_view bytes) {
 
 /// Appends the header of a RESP array of `count` elements: `*<count>\r\n`.
 inline void appendArrayHeader(std::string& out, std::size_t count) {
-  std::array<char, 24> digits{};
-  const char* end = std::to_chars(digits.data(), digits.data() + digits.size(), count).ptr;
   out += '*';
-  out.append(digits.data(), static_cast<std::size_t>(end - digits.data()));
+  out += words::Decimal(static_cast<std::int64_t>(count)).view();
   out.append("\r\n", 2);
 }
 
@@ -70,21 +67,14 @@ class RespArgs {
   /// One argument: `bytes`.
   void add(std::string_view bytes) { addJoined(bytes, {}, {}); }
   /// One argument: `value` in decimal.
-  void addInt(std::int64_t value) {
-    std::array<char, 24> digits{};
-    const char* end = std::to_chars(digits.data(), digits.data() + digits.size(), value).ptr;
-    addJoined(std::string_view(digits.data(), static_cast<std::size_t>(end - digits.data())), {},
-              {});
-  }
+  void addInt(std::int64_t value) { addJoined(words::Decimal(value).view(), {}, {}); }
   /// One argument made of `a`, `b` and `c` back to back (a key and its suffixes).
   void addJoined(std::string_view a, std::string_view b, std::string_view c) {
-    std::array<char, 24> digits{};
     const std::size_t length = a.size() + b.size() + c.size();
-    const char* end = std::to_chars(digits.data(), digits.data() + digits.size(), length).ptr;
-    const auto digit_count = static_cast<std::size_t>(end - digits.data());
-    char* p = grow(1 + digit_count + 2 + length + 2);
+    const words::Decimal digits(static_cast<std::int64_t>(length));
+    char* p = grow(1 + digits.view().size() + 2 + length + 2);
     *p++ = '$';
-    p = put(p, {digits.data(), digit_count});
+    p = put(p, digits.view());
     p = put(p, "\r\n");
     p = put(p, a);
     p = put(p, b);
