@@ -184,7 +184,6 @@ http::ServerOptions serverOptions(const AppOptions& options) {
 /// rules watcher, the operators' side, and what each I/O thread owns.
 class SluiceServer {
  public:
-  /// Builds everything; nothing serves until run(). Returns the exit code on failure.
   /// The eventual engine's options from the flags (the exit code of a bad --regions).
   static int eventualOptions(const AppOptions& options, EventualOptions& eventual) {
     eventual.sync_interval = options.sync_interval;
@@ -208,6 +207,7 @@ class SluiceServer {
     return kExitOk;
   }
 
+  /// Builds everything; nothing serves until run(). Returns the exit code on failure.
   static std::variant<std::unique_ptr<SluiceServer>, int> make(const AppOptions& options) {
     std::unique_ptr<SluiceServer> s(new SluiceServer(options));
     auto operations = Operations::create(options, s->metrics_, s->clock_);
