@@ -256,9 +256,6 @@ Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at,
   if (synced_at < 0 || view.refreshed_at < 0 || mustGoOut(view, params, tuning)) {
     return now;
   }
-  if (const Micros end = quietUntil(view, params, now, tuning); end > now) {
-    return end;
-  }
   const Micros near_wait =
       std::min<Micros>(tuning.stale_after_us / 2, std::max<Micros>(params.window_us / 4, 0));
   // A far key waits until its view is about to go stale: the sync that then reads it comes

@@ -188,13 +188,13 @@ bool mustGoOut(const View& view, const LimitParams& params, const Tuning& tuning
 Micros quietUntil(const View& view, const LimitParams& params, Micros now, const Tuning& tuning);
 /// Until when a key queued for the sync may wait for a later one ("cold keys",
 /// docs/eventual.md); a time <= `now` means it goes out with this one. A key may wait when it
-/// was sent (at `synced_at` >= 0), has been read, and nothing must go out (mustGoOut()); a
-/// quiet key (quietUntil()) until its window ends; any other until its window
-/// has ended (sliding_window_counter, whose next window reads them: the end, plus up to
-/// near_wait below, spread by the offset of the last send in its window), and at most:
+/// was sent (at `synced_at` >= 0), has been read, and nothing must go out (mustGoOut()); then
+/// until its window has ended (sliding_window_counter, whose next window reads them: the end, plus
+/// up to near_wait below, spread by the offset of the last send in its window), and at most:
 /// - far from its limit (farFromLimit()): stale_after after it was sent (it is read again by
 ///   the next sync, its view stale for at most that interval);
 /// - otherwise min(stale_after / 2, W / 4) after it was sent.
+/// A quiet key (quietUntil(), which the caller asks first) waits longer.
 Micros deferUntil(const View& view, const LimitParams& params, Micros synced_at, Micros now,
                   const Tuning& tuning);
 /// The previous window's own count a sync sends: its cumulative hits when the window just

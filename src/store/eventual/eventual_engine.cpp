@@ -46,8 +46,6 @@ EventualEngine::EventualEngine(const EventualOptions& options, const RedisOption
   tuning_.stale_after_us = std::max<Micros>(3 * tuning_.sync_interval_us, kMicrosPerSecond);
   tuning_.safety = std::max(1.0, options_.safety);
   tuning_.quiet_keys = options_.quiet_keys;
-  resend_tuning_ = tuning_;
-  resend_tuning_.quiet_keys = false;
   for (const EventualRegion& config : options_.regions) {
     auto region = std::make_unique<Region>();
     region->config = config;

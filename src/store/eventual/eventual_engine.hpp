@@ -377,6 +377,8 @@ class EventualEngine {
   /// Until when a queued key may skip syncs (docs/eventual.md, "Cold keys"); <= now: it goes
   /// out with this one. `shard` locked.
   Micros waitUntil(const Slot& slot, Micros now) const;
+  /// The end of the slot's window when it is a quiet key (eventual::quietUntil()), else -1.
+  Micros quietUntil(const Slot& slot, Micros now) const;
   /// Queues every key with own hits for the next sync, as unconfirmed (after a reconnect).
   void resendAll();
   /// Merges one sync call's reply; false when it failed (its keys go out with the next sync).
@@ -429,8 +431,6 @@ class EventualEngine {
   Metrics& registry_;
   EventualMetrics metrics_;
   eventual::Tuning tuning_;
-  /// tuning_ without quiet keys: for a key whose hits must go out again (Slot::resend).
-  eventual::Tuning resend_tuning_;
   std::string prefix_;
   std::string redis_prefix_;  ///< BucketKey::redisPrefix(prefix_)
   std::string entry_;         ///< "s<sidecar id>"

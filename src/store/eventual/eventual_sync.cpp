@@ -191,15 +191,15 @@ void EventualEngine::collectOne(Slot& slot, Micros now, std::unordered_map<int, 
   if (slot.synced_at >= 0 && slot.last_used <= slot.synced_at && unsentOf(slot.view) == 0) {
     return;  // neither decided nor charged since its last sync: nothing to send or read
   }
+  if (const Micros end = quietUntil(slot, now); end > now) {
+    // Quiet until its window ends: out of the wheel (many keys of one window would all come
+    // due in one tick), its decisions queue it again when it must go out or from then on.
+    slot.quiet_until = end;
+    return;
+  }
   const Micros until = waitUntil(slot, now);
   if (until <= now) {
     addToSyncCall(slot, now, open, calls);
-    return;
-  }
-  if (!slot.resend && until == eventual::quietUntil(slot.view, slot.params, now, tuning_)) {
-    // Quiet until its window ends: out of the wheel (many keys of one window would all come
-    // due in one tick), its decisions queue it again when it must go out or from then on.
-    slot.quiet_until = until;
     return;
   }
   const Micros interval = std::max<Micros>(tuning_.sync_interval_us, 1);
@@ -322,8 +322,16 @@ Micros EventualEngine::waitUntil(const Slot& slot, Micros now) const {
   if (stopped_.load(std::memory_order_acquire)) {
     return now;  // the last sync before a shutdown sends everything
   }
-  return eventual::deferUntil(slot.view, slot.params, slot.synced_at, now,
-                              slot.resend ? resend_tuning_ : tuning_);
+  return eventual::deferUntil(slot.view, slot.params, slot.synced_at, now, tuning_);
+}
+
+Micros EventualEngine::quietUntil(const Slot& slot, Micros now) const {
+  // Not at shutdown (the last sync sends everything), nor for a key never sent or whose
+  // confirmed hits must go out again (a renewed connection).
+  if (stopped_.load(std::memory_order_acquire) || slot.synced_at < 0 || slot.resend) {
+    return -1;
+  }
+  return eventual::quietUntil(slot.view, slot.params, now, tuning_);
 }
 
 void EventualEngine::resendAll() {

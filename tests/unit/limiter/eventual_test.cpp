@@ -265,7 +265,7 @@ TEST_F(EventualViewTest, AQuietKeyWaitsUntilItsWindowEnds) {
   merge(view, params_, reading(window(), counter({{"s2", 5}})), "s1", sent, 1000, tuning_);
   view.cur.own = 1000;  // unsent, within its allowance
   EXPECT_EQ(quietUntil(view, params_, sent, tuning_), end);
-  EXPECT_EQ(deferUntil(view, params_, sent, sent + 5 * kMicrosPerSecond, tuning_), end);
+  EXPECT_EQ(quietUntil(view, params_, sent + 5 * kMicrosPerSecond, tuning_), end);
   view.cur.own = 1001;  // past it: it goes out
   EXPECT_TRUE(mustGoOut(view, params_, tuning_));
   EXPECT_EQ(quietUntil(view, params_, sent, tuning_), -1);
@@ -298,7 +298,6 @@ TEST_F(EventualViewTest, AQuietKeyWaitsUntilItsWindowEnds) {
 }
 
 TEST_F(EventualViewTest, AColdKeyWaitsForALaterSyncOnlyWithFewUnsentHits) {
-  tuning_.quiet_keys = false;  // quiet keys wait longer (AQuietKeyWaitsUntilItsWindowEnds)
   params_ = fixedWindow(1'000'000, 60 * kMicrosPerSecond);  // blind allowance: 1000
   View view;
   roll(view, params_, clock_.nowMicros());
