@@ -81,9 +81,10 @@ WORKLOADS = [
 PROFILES = {
     # duration of one wrk run (s), runs per point, bench/grpc.sh's rounds, keys for the
     # memory-per-key measurement. This machine's speed dips for seconds at a time (another
-    # guest on the host): more, shorter alternated runs let the median pass over a dip that
-    # a 3-run median could land on.
-    "full": {"duration": 3, "runs": 5, "grpc_rounds": 5, "mem_keys": 1_000_000,
+    # guest on the host), and one run's CPU per answer can land 20 % from its neighbours':
+    # more, shorter alternated runs let the median pass over dips that a median of fewer
+    # could land on (9 × 2 s since 2026-11-27, 15:00 UTC; 5 × 3 s before).
+    "full": {"duration": 2, "runs": 9, "grpc_rounds": 9, "mem_keys": 1_000_000,
              "redis_mem_keys": 100_000, "workloads": None, "connections": 64, "warmup": 1},
     "quick": {"duration": 2, "runs": 2, "grpc_rounds": 2, "mem_keys": 200_000,
               "redis_mem_keys": 20_000, "workloads": None, "connections": 64, "warmup": 1},
