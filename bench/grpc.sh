@@ -46,15 +46,7 @@ for dir in "${build_dirs[@]}"; do
   [[ -x $dir/sluice ]] || { echo "no $dir/sluice (build it first)" >&2; exit 1; }
 done
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do
-    kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source bench/scratch.sh  # $work, $pids (stopped at exit), answers URL
 
 source bench/grpc_bodies.sh  # free_port; $work/grpc.bin, health.grpc, http.json; grpc_call
 
@@ -67,11 +59,7 @@ for i in "${!build_dirs[@]}"; do
     --listen "127.0.0.1:$http_port" --grpc-listen "127.0.0.1:$grpc_port" --log-level warn \
     >"$work/sluice-$i.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$http_port/healthz" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
-  curl -fsS "http://127.0.0.1:$http_port/healthz" >/dev/null || { cat "$work/sluice-$i.log"; exit 1; }
+  answers "http://127.0.0.1:$http_port/healthz" || { cat "$work/sluice-$i.log"; exit 1; }
   # Pin every thread, including any a library started after exec.
   for task in /proc/${pids[$i]}/task/*; do taskset -pc 0 "${task##*/}" >/dev/null; done
   http_ports+=("$http_port")
@@ -106,10 +94,7 @@ EOF
 taskset -c 0 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" >"$work/nginx/out.log" 2>&1 &
 nginx_pid=$!
 pids+=($nginx_pid)
-for _ in $(seq 100); do
-  curl -fsS "http://127.0.0.1:$nginx_port/" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+answers "http://127.0.0.1:$nginx_port/" || { cat "$work/nginx/out.log"; exit 1; }
 
 hz=$(getconf CLK_TCK)
 

@@ -43,15 +43,7 @@ for tool in h2load protoc taskset; do
   command -v $tool >/dev/null || { echo "$tool is missing (scripts/deps.sh bench)" >&2; exit 1; }
 done
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do
-    kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source bench/scratch.sh  # $work, $pids (stopped at exit), answers URL
 
 source bench/grpc_bodies.sh  # free_port; $work/grpc.bin, health.grpc, http.json; grpc_call
 
@@ -71,10 +63,7 @@ start() {
       >"$work/nginx-$side/out.log" 2>&1 &
     server_pid[$side]=$!
     pids+=("${server_pid[$side]}")
-    for _ in $(seq 100); do
-      curl -fsS "http://127.0.0.1:$http_port/" >/dev/null 2>&1 && break
-      sleep 0.1
-    done
+    answers "http://127.0.0.1:$http_port/" || { cat "$work/nginx-$side/out.log"; exit 1; }
     load_args[$side]="--h1 -d $work/http.json -H content-type:application/json http://127.0.0.1:$http_port/shouldAllowRequest"
     return
   fi
@@ -88,11 +77,7 @@ start() {
     --grpc-listen "127.0.0.1:$grpc_port" --log-level warn >"$work/sluice-$side.log" 2>&1 &
   server_pid[$side]=$!
   pids+=("${server_pid[$side]}")
-  for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$http_port/healthz" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
-  curl -fsS "http://127.0.0.1:$http_port/healthz" >/dev/null || { cat "$work/sluice-$side.log"; exit 1; }
+  answers "http://127.0.0.1:$http_port/healthz" || { cat "$work/sluice-$side.log"; exit 1; }
   for task in /proc/${server_pid[$side]}/task/*; do taskset -pc 0 "${task##*/}" >/dev/null; done
   local grpc_headers="-H content-type:application/grpc -H te:trailers"
   case $path in
