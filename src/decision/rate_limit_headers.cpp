@@ -1,6 +1,7 @@
 #include "sluice/decision/rate_limit_headers.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 
@@ -68,8 +69,25 @@ struct PreparedLimit {
   std::string name;
   std::int64_t limit = -1;
   std::int64_t window_s = -1;
-  std::string head;    // X-Ratelimit-Limit: L\r\nX-Ratelimit-Remaining:<SP>
-  std::string middle;  // RateLimit-Policy: "name";q=L;w=W\r\nRateLimit: "name";r=
+  std::string head;            // X-Ratelimit-Limit: L\r\nX-Ratelimit-Remaining:<SP>
+  std::string middle;          // RateLimit-Policy: "name";q=L;w=W\r\nRateLimit: "name";r=
+  std::size_t policy_end = 0;  // where the RateLimit-Policy value ends in `middle`
+
+  // The values inside the lines, for rateLimitHeaderFields().
+  std::string_view limitValue() const {
+    return std::string_view(head).substr(kLimitAt, head.size() - kLimitAt - kRemainingAt.size());
+  }
+  std::string_view policyValue() const {
+    return std::string_view(middle).substr(kPolicyAt, policy_end - kPolicyAt);
+  }
+  std::string_view rateStart() const {
+    return std::string_view(middle).substr(policy_end + kRateAt.size());
+  }
+
+  static constexpr std::size_t kLimitAt = sizeof "X-Ratelimit-Limit: " - 1;
+  static constexpr std::string_view kRemainingAt = "\r\nX-Ratelimit-Remaining: ";
+  static constexpr std::size_t kPolicyAt = sizeof "RateLimit-Policy: " - 1;
+  static constexpr std::string_view kRateAt = "\r\nRateLimit: ";
 };
 
 thread_local PreparedLimit t_prepared;
@@ -99,7 +117,12 @@ const PreparedLimit& prepared(const LimitStatus& binding) {
     out.number(binding.limit);
     out.put(";w=");
     out.number(window_s);
-    out.put("\r\nRateLimit: ");
+    out.finish();
+    p.policy_end = p.middle.size();
+  }
+  {
+    Appender out(p.middle);
+    out.put(PreparedLimit::kRateAt.data(), PreparedLimit::kRateAt.size());
     appendSfString(out, binding.name);
     out.put(";r=");
   }
@@ -151,6 +174,46 @@ void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool
     out.literal("\r\n");
   }
   lines.resize(static_cast<std::size_t>(out.at() - lines.data()));
+}
+
+std::span<const HeaderField> rateLimitHeaderFields(const LimitStatus& binding, bool denied) {
+  // appendRateLimitHeaders()'s names and values, byte for byte
+  // (RateLimitHeadersTest.FieldsAreTheLinesNameByName), from the same prepared parts.
+  // The thread's values (numbers, and the RateLimit value that joins them), valid until its
+  // next call.
+  struct Fields {
+    std::array<HeaderField, 7> fields;
+    Digits remaining{0};
+    Digits reset{0};
+    Digits retry{0};
+    std::string rate;
+  };
+  thread_local Fields t;
+  const Outcome& outcome = binding.outcome;
+  t.remaining = Digits(std::max<std::int64_t>(0, outcome.remaining));
+  t.reset = Digits(ceilSeconds(outcome.reset_after_us));
+  const PreparedLimit& limit = prepared(binding);
+  const std::string_view start = limit.rateStart();
+  t.rate.resize(start.size() + sizeof ";t=" + 2 * words::kMaxDecimalBytes);
+  Cursor out(t.rate.data());
+  out.text(start);
+  out.digits(t.remaining.text, t.remaining.size);
+  out.literal(";t=");
+  out.digits(t.reset.text, t.reset.size);
+  t.rate.resize(static_cast<std::size_t>(out.at() - t.rate.data()));
+  std::size_t n = 0;
+  t.fields[n++] = {"X-Ratelimit-Limit", limit.limitValue()};
+  t.fields[n++] = {"X-Ratelimit-Remaining", std::string_view(t.remaining.text, t.remaining.size)};
+  t.fields[n++] = {"X-Ratelimit-Reset", std::string_view(t.reset.text, t.reset.size)};
+  t.fields[n++] = {"RateLimit-Policy", limit.policyValue()};
+  t.fields[n++] = {"RateLimit", t.rate};
+  if (denied && !outcome.never) {
+    t.retry = Digits(retryAfterSeconds(outcome.retry_after_us));
+    const std::string_view retry(t.retry.text, t.retry.size);
+    t.fields[n++] = {"X-Ratelimit-Retry-After", retry};
+    t.fields[n++] = {"Retry-After", retry};
+  }
+  return {t.fields.data(), n};
 }
 
 }  // namespace sluice

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -49,44 +50,13 @@ Unit unitOf(TimeUnit unit) {
   return rls::RateLimitResponse::RateLimit::UNKNOWN;
 }
 
-/// Each "Name: value\r\n" line (what the HTTP answers carry) as fn(name, value).
-template <typename Fn>
-void forEachHeaderLine(std::string_view lines, Fn&& fn) {
-  while (!lines.empty()) {
-    std::size_t end = lines.find("\r\n");
-    std::string_view line = lines.substr(0, end);
-    lines = end == std::string_view::npos ? std::string_view() : lines.substr(end + 2);
-    std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) {
-      continue;
-    }
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && value.front() == ' ') {
-      value.remove_prefix(1);
-    }
-    fn(line.substr(0, colon), value);
-  }
-}
-
-/// The lines as HeaderValues.
-void addHeaderLines(std::string_view lines, rls::RateLimitResponse& response) {
-  forEachHeaderLine(lines, [&response](std::string_view name, std::string_view value) {
-    // Assigned in place: a cleared response keeps its HeaderValues and their strings.
-    auto* header = response.add_response_headers_to_add();
-    header->mutable_key()->assign(name.data(), name.size());
-    header->mutable_value()->assign(value.data(), value.size());
-  });
-}
-
-/// The rate-limit header lines of a decision (empty without a binding limit), in the
-/// thread's buffer, kept from call to call.
-const std::string& headerLinesOf(const Decision& decision) {
-  thread_local std::string lines;
-  lines.clear();
+/// The rate-limit headers of a decision (none without a binding limit), in the thread's
+/// buffers (rateLimitHeaderFields()).
+std::span<const HeaderField> headerFieldsOf(const Decision& decision) {
   if (const LimitStatus* binding = decision.binding()) {
-    appendRateLimitHeaders(lines, *binding, !decision.allowed);
+    return rateLimitHeaderFields(*binding, !decision.allowed);
   }
-  return lines;
+  return {};
 }
 
 // Protobuf's wire format as its serializer writes these messages: fields in number order, a
@@ -454,7 +424,12 @@ void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& 
     }
   }
   if (headers) {
-    addHeaderLines(headerLinesOf(decision), response);
+    for (const HeaderField& field : headerFieldsOf(decision)) {
+      // Assigned in place: a cleared response keeps its HeaderValues and their strings.
+      auto* header = response.add_response_headers_to_add();
+      header->mutable_key()->assign(field.name.data(), field.name.size());
+      header->mutable_value()->assign(field.value.data(), field.value.size());
+    }
   }
 }
 
@@ -464,12 +439,15 @@ bool encodeResponse(const Decision& decision, bool headers, std::string& framed)
   }
   // Written in the thread's scratch buffer, with room for the most it can take (grown, never
   // zeroed again), then copied out as what it took.
-  std::string_view lines;
+  std::span<const HeaderField> fields;
   if (headers) {
-    lines = headerLinesOf(decision);
+    fields = headerFieldsOf(decision);
   }
   constexpr std::size_t kPrefix = wire::kFrameHeaderBytes;
-  std::size_t room = kPrefix + 2 + lines.size() + kHeaderBytes * (lines.size() / 3 + 1);
+  std::size_t room = kPrefix + 2;
+  for (const HeaderField& field : fields) {
+    room += kHeaderBytes + field.name.size() + field.value.size();
+  }
   for (const DescriptorStatus& d : decision.descriptors) {
     const LimitStatus* binding = descriptorBindingLimit(d);
     room += kStatusBytes + (binding != nullptr ? binding->name.size() : 0);
@@ -485,9 +463,9 @@ bool encodeResponse(const Decision& decision, bool headers, std::string& framed)
   for (const DescriptorStatus& d : decision.descriptors) {
     p = putStatus(p, d);
   }
-  forEachHeaderLine(lines, [&p](std::string_view name, std::string_view value) {
-    p = putHeader(p, name, value);
-  });
+  for (const HeaderField& field : fields) {
+    p = putHeader(p, field.name, field.value);
+  }
   wire::writeFrameHeader(begin, static_cast<std::size_t>(p - begin) - kPrefix);
   framed.assign(begin, static_cast<std::size_t>(p - begin));
   return true;

@@ -62,7 +62,7 @@ rls::RateLimitResponse::RateLimit::Unit envoyUnit(const LimitStatus& limit);
 /// /json's dynamicMetadata (envoyDynamicMetadataJson(): the request, and the rules `metadata`
 /// of the descriptors that passed under `metadata`); when `headers` is true,
 /// response_headers_to_add carries the same rate-limit headers as /shouldAllowRequest
-/// (appendRateLimitHeaders() of Decision::binding()).
+/// (rateLimitHeaderFields() of Decision::binding()).
 void toResponse(const Decision& decision, bool headers, rls::RateLimitResponse& response);
 
 /// The same response, serialised behind its 5-byte gRPC prefix in `framed` (its capacity

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,8 +28,19 @@ std::string sfString(std::string_view text);
 /// X-Ratelimit-Limit/-Remaining/-Reset, RateLimit-Policy and RateLimit; when `denied`
 /// also X-Ratelimit-Retry-After and Retry-After (unless the request can never pass, where
 /// a retry time would be a lie).
-/// Appended to `lines` as `Name: value\r\n` (the HTTP answers' header lines; gRPC splits them into
-/// HeaderValues).
+/// Appended to `lines` as `Name: value\r\n` (the HTTP answers' header lines).
 void appendRateLimitHeaders(std::string& lines, const LimitStatus& binding, bool denied);
+
+/// One header as a name and a value.
+struct HeaderField {
+  std::string_view name;
+  std::string_view value;
+};
+
+/// The headers of appendRateLimitHeaders(), in its order, as names and values: for a protocol
+/// that carries each header as a field of its own (Envoy's RLS: response_headers_to_add),
+/// without writing lines to split again. The views are into the thread's buffers, valid
+/// until the thread's next call.
+std::span<const HeaderField> rateLimitHeaderFields(const LimitStatus& binding, bool denied);
 
 }  // namespace sluice

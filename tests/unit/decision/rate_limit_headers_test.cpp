@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace sluice {
 namespace {
@@ -88,6 +91,49 @@ TEST(RateLimitHeadersTest, NeverPassingRequestGetsNoRetryAfter) {
   auto h = headersOf(l, true);
   EXPECT_EQ(h.count("Retry-After"), 0u);
   EXPECT_EQ(h["X-Ratelimit-Limit"], "5");
+}
+
+// rateLimitHeaderFields() joined back into lines: the same bytes as appendRateLimitHeaders().
+std::string joined(const LimitStatus& binding, bool denied) {
+  std::string out;
+  for (const HeaderField& field : rateLimitHeaderFields(binding, denied)) {
+    out.append(field.name).append(": ").append(field.value).append("\r\n");
+  }
+  return out;
+}
+
+TEST(RateLimitHeadersTest, FieldsAreTheLinesNameByName) {
+  LimitStatus never = limit(5, 0, kRetryNever);
+  never.outcome.allowed = false;
+  never.outcome.never = true;
+  LimitStatus big = limit(123'456'789'012, 99'999'999'000'001, 12'345'678'900'000);
+  big.name = "a\"b\\c\xc3\xa9";
+  big.limit = 9'223'372'036'854'775'807;
+  big.window_us = 100'000'000 * kMicrosPerSecond;
+  LimitStatus unnamed = limit(0, 1, 1);
+  unnamed.name.clear();
+  const std::vector<std::pair<LimitStatus, bool>> cases = {
+      {limit(4, 41'200'000, 0), false},
+      {limit(0, 300'000, 300'000), true},
+      {never, true},
+      {big, true},
+      {big, false},
+      {unnamed, true},
+      {limit(4, 41'200'000, 0), false},  // the prepared parts of another limit before
+  };
+  for (const auto& [binding, denied] : cases) {
+    std::string lines;
+    appendRateLimitHeaders(lines, binding, denied);
+    EXPECT_EQ(joined(binding, denied), lines) << binding.name;
+  }
+  const auto fields = rateLimitHeaderFields(limit(0, 300'000, 300'000), true);
+  ASSERT_EQ(fields.size(), 7u);
+  EXPECT_EQ(fields[0].name, "X-Ratelimit-Limit");
+  EXPECT_EQ(fields[0].value, "5");
+  EXPECT_EQ(fields[4].name, "RateLimit");
+  EXPECT_EQ(fields[4].value, "\"login\";r=0;t=1");
+  EXPECT_EQ(fields[6].name, "Retry-After");
+  EXPECT_EQ(fields[6].value, "1");
 }
 
 TEST(RateLimitHeadersTest, PolicyNameIsAnEscapedStructuredFieldString) {
