@@ -73,21 +73,23 @@ struct PreparedLimit {
   std::string middle;          // RateLimit-Policy: "name";q=L;w=W\r\nRateLimit: "name";r=
   std::size_t policy_end = 0;  // where the RateLimit-Policy value ends in `middle`
 
-  // The values inside the lines, for rateLimitHeaderFields().
+  // The line pieces around the values, and the values inside the lines (for
+  // rateLimitHeaderFields()).
+  static constexpr std::string_view kLimitLine = "X-Ratelimit-Limit: ";
+  static constexpr std::string_view kRemainingLine = "\r\nX-Ratelimit-Remaining: ";
+  static constexpr std::string_view kPolicyLine = "RateLimit-Policy: ";
+  static constexpr std::string_view kRateLine = "\r\nRateLimit: ";
+
   std::string_view limitValue() const {
-    return std::string_view(head).substr(kLimitAt, head.size() - kLimitAt - kRemainingAt.size());
+    return std::string_view(head).substr(kLimitLine.size(),
+                                         head.size() - kLimitLine.size() - kRemainingLine.size());
   }
   std::string_view policyValue() const {
-    return std::string_view(middle).substr(kPolicyAt, policy_end - kPolicyAt);
+    return std::string_view(middle).substr(kPolicyLine.size(), policy_end - kPolicyLine.size());
   }
   std::string_view rateStart() const {
-    return std::string_view(middle).substr(policy_end + kRateAt.size());
+    return std::string_view(middle).substr(policy_end + kRateLine.size());
   }
-
-  static constexpr std::size_t kLimitAt = sizeof "X-Ratelimit-Limit: " - 1;
-  static constexpr std::string_view kRemainingAt = "\r\nX-Ratelimit-Remaining: ";
-  static constexpr std::size_t kPolicyAt = sizeof "RateLimit-Policy: " - 1;
-  static constexpr std::string_view kRateAt = "\r\nRateLimit: ";
 };
 
 thread_local PreparedLimit t_prepared;
@@ -105,13 +107,13 @@ const PreparedLimit& prepared(const LimitStatus& binding) {
   p.middle.clear();
   {
     Appender out(p.head);
-    out.put("X-Ratelimit-Limit: ");
+    out.put(PreparedLimit::kLimitLine);
     out.number(binding.limit);
-    out.put("\r\nX-Ratelimit-Remaining: ");
+    out.put(PreparedLimit::kRemainingLine);
   }
   {
     Appender out(p.middle);
-    out.put("RateLimit-Policy: ");
+    out.put(PreparedLimit::kPolicyLine);
     appendSfString(out, binding.name);
     out.put(";q=");
     out.number(binding.limit);
@@ -119,10 +121,7 @@ const PreparedLimit& prepared(const LimitStatus& binding) {
     out.number(window_s);
     out.finish();
     p.policy_end = p.middle.size();
-  }
-  {
-    Appender out(p.middle);
-    out.put(PreparedLimit::kRateAt.data(), PreparedLimit::kRateAt.size());
+    out.put(PreparedLimit::kRateLine);
     appendSfString(out, binding.name);
     out.put(";r=");
   }
