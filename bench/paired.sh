@@ -105,11 +105,11 @@ for round in $(seq 0 "$rounds"); do
   a1=$(cpu "${server_pid[1]}")
   # shellcheck disable=SC2086 # load_args are word lists
   taskset -c 1 h2load -t 1 -c "$connections" -m 1 -D "$run_for" ${load_args[0]} >"$work/out-0" &
-  local_a=$!
+  load_a=$!
   # shellcheck disable=SC2086
   taskset -c 1 h2load -t 1 -c "$connections" -m 1 -D "$run_for" ${load_args[1]} >"$work/out-1" &
-  local_b=$!
-  wait "$local_a" "$local_b"
+  load_b=$!
+  wait "$load_a" "$load_b"
   b0=$(cpu "${server_pid[0]}")
   b1=$(cpu "${server_pid[1]}")
   n0=$(answered "$work/out-0")
