@@ -34,7 +34,8 @@ packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libhired
           # scripts/test.sh compiles through ccache, and so does the image's build stage when
           # the test mounts that cache into it (tests/container/).
           ccache
-          # The gRPC listener's own HTTP/2 (nghttp2) and its TLS (OpenSSL through Asio).
+          # The gRPC listener's TLS (OpenSSL through Asio); nghttp2's client library is the
+          # unit tests' HTTP/2 peer (the listener's HTTP/2 is Sluice's own).
           libnghttp2-dev libssl-dev
           # Calendar windows (src/limiter/calendar.cpp): Howard Hinnant's date library over
           # the system's tz database, which tzdata installs.
@@ -44,7 +45,7 @@ if [[ $level == runtime ]]; then
   # libgrpc++1.51 brings libgrpc29, abseil, upb, c-ares, re2). The image checks the binary
   # with ldd, so this list cannot fall behind unnoticed.
   packages=(libhiredis0.14 libyaml-cpp0.7 libspdlog1.10 libfmt9 libgrpc++1.51 libprotobuf32
-            libnghttp2-14 libssl3
+            libssl3
             # zlib: `sluice simulate` reads gzip logs.
             zlib1g
             # Calendar windows: the date library's time zones, read from tzdata's files.

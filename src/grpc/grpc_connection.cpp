@@ -1,7 +1,5 @@
 #include "grpc/grpc_connection.hpp"
 
-#include <nghttp2/nghttp2.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "grpc/grpc_stream.hpp"
+#include "grpc/hpack.hpp"
 #include "grpc/proto_wire.hpp"
 
 namespace sluice::grpc {
@@ -23,12 +22,6 @@ constexpr std::size_t kBufferedMessages = 4;
 /// grpc-go's and grpc core's window without calls (PermitWithoutStream false).
 constexpr auto kIdlePingInterval = std::chrono::hours(2);
 constexpr std::size_t kPrefixBytes = wire::kFrameHeaderBytes;
-
-nghttp2_nv constantHeader(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
-          value.size(), NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
-}
 
 }  // namespace
 
@@ -75,260 +68,123 @@ std::string percentEncode(std::string_view message) {
   return out;
 }
 
-/// nghttp2's callbacks, in the connection's terms.
-struct Callbacks {
-  static GrpcConnection& self(void* user) { return *static_cast<GrpcConnection*>(user); }
-  static GrpcConnection::Stream* streamOf(void* user, std::int32_t id) {
-    return self(user).streamOf(id);
-  }
+namespace {
 
-  static int onBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
-    auto& c = self(user);
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
-      return 0;
-    }
-    if (c.streams_.size() >= c.limits_.max_concurrent_streams) {
-      // Before the client has our SETTINGS, nghttp2 does not count for us.
-      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
-                                NGHTTP2_REFUSED_STREAM);
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
-    std::unique_ptr<GrpcConnection::Stream> stream;
-    if (c.spare_ == nullptr) {
-      stream = std::make_unique<GrpcConnection::Stream>();
-    } else {
-      stream.reset(c.spare_);
-      c.spare_ = stream->next_spare;
-      --c.spare_count_;
-    }
-    stream->reset(frame->hd.stream_id);
-    stream->index = c.streams_.size();
-    stream->request_until = c.now_ + c.limits_.request_timeout;
-    nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, stream.get());
-    c.last_stream_ = stream.get();
-    c.streams_.push_back(std::move(stream));
-    return 0;
-  }
+/// The header blocks of the usual answers, the same every time (HPACK without the dynamic
+/// table).
+const std::string& okHeadersBlock() {
+  static const std::string block = [] {
+    std::string out;
+    hpack::putIndexed(out, 8);  // :status: 200
+    hpack::putLiteral(out, hpack::staticNameIndex("content-type"), "content-type",
+                      "application/grpc");
+    return out;
+  }();
+  return block;
+}
 
-  static int onFrameRecv(nghttp2_session* /*session*/, const nghttp2_frame* frame, void* user) {
-    auto& c = self(user);
-    switch (frame->hd.type) {
-      case NGHTTP2_HEADERS: {
-        auto* stream = streamOf(user, frame->hd.stream_id);
-        if (stream == nullptr) {
-          return 0;
-        }
-        const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
-        if (!stream->headers_done) {
-          c.onHeadersDone(*stream, end_stream, c.now_);
-        } else if (end_stream) {
-          c.onRequestEnd(*stream, c.now_);
-        }
-        return 0;
-      }
-      case NGHTTP2_DATA: {
-        auto* stream = streamOf(user, frame->hd.stream_id);
-        if (stream != nullptr && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
-          c.onRequestEnd(*stream, c.now_);
-        }
-        return 0;
-      }
-      case NGHTTP2_PING:
-        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
-          c.onPing();
-        }
-        return 0;
-      case NGHTTP2_GOAWAY:
-        c.goaway_seen_ = true;
-        return 0;
-      default:
-        return 0;
-    }
-  }
+const std::string& okTrailersBlock() {
+  static const std::string block = [] {
+    std::string out;
+    hpack::putLiteral(out, 0, "grpc-status", "0");
+    return out;
+  }();
+  return block;
+}
 
-  static int onDataChunk(nghttp2_session* /*session*/, std::uint8_t /*flags*/, std::int32_t id,
-                         const std::uint8_t* data, std::size_t length, void* user) {
-    auto& c = self(user);
-    auto* stream = streamOf(user, id);
-    if (stream != nullptr) {
-      c.onRequestData(*stream, data, length);
-    }
-    return 0;
+/// grpc-status, grpc-message (percent-encoded) and x-sluice-degraded, appended to `out`.
+void appendStatus(std::string& out, StatusCode code, std::string_view message, bool degraded) {
+  hpack::putLiteral(out, 0, "grpc-status", std::to_string(static_cast<int>(code)));
+  if (!message.empty()) {
+    hpack::putLiteral(out, 0, "grpc-message", percentEncode(message));
   }
+  if (degraded) {
+    hpack::putLiteral(out, 0, "x-sluice-degraded", "true");
+  }
+}
 
-  static int onStreamClose(nghttp2_session* /*session*/, std::int32_t id, std::uint32_t /*error*/,
-                           void* user) {
-    auto& c = self(user);
-    auto* stream = streamOf(user, id);
-    if (stream == nullptr) {
-      return 0;
-    }
-    if (stream->dispatched) {
-      stream->dispatched = false;
-      c.handler_.onCallAbandoned(id, StatusCode::kCancelled);
-    }
-    // nghttp2 frees its stream (and the user data with it) once this returns: closed streams
-    // are not kept (nghttp2_option_set_no_closed_streams).
-    c.release(stream);
-    return 0;
-  }
-
-  static int onFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
-    if (frame->hd.type == NGHTTP2_GOAWAY) {
-      self(user).goaway_seen_ = true;
-      return 0;
-    }
-    if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
-        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
-      return 0;
-    }
-    auto* stream = streamOf(user, frame->hd.stream_id);
-    if (stream != nullptr && stream->reset_after_end && !stream->request_done) {
-      // The answer is final and sent: the rest of the request is not wanted (RST_STREAM
-      // NO_ERROR after the trailers, as gRPC servers do).
-      stream->reset_after_end = false;
-      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
-    }
-    return 0;
-  }
-
-  static ssize_t readOut(nghttp2_session* session, std::int32_t id, std::uint8_t* buffer,
-                         std::size_t length, std::uint32_t* flags, nghttp2_data_source* source,
-                         void* user) {
-    auto& c = self(user);
-    auto* stream = static_cast<GrpcConnection::Stream*>(source->ptr);
-    const std::size_t n = std::min(length, stream->out.size() - stream->out_pos);
-    std::memcpy(buffer, stream->out.data() + stream->out_pos, n);
-    stream->out_pos += n;
-    if (stream->out_pos == stream->out.size()) {
-      stream->out.clear();
-      stream->out_pos = 0;
-      if (stream->trailers_due) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        if (stream->final_status == StatusCode::kOk && stream->status_text.empty() &&
-            !stream->degraded) {
-          // The usual answer's trailers, the same every time (nghttp2 copies them).
-          static const std::array<nghttp2_nv, 1> kOkTrailers{constantHeader("grpc-status", "0")};
-          nghttp2_submit_trailer(session, id, kOkTrailers.data(), kOkTrailers.size());
-          c.reset_ping_strikes_ = true;
-          return static_cast<ssize_t>(n);
-        }
-        std::array<nghttp2_nv, 3> trailers{};
-        std::size_t count = 0;
-        const auto code = static_cast<unsigned>(stream->final_status);
-        std::size_t digits = 0;
-        if (code >= 10) {
-          stream->status_digits[digits++] = static_cast<char>('0' + code / 10);
-        }
-        stream->status_digits[digits++] = static_cast<char>('0' + code % 10);
-        trailers[count++] =
-            constantHeader("grpc-status", std::string_view(stream->status_digits.data(), digits));
-        if (!stream->status_text.empty()) {
-          trailers[count++] = constantHeader("grpc-message", stream->status_text);
-        }
-        if (stream->degraded) {
-          trailers[count++] = constantHeader("x-sluice-degraded", "true");
-        }
-        nghttp2_submit_trailer(session, id, trailers.data(), count);
-      } else if (n == 0) {
-        stream->data_deferred = true;
-        return NGHTTP2_ERR_DEFERRED;
-      }
-    }
-    c.reset_ping_strikes_ = true;
-    return static_cast<ssize_t>(n);
-  }
-};
+}  // namespace
 
 GrpcConnection::GrpcConnection(GrpcCallHandler& handler, const GrpcServerState& state,
                                GrpcLimits limits, Clock::time_point now)
-    : handler_(handler), state_(state), limits_(limits), now_(now) {
-  nghttp2_session_callbacks* callbacks = nullptr;
-  nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, Callbacks::onBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeaderField);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Callbacks::onFrameRecv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, Callbacks::onDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, Callbacks::onStreamClose);
-  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, Callbacks::onFrameSend);
-  nghttp2_option* option = nullptr;
-  nghttp2_option_new(&option);
-  // Flood bounds (nghttp2's own defaults, stated): queued PING/SETTINGS acks, SETTINGS
-  // entries, streams reset by the client per second (rapid reset), CONTINUATION frames.
-  nghttp2_option_set_max_outbound_ack(option, 1000);
-  nghttp2_option_set_max_settings(option, 32);
-  nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33);
-  nghttp2_option_set_max_continuations(option, 8);
-  // The request checks nghttp2's HTTP messaging layer makes are the ones onHeaderField()
-  // makes (docs/envoy.md, "The gRPC transport"): what a gRPC server
-  // acts on, without checking every character of every header a second time.
-  nghttp2_option_set_no_http_messaging(option, 1);
-  // A closed stream is forgotten at once (kept, it would only serve RFC 7540 priorities,
-  // which SETTINGS_NO_RFC7540_PRIORITIES below turns off).
-  nghttp2_option_set_no_closed_streams(option, 1);
-  nghttp2_session_server_new3(&session_, callbacks, this, option, pool_.mem());
-  nghttp2_option_del(option);
-  nghttp2_session_callbacks_del(callbacks);
-  const std::array<nghttp2_settings_entry, 4> settings{{
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, limits_.max_header_list_bytes},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
-      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
-  }};
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 4 << 20);
-}
+    : handler_(handler),
+      state_(state),
+      limits_(limits),
+      session_(*this, Http2Limits{limits.max_concurrent_streams, limits.max_header_list_bytes}),
+      now_(now) {}
 
 GrpcConnection::~GrpcConnection() {
-  nghttp2_session_del(session_);
   while (spare_ != nullptr) {
     std::unique_ptr<Stream> owned(spare_);
     spare_ = owned->next_spare;
   }
 }
 
+void* GrpcConnection::onStreamOpen(std::int32_t id) {
+  std::unique_ptr<Stream> stream;
+  if (spare_ == nullptr) {
+    stream = std::make_unique<Stream>();
+  } else {
+    stream.reset(spare_);
+    spare_ = stream->next_spare;
+    --spare_count_;
+  }
+  stream->reset(id);
+  stream->index = streams_.size();
+  stream->request_until = now_ + limits_.request_timeout;
+  last_stream_ = stream.get();
+  streams_.push_back(std::move(stream));
+  return last_stream_;
+}
+
+void GrpcConnection::onHeadersEnd(void* stream, bool end_stream) {
+  onHeadersDone(*static_cast<Stream*>(stream), end_stream, now_);
+}
+
+void GrpcConnection::onData(void* user, std::string_view bytes, bool end_stream) {
+  auto& stream = *static_cast<Stream*>(user);
+  if (!bytes.empty()) {
+    onRequestData(stream, bytes);
+  }
+  if (end_stream) {
+    onRequestEnd(stream, now_);
+  }
+}
+
+void GrpcConnection::onStreamClose(void* user, std::int32_t id, H2Error /*code*/) {
+  auto* stream = static_cast<Stream*>(user);
+  if (stream->dispatched) {
+    stream->dispatched = false;
+    handler_.onCallAbandoned(id, StatusCode::kCancelled);
+  }
+  release(stream);
+}
+
+void GrpcConnection::onGoAway() { goaway_seen_ = true; }
+
 bool GrpcConnection::receive(std::string_view bytes, Clock::time_point now) {
   now_ = now;
   if (fatal_) {
     return false;
   }
-  const ssize_t used = nghttp2_session_mem_recv(
-      session_, reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
-  if (used < 0) {
+  if (!session_.receive(bytes, now)) {
     fatal_ = true;
-    if (used != NGHTTP2_ERR_BAD_CLIENT_MAGIC && used != NGHTTP2_ERR_FLOODED) {
-      nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
-    }
-    return false;
   }
   return !fatal_;
 }
 
-void GrpcConnection::output(std::string& out) {
-  for (;;) {
-    const std::uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n <= 0) {
-      if (n < 0) {
-        fatal_ = true;
-      }
-      return;
-    }
-    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-  }
-}
+void GrpcConnection::output(std::string& out) { session_.output(out); }
 
 bool GrpcConnection::done() const {
-  if (fatal_) {
-    return nghttp2_session_want_write(session_) == 0;
+  if (fatal_ || session_.fatal()) {
+    return !session_.hasOutput();
   }
-  // Until a GOAWAY goes either way, nghttp2 wants to read (nghttp2_session_want_read()).
-  return (going_away_ || goaway_seen_) && nghttp2_session_want_read(session_) == 0 &&
-         nghttp2_session_want_write(session_) == 0;
+  // Until a GOAWAY goes either way, the connection reads on.
+  return (going_away_ || goaway_seen_) && session_.openStreams() == 0 && !session_.hasOutput();
 }
 
 GrpcConnection::Stream* GrpcConnection::lookUpStream(std::int32_t id) const {
-  auto* stream = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session_, id));
+  auto* stream = static_cast<Stream*>(session_.streamUser(id));
   if (stream != nullptr) {
     last_stream_ = stream;
   }
@@ -362,7 +218,7 @@ void GrpcConnection::onHeadersDone(Stream& stream, bool end_stream, Clock::time_
       (stream.malformed || (stream.pseudo & kRequiredPseudo) != kRequiredPseudo)) {
     // A malformed request (RFC 9113 section 8.1.1): stream error PROTOCOL_ERROR.
     stream.answered = true;
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream.id, NGHTTP2_PROTOCOL_ERROR);
+    session_.submitRstStream(stream.id, H2Error::kProtocolError);
     return;
   }
   stream.method = stream.path_method;
@@ -372,12 +228,10 @@ void GrpcConnection::onHeadersDone(Stream& stream, bool end_stream, Clock::time_
   if (stream.not_grpc || stream.bad_method) {
     // Not a gRPC call: an HTTP status of its own (gRPC's HTTP/2 protocol says 415).
     stream.answered = true;
-    static constexpr std::string_view kNotGrpc = "415";
-    static constexpr std::string_view kNotPost = "405";
-    std::array<nghttp2_nv, 1> headers{
-        constantHeader(":status", stream.bad_method ? kNotPost : kNotGrpc)};
-    nghttp2_submit_response(session_, stream.id, headers.data(), headers.size(), nullptr);
-    stream.reset_after_end = !end_stream;
+    std::string block;
+    hpack::putLiteral(block, hpack::staticNameIndex(":status"), ":status",
+                      stream.bad_method ? "405" : "415");
+    session_.submitHeaders(stream.id, block, true);
     return;
   }
   if (stream.early_status != StatusCode::kOk) {
@@ -397,7 +251,8 @@ void GrpcConnection::onHeadersDone(Stream& stream, bool end_stream, Clock::time_
   }
 }
 
-void GrpcConnection::onRequestData(Stream& stream, const std::uint8_t* data, std::size_t length) {
+void GrpcConnection::onRequestData(Stream& stream, std::string_view data) {
+  const std::size_t length = data.size();
   if (stream.answered) {
     return;  // refused: what follows is dropped (flow control is still credited)
   }
@@ -407,7 +262,7 @@ void GrpcConnection::onRequestData(Stream& stream, const std::uint8_t* data, std
            "request message larger than " + std::to_string(limits_.max_message_bytes) + " bytes");
     return;
   }
-  stream.in.append(reinterpret_cast<const char*>(data), length);
+  stream.in.append(data);
   buffered_bytes_ += length;
   if (stream.method != Method::kReflection) {
     return;
@@ -490,22 +345,18 @@ void GrpcConnection::submitHeadersOnce(Stream& stream) {
     return;
   }
   stream.headers_sent = true;
-  const std::array<nghttp2_nv, 2> headers{constantHeader(":status", "200"),
-                                          constantHeader("content-type", "application/grpc")};
-  nghttp2_data_provider provider{};
-  provider.source.ptr = &stream;
-  provider.read_callback = Callbacks::readOut;
-  nghttp2_submit_response(session_, stream.id, headers.data(), headers.size(), &provider);
+  session_.submitHeaders(stream.id, okHeadersBlock(), false);
 }
 
 void GrpcConnection::sendMessage(Stream& stream, std::string_view message) {
-  wire::putFrameHeader(stream.out, message.size());
-  stream.out.append(message);
+  std::string& framed = stream.out;
+  framed.clear();
+  wire::putFrameHeader(framed, message.size());
+  framed.append(message);
   submitHeadersOnce(stream);
-  if (stream.data_deferred) {
-    stream.data_deferred = false;
-    nghttp2_session_resume_data(session_, stream.id);
-  }
+  session_.submitData(stream.id, framed);
+  framed.clear();
+  reset_ping_strikes_ = true;
 }
 
 [[gnu::cold]] void GrpcConnection::finishStream(Stream& stream, StatusCode code,
@@ -514,41 +365,18 @@ void GrpcConnection::sendMessage(Stream& stream, std::string_view message) {
     return;
   }
   stream.answered = true;
+  reset_ping_strikes_ = true;
+  std::string block;
   if (!stream.headers_sent) {
     // Trailers-Only: one HEADERS frame with END_STREAM.
-    stream.final_status = code;
-    const auto digits = std::to_string(static_cast<int>(code));
-    std::memcpy(stream.status_digits.data(), digits.data(), digits.size());
-    if (message.empty()) {
-      stream.status_text.clear();
-    } else {
-      stream.status_text = percentEncode(message);
-    }
-    std::array<nghttp2_nv, 4> headers{};
-    std::size_t count = 0;
-    headers[count++] = constantHeader(":status", "200");
-    headers[count++] = constantHeader("content-type", "application/grpc");
-    headers[count++] =
-        constantHeader("grpc-status", std::string_view(stream.status_digits.data(), digits.size()));
-    if (!stream.status_text.empty()) {
-      headers[count++] = constantHeader("grpc-message", stream.status_text);
-    }
-    nghttp2_submit_response(session_, stream.id, headers.data(), count, nullptr);
-    reset_ping_strikes_ = true;
-  } else {
-    stream.final_status = code;
-    if (message.empty()) {
-      stream.status_text.clear();
-    } else {
-      stream.status_text = percentEncode(message);
-    }
-    stream.trailers_due = true;
-    if (stream.data_deferred) {
-      stream.data_deferred = false;
-      nghttp2_session_resume_data(session_, stream.id);
-    }
+    stream.headers_sent = true;
+    block = okHeadersBlock();
+    appendStatus(block, code, message, false);
+    session_.submitHeaders(stream.id, block, true);
+    return;
   }
-  stream.reset_after_end = !stream.request_done;
+  appendStatus(block, code, message, false);
+  session_.submitTrailers(stream.id, block);
 }
 
 [[gnu::cold]] void GrpcConnection::refuse(Stream& stream, StatusCode code,
@@ -587,16 +415,17 @@ void GrpcConnection::replyFramed(std::int32_t id, std::string&& framed, bool deg
 
 void GrpcConnection::answerOk(Stream& stream) {
   stream.answered = true;
-  stream.out_pos = 0;
-  stream.final_status = StatusCode::kOk;
-  stream.trailers_due = true;
-  stream.reset_after_end = !stream.request_done;
-  if (!stream.headers_sent) {
-    submitHeadersOnce(stream);
-  } else if (stream.data_deferred) {
-    stream.data_deferred = false;
-    nghttp2_session_resume_data(session_, stream.id);
+  reset_ping_strikes_ = true;
+  submitHeadersOnce(stream);
+  session_.submitData(stream.id, stream.out);
+  Stream::clearIfSet(stream.out);
+  if (!stream.degraded) [[likely]] {
+    session_.submitTrailers(stream.id, okTrailersBlock());
+    return;
   }
+  std::string block;
+  appendStatus(block, StatusCode::kOk, {}, true);
+  session_.submitTrailers(stream.id, block);
 }
 
 void GrpcConnection::fail(std::int32_t id, StatusCode code, std::string_view message) {
@@ -677,7 +506,7 @@ void GrpcConnection::onPing() {
       streams_.empty() ? std::chrono::duration_cast<Clock::duration>(kIdlePingInterval)
                        : std::chrono::duration_cast<Clock::duration>(limits_.min_ping_interval);
   if (last_ping_ && now_ - *last_ping_ < interval && ++ping_strikes_ > limits_.max_ping_strikes) {
-    terminate(NGHTTP2_ENHANCE_YOUR_CALM);
+    terminate(static_cast<std::uint32_t>(H2Error::kEnhanceYourCalm));
   }
   last_ping_ = now_;
 }
@@ -699,9 +528,7 @@ void GrpcConnection::goAway() {
       finishStream(*stream, StatusCode::kUnavailable, "the server is going away");
     }
   }
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
-                        nullptr, 0);
+  session_.submitGoAway(H2Error::kNoError);
 }
 
 void GrpcConnection::terminate(std::uint32_t http2_error) {
@@ -709,12 +536,8 @@ void GrpcConnection::terminate(std::uint32_t http2_error) {
     return;
   }
   fatal_ = true;
-  static constexpr std::string_view kTooManyPings = "too_many_pings";
-  const bool calm = http2_error == NGHTTP2_ENHANCE_YOUR_CALM;
-  nghttp2_submit_goaway(
-      session_, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_), http2_error,
-      calm ? reinterpret_cast<const std::uint8_t*>(kTooManyPings.data()) : nullptr,
-      calm ? kTooManyPings.size() : 0);
+  const auto code = static_cast<H2Error>(http2_error);
+  session_.terminate(code, code == H2Error::kEnhanceYourCalm ? "too_many_pings" : "");
 }
 
 }  // namespace sluice::grpc

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "grpc/http2_memory_pool.hpp"
+#include "grpc/http2_session.hpp"
 
-/// One gRPC server connection over HTTP/2 (nghttp2 as a library: bytes in, bytes out), with
+/// One gRPC server connection over HTTP/2 (http2_session.hpp: bytes in, bytes out), with
 /// no socket and no clock of its own, so that a fuzzer and a unit test drive it as the
 /// server's I/O threads do (docs/envoy.md, "The gRPC transport").
 namespace sluice::grpc {
@@ -91,13 +91,13 @@ class GrpcCallHandler {
   virtual void onCallRefused(StatusCode code) = 0;
 };
 
-class GrpcConnection {
+class GrpcConnection : private Http2Handler {
  public:
   using Clock = std::chrono::steady_clock;
 
   GrpcConnection(GrpcCallHandler& handler, const GrpcServerState& state, GrpcLimits limits,
                  Clock::time_point now);
-  ~GrpcConnection();
+  ~GrpcConnection() override;
   GrpcConnection(const GrpcConnection&) = delete;
   GrpcConnection& operator=(const GrpcConnection&) = delete;
 
@@ -142,18 +142,22 @@ class GrpcConnection {
 
  private:
   struct Stream;
-  friend struct Callbacks;
 
-  /// The stream `id`, if open: the last one found (inline, grpc_stream.hpp), else nghttp2's.
+  // The HTTP/2 session's events (Http2Handler).
+  void* onStreamOpen(std::int32_t id) override;
+  /// One field of a request's header block (grpc_request_headers.cpp).
+  void onField(void* stream, std::string_view name, std::string_view value) override;
+  void onHeadersEnd(void* stream, bool end_stream) override;
+  void onData(void* stream, std::string_view bytes, bool end_stream) override;
+  void onStreamClose(void* stream, std::int32_t id, H2Error code) override;
+  void onPing() override;
+  void onGoAway() override;
+
+  /// The stream `id`, if open: the last one found (inline, grpc_stream.hpp), else the
+  /// session's.
   Stream* streamOf(std::int32_t id) const;
   Stream* lookUpStream(std::int32_t id) const;
   void release(Stream* stream);
-  /// nghttp2's on_header_callback: one field of a request's header block
-  /// (grpc_request_headers.cpp).
-  static int onHeaderField(nghttp2_session* session, const nghttp2_frame* frame,
-                           const std::uint8_t* name, std::size_t name_length,
-                           const std::uint8_t* value, std::size_t value_length, std::uint8_t flags,
-                           void* user);
   void onHeadersDone(Stream& stream, bool end_stream, Clock::time_point now);
   void onRequestEnd(Stream& stream, Clock::time_point now);
   void serveHealthCheck(Stream& stream, std::string_view message);
@@ -165,16 +169,14 @@ class GrpcConnection {
   void answerOk(Stream& stream);
   void finishStream(Stream& stream, StatusCode code, std::string_view message);
   void refuse(Stream& stream, StatusCode code, std::string_view message);
-  void onPing();
-  void onRequestData(Stream& stream, const std::uint8_t* data, std::size_t length);
+  void onRequestData(Stream& stream, std::string_view data);
 
   GrpcCallHandler& handler_;
   const GrpcServerState& state_;
   GrpcLimits limits_;
-  Http2MemoryPool pool_;  // nghttp2's allocations: outlives session_
-  nghttp2_session* session_ = nullptr;
-  /// The stream the last lookup found (nghttp2's callbacks come stream by stream, and its
-  /// own lookup is a hash probe): cleared when it is released.
+  Http2Session session_;
+  /// The stream the last lookup found (the session's events come stream by stream, and its
+  /// own lookup is a search): cleared when it is released.
   mutable Stream* last_stream_ = nullptr;
   std::vector<std::unique_ptr<Stream>> streams_;  // open streams, unordered
   /// Recycled streams, to serve a call without allocating: a list through Stream::next_spare

@@ -1,9 +1,8 @@
 // A call's request header fields, as the gRPC server acts on them: the pseudo-header fields
 // (RFC 9113 section 8.3.1), content-type, grpc-timeout, and the fields HTTP/2 forbids.
-// nghttp2's HTTP messaging layer is off (grpc_connection.cpp): these are its checks that
-// matter to a server that reads these fields only and passes none of them on.
-
-#include <nghttp2/nghttp2.h>
+// The HTTP/2 session (http2_session.cpp) checks framing only: these are the checks of a
+// request's fields that matter to a server that reads these fields only and passes none of
+// them on.
 
 #include <string>
 
@@ -75,30 +74,21 @@ void onPseudoHeader(StreamT& stream, std::string_view name, std::string_view val
 
 }  // namespace
 
-int GrpcConnection::onHeaderField(nghttp2_session* /*session*/, const nghttp2_frame* frame,
-                                  const std::uint8_t* name_data, std::size_t name_length,
-                                  const std::uint8_t* value_data, std::size_t value_length,
-                                  std::uint8_t /*flags*/, void* user) {
-  auto& c = *static_cast<GrpcConnection*>(user);
-  Stream* stream = c.streamOf(frame->hd.stream_id);
-  if (stream == nullptr || stream->headers_done) [[unlikely]] {
-    return 0;  // a refused stream's, or trailers (which a request does not need)
-  }
+void GrpcConnection::onField(void* user, std::string_view name, std::string_view value) {
+  auto* stream = static_cast<Stream*>(user);
   // HPACK's accounting of a header list (RFC 9113 section 6.5.2).
-  stream->header_bytes += name_length + value_length + 32;
-  if (stream->header_bytes > c.limits_.max_header_list_bytes) [[unlikely]] {
-    headerListTooLarge(*stream, c.limits_.max_header_list_bytes);
-    return 0;
+  stream->header_bytes += name.size() + value.size() + 32;
+  if (stream->header_bytes > limits_.max_header_list_bytes) [[unlikely]] {
+    headerListTooLarge(*stream, limits_.max_header_list_bytes);
+    return;
   }
-  const std::string_view name(reinterpret_cast<const char*>(name_data), name_length);
-  const std::string_view value(reinterpret_cast<const char*>(value_data), value_length);
   if (name.empty()) [[unlikely]] {
     stream->malformed = true;
-    return 0;
+    return;
   }
   if (name[0] == ':') {
     onPseudoHeader(*stream, name, value);
-    return 0;
+    return;
   }
   stream->regular_seen = true;
   switch (name.size()) {
@@ -118,7 +108,7 @@ int GrpcConnection::onHeaderField(nghttp2_session* /*session*/, const nghttp2_fr
                              (value.size() == 16 || value[16] == '+' || value[16] == ';'));
       } else if (name == "grpc-timeout") {
         if (auto timeout = parseGrpcTimeout(value)) {
-          stream->deadline = c.now_ + std::chrono::duration_cast<Clock::duration>(*timeout);
+          stream->deadline = now_ + std::chrono::duration_cast<Clock::duration>(*timeout);
         }
       }
       break;
@@ -131,7 +121,6 @@ int GrpcConnection::onHeaderField(nghttp2_session* /*session*/, const nghttp2_fr
     default:
       break;
   }
-  return 0;
 }
 
 std::optional<std::chrono::nanoseconds> parseGrpcTimeout(std::string_view value) {

@@ -91,10 +91,7 @@ struct GrpcConnection::Stream {
   RlsCall call = RlsCall::kShouldRateLimit;  // for Method::kRls
   std::string path;  // :path, kept for an unknown method's error and for reflection
   std::string in;    // request bytes received, framed
-  std::string out;   // response bytes to send, framed
-  std::size_t out_pos = 0;
-  std::string status_text;  // grpc-message, kept until sent
-  std::array<char, 4> status_digits{};
+  std::string out;   // a response message to send, framed
   std::optional<Clock::time_point> deadline;       // grpc-timeout
   std::optional<Clock::time_point> request_until;  // the request must be whole by then
   std::size_t header_bytes = 0;
@@ -110,11 +107,7 @@ struct GrpcConnection::Stream {
   bool dispatched = false;    // given to onCall(), not answered yet
   bool answered = false;      // status submitted (or being sent)
   bool headers_sent = false;  // response HEADERS submitted
-  bool trailers_due = false;  // the data provider ends with trailers
   bool degraded = false;
-  bool data_deferred = false;
-  bool reset_after_end = false;  // RST_STREAM once the answer has gone
-  StatusCode final_status = StatusCode::kOk;
   std::optional<bool> watched;  // Watch: the status last sent (none: an unknown service)
 
   static void clearIfSet(std::string& text) {
@@ -132,8 +125,6 @@ struct GrpcConnection::Stream {
     clearIfSet(path);
     clearIfSet(in);
     clearIfSet(out);
-    out_pos = 0;
-    clearIfSet(status_text);
     deadline.reset();
     request_until.reset();
     header_bytes = 0;
@@ -142,8 +133,7 @@ struct GrpcConnection::Stream {
     pseudo = 0;
     regular_seen = malformed = false;
     bad_method = not_grpc = headers_done = request_done = dispatched = answered = false;
-    headers_sent = trailers_due = degraded = data_deferred = reset_after_end = false;
-    final_status = StatusCode::kOk;
+    headers_sent = degraded = false;
     watched.reset();
   }
 };
