@@ -366,6 +366,7 @@ void Http2Session::openStream(std::int32_t id, bool end_stream, std::string_view
                                        : std::max<std::int64_t>(limits_.stream_window, 65'535);
   stream.remote_closed = end_stream;
   ++open_streams_;
+  const std::int32_t accepted_before = last_accepted_stream_;
   last_accepted_stream_ = id;
   void* user = handler_.onStreamOpen(id);
   stream.user = user;
@@ -381,6 +382,8 @@ void Http2Session::openStream(std::int32_t id, bool end_stream, std::string_view
       },
       &sink);
   if (!decoded) {
+    // Its request was never whole: the GOAWAY must not say it was processed.
+    last_accepted_stream_ = accepted_before;
     return terminate(H2Error::kCompressionError, decoder_.error());
   }
   if (Stream* still = find(id); still != nullptr && !still->closed) {

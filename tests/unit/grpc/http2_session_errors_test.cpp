@@ -84,8 +84,9 @@ std::vector<ErrorCase> connectionErrors() {
       {"PING on a stream", frame(kPing, 0, 1, "12345678"), H2Error::kProtocolError},
       {"GOAWAY of 7 bytes", frame(kGoAway, 0, 0, "1234567"), H2Error::kFrameSizeError},
       {"PRIORITY on stream 0", frame(kPriority, 0, 0, "12345"), H2Error::kProtocolError},
+      // Stream 3's request was never whole: the GOAWAY names stream 1.
       {"an HPACK index beyond the tables", headersFrame(3, indexedField(70), true),
-       H2Error::kCompressionError, 3},
+       H2Error::kCompressionError, 1},
       {"DATA padding as long as the frame", frame(kData, kPadded, 1, "\x03xy"),
        H2Error::kProtocolError},
       {"PADDED DATA without a pad length", frame(kData, kPadded, 1, ""), H2Error::kProtocolError},
