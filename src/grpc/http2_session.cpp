@@ -7,31 +7,12 @@
 namespace sluice::grpc {
 namespace {
 
-constexpr std::string_view kClientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr std::size_t kFrameHeaderBytes = 9;
 /// SETTINGS_MAX_FRAME_SIZE as we leave it (not announced: RFC 9113's initial value).
 constexpr std::uint32_t kMaxFrameBytes = 16'384;
 constexpr std::int64_t kMaxWindow = 0x7fff'ffff;
 
-enum FrameType : std::uint8_t {
-  kData = 0x0,
-  kHeaders = 0x1,
-  kPriority = 0x2,
-  kRstStream = 0x3,
-  kSettings = 0x4,
-  kPushPromise = 0x5,
-  kPing = 0x6,
-  kGoAway = 0x7,
-  kWindowUpdate = 0x8,
-  kContinuation = 0x9,
-};
-enum Flag : std::uint8_t {
-  kEndStream = 0x1,
-  kAck = 0x1,
-  kEndHeaders = 0x4,
-  kPadded = 0x8,
-  kPriorityFlag = 0x20,
-};
+using namespace h2;  // the wire constants, used throughout
 
 // The bounds a client meets (nghttp2's defaults, which the server kept before it had its own
 // HTTP/2): acks queued ahead of output(), entries of one SETTINGS frame, CONTINUATION frames
@@ -631,9 +612,16 @@ void Http2Session::submitHeaders(std::int32_t id, std::string_view block, bool e
   }
 }
 
-void Http2Session::submitData(std::int32_t id, std::string_view bytes) {
+Http2Session::Stream* Http2Session::writable(std::int32_t id) {
   Stream* stream = find(id);
-  if (stream == nullptr || stream->closed || stream->local_closed || stream->trailers_due) {
+  return stream == nullptr || stream->closed || stream->local_closed || stream->trailers_due
+             ? nullptr
+             : stream;
+}
+
+void Http2Session::submitData(std::int32_t id, std::string_view bytes) {
+  Stream* stream = writable(id);
+  if (stream == nullptr) {
     return;
   }
   if (stream->pending_pos < stream->pending.size()) {
@@ -648,8 +636,8 @@ void Http2Session::submitData(std::int32_t id, std::string_view bytes) {
 }
 
 void Http2Session::submitTrailers(std::int32_t id, std::string_view block) {
-  Stream* stream = find(id);
-  if (stream == nullptr || stream->closed || stream->local_closed || stream->trailers_due) {
+  Stream* stream = writable(id);
+  if (stream == nullptr) {
     return;
   }
   if (stream->pending_pos < stream->pending.size()) {

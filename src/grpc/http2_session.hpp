@@ -32,6 +32,31 @@ enum class H2Error : std::uint32_t {
   kEnhanceYourCalm = 0xb,
 };
 
+/// HTTP/2's wire constants (RFC 9113 sections 3.4, 6).
+namespace h2 {
+/// What a client sends first, before its SETTINGS.
+inline constexpr std::string_view kClientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+enum FrameType : std::uint8_t {
+  kData = 0x0,
+  kHeaders = 0x1,
+  kPriority = 0x2,
+  kRstStream = 0x3,
+  kSettings = 0x4,
+  kPushPromise = 0x5,
+  kPing = 0x6,
+  kGoAway = 0x7,
+  kWindowUpdate = 0x8,
+  kContinuation = 0x9,
+};
+enum Flag : std::uint8_t {
+  kEndStream = 0x1,
+  kAck = 0x1,
+  kEndHeaders = 0x4,
+  kPadded = 0x8,
+  kPriorityFlag = 0x20,
+};
+}  // namespace h2
+
 /// What a session reports of the client's frames. `stream` is the pointer onStreamOpen()
 /// returned for the stream.
 class Http2Handler {
@@ -137,6 +162,8 @@ class Http2Session {
   };
 
   Stream* find(std::int32_t id);
+  /// The stream `id` if our side may still send on it, else null.
+  Stream* writable(std::int32_t id);
   bool idle(std::int32_t id) const;
   std::size_t readPreface(std::string_view data);
   void onFrame(const FrameHeader& frame, std::string_view payload);

@@ -26,27 +26,8 @@ using Clock = Http2Session::Clock;
 /// A manual clock's start, far from the epoch like a real steady_clock's.
 inline const Clock::time_point kStart = Clock::time_point{} + std::chrono::hours(100);
 
-inline constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-enum Type : std::uint8_t {
-  kData = 0x0,
-  kHeaders = 0x1,
-  kPriority = 0x2,
-  kRstStream = 0x3,
-  kSettings = 0x4,
-  kPushPromise = 0x5,
-  kPing = 0x6,
-  kGoAway = 0x7,
-  kWindowUpdate = 0x8,
-  kContinuation = 0x9,
-};
-enum Flag : std::uint8_t {
-  kEndStream = 0x1,
-  kAck = 0x1,
-  kEndHeaders = 0x4,
-  kPadded = 0x8,
-  kPriorityFlag = 0x20,
-};
+using namespace h2;  // the wire constants, used throughout
+inline constexpr std::string_view kPreface = kClientPreface;
 
 /// One stream as the handler heard of it.
 struct StreamRecord {
