@@ -517,11 +517,17 @@ void Http2Session::onWindowUpdate(const FrameHeader& frame, std::string_view pay
     if (increment == 0) {
       return terminate(H2Error::kProtocolError, "WINDOW_UPDATE of 0");
     }
+    // A stream waits either for its own window or for this one: only when this one was spent
+    // can its update let data out (so that a flood of small updates costs no stream walk).
+    const bool was_spent = conn_send_window_ <= 0;
     conn_send_window_ += increment;
     if (conn_send_window_ > kMaxWindow) {
       return terminate(H2Error::kFlowControlError, "connection window above 2^31-1");
     }
-    return sendAllPending();
+    if (was_spent) {
+      sendAllPending();
+    }
+    return;
   }
   if (idle(frame.stream)) {
     return terminate(H2Error::kProtocolError, "WINDOW_UPDATE on an idle stream");
@@ -686,6 +692,9 @@ void Http2Session::sendPending(Stream& stream) {
 
 void Http2Session::sendAllPending() {
   for (auto& stream : streams_) {
+    if (conn_send_window_ <= 0) {
+      return;
+    }
     if (!stream.closed && (stream.pending_pos < stream.pending.size() || stream.trailers_due)) {
       sendPending(stream);
     }
