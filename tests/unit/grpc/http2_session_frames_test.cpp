@@ -162,6 +162,33 @@ TEST(Http2SessionFlowTest, AZeroConnectionWindowHoldsEveryStream) {
   EXPECT_EQ(peer.recorder.streams.at(3).closes, 1);
 }
 
+/// A connection WINDOW_UPDATE lets out only what waited for the connection's window: a stream
+/// waiting for its own stays put however many come (and they do not walk the streams).
+TEST(Http2SessionFlowTest, AStreamWaitingForItsOwnWindowIsLeftByConnectionUpdates) {
+  RawPeer peer;
+  peer.start();
+  EXPECT_TRUE(peer.send(settingsFrame({{0x4, 10}})));  // INITIAL_WINDOW_SIZE 10
+  peer.read();
+  peer.open(1, true);
+  peer.session.submitData(1, std::string(100, 'a'));
+  peer.session.submitTrailers(1, trailersBlock());
+  std::vector<Frame> frames = peer.read();
+  ASSERT_EQ(framesOfType(frames, kData).size(), 1u);
+  EXPECT_EQ(framesOfType(frames, kData)[0].payload.size(), 10u);
+  std::string updates;
+  for (int i = 0; i < 1000; ++i) {
+    updates += windowUpdate(0, 5);
+  }
+  EXPECT_TRUE(peer.send(updates));
+  EXPECT_TRUE(peer.read().empty());
+  EXPECT_TRUE(peer.send(windowUpdate(1, 90)));
+  frames = peer.read();
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].payload, std::string(90, 'a'));
+  EXPECT_EQ(frames[1].type, kHeaders);
+  EXPECT_EQ(peer.recorder.streams.at(1).closes, 1);
+}
+
 TEST(Http2SessionFlowTest, AnEarlyAnswerResetsTheRestOfTheRequest) {
   RawPeer peer;
   peer.start();
