@@ -63,8 +63,7 @@ void GrpcConnection::serveHealthCheck(Stream& stream, std::string_view message) 
     // submission, as a decided call's reply.
     static constexpr char kServing[] = {0, 0, 0, 0, 2, 0x08, 0x01};
     static constexpr char kNotServing[] = {0, 0, 0, 0, 2, 0x08, 0x02};
-    stream.out.assign(serving ? kServing : kNotServing, sizeof(kServing));
-    answerOk(stream);
+    answerOk(stream, {serving ? kServing : kNotServing, sizeof(kServing)});
     return;
   }
   // Watch: the status now, then each change, until the client ends the call.

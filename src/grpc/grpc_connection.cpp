@@ -204,8 +204,7 @@ void GrpcConnection::release(Stream* stream) {
   }
   streams_.pop_back();
   // A few spares serve the usual load; a burst's streams go back to the heap.
-  if (spare_count_ < kSpareStreams && owned->in.capacity() <= 4096 &&
-      owned->out.capacity() <= 4096) {
+  if (spare_count_ < kSpareStreams && owned->in.capacity() <= 4096) {
     owned->next_spare = spare_;
     spare_ = owned.release();
     ++spare_count_;
@@ -349,13 +348,11 @@ void GrpcConnection::submitHeadersOnce(Stream& stream) {
 }
 
 void GrpcConnection::sendMessage(Stream& stream, std::string_view message) {
-  std::string& framed = stream.out;
-  framed.clear();
-  wire::putFrameHeader(framed, message.size());
-  framed.append(message);
+  framing_.clear();
+  wire::putFrameHeader(framing_, message.size());
+  framing_.append(message);
   submitHeadersOnce(stream);
-  session_.submitData(stream.id, framed);
-  framed.clear();
+  session_.submitData(stream.id, framing_);
   reset_ping_strikes_ = true;
 }
 
@@ -395,30 +392,24 @@ void GrpcConnection::reply(std::int32_t id, std::string_view message, bool degra
   framed.reserve(kPrefixBytes + message.size());
   putFrameHeader(framed, message.size());
   framed.append(message);
-  replyFramed(id, std::move(framed), degraded);
+  replyFramed(id, framed, degraded);
 }
 
-void GrpcConnection::replyFramed(std::int32_t id, std::string&& framed, bool degraded) {
+void GrpcConnection::replyFramed(std::int32_t id, std::string_view framed, bool degraded) {
   Stream* stream = streamOf(id);
   if (stream == nullptr || !stream->dispatched || stream->answered) {
     return;
   }
   stream->dispatched = false;
-  if (stream->out.empty()) {
-    stream->out.swap(framed);
-  } else {
-    stream->out.append(framed);
-  }
   stream->degraded = degraded;
-  answerOk(*stream);
+  answerOk(*stream, framed);
 }
 
-void GrpcConnection::answerOk(Stream& stream) {
+void GrpcConnection::answerOk(Stream& stream, std::string_view framed) {
   stream.answered = true;
   reset_ping_strikes_ = true;
   submitHeadersOnce(stream);
-  session_.submitData(stream.id, stream.out);
-  Stream::clearIfSet(stream.out);
+  session_.submitData(stream.id, framed);
   if (!stream.degraded) [[likely]] {
     session_.submitTrailers(stream.id, okTrailersBlock());
     return;

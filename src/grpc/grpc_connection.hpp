@@ -112,8 +112,8 @@ class GrpcConnection : private Http2Handler {
   /// `degraded` adds the trailer x-sluice-degraded: true. A stream that is gone is ignored.
   void reply(std::int32_t stream, std::string_view message, bool degraded);
   /// The same with a serialised message already behind its 5-byte gRPC prefix in `framed`
-  /// (taken over, no copy).
-  void replyFramed(std::int32_t stream, std::string&& framed, bool degraded);
+  /// (copied once, into the frames to send).
+  void replyFramed(std::int32_t stream, std::string_view framed, bool degraded);
   /// Answers the call `stream` with an error status (Trailers-Only).
   void fail(std::int32_t stream, StatusCode code, std::string_view message);
 
@@ -137,6 +137,8 @@ class GrpcConnection : private Http2Handler {
 
   /// Nothing more to read or write: close the socket (after writing output()).
   bool done() const;
+  /// Why receive() ended the connection (a protocol error, a flood), "" otherwise.
+  const std::string& error() const { return session_.error(); }
   /// Calls received and not answered, Watch and reflection streams included.
   std::size_t openStreams() const { return streams_.size(); }
 
@@ -164,9 +166,9 @@ class GrpcConnection : private Http2Handler {
   void serveReflection(Stream& stream, std::string_view message);
   void sendMessage(Stream& stream, std::string_view message);
   void submitHeadersOnce(Stream& stream);
-  /// Answers `stream` with the message(s) already in its `out` and status OK (the trailers
-  /// follow the data: x-sluice-degraded if `degraded` is set).
-  void answerOk(Stream& stream);
+  /// Answers `stream` with `framed` (messages behind their gRPC prefixes) and status OK (the
+  /// trailers follow the data: x-sluice-degraded if `degraded` is set).
+  void answerOk(Stream& stream, std::string_view framed);
   void finishStream(Stream& stream, StatusCode code, std::string_view message);
   void refuse(Stream& stream, StatusCode code, std::string_view message);
   void onRequestData(Stream& stream, std::string_view data);
@@ -184,6 +186,7 @@ class GrpcConnection : private Http2Handler {
   Stream* spare_ = nullptr;
   std::size_t spare_count_ = 0;
   std::size_t buffered_bytes_ = 0;  // request bytes held by all streams
+  std::string framing_;  // sendMessage()'s message behind its prefix, kept for its capacity
   std::optional<Clock::time_point> last_ping_;
   int ping_strikes_ = 0;
   bool reset_ping_strikes_ = false;  // a response went out since the last client PING

@@ -91,7 +91,6 @@ struct GrpcConnection::Stream {
   RlsCall call = RlsCall::kShouldRateLimit;  // for Method::kRls
   std::string path;  // :path, kept for an unknown method's error and for reflection
   std::string in;    // request bytes received, framed
-  std::string out;   // a response message to send, framed
   std::optional<Clock::time_point> deadline;       // grpc-timeout
   std::optional<Clock::time_point> request_until;  // the request must be whole by then
   std::size_t header_bytes = 0;
@@ -124,7 +123,6 @@ struct GrpcConnection::Stream {
     // the call may not touch otherwise.
     clearIfSet(path);
     clearIfSet(in);
-    clearIfSet(out);
     deadline.reset();
     request_until.reset();
     header_bytes = 0;

@@ -41,10 +41,6 @@ void put32(std::string& out, std::uint32_t value) {
 Http2Session::Http2Session(Http2Handler& handler, const Http2Limits& limits)
     : handler_(handler), limits_(limits), reset_tokens_(kResetBurst) {
   streams_.reserve(8);
-  static constexpr std::uint16_t kMaxConcurrentStreams = 0x3;
-  static constexpr std::uint16_t kInitialWindowSize = 0x4;
-  static constexpr std::uint16_t kMaxHeaderListSize = 0x6;
-  static constexpr std::uint16_t kNoRfc7540Priorities = 0x9;
   const std::pair<std::uint16_t, std::uint32_t> settings[] = {
       {kMaxConcurrentStreams, limits_.max_concurrent_streams},
       {kMaxHeaderListSize, limits_.max_header_list_bytes},
@@ -284,9 +280,7 @@ void Http2Session::onContinuation(const FrameHeader& frame, std::string_view pay
   if ((frame.flags & kEndHeaders) != 0) {
     const std::int32_t id = block_stream_;
     block_stream_ = 0;
-    const std::string block = std::move(block_);
-    block_.clear();
-    onHeaderBlock(id, block_end_stream_, block);
+    onHeaderBlock(id, block_end_stream_, block_);  // nothing it calls touches block_
   }
 }
 
@@ -434,14 +428,14 @@ void Http2Session::onSettings(const FrameHeader& frame, std::string_view payload
 
 bool Http2Session::applySetting(std::uint16_t id, std::uint32_t value) {
   switch (id) {
-    case 0x2:  // ENABLE_PUSH: we push nothing either way
-    case 0x9:  // NO_RFC7540_PRIORITIES
+    case kEnablePush:  // we push nothing either way
+    case kNoRfc7540Priorities:
       if (value > 1) {
         terminate(H2Error::kProtocolError, "a boolean SETTINGS value other than 0 or 1");
         return false;
       }
       return true;
-    case 0x4: {  // INITIAL_WINDOW_SIZE: every open stream's window moves by the change
+    case kInitialWindowSize: {  // every open stream's window moves by the change
       if (value > kMaxWindow) {
         terminate(H2Error::kFlowControlError, "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1");
         return false;
@@ -457,7 +451,7 @@ bool Http2Session::applySetting(std::uint16_t id, std::uint32_t value) {
       }
       return true;
     }
-    case 0x5:  // MAX_FRAME_SIZE
+    case kMaxFrameSize:
       if (value < 16'384 || value > 16'777'215) {
         terminate(H2Error::kProtocolError, "SETTINGS_MAX_FRAME_SIZE out of range");
         return false;
@@ -465,8 +459,8 @@ bool Http2Session::applySetting(std::uint16_t id, std::uint32_t value) {
       peer_max_frame_ = value;
       return true;
     default:
-      // HEADER_TABLE_SIZE (our blocks never index), MAX_CONCURRENT_STREAMS (we open none),
-      // MAX_HEADER_LIST_SIZE (our blocks are small), and unknown ones.
+      // kHeaderTableSize (our blocks never index), kMaxConcurrentStreams (we open none),
+      // kMaxHeaderListSize (our blocks are small), and unknown ones.
       return true;
   }
 }
@@ -608,8 +602,8 @@ void Http2Session::writeHeaderBlock(std::int32_t id, std::string_view block, boo
 }
 
 void Http2Session::submitHeaders(std::int32_t id, std::string_view block, bool end_stream) {
-  Stream* stream = find(id);
-  if (stream == nullptr || stream->closed || stream->local_closed) {
+  Stream* stream = writable(id);
+  if (stream == nullptr) {
     return;
   }
   writeHeaderBlock(id, block, end_stream);
@@ -695,7 +689,8 @@ void Http2Session::sendAllPending() {
     if (conn_send_window_ <= 0) {
       return;
     }
-    if (!stream.closed && (stream.pending_pos < stream.pending.size() || stream.trailers_due)) {
+    // Trailers wait only behind data.
+    if (!stream.closed && stream.pending_pos < stream.pending.size()) {
       sendPending(stream);
     }
   }

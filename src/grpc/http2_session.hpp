@@ -55,6 +55,16 @@ enum Flag : std::uint8_t {
   kPadded = 0x8,
   kPriorityFlag = 0x20,
 };
+/// SETTINGS parameters (section 6.5.2; 0x9 is RFC 9218's).
+enum Setting : std::uint16_t {
+  kHeaderTableSize = 0x1,
+  kEnablePush = 0x2,
+  kMaxConcurrentStreams = 0x3,
+  kInitialWindowSize = 0x4,
+  kMaxFrameSize = 0x5,
+  kMaxHeaderListSize = 0x6,
+  kNoRfc7540Priorities = 0x9,
+};
 }  // namespace h2
 
 /// What a session reports of the client's frames. `stream` is the pointer onStreamOpen()

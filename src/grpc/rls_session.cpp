@@ -229,13 +229,13 @@ void RlsSession::answerError(std::int32_t stream, StatusCode code, std::string_v
   connection_.fail(stream, code, message);
 }
 
-void RlsSession::answer(std::int32_t stream, std::string&& framed, bool degraded) {
+void RlsSession::answer(std::int32_t stream, std::string_view framed, bool degraded) {
   if (auto it = findDispatched(stream); it != dispatched_.end()) {
     forgetDispatched(it);
   }
   shared_->count(StatusCode::kOk);
   shared_->in_flight.add(-1);
-  connection_.replyFramed(stream, std::move(framed), degraded);
+  connection_.replyFramed(stream, framed, degraded);
 }
 
 namespace {
@@ -360,8 +360,7 @@ void RlsSession::onDecided(std::int32_t stream, Result<Decision>& decision, bool
                  encode(*decision, shared_->options.response_headers, response_, framed_)) {
     answerError(stream, error->code, error->message);
   } else {
-    // replyFramed() swaps: framed_ gets the stream's spent buffer, capacity and all.
-    answer(stream, std::move(framed_), decision->degraded);
+    answer(stream, framed_, decision->degraded);  // framed_ keeps its capacity for the next
   }
   if (decision && recycle) {
     recycleDecision(std::move(*decision));
@@ -432,7 +431,7 @@ void RlsSession::onPostedDecided(const std::shared_ptr<PostedCall>& posted,
     } else if (call_error) {
       self->answerError(stream, call_error->code, call_error->message);
     } else {
-      self->answer(stream, std::move(framed), degraded);
+      self->answer(stream, framed, degraded);
     }
     self->flush();
     self->armTimer();
@@ -476,6 +475,9 @@ void RlsSession::onRead(boost::system::error_code ec, std::size_t n) {
   const bool ok = connection_.receive(std::string_view(input_.data(), n), Clock::now());
   flush();
   if (!ok) {
+    if (!connection_.error().empty()) {
+      spdlog::debug("gRPC: connection ended: {}", connection_.error());
+    }
     closing_ = true;  // written what is pending (a GOAWAY), then closed
     closeIfDone();
     return;

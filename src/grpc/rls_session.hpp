@@ -159,7 +159,7 @@ class RlsSession final : public std::enable_shared_from_this<RlsSession>, public
  private:
   void answerError(std::int32_t stream, StatusCode code, std::string_view message);
 
-  void answer(std::int32_t stream, std::string&& framed, bool degraded);
+  void answer(std::int32_t stream, std::string_view framed, bool degraded);
 
   /// The response message behind its gRPC prefix, in `framed` (its capacity reused): Envoy's
   /// RateLimitResponse, or Kuadrant's ReserveResponse or CommitResponse for a reservation
