@@ -240,7 +240,7 @@ bool mustGoOut(const View& view, const LimitParams& params, const Tuning& tuning
 
 Micros quietUntil(const View& view, const LimitParams& params, Micros now, const Tuning& tuning) {
   if (!tuning.quiet_keys || params.algorithm != Algorithm::kFixedWindow || params.window_us <= 0 ||
-      view.cur.index == kNoWindow || view.refreshed_at < 0 || mustGoOut(view, params, tuning)) {
+      view.cur.index == kNoWindow || mustGoOut(view, params, tuning)) {
     return -1;
   }
   // Without a blind allowance a stale view takes a round trip: such a key is read by syncs.

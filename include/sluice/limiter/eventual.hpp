@@ -179,12 +179,12 @@ std::int64_t blindAllowance(const LimitParams& params, const Tuning& tuning);
 /// and the key's decisions would take round trips).
 bool mustGoOut(const View& view, const LimitParams& params, const Tuning& tuning);
 /// The end of the key's window when it is a **quiet** key ("Quiet keys", docs/eventual.md): a
-/// fixed window, read at least once, that need not go out before its window ends because its
-/// unsent hits expire with it: it has a blind allowance, nothing must go out (mustGoOut(): so
-/// its unsent hits are within that allowance), and it is far from its limit (farFromLimit())
-/// over the rest of the window. Otherwise -1. Other sidecars then never see its hits of that
-/// window, at most its blind allowance (a decision past it makes the key go out), which is the
-/// bound's cold-key term.
+/// fixed window (read or not: a view never read is blind), that need not go out before its window
+/// ends because its unsent hits expire with it: it has a blind allowance, nothing must go out
+/// (mustGoOut(): so its unsent hits are within that allowance), and it is far from its limit
+/// (farFromLimit()) over the rest of the window. Otherwise -1. Other sidecars then never see its
+/// hits of that window, at most its blind allowance (a decision past it makes the key go out),
+/// which is the bound's cold-key term.
 Micros quietUntil(const View& view, const LimitParams& params, Micros now, const Tuning& tuning);
 /// Until when a key queued for the sync may wait for a later one ("cold keys",
 /// docs/eventual.md); a time <= `now` means it goes out with this one. A key may wait when it

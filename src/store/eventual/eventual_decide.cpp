@@ -30,6 +30,8 @@ struct EventualEngine::LocalPass {
 
   const std::vector<EventualLimitRef>& limits;
   // Inline storage for the usual request of a few limits: no allocation per decision.
+  /// Each limit's KeyHash, computed once for its shard's lock and its slot's lookup.
+  boost::container::small_vector<std::uint64_t, 4> hashes;
   boost::container::small_vector<Slot*, 4> slots;  ///< null for a sketch limit
   boost::container::small_vector<BucketState, 4> states;
   boost::container::small_vector<Evaluation, 4> evaluations;
@@ -55,9 +57,15 @@ bool EventualEngine::requestAllowed(const std::vector<EventualLimitRef>& limits,
 
 EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLimitRef>& limits,
                                                     std::int64_t cost, bool charge, bool force,
-                                                    const std::vector<int>& open_groups) {
+                                                    const std::vector<int>& open_groups,
+                                                    std::vector<Outcome> outcomes) {
   Local local;
+  local.outcomes = std::move(outcomes);
+  local.outcomes.clear();
   LocalPass pass(limits, open_groups, clock_.nowMicros(), usable_.load(std::memory_order_acquire));
+  for (const EventualLimitRef& ref : limits) {
+    pass.hashes.push_back(KeyHash{}(ref.key()));
+  }
   // A sketch limit is decided on its cells (docs/eventual.md, "sketch"): only then are keys
   // other than the limits' own locked, and vectors allocated.
   const bool sketches = anySketch(limits);
@@ -73,7 +81,8 @@ EventualEngine::Local EventualEngine::decideLocally(const std::vector<EventualLi
         lock_keys, [](std::string_view k) { return k; }, shard_of);
   } else {
     locks.emplace(
-        limits, [](const EventualLimitRef& r) { return r.key(); }, shard_of);
+        pass.hashes, [](std::uint64_t hash) { return hash; },
+        [this](std::uint64_t hash) -> Shard& { return shards_[hash % kShards]; });
   }
   for (std::size_t i = 0; i < limits.size(); ++i) {
     if (sketches && !pass.cell_keys[i].empty()) {
@@ -128,7 +137,7 @@ void EventualEngine::decideCounterLimit(LocalPass& pass, std::size_t i, std::int
   const EventualLimitRef& ref = pass.limits[i];
   const std::int64_t limit_cost = ref.limit->costOr(cost);
   const Micros now = pass.now;
-  const std::uint64_t hash = KeyHash{}(ref.key());
+  const std::uint64_t hash = pass.hashes[i];
   Shard& shard = shards_[hash % kShards];
   Slot& slot = slotFor(shard, ref.key(), hash, ref.limit->params, now);
   touch(shard, slot, now);

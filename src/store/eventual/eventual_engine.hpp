@@ -93,8 +93,11 @@ class EventualEngine {
   /// `force`: decide locally whatever the routes say (Redis unreachable, or just refreshed).
   /// `open_groups`: the quota groups of the request's strict limits (they may still pass, so
   /// eventual quota limits alone deny only when no such group exists).
+  /// `outcomes`: storage for Local::outcomes (a spare answer's, so that a warm thread decides
+  /// without allocating); cleared first.
   Local decideLocally(const std::vector<EventualLimitRef>& limits, std::int64_t cost, bool charge,
-                      bool force, const std::vector<int>& open_groups = {});
+                      bool force, const std::vector<int>& open_groups = {},
+                      std::vector<Outcome> outcomes = {});
   /// Charges an allowed request decided by decideLocally(charge = false) once the strict
   /// limits allowed too. `outcomes`: decideLocally's, in the same order; a limit that denied
   /// there (a quota-mode limit of a request another group allowed) is not charged unless it

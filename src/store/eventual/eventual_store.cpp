@@ -75,11 +75,13 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
     }
     const bool pure = strict.empty();
     const bool reachable = engine_->reachable() && backend_->ready();
-    EventualEngine::Local local =
-        engine_->decideLocally(eventual, request.cost, pure, !reachable, strict_groups);
+    // The thread's spare answer (recycleStoreResponse()) lends its outcomes' storage: a warm
+    // thread answers without allocating.
+    StoreResponse response = takeSpareStoreResponse();
+    EventualEngine::Local local = engine_->decideLocally(
+        eventual, request.cost, pure, !reachable, strict_groups, std::move(response.outcomes));
     if (local.decided && (pure || !local.allowed)) {
       // The common case: answered from the views, nothing to keep for later.
-      StoreResponse response;
       response.allowed = local.allowed;
       if (pure) {
         // Every limit is eventual, in request order: the outcomes are the answer as they are.

@@ -326,9 +326,11 @@ Micros EventualEngine::waitUntil(const Slot& slot, Micros now) const {
 }
 
 Micros EventualEngine::quietUntil(const Slot& slot, Micros now) const {
-  // Not at shutdown (the last sync sends everything), nor for a key never sent or whose
-  // confirmed hits must go out again (a renewed connection).
-  if (stopped_.load(std::memory_order_acquire) || slot.synced_at < 0 || slot.resend) {
+  // Not at shutdown (the last sync sends everything), nor for a key sent and not read yet (its
+  // reply is due, or it failed and the key goes out again) or whose confirmed hits must go
+  // out again (a renewed connection). A key never sent may be quiet from its first decision.
+  if (stopped_.load(std::memory_order_acquire) || slot.resend ||
+      (slot.synced_at >= 0 && slot.view.refreshed_at < 0)) {
     return -1;
   }
   return eventual::quietUntil(slot.view, slot.params, now, tuning_);

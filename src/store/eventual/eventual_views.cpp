@@ -101,9 +101,19 @@ void EventualEngine::touch(Shard& shard, Slot& slot, Micros now) {
   slot.last_used = now;
   if (slot.wait_gen != 0 || slot.quiet_until > now) {
     wake(shard, slot);
-  } else {
-    enqueue(shard, slot);
+    return;
   }
+  // A key new to the sidecar, or a quiet key whose window has ended (slotFor() rolled it), is
+  // quiet again here when it may be, without a trip through the sync thread: a sidecar's many
+  // keys far from their limits cost that thread and Redis nothing (docs/eventual.md, "Quiet
+  // keys"). Its decisions queue it once it must go out (wake()).
+  if (!slot.queued) {
+    if (const Micros end = quietUntil(slot, now); end > now) {
+      slot.quiet_until = end;
+      return;
+    }
+  }
+  enqueue(shard, slot);
 }
 
 void EventualEngine::wake(Shard& shard, Slot& slot) {

@@ -70,9 +70,11 @@ class ShardLocks {
   }
   /// Locks each distinct shard once, in address order (no deadlock between requests).
   void lockAll() {
-    std::sort(begin(), end());
-    std::mutex** last = std::unique(begin(), end());
-    count_ = static_cast<std::size_t>(last - begin());
+    if (count_ > 1) {
+      std::sort(begin(), end());
+      std::mutex** last = std::unique(begin(), end());
+      count_ = static_cast<std::size_t>(last - begin());
+    }
     if (!more_.empty()) {
       more_.resize(count_);
     }
