@@ -67,9 +67,10 @@ class EventualStore final : public Store, public std::enable_shared_from_this<Ev
       inner_->evaluate(request, std::move(done));
       return;
     }
-    if (!engine_->sketchHasher() &&
-        std::any_of(eventual.begin(), eventual.end(),
-                    [](const EventualLimitRef& r) { return EventualEngine::isSketch(*r.limit); })) {
+    // The hasher (under a lock) only for a request with a sketch limit.
+    if (std::any_of(eventual.begin(), eventual.end(),
+                    [](const EventualLimitRef& r) { return EventualEngine::isSketch(*r.limit); }) &&
+        !engine_->sketchHasher()) {
       fetchSketchSeed(request, std::move(done));
       return;
     }
