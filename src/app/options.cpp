@@ -192,6 +192,7 @@ Status parseRedisNodes(AppOptions& options) {
   base.key_prefix = options.redis_prefix;
   base.request_timeout = options.redis_timeout;
   base.max_batch = options.redis_max_batch;
+  base.max_batches_in_flight = options.redis_batches_in_flight;
   base.connect_wait = options.store_connect_wait;
   if (options.store == StoreKind::kRedisCluster) {
     auto seeds = parseRedisClusterUrls(options.redis_url, base);

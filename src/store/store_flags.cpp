@@ -168,6 +168,12 @@ void addStoreFlags(FlagRegistry& registry, StoreSettings& settings) {
                         "thread collects in one event-loop turn go as one EVALSHA per node, up "
                         "to N each (1: one call per decision; default 32)",
                 .set = set::integer<std::size_t>(settings.redis_max_batch, 1, 1024)});
+  registry.add({.name = "redis-batches-in-flight",
+                .metavar = "N",
+                .help = "most batches awaiting Redis's answer at once per I/O thread (single "
+                        "node): while that many are, decisions wait in the next batch, which "
+                        "goes when one is answered or when it is full (0: no bound; default 1)",
+                .set = set::integer<std::size_t>(settings.redis_batches_in_flight, 0, 1024)});
   registry.add({.name = "store-connect-wait-ms",
                 .metavar = "MS",
                 .help = "start-up: requests wait for the store's first connection, and /readyz "

@@ -456,5 +456,114 @@ TEST_F(BatchConformanceTest, ADeadlinePassedFailsEachRequestOnceAndTheBatchRunsA
   EXPECT_EQ(seen->outcomes[0].remaining, 100 - 5);
 }
 
+/// A store whose calls Redis may hold (CLIENT PAUSE) without the connection looking dead.
+StorePtr pausableStore(boost::asio::io_context& io, Metrics& metrics, const Clock& clock,
+                       const std::string& prefix, std::size_t in_flight,
+                       std::chrono::milliseconds timeout) {
+  auto options = parseRedisUrl(sharedRedis().url());
+  EXPECT_TRUE(options.ok());
+  RedisOptions o = *options;
+  o.key_prefix = prefix;
+  o.local_cache = false;
+  o.max_batch = kMaxBatch;
+  o.max_batches_in_flight = in_flight;
+  o.request_timeout = timeout;
+  o.stall_timeout = std::chrono::milliseconds(10'000);
+  StorePtr store = makeRedisStore(io, o, metrics, clock);
+  EXPECT_TRUE(test::runUntil(io, [&] { return store->healthy(); }));
+  return store;
+}
+
+StoreLimit longWindow(std::int64_t limit) {
+  StoreLimit l;
+  l.key = "k";
+  l.params.algorithm = Algorithm::kFixedWindow;
+  l.params.limit = limit;
+  l.params.window_us = 10 * 86400 * kMicrosPerSecond;  // no window ends during the test
+  return l;
+}
+
+TEST_F(BatchConformanceTest, DecisionsMadeWhileABatchAwaitsItsAnswerGoTogetherInTheNext) {
+  // At most one batch awaits Redis (the default): while Redis holds the first, the decisions
+  // of the next turns wait, and go as one call once it is answered; each is answered once,
+  // in order. Without the bound (0), each turn's batch goes at the end of its turn.
+  for (const std::size_t in_flight : {std::size_t{1}, std::size_t{0}}) {
+    SCOPED_TRACE("max_batches_in_flight " + std::to_string(in_flight));
+    Metrics metrics;
+    StorePtr store =
+        pausableStore(io_, metrics, clock_, testPrefix() + "-held" + std::to_string(in_flight),
+                      in_flight, std::chrono::milliseconds(10'000));
+    Counter& calls = metrics.counter("redis_script_calls_total", {{"store", "redis"}});
+    const StoreRequest hit = clientRequest({longWindow(100)}, 1, "held");
+    std::vector<std::optional<Result<StoreResponse>>> results(9);
+    // Redis holds every call long enough for the three turns below (microseconds each).
+    ASSERT_TRUE(sharedRedis().command({"CLIENT", "PAUSE", "1500", "ALL"}));
+    for (std::size_t turn = 0; turn < 3; ++turn) {
+      for (std::size_t i = 3 * turn; i < 3 * turn + 3; ++i) {
+        store->evaluate(
+            hit, [&results, i](Result<StoreResponse> r) { results[i].emplace(std::move(r)); });
+      }
+      io_.poll();  // the end of the turn
+      EXPECT_EQ(calls.value(), in_flight == 1 ? 1u : turn + 1);
+    }
+    ASSERT_TRUE(test::runUntil(
+        io_,
+        [&] {
+          return std::all_of(results.begin(), results.end(),
+                             [](const auto& r) { return r.has_value(); });
+        },
+        std::chrono::milliseconds(10'000)));
+    EXPECT_EQ(calls.value(), in_flight == 1 ? 2u : 3u);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      ASSERT_TRUE(results[i]->ok()) << i << ": " << results[i]->error().message;
+      EXPECT_TRUE((*results[i])->allowed);
+      EXPECT_EQ((*results[i])->outcomes[0].remaining, 99 - static_cast<std::int64_t>(i)) << i;
+    }
+  }
+}
+
+TEST_F(BatchConformanceTest, AWaitingBatchKeepsItsDeadlineAndRunsAtMostOnce) {
+  // Redis holds every call for 600 ms. The first batch fails at its deadline (150 ms); the
+  // decisions that waited behind it then go, already late, and fail once too. Redis runs
+  // each call once when the pause ends: every hit counted, none twice.
+  Metrics metrics;
+  StorePtr store = pausableStore(io_, metrics, clock_, testPrefix() + "-late", 1,
+                                 std::chrono::milliseconds(150));
+  const StoreRequest hit = clientRequest({longWindow(100)}, 1, "late");
+  std::vector<std::optional<Result<StoreResponse>>> results(6);
+  ASSERT_TRUE(sharedRedis().command({"CLIENT", "PAUSE", "600", "ALL"}));
+  for (std::size_t turn = 0; turn < 2; ++turn) {
+    for (std::size_t i = 3 * turn; i < 3 * turn + 3; ++i) {
+      store->evaluate(hit,
+                      [&results, i](Result<StoreResponse> r) { results[i].emplace(std::move(r)); });
+    }
+    io_.poll();
+  }
+  ASSERT_TRUE(test::runUntil(io_, [&] {
+    return std::all_of(results.begin(), results.end(), [](const auto& r) { return r.has_value(); });
+  }));
+  for (const auto& r : results) {
+    ASSERT_FALSE(r->ok());
+    EXPECT_EQ(r->error().kind, ErrorKind::kTimeout) << r->error().message;
+  }
+  EXPECT_EQ(metrics.counter("redis_script_calls_total", {{"store", "redis"}}).value(), 2u);
+  StoreRequest check = hit;
+  check.cost = 0;
+  std::optional<StoreResponse> seen;
+  ASSERT_TRUE(test::runUntil(
+      io_,
+      [&] {
+        if (!seen) {
+          auto r = runOne(*store, check);
+          if (r.ok()) {
+            seen = *r;
+          }
+        }
+        return seen.has_value();
+      },
+      std::chrono::milliseconds(10'000)));
+  EXPECT_EQ(seen->outcomes[0].remaining, 100 - 6);
+}
+
 }  // namespace
 }  // namespace sluice::conformance

@@ -27,6 +27,8 @@ struct StoreSettings {
   std::chrono::milliseconds redis_timeout{20};
   /// --redis-max-batch: most decisions per script call (RedisOptions::max_batch).
   std::size_t redis_max_batch = 32;
+  /// --redis-batches-in-flight (RedisOptions::max_batches_in_flight).
+  std::size_t redis_batches_in_flight = 1;
   /// Start-up: requests wait for the store's first connection, /readyz is 503, this long.
   std::chrono::milliseconds store_connect_wait{2000};
   std::string redis_prefix = "sluice";

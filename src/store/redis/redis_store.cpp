@@ -254,10 +254,16 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
   }
 
-  /// The end of the turn: every open batch goes.
+  /// The end of the turn: every open batch goes; on a single node, only while fewer than
+  /// max_batches_in_flight batches await their answer (else the batch grows until one
+  /// does: batchAnswered).
   void flush() {
     flush_posted_ = false;
     if (!clustered_) {
+      if (options_.max_batches_in_flight > 0 &&
+          batches_in_flight_ >= options_.max_batches_in_flight) {
+        return;
+      }
       Batch batch;
       batch.swap(single_);
       sendAndKeep(batch);
@@ -294,19 +300,60 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         options_.request_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
                                        std::chrono::microseconds(now - batch.front().started));
     timeout = std::max(timeout, std::chrono::milliseconds(1));
+    if (clustered_) {
+      sendTo(batch, timeout);
+      return;
+    }
+    // Counted until its answer (or failure): every call gets exactly one.
+    ++batches_in_flight_;
+    sendTo(batch, timeout, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->batchAnswered();
+      }
+    });
+  }
+
+  /// send()'s call; `answered` runs once the batch's requests have their answers.
+  void sendTo(Batch& batch, std::chrono::milliseconds timeout,
+              std::function<void()> answered = nullptr) {
     if (batch.size() == 1) {
       BatchedCall& call = batch.front();
+      redis::ReplyHandler done = std::move(call.done);
+      if (answered) {
+        done = [done = std::move(done), answered = std::move(answered)](Result<redis::Reply> r) {
+          done(std::move(r));
+          answered();
+        };
+      }
       backend_->evalScript(redis::RespArgs::of(call.keys), redis::RespArgs::of(*call.args), timeout,
-                           std::move(call.done));
+                           std::move(done));
       return;
     }
     std::vector<std::string> keys;
     std::vector<std::string> args;
     auto handlers = std::make_shared<std::vector<redis::ReplyHandler>>();
     encodeBatch(batch, keys, args, *handlers);
-    backend_->evalScript(
-        std::move(keys), std::move(args), timeout,
-        [handlers](Result<redis::Reply> reply) { redis::splitBatchReply(*handlers, reply); });
+    backend_->evalScript(std::move(keys), std::move(args), timeout,
+                         [handlers, answered = std::move(answered)](Result<redis::Reply> reply) {
+                           redis::splitBatchReply(*handlers, reply);
+                           if (answered) {
+                             answered();
+                           }
+                         });
+  }
+
+  /// A single node's batch has its answer: the batch that grew meanwhile goes at the end of
+  /// this turn (with the requests the answers' turn brings).
+  void batchAnswered() {
+    --batches_in_flight_;
+    if (!single_.empty() && !flush_posted_) {
+      flush_posted_ = true;
+      backend_->post([weak = weak_from_this()] {
+        if (auto self = weak.lock()) {
+          self->flush();
+        }
+      });
+    }
   }
 
   /// The batch layout of 99_evaluate.lua: requests of one rule carry the same argument
@@ -650,6 +697,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   Batch single_;
   std::map<int, Batch> batches_;
   bool flush_posted_ = false;  ///< flush() is posted for the end of this turn
+  /// Single node: batches sent and not yet answered (RedisOptions::max_batches_in_flight).
+  std::size_t batches_in_flight_ = 0;
   /// send()'s scratch, kept between batches (no allocation per batch once warm): the first
   /// request of each distinct argument list, and each request's list.
   std::vector<std::size_t> distinct_;
@@ -674,14 +723,16 @@ namespace redis {
 Metrics& describeRedisMetrics(Metrics& metrics) {
   metrics.describe("store_call_duration_seconds", Metrics::Type::kHistogram,
                    "Latency of store calls, per decision: from the decision's arrival at the "
-                   "store to its answer (the wait for the end of its event-loop turn and its "
-                   "batch's Redis round trip).",
+                   "store to its answer (the wait for the end of its event-loop turn, for the "
+                   "batch in flight before its own, and its batch's Redis round trip).",
                    latencyBuckets());
   metrics.describe("local_cache_hits_total", Metrics::Type::kCounter,
                    "Requests denied from the local over-limit cache without a Redis call.");
   metrics.describe("redis_script_calls_total", Metrics::Type::kCounter,
                    "EVALSHA calls that carried decisions: one per batch of the decisions an I/O "
-                   "thread collected in one event-loop turn (--redis-max-batch).");
+                   "thread collected in one event-loop turn, or, while a batch awaited its "
+                   "answer, in the turns until it came (--redis-max-batch, "
+                   "--redis-batches-in-flight).");
   metrics.describe("redis_reconnects_total", Metrics::Type::kCounter,
                    "Redis connections re-established after a loss (per I/O thread).");
   return metrics;

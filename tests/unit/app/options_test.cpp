@@ -57,6 +57,11 @@ TEST(OptionsTest, RedisUrlsAreParsedOnceWithPrefixAndTimeout) {
   ASSERT_TRUE(batch.ok()) << batch.error().message;
   EXPECT_EQ(batch->redis_nodes[0].max_batch, 1u);
   EXPECT_FALSE(parse({"--store", "redis", "--redis-max-batch", "0"}).ok());
+  EXPECT_EQ(batch->redis_nodes[0].max_batches_in_flight, 1u);  // the default
+  auto unbounded = parse({"--store", "redis", "--redis-batches-in-flight", "0"});
+  ASSERT_TRUE(unbounded.ok()) << unbounded.error().message;
+  EXPECT_EQ(unbounded->redis_nodes[0].max_batches_in_flight, 0u);
+  EXPECT_FALSE(parse({"--store", "redis", "--redis-batches-in-flight", "-1"}).ok());
 
   auto cluster = parse({"--store", "redis_cluster", "--redis", "redis://a:1,redis://b:2"});
   ASSERT_TRUE(cluster.ok()) << cluster.error().message;
@@ -182,7 +187,7 @@ TEST(OptionsTest, HelpListsEveryFlag) {
   for (const char* flag :
        {"--config", "--listen", "--rules", "--store", "--redis ", "--failure-mode", "--threads",
         "--log-level", "--validate", "--default-domain", "--max-body-bytes", "--redis-timeout-ms",
-        "--redis-prefix", "--redis-max-batch"}) {
+        "--redis-prefix", "--redis-max-batch", "--redis-batches-in-flight"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
 }
