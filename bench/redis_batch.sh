@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # How many decisions share one EVALSHA (--redis-max-batch, docs/redis.md), seen from Redis.
 #
-#   bench/redis_batch.sh [--sluice PATH] [--max-batch N|none] [--op fixed_window_allow]
-#                        [--seconds 5] [--connections 64]
+#   bench/redis_batch.sh [--sluice PATH] [--max-batch N|none] [--in-flight N|none]
+#                        [--op fixed_window_allow] [--seconds 5] [--connections 64]
 #
 # Starts its own redis-server (CPU 1, free loopback port, temp dir, no persistence) and one
 # Sluice (--threads 1 --store redis, CPU 0, bench/rules), drives it with
 # wrk -t1 -c<connections> -s bench/wrk/decision.lua (10 000 clients, CPU 1), then prints the
 # decisions answered, redis-server's `cmdstat_evalsha` calls and usec_per_call (INFO
 # commandstats), decisions per call, and the CPU per decision of Sluice and of redis-server
-# (utime+stime from /proc). `--max-batch none` passes no flag (for binaries older than it).
+# (utime+stime from /proc). `--max-batch none` passes no flag (for binaries older than it);
+# `--in-flight N` passes --redis-batches-in-flight N (`none`, the default: no flag).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 sluice=$root/${SLUICE_BUILD_DIR:-build}/sluice
 max_batch=none
+in_flight=none
 op=fixed_window_allow
 seconds=5
 connections=64
@@ -22,10 +24,11 @@ while (($#)); do
   case $1 in
     --sluice) sluice=$2; shift ;;
     --max-batch) max_batch=$2; shift ;;
+    --in-flight) in_flight=$2; shift ;;
     --op) op=$2; shift ;;
     --seconds) seconds=$2; shift ;;
     --connections) connections=$2; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench/redis_batch.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -60,6 +63,7 @@ done
 sluice_port=$(port)
 extra=()
 [[ $max_batch != none ]] && extra=(--redis-max-batch "$max_batch")
+[[ $in_flight != none ]] && extra+=(--redis-batches-in-flight "$in_flight")
 taskset -c 0 "$sluice" --listen "127.0.0.1:$sluice_port" --rules "$here/rules" --threads 1 \
   --log-level warn --store redis --redis "redis://127.0.0.1:$redis_port/2" "${extra[@]}" \
   >"$work/sluice.log" 2>&1 &
@@ -84,12 +88,12 @@ decisions=$(grep -o '[0-9]* requests in' "$work/wrk.txt" | awk '{print $1}')
 stats=$(redis-cli -p "$redis_port" INFO commandstats | tr -d '\r' | grep '^cmdstat_evalsha:' || true)
 calls=$(sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p' <<<"$stats")
 usec=$(sed -n 's/.*,usec_per_call=\([0-9.]*\),.*/\1/p' <<<"$stats")
-python3 - "$sluice" "$max_batch" "$op" "$decisions" "${calls:-0}" "${usec:-0}" \
+python3 - "$sluice" "$max_batch" "$in_flight" "$op" "$decisions" "${calls:-0}" "${usec:-0}" \
   "$((s1 - s0))" "$((r1 - r0))" "$(getconf CLK_TCK)" <<'PY'
 import sys
-sluice, mb, op, n, calls, usec, st, rt, hz = sys.argv[1:]
+sluice, mb, inf, op, n, calls, usec, st, rt, hz = sys.argv[1:]
 n, calls, usec, st, rt, hz = int(n), int(calls), float(usec), int(st), int(rt), int(hz)
-print(f"{sluice} --redis-max-batch {mb} {op}: decisions={n} evalsha={calls} "
+print(f"{sluice} --redis-max-batch {mb} --redis-batches-in-flight {inf} {op}: decisions={n} evalsha={calls} "
       f"decisions/call={n / max(calls, 1):.1f} redis_usec_per_call={usec:.1f} "
       f"sluice_cpu_us/decision={st / hz * 1e6 / max(n, 1):.1f} "
       f"redis_cpu_us/decision={rt / hz * 1e6 / max(n, 1):.1f}")
