@@ -456,6 +456,146 @@ TEST_F(BatchConformanceTest, ADeadlinePassedFailsEachRequestOnceAndTheBatchRunsA
   EXPECT_EQ(seen->outcomes[0].remaining, 100 - 5);
 }
 
+/// The script's batch layout straight on a connection (as the store sends it).
+class RawBatch {
+ public:
+  explicit RawBatch(boost::asio::io_context& io) : io_(io) {
+    redis::ConnectionOptions copts;
+    auto options = parseRedisUrl(sharedRedis().url());
+    EXPECT_TRUE(options.ok());
+    copts.redis = *options;
+    copts.scripts.push_back(redis::composeScript(ScriptTime::kStoreClock));
+    connection_ = redis::RedisConnection::create(io_, copts);
+    connection_->start();
+    EXPECT_TRUE(test::runUntil(io_, [&] { return connection_->ready(); }));
+  }
+  ~RawBatch() { connection_->stop(); }
+
+  /// One call: request j names keys[j] with argument list lists[j] (each its own list).
+  Result<redis::Reply> call(const std::vector<std::string>& keys,
+                            const std::vector<std::vector<std::string>>& lists) {
+    std::vector<std::string> args = {"batch", std::to_string(keys.size()),
+                                     std::to_string(lists.size())};
+    for (std::size_t j = 0; j < keys.size(); ++j) {
+      args.push_back("1");
+      args.push_back(std::to_string(j + 1));
+    }
+    for (const auto& list : lists) {
+      args.push_back(std::to_string(list.size()));
+      args.insert(args.end(), list.begin(), list.end());
+    }
+    std::optional<Result<redis::Reply>> reply;
+    connection_->evalScript(0, keys, args, std::chrono::milliseconds(5000),
+                            [&](Result<redis::Reply> r) { reply.emplace(std::move(r)); });
+    if (!test::runUntil(io_, [&] { return reply.has_value(); })) {
+      return makeError(ErrorKind::kTimeout, "no answer");
+    }
+    return std::move(*reply);
+  }
+
+  /// One decision in the one-decision layout (no batch).
+  Result<redis::Reply> callOne(const std::string& key, const std::vector<std::string>& list) {
+    std::optional<Result<redis::Reply>> reply;
+    connection_->evalScript(0, {key}, list, std::chrono::milliseconds(5000),
+                            [&](Result<redis::Reply> r) { reply.emplace(std::move(r)); });
+    if (!test::runUntil(io_, [&] { return reply.has_value(); })) {
+      return makeError(ErrorKind::kTimeout, "no answer");
+    }
+    return std::move(*reply);
+  }
+
+ private:
+  boost::asio::io_context& io_;
+  std::shared_ptr<redis::RedisConnection> connection_;
+};
+
+/// A fixed window of `limit` per second at test time `at`, cost 1 (one decision's list).
+std::vector<std::string> fixedWindowHit(Micros at, int limit) {
+  return {std::to_string(at),
+          "0",
+          std::to_string(limit),
+          "1000000",
+          "0",
+          "0",
+          "0",
+          "0",
+          "1",
+          "-1",
+          "1"};
+}
+
+TEST_F(BatchConformanceTest, ABucketNamedSeveralTimesInABatchIsReadAndWrittenOnce) {
+  // Five hits on one bucket in one call, over two windows (2 per second): decided on what
+  // the hits before them left, the one write leaves the key as five calls of one would, its
+  // value byte for byte and its expiry (set by the first hit of the second window).
+  RawBatch raw(io_);
+  const std::string prefix = "{" + testPrefix() + "}";
+  const std::string batched = prefix + "a";
+  const std::string alone = prefix + "b";
+  std::vector<std::vector<std::string>> lists;
+  for (Micros at : {kT0 + 100, kT0 + 200, kT0 + kMicrosPerSecond + 300,
+                    kT0 + kMicrosPerSecond + 400, kT0 + kMicrosPerSecond + 500}) {
+    lists.push_back(fixedWindowHit(at, 2));
+  }
+  const long long sets = sharedRedis().commandCalls("set");
+  const long long mgets = sharedRedis().commandCalls("mget");
+  auto together = raw.call(std::vector<std::string>(5, batched), lists);
+  ASSERT_TRUE(together.ok()) << together.error().message;
+  EXPECT_EQ(sharedRedis().commandCalls("set") - sets, 1);
+  EXPECT_EQ(sharedRedis().commandCalls("mget") - mgets, 1);
+  std::vector<redis::Reply> one_by_one;
+  for (const auto& list : lists) {
+    auto r = raw.callOne(alone, list);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    one_by_one.push_back(*r);
+  }
+  ASSERT_EQ(together->elements.size(), 5u);
+  const std::int64_t allowed[] = {1, 1, 1, 1, 0};
+  const std::int64_t remaining[] = {1, 0, 1, 0, 0};
+  for (std::size_t j = 0; j < 5; ++j) {
+    const redis::Reply& got = together->elements[j];
+    ASSERT_EQ(got.type, redis::Reply::Type::kArray) << j << ": " << got.str;
+    EXPECT_EQ(got.elements[0].integer, allowed[j]) << j;
+    EXPECT_EQ(got.elements[2].integer, remaining[j]) << j;
+    ASSERT_EQ(got.elements.size(), one_by_one[j].elements.size()) << j;
+    for (std::size_t k = 0; k < got.elements.size(); ++k) {
+      EXPECT_EQ(got.elements[k].integer, one_by_one[j].elements[k].integer) << j << "." << k;
+    }
+  }
+  auto value = [](const std::string& key) {
+    auto r = sharedRedis().command({"GET", key});
+    return std::string(r->str, r->len);
+  };
+  EXPECT_FALSE(value(batched).empty());
+  EXPECT_EQ(value(batched), value(alone));
+  const long long ttl_batched = sharedRedis().command({"PTTL", batched})->integer;
+  const long long ttl_alone = sharedRedis().command({"PTTL", alone})->integer;
+  EXPECT_GT(ttl_batched, 0);
+  EXPECT_NEAR(static_cast<double>(ttl_batched), static_cast<double>(ttl_alone), 1000.0);
+}
+
+TEST_F(BatchConformanceTest, ARefusedWriteOfASharedBucketFailsEveryHitItCarried) {
+  // Redis refuses writes (no replica to write to): the call's one write of a bucket three
+  // requests hit fails, and so does each of the three; none is counted. A request denied
+  // on the same bucket keeps its answer.
+  RawBatch raw(io_);
+  const std::string key = "{" + testPrefix() + "}a";
+  ASSERT_TRUE(sharedRedis().command({"CONFIG", "SET", "min-replicas-to-write", "1"}));
+  std::vector<std::vector<std::string>> lists(4, fixedWindowHit(kT0 + 100, 3));
+  auto reply = raw.call(std::vector<std::string>(4, key), lists);
+  ASSERT_TRUE(sharedRedis().command({"CONFIG", "SET", "min-replicas-to-write", "0"}));
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  ASSERT_EQ(reply->elements.size(), 4u);
+  for (std::size_t j = 0; j < 3; ++j) {
+    ASSERT_EQ(reply->elements[j].type, redis::Reply::Type::kString) << j;
+    EXPECT_NE(reply->elements[j].str.find("NOREPLICAS"), std::string::npos)
+        << reply->elements[j].str;
+  }
+  ASSERT_EQ(reply->elements[3].type, redis::Reply::Type::kArray);
+  EXPECT_EQ(reply->elements[3].elements[0].integer, 0);
+  EXPECT_EQ(sharedRedis().command({"EXISTS", key})->integer, 0);
+}
+
 /// A store whose calls Redis may hold (CLIENT PAUSE) without the connection looking dead.
 StorePtr pausableStore(boost::asio::io_context& io, Metrics& metrics, const Clock& clock,
                        const std::string& prefix, std::size_t in_flight,

@@ -652,18 +652,21 @@ if ARGV[1] == 'batch' then
   -- the lookups that the reads made ahead have already answered. `limit` = { L, W, cost },
   -- known valid (read_ahead's list_shape). A refused write fails this request alone, as an
   -- error raised in decide does: returns the reply, or the error's text.
-  local function decide_read_ahead(key, limit, raw)
-    -- read_state, inlined for the one shape a fixed window writes: { start, count, 0 }.
-    local a, b = 0, 0
+  -- read_state, inlined for the one shape a fixed window writes: { start, count, 0 }.
+  local function read_window(raw)
     if raw then
       local ok, t = pcall(cmsgpack.unpack, raw)
       if ok and type(t) == 'table' and #t == 3 and type(t[1]) == 'number'
           and type(t[2]) == 'number' and type(t[3]) == 'number' then
-        a, b = t[1], t[2]
-      else
-        a, b = read_state(raw)
+        return t[1], t[2]
       end
+      return read_state(raw)
     end
+    return 0, 0
+  end
+
+  local function decide_read_ahead(key, limit, raw)
+    local a, b = read_window(raw)
     local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
         fixed_window(limit[1], limit[2], false, a, b, sluice_now, limit[3])
     if not ok then
@@ -676,6 +679,50 @@ if ARGV[1] == 'batch' then
     return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
   end
 
+  -- decide_read_ahead for a request of a slot several requests share (99_read_ahead.lua):
+  -- the slot's bucket as the requests before it left it is `slot` ({ a, b, stored, op, px,
+  -- ttl }), and it is written once, by the slot's last request (write_slot), as the writes of
+  -- its requests one after another would have left it: nothing reads the key in between.
+  -- `stored` is the window start of what those writes would have left in Redis (0: no key),
+  -- which decides, as write_window does, whether a write keeps the key's expiry or sets one:
+  -- `px`, the ttl of the last write that set one (nil: the key keeps the one it had).
+  local function decide_in_slot(limit, slot)
+    local ok, remaining, reset_after, retry_after, delay, never, ttl, next_state =
+        fixed_window(limit[1], limit[2], false, slot[1], slot[2], sluice_now, limit[3])
+    if not ok then
+      return { 0, 0, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+    end
+    if ttl <= 0 then
+      slot[1], slot[2], slot[3], slot[4], slot[5] = 0, 0, 0, 'del', nil
+    else
+      if slot[3] ~= next_state[1] then
+        slot[5] = ttl
+      end
+      slot[1], slot[2], slot[3], slot[4] = next_state[1], next_state[2], next_state[1], 'set'
+    end
+    slot[6] = ttl
+    return { 1, 1, remaining, reset_after, retry_after, delay, never and 1 or 0 }
+  end
+
+  -- The slot's one write; returns the error that refused it, or nil.
+  local function write_slot(key, slot)
+    local written
+    if slot[4] == 'del' then
+      written = redis.pcall('DEL', key)
+    elseif slot[4] == 'set' then
+      local state = { slot[1], slot[2], 0 }
+      if slot[5] then
+        written = write_window(key, false, state, slot[5])
+      else
+        written = write_window(key, slot[1], state, slot[6])
+      end
+    end
+    if type(written) == 'table' and written.err then
+      return tostring(written.err)
+    end
+    return nil
+  end
+
   number_of, string_of = {}, {}
   local m = number(ARGV[2])
   local lists = {}
@@ -686,10 +733,12 @@ if ARGV[1] == 'batch' then
     at = at + 1 + count
   end
   -- Malformed arguments stop no read ahead: each request meets them (and fails alone) below.
-  local ok, values, ahead, plain, absent = pcall(make_read_ahead(), KEYS, ARGV, m, lists)
+  local ok, values, ahead, plain, absent, shared, more =
+      pcall(make_read_ahead(), KEYS, ARGV, m, lists)
   if not ok then
-    values, ahead, plain, absent = nil, {}, {}, false
+    values, ahead, plain, absent, shared, more = nil, {}, {}, false, {}, {}
   end
+  local slots = {}  -- the shared slots' buckets so far (decide_in_slot), by slot
   read_ahead_values, overrides_absent = values, absent
   local out = {}
   local key_at = 0
@@ -706,7 +755,31 @@ if ARGV[1] == 'batch' then
       if sluice_request_time then
         sluice_request_time(args)
       end
-      out[j] = decide_read_ahead(KEYS[key_at + 1], plain[l], values[at])
+      local final = not more[j]  -- the last request of its slot
+      if final and not shared[j] then
+        out[j] = decide_read_ahead(KEYS[key_at + 1], plain[l], values[at])
+      else
+        -- Its bucket is another request's too: decided on what they left, written once.
+        local slot = slots[at]
+        if not slot then
+          local a, b = read_window(values[at])
+          slot = { a, b, a, nil, nil, 0 }
+          slots[at] = slot
+        end
+        out[j] = decide_in_slot(plain[l], slot)
+        if final then
+          local err = write_slot(KEYS[key_at + 1], slot)
+          if err then
+            -- No hit of the slot was counted: each request that took one fails instead.
+            for x = 1, j do
+              local r = out[x]
+              if ahead[x] == at and type(r) == 'table' and r[2] == 1 then
+                out[x] = err
+              end
+            end
+          end
+        end
+      end
     elseif args == nil then
       out[j] = 'ERR batch: request ' .. j .. ' names no argument list'
     else
@@ -717,7 +790,9 @@ if ARGV[1] == 'batch' then
       else
         keys = slice(KEYS, key_at + 1, key_count)
       end
-      read_ahead_at = at
+      -- A request that shares its slot reads its bucket itself: the one before it may
+      -- have written it (with the overrides or holds that keep both off the fast path).
+      read_ahead_at = not shared[j] and at or nil
       if sluice_request_time then
         sluice_request_time(args)
       end

@@ -9,13 +9,17 @@
 --   * The buckets: every request of the most common shape (one fixed_window limit, neither
 --     shadow, count_rejected, counted, reported nor refunded, no quota group, no penalty
 --     box: decide_plain) has its bucket and its reservation holds read by one MGET.
+--     A bucket named again by requests of that shape only is read once, and written once by
+--     the last of them (99_evaluate.lua's decide_in_slot).
 --   * The runtime overrides: one EXISTS over the override hashes of every request's
 --     overridable limits; when none exists, no request of the call looks for an override.
 --
 -- Both are exact: nothing in a call writes an override, and a request's bucket and holds
--- are read ahead only when no request before it in the call names its key (a request writes
--- only its own keys and the ones beside them: ';holds', ';ban'), so a value read ahead is
--- the one the request would have read itself.
+-- are read ahead only when no request before it in the call names its key, or only requests
+-- of that shape do (a request writes only its own keys and the ones beside them: ';holds',
+-- ';ban'). Those share its values: on the fast path 99_evaluate.lua decides each on what the
+-- ones before it left and writes the key once; off it, each after the first reads its
+-- bucket itself. So what a request decides on is what it would have read itself.
 --
 -- In a cluster, a batch's keys share one hash slot, but a multi-key command on a slot being
 -- migrated fails when one of its keys is not there (the holds key usually is not): such a
@@ -95,11 +99,17 @@ local function make_read_ahead()
   end
 
   -- The batch's reads made ahead (the request loop of 99_evaluate.lua's batch reads each
-  -- request's key count and list index the same way). Returns
-  --   values  what was read: 2 per request read ahead (bucket, holds); nil when nothing was
-  --   at      per request j read ahead, the index of its bucket's value in `values` (nil: not)
+  -- request's key count and list index the same way). A bucket named again by a request of
+  -- decide_plain's shape, with no other kind of request naming it in between, is read once:
+  -- the later requests share the first one's values (a `slot`), and decide on what the
+  -- requests before them in the call left there. Returns
+  --   values  what was read: 2 per slot (bucket, holds); nil when nothing was
+  --   at      per request j read ahead, the index of its slot's bucket value in `values`
+  --           (nil: not read ahead)
   --   plain   per argument list, decide_plain's { L, W, cost } or false
   --   absent  true when no override hash of the call's requests exists
+  --   shared  per request j: true when a request before it has its slot
+  --   more    per request j: true when a request after it has its slot
   return function(KEYS, ARGV, m, lists)
     local plain, overridable = {}, {}
     local overrides_known = true  -- every list's overridable limits are known
@@ -110,7 +120,9 @@ local function make_read_ahead()
       end
       plain[l], overridable[l] = p, o
     end
-    local seen, names, at, hashes = {}, {}, {}, {}
+    -- seen[key]: true once a request not read ahead names the key; else the last request
+    -- that has its slot.
+    local seen, names, at, hashes, shared, more = {}, {}, {}, {}, {}, {}
     local count, hash_count = 0, 0
     -- The override hash of a bucket key: 15_overrides.lua's override_place (the key up to the
     -- '}' that closes its tag, then '#o'), with plain finds.
@@ -132,16 +144,23 @@ local function make_read_ahead()
       if over and key_count == 1 then
         -- The common request: one key.
         local key = KEYS[key_at + 1]
-        if plain[l] and not seen[key] then
-          at[j] = count + 1
-          names[count + 1] = key
-          names[count + 2] = key .. kHoldSuffix
-          count = count + 2
+        local before = seen[key]
+        if plain[l] and before ~= true then
+          if before then
+            at[j], shared[j], more[before] = at[before], true, true
+          else
+            at[j] = count + 1
+            names[count + 1] = key
+            names[count + 2] = key .. kHoldSuffix
+            count = count + 2
+          end
+          seen[key] = j
+        else
+          seen[key] = true
         end
         if over[1] == 1 then
           add_hash(key)
         end
-        seen[key] = true
       else
         for x = 1, over and #over or 0 do
           local i = over[x]
@@ -161,6 +180,6 @@ local function make_read_ahead()
       at = {}
     end
     return values, at, plain,
-        overrides_known and (hash_count == 0 or count_existing(hashes) == 0)
+        overrides_known and (hash_count == 0 or count_existing(hashes) == 0), shared, more
   end
 end
