@@ -3,10 +3,12 @@
 #
 #   bench/redis_batch.sh [--sluice PATH] [--max-batch N|none] [--in-flight N|none]
 #                        [--op fixed_window_allow] [--seconds 5] [--connections 64]
+#                        [--clients 10000]
 #
 # Starts its own redis-server (CPU 1, free loopback port, temp dir, no persistence) and one
 # Sluice (--threads 1 --store redis, CPU 0, bench/rules), drives it with
-# wrk -t1 -c<connections> -s bench/wrk/decision.lua (10 000 clients, CPU 1), then prints the
+# wrk -t1 -c<connections> -s bench/wrk/decision.lua (--clients, 10 000 by default; 1 is one
+# hot key; CPU 1), then prints the
 # decisions answered, redis-server's `cmdstat_evalsha` calls and usec_per_call (INFO
 # commandstats), decisions per call, and the CPU per decision of Sluice and of redis-server
 # (utime+stime from /proc). `--max-batch none` passes no flag (for binaries older than it);
@@ -20,6 +22,7 @@ in_flight=none
 op=fixed_window_allow
 seconds=5
 connections=64
+clients=10000
 while (($#)); do
   case $1 in
     --sluice) sluice=$2; shift ;;
@@ -28,7 +31,8 @@ while (($#)); do
     --op) op=$2; shift ;;
     --seconds) seconds=$2; shift ;;
     --connections) connections=$2; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --clients) clients=$2; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench/redis_batch.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -78,7 +82,7 @@ done
 
 s0=$(ticks "$sluice_pid")
 r0=$(ticks "$redis_pid")
-BENCH_MODE=json BENCH_CLIENTS=10000 BENCH_OP=$op BENCH_DESC=1 BENCH_RATE=0 BENCH_THREADS=1 \
+BENCH_MODE=json BENCH_CLIENTS=$clients BENCH_OP=$op BENCH_DESC=1 BENCH_RATE=0 BENCH_THREADS=1 \
   BENCH_OUT="$work/out.json" BENCH_PREFIX=b BENCH_SEQ=0 BENCH_SEQ_START=0 \
   taskset -c 1 wrk -t1 "-c$connections" "-d${seconds}s" --timeout 5s \
   -s "$here/wrk/decision.lua" "http://127.0.0.1:$sluice_port" >"$work/wrk.txt" 2>&1
@@ -88,7 +92,7 @@ decisions=$(grep -o '[0-9]* requests in' "$work/wrk.txt" | awk '{print $1}')
 stats=$(redis-cli -p "$redis_port" INFO commandstats | tr -d '\r' | grep '^cmdstat_evalsha:' || true)
 calls=$(sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p' <<<"$stats")
 usec=$(sed -n 's/.*,usec_per_call=\([0-9.]*\),.*/\1/p' <<<"$stats")
-python3 - "$sluice" "$max_batch" "$in_flight" "$op" "$decisions" "${calls:-0}" "${usec:-0}" \
+python3 - "$sluice" "$max_batch" "$in_flight" "$op,clients=$clients" "$decisions" "${calls:-0}" "${usec:-0}" \
   "$((s1 - s0))" "$((r1 - r0))" "$(getconf CLK_TCK)" <<'PY'
 import sys
 sluice, mb, inf, op, n, calls, usec, st, rt, hz = sys.argv[1:]
