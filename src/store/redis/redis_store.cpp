@@ -157,7 +157,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       }
     }
     call->started = clock_.monotonicMicros();
-    submit(std::move(keys), std::move(args), call->started,
+    submit(std::move(keys), std::move(args), call,
            [this, call](Result<redis::Reply> reply) { answer(*call, reply); });
   }
 
@@ -196,6 +196,12 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     redis::listOverridesIn(backend_, prefix_, options_.connect_timeout, std::move(done));
   }
 
+  StoreHealth health() const override { return backend_->health(); }
+  std::string_view kind() const override { return kind_; }
+  bool holdsReservations() const override { return true; }
+
+ private:
+  struct InFlight;
   /// A request's script arguments, shared by the requests of one rule (argumentsOf).
   using ArgList = std::shared_ptr<const std::vector<std::string>>;
 
@@ -203,20 +209,18 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   struct BatchedCall {
     std::vector<std::string> keys;
     ArgList args;
-    Micros started = 0;  ///< its deadline runs from here (clock_.monotonicMicros())
+    Micros started = 0;          ///< its deadline runs from here (clock_.monotonicMicros())
+    InFlight* flight = nullptr;  ///< its request (answered through `done`)
     redis::ReplyHandler done;
   };
   using Batch = std::vector<BatchedCall>;
-  StoreHealth health() const override { return backend_->health(); }
-  std::string_view kind() const override { return kind_; }
-  bool holdsReservations() const override { return true; }
 
- private:
   /// Sends one request's script call: alone when batching is off, else in the batch of its
   /// node (its hash slot in a cluster), which goes at the end of this event-loop turn or
   /// as soon as it holds max_batch calls.
-  void submit(std::vector<std::string> keys, ArgList args, Micros started,
+  void submit(std::vector<std::string> keys, ArgList args, InFlight* flight,
               redis::ReplyHandler done) {
+    const Micros started = flight->started;
     int slot = 0;
     bool batchable = options_.max_batch > 1;
     if (batchable && clustered_ && !keys.empty()) {
@@ -234,7 +238,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       return;
     }
     Batch& batch = clustered_ ? batches_[slot] : single_;
-    batch.push_back({std::move(keys), std::move(args), started, std::move(done)});
+    batch.push_back({std::move(keys), std::move(args), started, flight, std::move(done)});
     if (batch.size() >= options_.max_batch) {
       Batch full;
       full.swap(batch);
@@ -300,49 +304,28 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         options_.request_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
                                        std::chrono::microseconds(now - batch.front().started));
     timeout = std::max(timeout, std::chrono::milliseconds(1));
-    if (clustered_) {
-      sendTo(batch, timeout);
-      return;
+    if (!clustered_) {
+      // Counted until its last request is answered (answer()): every call ends once, with
+      // its reply, an error or its deadline, and its requests are answered in order.
+      ++batches_in_flight_;
+      batch.back().flight->ends_batch = true;
     }
-    // Counted until its answer (or failure): every call gets exactly one.
-    ++batches_in_flight_;
-    sendTo(batch, timeout, [weak = weak_from_this()] {
-      if (auto self = weak.lock()) {
-        self->batchAnswered();
-      }
-    });
-  }
-
-  /// send()'s call; `answered` runs once the batch's requests have their answers.
-  void sendTo(Batch& batch, std::chrono::milliseconds timeout,
-              std::function<void()> answered = nullptr) {
     if (batch.size() == 1) {
       BatchedCall& call = batch.front();
-      redis::ReplyHandler done = std::move(call.done);
-      if (answered) {
-        done = [done = std::move(done), answered = std::move(answered)](Result<redis::Reply> r) {
-          done(std::move(r));
-          answered();
-        };
-      }
       backend_->evalScript(redis::RespArgs::of(call.keys), redis::RespArgs::of(*call.args), timeout,
-                           std::move(done));
+                           std::move(call.done));
       return;
     }
     std::vector<std::string> keys;
     std::vector<std::string> args;
     auto handlers = std::make_shared<std::vector<redis::ReplyHandler>>();
     encodeBatch(batch, keys, args, *handlers);
-    backend_->evalScript(std::move(keys), std::move(args), timeout,
-                         [handlers, answered = std::move(answered)](Result<redis::Reply> reply) {
-                           redis::splitBatchReply(*handlers, reply);
-                           if (answered) {
-                             answered();
-                           }
-                         });
+    backend_->evalScript(
+        std::move(keys), std::move(args), timeout,
+        [handlers](Result<redis::Reply> reply) { redis::splitBatchReply(*handlers, reply); });
   }
 
-  /// A single node's batch has its answer: the batch that grew meanwhile goes at the end of
+  /// A single node's batch has its answers: the batch that grew meanwhile goes at the end of
   /// this turn (with the requests the answers' turn brings).
   void batchAnswered() {
     --batches_in_flight_;
@@ -493,7 +476,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// One request from evaluate() until Redis answers it.
   struct InFlight {
     std::size_t n = 0;
-    Micros started = 0;  ///< clock_.monotonicMicros() when it was submitted
+    bool ends_batch = false;  ///< the last request of a single node's batch (batchAnswered)
+    Micros started = 0;       ///< clock_.monotonicMicros() when it was submitted
     Micros sent_at = 0;
     bool cached = false;  ///< cache is filled (the local cache is on)
     redis::OverLimitCache::Context cache;
@@ -632,6 +616,15 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   void answer(InFlight& call, Result<redis::Reply>& reply) {
     Callback done = std::move(call.done);
     call.done = nullptr;
+    const bool ends_batch = call.ends_batch;
+    call.ends_batch = false;
+    answerWith(call, reply, done);
+    if (ends_batch) {
+      batchAnswered();
+    }
+  }
+
+  void answerWith(InFlight& call, Result<redis::Reply>& reply, Callback& done) {
     duration_.observe(static_cast<double>(clock_.monotonicMicros() - call.started) /
                       static_cast<double>(kMicrosPerSecond));
     if (!reply) {
