@@ -108,6 +108,17 @@ StoreRequest randomRequest(std::mt19937_64& rng, const std::vector<StoreLimit>& 
   return clientRequest(std::move(limits), cost, "client" + std::to_string(pick(0, 2)));
 }
 
+/// A Redis store's options on the shared redis-server: `prefix`, no local cache.
+RedisOptions storeOptions(const std::string& prefix, std::size_t max_batch) {
+  auto options = parseRedisUrl(sharedRedis().url());
+  EXPECT_TRUE(options.ok());
+  RedisOptions o = options.ok() ? *options : RedisOptions{};
+  o.key_prefix = prefix;
+  o.local_cache = false;
+  o.max_batch = max_batch;
+  return o;
+}
+
 class BatchConformanceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -128,12 +139,7 @@ class BatchConformanceTest : public ::testing::Test {
   }
 
   StorePtr redisStore(const std::string& prefix, std::size_t max_batch, Metrics& metrics) {
-    auto options = parseRedisUrl(sharedRedis().url());
-    EXPECT_TRUE(options.ok());
-    RedisOptions o = *options;
-    o.key_prefix = prefix;
-    o.local_cache = false;
-    o.max_batch = max_batch;
+    RedisOptions o = storeOptions(prefix, max_batch);
     o.request_timeout = std::chrono::milliseconds(5000);  // correctness, not latency
     o.script_time = ScriptTime::kStoreClock;              // each request's own time
     sharedRedis().command({"SET", redis::sketchSeedKey(o.key_prefix), kSeed});
@@ -150,6 +156,26 @@ class BatchConformanceTest : public ::testing::Test {
       return makeError(ErrorKind::kTimeout, "no answer from the store");
     }
     return std::move(*result);
+  }
+
+  /// A check (cost 0) of `request`'s buckets, asked again until the store answers one (while
+  /// Redis is paused, each may time out); nothing when none is answered within 10 s.
+  std::optional<StoreResponse> checkOnceAnswered(Store& store, StoreRequest request) {
+    request.cost = 0;
+    std::optional<StoreResponse> seen;
+    test::runUntil(
+        io_,
+        [&] {
+          if (!seen) {
+            auto r = runOne(store, request);
+            if (r.ok()) {
+              seen = *r;
+            }
+          }
+          return seen.has_value();
+        },
+        std::chrono::milliseconds(10'000));
+    return seen;
   }
 
   /// Every request made in one turn (the io_context does not run in between), each at its
@@ -437,22 +463,9 @@ TEST_F(BatchConformanceTest, ADeadlinePassedFailsEachRequestOnceAndTheBatchRunsA
     EXPECT_EQ(r.error().kind, ErrorKind::kTimeout) << r.error().message;
   }
   EXPECT_EQ(metrics.counter("redis_script_calls_total", {{"store", "redis"}}).value(), 1u);
-  // Once Redis answers again (each check may still time out while it is paused).
-  StoreRequest check = hit;
-  check.cost = 0;
-  std::optional<StoreResponse> seen;
-  ASSERT_TRUE(test::runUntil(
-      io_,
-      [&] {
-        if (!seen) {
-          auto r = runOne(*store, check);
-          if (r.ok()) {
-            seen = *r;
-          }
-        }
-        return seen.has_value();
-      },
-      std::chrono::milliseconds(10'000)));
+  // Once Redis answers again.
+  const std::optional<StoreResponse> seen = checkOnceAnswered(*store, hit);
+  ASSERT_TRUE(seen.has_value());
   EXPECT_EQ(seen->outcomes[0].remaining, 100 - 5);
 }
 
@@ -600,12 +613,7 @@ TEST_F(BatchConformanceTest, ARefusedWriteOfASharedBucketFailsEveryHitItCarried)
 StorePtr pausableStore(boost::asio::io_context& io, Metrics& metrics, const Clock& clock,
                        const std::string& prefix, std::size_t in_flight,
                        std::chrono::milliseconds timeout) {
-  auto options = parseRedisUrl(sharedRedis().url());
-  EXPECT_TRUE(options.ok());
-  RedisOptions o = *options;
-  o.key_prefix = prefix;
-  o.local_cache = false;
-  o.max_batch = kMaxBatch;
+  RedisOptions o = storeOptions(prefix, kMaxBatch);
   o.max_batches_in_flight = in_flight;
   o.request_timeout = timeout;
   o.stall_timeout = std::chrono::milliseconds(10'000);
@@ -687,21 +695,8 @@ TEST_F(BatchConformanceTest, AWaitingBatchKeepsItsDeadlineAndRunsAtMostOnce) {
     EXPECT_EQ(r->error().kind, ErrorKind::kTimeout) << r->error().message;
   }
   EXPECT_EQ(metrics.counter("redis_script_calls_total", {{"store", "redis"}}).value(), 2u);
-  StoreRequest check = hit;
-  check.cost = 0;
-  std::optional<StoreResponse> seen;
-  ASSERT_TRUE(test::runUntil(
-      io_,
-      [&] {
-        if (!seen) {
-          auto r = runOne(*store, check);
-          if (r.ok()) {
-            seen = *r;
-          }
-        }
-        return seen.has_value();
-      },
-      std::chrono::milliseconds(10'000)));
+  const std::optional<StoreResponse> seen = checkOnceAnswered(*store, hit);
+  ASSERT_TRUE(seen.has_value());
   EXPECT_EQ(seen->outcomes[0].remaining, 100 - 6);
 }
 
