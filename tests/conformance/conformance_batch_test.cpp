@@ -389,86 +389,6 @@ TEST_F(BatchConformanceTest, BatchesWithOverridesAndHoldsDecideExactlyLikeOneCal
   EXPECT_LT(allowed_, compared_ * 9 / 10);
 }
 
-TEST_F(BatchConformanceTest, OneRequestsErrorFailsThatRequestAloneInItsBatch) {
-  // The script's batch layout straight on a connection: the middle request's cost is not a
-  // number, which stops that request's decision only.
-  redis::ConnectionOptions copts;
-  auto options = parseRedisUrl(sharedRedis().url());
-  ASSERT_TRUE(options.ok());
-  copts.redis = *options;
-  copts.scripts.push_back(redis::composeScript(ScriptTime::kStoreClock));
-  auto connection = redis::RedisConnection::create(io_, copts);
-  connection->start();
-  ASSERT_TRUE(test::runUntil(io_, [&] { return connection->ready(); }));
-  const std::string prefix = "{" + testPrefix() + "}";
-  const std::string t = std::to_string(kT0);
-  auto request = [&](const std::string& cost) {
-    // One fixed window of 5 per second.
-    return std::vector<std::string>{t, "0", "5", "1000000", "0", "0", "0", "0", cost, "-1", "1"};
-  };
-  // Three requests of one key each, with argument lists 1, 2 and 3, then the three lists.
-  std::vector<std::string> args = {"batch", "3", "3", "1", "1", "1", "2", "1", "3"};
-  for (const char* cost : {"1", "not-a-number", "2"}) {
-    const auto one = request(cost);
-    args.push_back(std::to_string(one.size()));
-    args.insert(args.end(), one.begin(), one.end());
-  }
-  std::optional<Result<redis::Reply>> reply;
-  connection->evalScript(0, {prefix + "a", prefix + "b", prefix + "a"}, args,
-                         std::chrono::milliseconds(5000),
-                         [&](Result<redis::Reply> r) { reply.emplace(std::move(r)); });
-  ASSERT_TRUE(test::runUntil(io_, [&] { return reply.has_value(); }));
-  ASSERT_TRUE(reply->ok()) << reply->error().message;
-  const redis::Reply& all = **reply;
-  ASSERT_EQ(all.type, redis::Reply::Type::kArray);
-  ASSERT_EQ(all.elements.size(), 3u);
-  ASSERT_EQ(all.elements[0].type, redis::Reply::Type::kArray);
-  EXPECT_EQ(all.elements[0].elements[0].integer, 1);  // allowed
-  EXPECT_EQ(all.elements[0].elements[2].integer, 4);  // remaining
-  EXPECT_EQ(all.elements[1].type, redis::Reply::Type::kString);
-  EXPECT_NE(all.elements[1].str.find("ERR"), std::string::npos) << all.elements[1].str;
-  ASSERT_EQ(all.elements[2].type, redis::Reply::Type::kArray);
-  EXPECT_EQ(all.elements[2].elements[0].integer, 1);
-  EXPECT_EQ(all.elements[2].elements[2].integer, 2);  // after the first request's hit: 5 - 1 - 2
-  EXPECT_EQ(sharedRedis().command({"EXISTS", prefix + "b"})->integer, 0);
-  connection->stop();
-}
-
-TEST_F(BatchConformanceTest, ADeadlinePassedFailsEachRequestOnceAndTheBatchRunsAtMostOnce) {
-  // Redis holds every client's commands for 600 ms: the batch (deadline 150 ms) fails each
-  // of its requests once with a timeout; Redis then runs it once, never twice.
-  auto options = parseRedisUrl(sharedRedis().url());
-  ASSERT_TRUE(options.ok());
-  RedisOptions o = *options;
-  o.key_prefix = testPrefix() + "-deadline";
-  o.local_cache = false;
-  o.max_batch = kMaxBatch;
-  o.request_timeout = std::chrono::milliseconds(150);
-  // The pause must not look like a dead server (which would drop the connection).
-  o.stall_timeout = std::chrono::milliseconds(10'000);
-  Metrics metrics;
-  StorePtr store = makeRedisStore(io_, o, metrics, clock_);
-  ASSERT_TRUE(test::runUntil(io_, [&] { return store->healthy(); }));
-  StoreLimit limit;
-  limit.key = "k";
-  limit.params.algorithm = Algorithm::kFixedWindow;
-  limit.params.limit = 100;
-  limit.params.window_us = 10 * 86400 * kMicrosPerSecond;  // no window ends during the test
-  const StoreRequest hit = clientRequest({limit}, 1, "paused");
-  ASSERT_TRUE(sharedRedis().command({"CLIENT", "PAUSE", "600", "ALL"}));
-  std::vector<std::pair<Micros, StoreRequest>> turn(5, {kT0, hit});
-  const auto results = runTurn(*store, turn);
-  for (const auto& r : results) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().kind, ErrorKind::kTimeout) << r.error().message;
-  }
-  EXPECT_EQ(metrics.counter("redis_script_calls_total", {{"store", "redis"}}).value(), 1u);
-  // Once Redis answers again.
-  const std::optional<StoreResponse> seen = checkOnceAnswered(*store, hit);
-  ASSERT_TRUE(seen.has_value());
-  EXPECT_EQ(seen->outcomes[0].remaining, 100 - 5);
-}
-
 /// The script's batch layout straight on a connection (as the store sends it).
 class RawBatch {
  public:
@@ -522,19 +442,82 @@ class RawBatch {
   std::shared_ptr<redis::RedisConnection> connection_;
 };
 
-/// A fixed window of `limit` per second at test time `at`, cost 1 (one decision's list).
-std::vector<std::string> fixedWindowHit(Micros at, int limit) {
-  return {std::to_string(at),
-          "0",
-          std::to_string(limit),
-          "1000000",
-          "0",
-          "0",
-          "0",
-          "0",
-          "1",
-          "-1",
-          "1"};
+/// A fixed window of `limit` per second at test time `at`, charged `cost` (one decision's
+/// list).
+std::vector<std::string> fixedWindowHit(Micros at, int limit, const std::string& cost = "1") {
+  // clang-format off
+  return {std::to_string(at), "0", std::to_string(limit), "1000000", "0", "0", "0", "0", cost,
+          "-1", "1"};
+  // clang-format on
+}
+
+/// A store whose calls Redis may hold (CLIENT PAUSE) without the connection looking dead.
+StorePtr pausableStore(boost::asio::io_context& io, Metrics& metrics, const Clock& clock,
+                       const std::string& prefix, std::size_t in_flight,
+                       std::chrono::milliseconds timeout) {
+  RedisOptions o = storeOptions(prefix, kMaxBatch);
+  o.max_batches_in_flight = in_flight;
+  o.request_timeout = timeout;
+  o.stall_timeout = std::chrono::milliseconds(10'000);
+  StorePtr store = makeRedisStore(io, o, metrics, clock);
+  EXPECT_TRUE(test::runUntil(io, [&] { return store->healthy(); }));
+  return store;
+}
+
+StoreLimit longWindow(std::int64_t limit) {
+  StoreLimit l;
+  l.key = "k";
+  l.params.algorithm = Algorithm::kFixedWindow;
+  l.params.limit = limit;
+  l.params.window_us = 10 * 86400 * kMicrosPerSecond;  // no window ends during the test
+  return l;
+}
+
+TEST_F(BatchConformanceTest, OneRequestsErrorFailsThatRequestAloneInItsBatch) {
+  // The script's batch layout straight on a connection: the middle request's cost is not a
+  // number, which stops that request's decision only (a fixed window of 5 per second).
+  RawBatch raw(io_);
+  const std::string prefix = "{" + testPrefix() + "}";
+  std::vector<std::vector<std::string>> lists;
+  for (const char* cost : {"1", "not-a-number", "2"}) {
+    lists.push_back(fixedWindowHit(kT0, 5, cost));
+  }
+  auto reply = raw.call({prefix + "a", prefix + "b", prefix + "a"}, lists);
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  const redis::Reply& all = *reply;
+  ASSERT_EQ(all.type, redis::Reply::Type::kArray);
+  ASSERT_EQ(all.elements.size(), 3u);
+  ASSERT_EQ(all.elements[0].type, redis::Reply::Type::kArray);
+  EXPECT_EQ(all.elements[0].elements[0].integer, 1);  // allowed
+  EXPECT_EQ(all.elements[0].elements[2].integer, 4);  // remaining
+  EXPECT_EQ(all.elements[1].type, redis::Reply::Type::kString);
+  EXPECT_NE(all.elements[1].str.find("ERR"), std::string::npos) << all.elements[1].str;
+  ASSERT_EQ(all.elements[2].type, redis::Reply::Type::kArray);
+  EXPECT_EQ(all.elements[2].elements[0].integer, 1);
+  EXPECT_EQ(all.elements[2].elements[2].integer, 2);  // after the first request's hit: 5 - 1 - 2
+  EXPECT_EQ(sharedRedis().command({"EXISTS", prefix + "b"})->integer, 0);
+}
+
+TEST_F(BatchConformanceTest, ADeadlinePassedFailsEachRequestOnceAndTheBatchRunsAtMostOnce) {
+  // Redis holds every client's commands for 600 ms: the batch (deadline 150 ms) fails each
+  // of its requests once with a timeout; Redis then runs it once, never twice.
+  Metrics metrics;
+  StorePtr store = pausableStore(io_, metrics, clock_, testPrefix() + "-deadline", 1,
+                                 std::chrono::milliseconds(150));
+  ASSERT_TRUE(store->healthy());
+  const StoreRequest hit = clientRequest({longWindow(100)}, 1, "paused");
+  ASSERT_TRUE(sharedRedis().command({"CLIENT", "PAUSE", "600", "ALL"}));
+  std::vector<std::pair<Micros, StoreRequest>> turn(5, {kT0, hit});
+  const auto results = runTurn(*store, turn);
+  for (const auto& r : results) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, ErrorKind::kTimeout) << r.error().message;
+  }
+  EXPECT_EQ(metrics.counter("redis_script_calls_total", {{"store", "redis"}}).value(), 1u);
+  // Once Redis answers again.
+  const std::optional<StoreResponse> seen = checkOnceAnswered(*store, hit);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->outcomes[0].remaining, 100 - 5);
 }
 
 TEST_F(BatchConformanceTest, ABucketNamedSeveralTimesInABatchIsReadAndWrittenOnce) {
@@ -607,28 +590,6 @@ TEST_F(BatchConformanceTest, ARefusedWriteOfASharedBucketFailsEveryHitItCarried)
   ASSERT_EQ(reply->elements[3].type, redis::Reply::Type::kArray);
   EXPECT_EQ(reply->elements[3].elements[0].integer, 0);
   EXPECT_EQ(sharedRedis().command({"EXISTS", key})->integer, 0);
-}
-
-/// A store whose calls Redis may hold (CLIENT PAUSE) without the connection looking dead.
-StorePtr pausableStore(boost::asio::io_context& io, Metrics& metrics, const Clock& clock,
-                       const std::string& prefix, std::size_t in_flight,
-                       std::chrono::milliseconds timeout) {
-  RedisOptions o = storeOptions(prefix, kMaxBatch);
-  o.max_batches_in_flight = in_flight;
-  o.request_timeout = timeout;
-  o.stall_timeout = std::chrono::milliseconds(10'000);
-  StorePtr store = makeRedisStore(io, o, metrics, clock);
-  EXPECT_TRUE(test::runUntil(io, [&] { return store->healthy(); }));
-  return store;
-}
-
-StoreLimit longWindow(std::int64_t limit) {
-  StoreLimit l;
-  l.key = "k";
-  l.params.algorithm = Algorithm::kFixedWindow;
-  l.params.limit = limit;
-  l.params.window_us = 10 * 86400 * kMicrosPerSecond;  // no window ends during the test
-  return l;
 }
 
 TEST_F(BatchConformanceTest, DecisionsMadeWhileABatchAwaitsItsAnswerGoTogetherInTheNext) {

@@ -209,18 +209,18 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   struct BatchedCall {
     std::vector<std::string> keys;
     ArgList args;
-    Micros started = 0;          ///< its deadline runs from here (clock_.monotonicMicros())
-    InFlight* flight = nullptr;  ///< its request (answered through `done`)
+    InFlight* flight = nullptr;  ///< its request (answered through `done`; its deadline runs
+                                 ///< from flight->started)
     redis::ReplyHandler done;
   };
   using Batch = std::vector<BatchedCall>;
 
   /// Sends one request's script call: alone when batching is off, else in the batch of its
-  /// node (its hash slot in a cluster), which goes at the end of this event-loop turn or
-  /// as soon as it holds max_batch calls.
+  /// node (its hash slot in a cluster), which goes at the end of this event-loop turn (on a
+  /// single node, of the turn in which fewer than max_batches_in_flight batches await their
+  /// answer) or as soon as it holds max_batch calls.
   void submit(std::vector<std::string> keys, ArgList args, InFlight* flight,
               redis::ReplyHandler done) {
-    const Micros started = flight->started;
     int slot = 0;
     bool batchable = options_.max_batch > 1;
     if (batchable && clustered_ && !keys.empty()) {
@@ -238,7 +238,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       return;
     }
     Batch& batch = clustered_ ? batches_[slot] : single_;
-    batch.push_back({std::move(keys), std::move(args), started, flight, std::move(done)});
+    batch.push_back({std::move(keys), std::move(args), flight, std::move(done)});
     if (batch.size() >= options_.max_batch) {
       Batch full;
       full.swap(batch);
@@ -248,6 +248,13 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       sendAndKeep(full);
       return;
     }
+    if (clustered_ || !atInFlightBound()) {
+      postFlush();
+    }
+  }
+
+  /// Posts flush() for the end of this turn, once.
+  void postFlush() {
     if (!flush_posted_) {
       flush_posted_ = true;
       backend_->post([weak = weak_from_this()] {
@@ -258,14 +265,19 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
   }
 
+  /// A single node's batch waits: max_batches_in_flight batches await their answer.
+  bool atInFlightBound() const {
+    return options_.max_batches_in_flight > 0 &&
+           batches_in_flight_ >= options_.max_batches_in_flight;
+  }
+
   /// The end of the turn: every open batch goes; on a single node, only while fewer than
   /// max_batches_in_flight batches await their answer (else the batch grows until one
   /// does: batchAnswered).
   void flush() {
     flush_posted_ = false;
     if (!clustered_) {
-      if (options_.max_batches_in_flight > 0 &&
-          batches_in_flight_ >= options_.max_batches_in_flight) {
+      if (atInFlightBound()) {
         return;
       }
       Batch batch;
@@ -302,7 +314,7 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     const Micros now = clock_.monotonicMicros();
     auto timeout =
         options_.request_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::microseconds(now - batch.front().started));
+                                       std::chrono::microseconds(now - batch.front().flight->started));
     timeout = std::max(timeout, std::chrono::milliseconds(1));
     if (!clustered_) {
       // Counted until its last request is answered (answer()): every call ends once, with
@@ -329,13 +341,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// this turn (with the requests the answers' turn brings).
   void batchAnswered() {
     --batches_in_flight_;
-    if (!single_.empty() && !flush_posted_) {
-      flush_posted_ = true;
-      backend_->post([weak = weak_from_this()] {
-        if (auto self = weak.lock()) {
-          self->flush();
-        }
-      });
+    if (!single_.empty()) {
+      postFlush();
     }
   }
 
