@@ -170,9 +170,10 @@ void addStoreFlags(FlagRegistry& registry, StoreSettings& settings) {
                 .set = set::integer<std::size_t>(settings.redis_max_batch, 1, 1024)});
   registry.add({.name = "redis-batches-in-flight",
                 .metavar = "N",
-                .help = "most batches awaiting Redis's answer at once per I/O thread (single "
-                        "node): while that many are, decisions wait in the next batch, which "
-                        "goes when one is answered or when it is full (0: no bound; default 1)",
+                .help = "most batches awaiting Redis's answer at once per I/O thread on a "
+                        "single node, per hash slot in a cluster: while that many are, "
+                        "decisions wait in the next batch, which goes when one is answered or "
+                        "when it is full (0: no bound; default 1)",
                 .set = set::integer<std::size_t>(settings.redis_batches_in_flight, 0, 1024)});
   registry.add({.name = "store-connect-wait-ms",
                 .metavar = "MS",

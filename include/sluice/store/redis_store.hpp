@@ -57,12 +57,12 @@ struct RedisOptions {
   /// hash slot), decided one after another by the script, each still atomic; a full batch
   /// goes at once and the next one starts. 1: one EVALSHA per decision.
   std::size_t max_batch = 32;
-  /// Most batches awaiting Redis's answer at once on one connection of a single node
-  /// (`--redis-batches-in-flight`); while that many are, the turn's decisions wait in the
-  /// next batch, sent once one is answered, or at once when it is full (max_batch). The
-  /// slower Redis answers, the more decisions each call carries, so the cheaper each is for
-  /// Redis. 0: no bound (every turn's batch goes at its end). A cluster's batches (one per
-  /// hash slot) always go at the end of their turn.
+  /// Most batches awaiting Redis's answer at once from one store (one I/O thread) on a
+  /// single node, or per hash slot in a cluster (`--redis-batches-in-flight`); while that
+  /// many are, the turn's decisions for that node (slot) wait in the next batch, sent once
+  /// one is answered, or at once when it is full (max_batch). The slower Redis answers, the
+  /// more decisions each call carries, so the cheaper each is for Redis. 0: no bound (every
+  /// turn's batches go at its end).
   std::size_t max_batches_in_flight = 1;
   /// No flag sets it: only tests choose kStoreClock.
   ScriptTime script_time = ScriptTime::kRedis;

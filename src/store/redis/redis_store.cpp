@@ -68,7 +68,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         health_group_(store::StoreHealthGroup::of(metrics, kind_, clock)),
         backend_(std::move(backend)),
         clustered_(backend_->clustered()),
-        cache_(options.local_cache_max_keys) {}
+        cache_(options.local_cache_max_keys),
+        in_flight_by_slot_(clustered_ ? redis::kClusterSlots : 1, 0) {}
 
   ~RedisStore() override {
     // Requests still waiting for their batch's turn end (at shutdown): each fails once.
@@ -216,9 +217,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   using Batch = std::vector<BatchedCall>;
 
   /// Sends one request's script call: alone when batching is off, else in the batch of its
-  /// node (its hash slot in a cluster), which goes at the end of this event-loop turn (on a
-  /// single node, of the turn in which fewer than max_batches_in_flight batches await their
-  /// answer) or as soon as it holds max_batch calls.
+  /// node (its hash slot in a cluster), which goes at the end of the event-loop turn in which
+  /// fewer than max_batches_in_flight batches of that node (slot) await their answer, or as
+  /// soon as it holds max_batch calls.
   void submit(std::vector<std::string> keys, ArgList args, InFlight* flight,
               redis::ReplyHandler done) {
     int slot = 0;
@@ -245,10 +246,10 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
       if (clustered_) {
         batches_.erase(slot);
       }
-      sendAndKeep(full);
+      sendAndKeep(full, slot);
       return;
     }
-    if (clustered_ || !atInFlightBound()) {
+    if (!atInFlightBound(slot)) {
       postFlush();
     }
   }
@@ -265,37 +266,47 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
     }
   }
 
-  /// A single node's batch waits: max_batches_in_flight batches await their answer.
-  bool atInFlightBound() const {
+  /// The batch of a node (a cluster's slot; a single node's is slot 0) waits:
+  /// max_batches_in_flight batches of it await their answer.
+  bool atInFlightBound(int slot) const {
     return options_.max_batches_in_flight > 0 &&
-           batches_in_flight_ >= options_.max_batches_in_flight;
+           in_flight_by_slot_[static_cast<std::size_t>(slot)] >= options_.max_batches_in_flight;
   }
 
-  /// The end of the turn: every open batch goes; on a single node, only while fewer than
-  /// max_batches_in_flight batches await their answer (else the batch grows until one
-  /// does: batchAnswered).
+  /// The end of the turn: every open batch goes, but one whose node (slot) has
+  /// max_batches_in_flight batches awaiting their answer, which grows until one is answered
+  /// (batchAnswered).
   void flush() {
     flush_posted_ = false;
     if (!clustered_) {
-      if (atInFlightBound()) {
+      if (atInFlightBound(0)) {
         return;
       }
       Batch batch;
       batch.swap(single_);
-      sendAndKeep(batch);
+      sendAndKeep(batch, 0);
       return;
     }
     auto batches = std::move(batches_);
     batches_.clear();
     for (auto& [slot, batch] : batches) {
-      send(batch);
+      if (atInFlightBound(slot)) {
+        // A call answered meanwhile may have opened this slot's batch again: the waiting
+        // calls go first.
+        Batch& waiting = batches_[slot];
+        batch.insert(batch.end(), std::make_move_iterator(waiting.begin()),
+                     std::make_move_iterator(waiting.end()));
+        waiting = std::move(batch);
+        continue;
+      }
+      send(batch, slot);
     }
   }
 
   /// send(), then the batch's storage serves the next one (on a single node: no allocation
   /// per turn). A call completed at once may have started the next batch meanwhile.
-  void sendAndKeep(Batch& batch) {
-    send(batch);
+  void sendAndKeep(Batch& batch, int slot) {
+    send(batch, slot);
     batch.clear();
     if (!clustered_ && single_.empty()) {
       single_.swap(batch);
@@ -306,22 +317,20 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// the earliest of its calls' own; a failed call (lost connection, deadline, an error
   /// reply to the whole call) fails every request of the batch once, and the connection
   /// never resends a call that may have run (its NOSCRIPT retry aside, which ran nothing).
-  void send(Batch& batch) {
+  void send(Batch& batch, int slot) {
     if (batch.empty()) {
       return;
     }
     script_calls_.inc();
     const Micros now = clock_.monotonicMicros();
-    auto timeout =
-        options_.request_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::microseconds(now - batch.front().flight->started));
+    auto timeout = options_.request_timeout -
+                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::microseconds(now - batch.front().flight->started));
     timeout = std::max(timeout, std::chrono::milliseconds(1));
-    if (!clustered_) {
-      // Counted until its last request is answered (answer()): every call ends once, with
-      // its reply, an error or its deadline, and its requests are answered in order.
-      ++batches_in_flight_;
-      batch.back().flight->ends_batch = true;
-    }
+    // Counted until its last request is answered (answer()): every call ends once, with its
+    // reply, an error or its deadline, and its requests are answered in order.
+    ++in_flight_by_slot_[static_cast<std::size_t>(slot)];
+    batch.back().flight->ends_batch_of = slot;
     if (batch.size() == 1) {
       BatchedCall& call = batch.front();
       backend_->evalScript(redis::RespArgs::of(call.keys), redis::RespArgs::of(*call.args), timeout,
@@ -337,11 +346,11 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
         [handlers](Result<redis::Reply> reply) { redis::splitBatchReply(*handlers, reply); });
   }
 
-  /// A single node's batch has its answers: the batch that grew meanwhile goes at the end of
-  /// this turn (with the requests the answers' turn brings).
-  void batchAnswered() {
-    --batches_in_flight_;
-    if (!single_.empty()) {
+  /// A batch of `slot` has its answers: the batch of that slot that grew meanwhile goes at the
+  /// end of this turn (with the requests the answers' turn brings).
+  void batchAnswered(int slot) {
+    --in_flight_by_slot_[static_cast<std::size_t>(slot)];
+    if (clustered_ ? batches_.count(slot) > 0 : !single_.empty()) {
       postFlush();
     }
   }
@@ -483,8 +492,8 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   /// One request from evaluate() until Redis answers it.
   struct InFlight {
     std::size_t n = 0;
-    bool ends_batch = false;  ///< the last request of a single node's batch (batchAnswered)
-    Micros started = 0;       ///< clock_.monotonicMicros() when it was submitted
+    int ends_batch_of = -1;  ///< the slot of the batch whose last request it is (batchAnswered)
+    Micros started = 0;      ///< clock_.monotonicMicros() when it was submitted
     Micros sent_at = 0;
     bool cached = false;  ///< cache is filled (the local cache is on)
     redis::OverLimitCache::Context cache;
@@ -623,11 +632,11 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   void answer(InFlight& call, Result<redis::Reply>& reply) {
     Callback done = std::move(call.done);
     call.done = nullptr;
-    const bool ends_batch = call.ends_batch;
-    call.ends_batch = false;
+    const int ends_batch_of = call.ends_batch_of;
+    call.ends_batch_of = -1;
     answerWith(call, reply, done);
-    if (ends_batch) {
-      batchAnswered();
+    if (ends_batch_of >= 0) {
+      batchAnswered(ends_batch_of);
     }
   }
 
@@ -697,8 +706,9 @@ class RedisStore final : public Store, public std::enable_shared_from_this<Redis
   Batch single_;
   std::map<int, Batch> batches_;
   bool flush_posted_ = false;  ///< flush() is posted for the end of this turn
-  /// Single node: batches sent and not yet answered (RedisOptions::max_batches_in_flight).
-  std::size_t batches_in_flight_ = 0;
+  /// Batches sent and not yet answered (RedisOptions::max_batches_in_flight), by hash slot in
+  /// a cluster (a single node's are slot 0's).
+  std::vector<std::uint16_t> in_flight_by_slot_;
   /// send()'s scratch, kept between batches (no allocation per batch once warm): the first
   /// request of each distinct argument list, and each request's list.
   std::vector<std::size_t> distinct_;
