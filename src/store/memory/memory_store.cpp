@@ -43,6 +43,9 @@ std::pair<std::uint64_t, std::uint64_t> sketchSeed(const std::string& text) {
   return {k0, k1};
 }
 
+/// The state of a bucket that is not there (or has expired), to evaluate by reference.
+const BucketState kFreshState{};
+
 /// Entries each request's shards advance their expiry sweep by: idle keys go without a
 /// background thread, and no request pays for a whole shard.
 constexpr std::size_t kSweepPerRequest = 32;
@@ -432,8 +435,10 @@ class MemoryStore final : public Store, public MemoryCounters, public MemoryExcl
           w.expired = table.expiresAt(w.index) <= now;
         }
       }
-      w.eval = memory_detail::evaluateLimit(request, limit, w.expired ? BucketState{} : w.loaded,
-                                            now, w);
+      // A reference, not `w.expired ? BucketState{} : w.loaded`: that is a copy of the
+      // loaded state (its log too) for every limit.
+      w.eval =
+          memory_detail::evaluateLimit(request, limit, w.expired ? kFreshState : w.loaded, now, w);
       response.outcomes.push_back(w.eval.outcome);
     }
   }
