@@ -95,24 +95,112 @@ const char* firstInvisible(const char* first, const char* last) {
   }
 }
 
-/// `name` (a token) equals `lower`, a lower-case literal, ignoring case: a token's bytes
-/// that OR 0x20 onto a lower-case letter or '-' are that letter in either case, or '-'.
-bool isName(std::string_view name, std::string_view lower) {
-  if (name.size() != lower.size()) {
-    return false;
+/// The first byte in [first, last) that is ':' or not visible ASCII; `last` when there is
+/// none: where a field name of the plain form ends. Sixteen bytes at a time where SSE2 is
+/// (x86-64 always; a name usually takes one step), then one at a time. The name's bytes are
+/// tchars or not (knownName(), allTokens()) is decided after, on the name as a whole.
+const char* nameEnd(const char* first, const char* last) {
+#if defined(__SSE2__)
+  // As signed bytes, those at or over 0x80 are under '!' too.
+  const __m128i bound = _mm_set1_epi8('!');
+  const __m128i del = _mm_set1_epi8(0x7f);
+  const __m128i colon = _mm_set1_epi8(':');
+  while (last - first >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(first));
+    const auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(
+        _mm_or_si128(_mm_cmplt_epi8(v, bound), _mm_cmpeq_epi8(v, del)), _mm_cmpeq_epi8(v, colon))));
+    if (mask != 0) {
+      return first + std::countr_zero(mask);
+    }
+    first += 16;
   }
-  const std::size_t n = name.size();
-  if (n >= 8) {
+#endif
+  while (first != last && *first != ':' && static_cast<unsigned char>(*first) >= '!' &&
+         static_cast<unsigned char>(*first) < 0x7f) {
+    ++first;
+  }
+  return first;
+}
+
+/// `name`, of the literal's length (knownName() switches on it), equals `lower`, a
+/// lower-case literal of letters and '-', ignoring case (knownName() says why OR-ing 0x20
+/// is enough). Words of the name against words of the literal, which the compiler makes
+/// constants: no call, no loop.
+template <std::size_t N>
+[[gnu::always_inline]] inline bool isName(std::string_view name, const char (&lower)[N]) {
+  constexpr std::size_t n = N - 1;
+  static_assert(n >= 4);
+  const char* p = name.data();
+  if constexpr (n >= 8) {
     // Words, the last overlapping the one before it.
     for (std::size_t k = 0; k + 8 < n; k += 8) {
-      if ((words::load(name.data() + k) | 0x20 * kOnes) != words::load(lower.data() + k)) {
+      if ((words::load(p + k) | 0x20 * kOnes) != words::load(lower + k)) {
         return false;
       }
     }
-    return (words::load(name.data() + n - 8) | 0x20 * kOnes) == words::load(lower.data() + n - 8);
+    return (words::load(p + n - 8) | 0x20 * kOnes) == words::load(lower + n - 8);
+  } else {
+    // Two 4-byte words, the second overlapping the first.
+    const auto word4 = [](const char* at) {
+      std::uint32_t w = 0;
+      std::memcpy(&w, at, 4);
+      return w;
+    };
+    constexpr std::uint32_t kLowers = 0x20202020U;
+    return (word4(p) | kLowers) == word4(lower) &&
+           (word4(p + n - 4) | kLowers) == word4(lower + n - 4);
   }
-  for (std::size_t k = 0; k < n; ++k) {
-    if ((name[k] | 0x20) != lower[k]) {
+}
+
+/// The fields the plain form looks at, and the usual ones of a decision request.
+enum class FieldName {
+  kOther,
+  kHost,
+  kContentType,
+  kContentLength,
+  kConnection,
+  kTransferEncoding,
+  kUpgrade,
+  kProxyConnection
+};
+
+/// Which of those `name` is, case ignored; kOther for any other name. `name` is visible
+/// ASCII without ':' (nameEnd()): a byte of it that ORs 0x20 onto a lower-case letter or
+/// '-' is that letter in either case, or '-' (CR, the other byte that ORs onto '-', is not
+/// visible), so a name found here is a token without looking at each byte.
+FieldName knownName(std::string_view name) {
+  switch (name.size()) {
+    case 4:
+      return isName(name, "host") ? FieldName::kHost : FieldName::kOther;
+    case 7:
+      return isName(name, "upgrade") ? FieldName::kUpgrade : FieldName::kOther;
+    case 10:
+      return isName(name, "connection") ? FieldName::kConnection : FieldName::kOther;
+    case 12:
+      return isName(name, "content-type") ? FieldName::kContentType : FieldName::kOther;
+    case 14:
+      return isName(name, "content-length") ? FieldName::kContentLength : FieldName::kOther;
+    case 16:
+      return isName(name, "proxy-connection") ? FieldName::kProxyConnection : FieldName::kOther;
+    case 17:
+      return isName(name, "transfer-encoding") ? FieldName::kTransferEncoding : FieldName::kOther;
+    default:
+      return FieldName::kOther;
+  }
+}
+
+/// Every byte of `name` is a tchar: four a step while four are left (one branch for four
+/// table reads), then one at a time.
+bool allTokens(std::string_view name) {
+  const std::size_t n = name.size();
+  std::size_t k = 0;
+  for (; n - k >= 4; k += 4) {
+    if (!(isToken(name[k]) & isToken(name[k + 1]) & isToken(name[k + 2]) & isToken(name[k + 3]))) {
+      return false;
+    }
+  }
+  for (; k < n; ++k) {
+    if (!isToken(name[k])) {
       return false;
     }
   }
@@ -152,11 +240,14 @@ bool parseRequestLine(std::string_view data, std::size_t end, std::size_t& i, Re
     return false;
   }
   line.target_end = i++;
-  constexpr std::string_view kHttp1 = "HTTP/1.";
-  if (end - i < kHttp1.size() + 3 || data.substr(i, kHttp1.size()) != kHttp1) {
+  // "HTTP/1." and the minor digit are one word (no call to memcmp), CRLF after it.
+  constexpr std::size_t kHttp1 = sizeof "HTTP/1." - 1;
+  constexpr std::uint64_t kPrefixBytes = 0x00ffffffffffffffULL;
+  if (end - i < kHttp1 + 3 ||
+      (words::load(p + i) & kPrefixBytes) != (words::load("HTTP/1.x") & kPrefixBytes)) {
     return false;
   }
-  i += kHttp1.size();
+  i += kHttp1;
   if (p[i] != '0' && p[i] != '1') {
     return false;
   }
@@ -171,21 +262,20 @@ bool parseRequestLine(std::string_view data, std::size_t end, std::size_t& i, Re
 /// One `name: value` CRLF field line from `i` (moved past it); false when not plain (no
 /// obs-fold, visible ASCII, SP and HTAB only). The value has no surrounding blanks.
 bool parseFieldLine(std::string_view data, std::size_t end, std::size_t& i, std::string_view& name,
-                    std::string_view& value) {
+                    FieldName& known, std::string_view& value) {
   const char* p = data.data();
   const std::size_t name_start = i;
-  // Four bytes a step while four are left (names are short; most are a few steps).
-  while (end - i >= 4 && isToken(p[i]) && isToken(p[i + 1]) && isToken(p[i + 2]) &&
-         isToken(p[i + 3])) {
-    i += 4;
-  }
-  while (i < end && isToken(p[i])) {
-    ++i;
-  }
+  // The name ends at the ':' (a byte that is not visible ASCII before it: not plain). The
+  // usual names are recognised whole, the others checked byte by byte.
+  i = static_cast<std::size_t>(nameEnd(p + i, p + end) - p);
   if (i == name_start || i >= end || p[i] != ':') {
     return false;
   }
   name = data.substr(name_start, i - name_start);
+  known = knownName(name);
+  if (known == FieldName::kOther && !allTokens(name)) {
+    return false;
+  }
   ++i;
   while (i < end && isBlank(p[i])) {
     ++i;
@@ -215,37 +305,34 @@ struct FieldFacts {
 };
 
 /// Notes a field Beast interprets in `facts`; false for a form left to Beast.
-bool noteField(std::string_view name, std::string_view value, FieldFacts& facts) {
-  switch (name.front() | 0x20) {
-    case 'c':
-      if (isName(name, "content-length")) {
-        if (facts.has_length || value.empty() || value.size() > 18) {
+bool noteField(FieldName known, std::string_view value, FieldFacts& facts) {
+  switch (known) {
+    case FieldName::kContentLength:
+      if (facts.has_length || value.empty() || value.size() > 18) {
+        return false;
+      }
+      for (char c : value) {
+        if (c < '0' || c > '9') {
           return false;
         }
-        for (char c : value) {
-          if (c < '0' || c > '9') {
-            return false;
-          }
-          facts.length = facts.length * 10 + static_cast<std::uint64_t>(c - '0');
-        }
-        facts.has_length = true;
-      } else if (isName(name, "connection")) {
-        // keepAlive(): the first Connection field decides.
-        if (equalsIgnoreCase(value, "close")) {
-          facts.connection = facts.connection == 0 ? 1 : facts.connection;
-        } else if (equalsIgnoreCase(value, "keep-alive")) {
-          facts.connection = facts.connection == 0 ? 2 : facts.connection;
-        } else {
-          return false;
-        }
+        facts.length = facts.length * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      facts.has_length = true;
+      return true;
+    case FieldName::kConnection:
+      // keepAlive(): the first Connection field decides.
+      if (equalsIgnoreCase(value, "close")) {
+        facts.connection = facts.connection == 0 ? 1 : facts.connection;
+      } else if (equalsIgnoreCase(value, "keep-alive")) {
+        facts.connection = facts.connection == 0 ? 2 : facts.connection;
+      } else {
+        return false;
       }
       return true;
-    case 't':
-      return !isName(name, "transfer-encoding");
-    case 'u':
-      return !isName(name, "upgrade");
-    case 'p':
-      return !isName(name, "proxy-connection");
+    case FieldName::kTransferEncoding:
+    case FieldName::kUpgrade:
+    case FieldName::kProxyConnection:
+      return false;
     default:
       return true;
   }
@@ -281,7 +368,8 @@ std::size_t parsePlainRequest(std::string_view data, const PlainLimits& limits, 
     }
     std::string_view name;
     std::string_view value;
-    if (!parseFieldLine(data, end, i, name, value) || !noteField(name, value, facts)) {
+    FieldName known = FieldName::kOther;
+    if (!parseFieldLine(data, end, i, name, known, value) || !noteField(known, value, facts)) {
       return 0;
     }
     request.headers.push_back(RequestHeader{name, value});
