@@ -375,15 +375,20 @@ void Session::dispatch(Request& request, std::uint64_t id) {
   // The session keeps itself alive while a handler holds an answer of it: the Respond is
   // then a pointer and a number, which std::function stores without allocating.
   ++unanswered_;
-  if (!pending_self_) {
-    pending_self_ = shared_from_this();
-  }
   Respond respond = [this, id](Response&& response) { onHandlerAnswer(id, std::move(response)); };
   try {
     match.route->handler(request, std::move(respond));
   } catch (const std::exception& e) {
     spdlog::error("handler for {} {} failed: {}", request.method, request.path, e.what());
     onHandlerAnswer(id, jsonError(500, "internal error"));
+  }
+  // Taken once the handler returns with an answer still owed, not before the call: the
+  // usual answer comes within it (the memory store), and no reference is taken and dropped
+  // for it. Until then the caller keeps the session alive (dispatch() runs in a completion
+  // handler that holds it, or within onHandlerAnswer(), which holds the last reference), and
+  // an answer owed can only come later on this thread.
+  if (unanswered_ > 0 && !pending_self_) {
+    pending_self_ = shared_from_this();
   }
 }
 
