@@ -66,6 +66,8 @@ class DecisionMetrics final : public DecisionObserver {
     if (decision.rules != counted_rules_) {
       counted_rules_ = decision.rules;  // also keeps the addresses below from being reused
       rule_counters_.clear();
+      last_rule_ = nullptr;
+      last_counters_ = nullptr;
       request_counters_.clear();
       no_rule_counters_.clear();
       candidate_counters_.clear();
@@ -87,10 +89,14 @@ class DecisionMetrics final : public DecisionObserver {
           auto [it, added] = request_counters_.try_emplace(&domain);
           slot = &it->second;
           inserted = added;
+        } else if (l.rule != nullptr && l.rule == last_rule_) {
+          slot = last_counters_;  // the usual run of decisions on one rule: no hashing
         } else {
           auto [it, added] = rule_counters_.try_emplace(l.rule);
           slot = &it->second;
           inserted = added;
+          last_rule_ = l.rule;
+          last_counters_ = slot;
         }
         RuleCounters& c = *slot;
         if (inserted) {
@@ -191,6 +197,9 @@ class DecisionMetrics final : public DecisionObserver {
   Counter& unknown_domain_;
   RuleSetPtr counted_rules_;  // the snapshot the two maps below point into
   std::unordered_map<const RateLimit*, RuleCounters> rule_counters_;
+  // The rule counted last and its series (a node of rule_counters_, which does not move).
+  const RateLimit* last_rule_ = nullptr;
+  RuleCounters* last_counters_ = nullptr;
   std::unordered_map<const DomainConfig*, RuleCounters> request_counters_;  // by domain
   std::unordered_map<const DomainConfig*, Counter*> no_rule_counters_;
   /// Per candidate limit: its would="allow" and would="deny" series.
