@@ -36,6 +36,13 @@ QueuedResponse& ResponseQueue::push(bool keep_alive, unsigned version,
 }
 
 std::size_t ResponseQueue::writeReady(std::string& out, bool last_closes) {
+  std::size_t end = out.size();
+  const std::size_t count = writeReady(out, end, last_closes);
+  out.resize(end);
+  return count;
+}
+
+std::size_t ResponseQueue::writeReady(std::string& out, std::size_t& end, bool last_closes) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < count_; ++i) {
     QueuedResponse& entry = at(i);
@@ -46,7 +53,7 @@ std::size_t ResponseQueue::writeReady(std::string& out, bool last_closes) {
       // The last answer while draining tells the client that the connection ends here.
       entry.keep_alive = false;
     }
-    writeResponse(out, entry.response, entry.version, entry.keep_alive);
+    end = writeResponseAt(out, end, entry.response, entry.version, entry.keep_alive);
     ++count;
     if (!entry.keep_alive) {
       break;

@@ -54,6 +54,9 @@ class ResponseQueue {
   /// the first that closes the connection; returns how many. With `last_closes`, the answer
   /// in the last place is made to close the connection (the server is draining).
   std::size_t writeReady(std::string& out, bool last_closes);
+  /// writeReady() from `end` in `out` (writeResponseAt(): `out` is not trimmed), `end` moved
+  /// past what was written.
+  std::size_t writeReady(std::string& out, std::size_t& end, bool last_closes);
   /// Removes the `count` answers writeReady wrote; false when one of them closed the
   /// connection.
   bool popWritten(std::size_t count);

@@ -450,11 +450,13 @@ void Session::maybeWrite() {
     return;
   }
   // Written into the thread's buffer (worker.hpp), which stays in the cache; only what the
-  // kernel does not take at once moves to the connection's own out_.
+  // kernel does not take at once moves to the connection's own out_. The buffer keeps its
+  // size from write to write (its first `length` bytes are this write's): it is not filled
+  // with zeros for each answer before the answer is written over them.
   std::string& out = worker_.out;
-  out.clear();
+  std::size_t length = 0;
   bool reading_request = reading_ && phase_ == Phase::kRequest;
-  write_count_ = queue_.writeReady(out, worker_.stopping && !reading_request);
+  write_count_ = queue_.writeReady(out, length, worker_.stopping && !reading_request);
   writing_ = true;
   updateIdleTimer();  // a request being read keeps its own deadline
   // The socket is non-blocking (start()): send now, as async_write would begin by doing, and
@@ -462,17 +464,17 @@ void Session::maybeWrite() {
   beast::error_code ec;
   std::size_t sent = 0;
   if (send_inline_) {
-    sent = socket_.write_some(net::buffer(out), ec);
+    sent = socket_.write_some(net::buffer(out.data(), length), ec);
     if (ec == net::error::would_block || ec == net::error::try_again) {
       ec = {};
       sent = 0;
     }
-    if (ec || sent == out.size()) {
+    if (ec || sent == length) {
       onWrite(ec);
       return;
     }
   }
-  out_.assign(out, sent);
+  out_.assign(out, sent, length - sent);
   setDeadline(write_deadline_, Clock::now() + options_.write_timeout);
   net::async_write(
       socket_, net::buffer(out_),

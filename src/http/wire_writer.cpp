@@ -40,8 +40,13 @@ constexpr std::size_t kTailRoom =
 }  // namespace
 
 void writeResponse(std::string& out, const Response& response, unsigned version, bool keep_alive) {
-  // One resize of `out` for the whole answer (then trimmed to what was written): its pieces
-  // are copied in place, not appended one by one.
+  out.resize(writeResponseAt(out, out.size(), response, version, keep_alive));
+}
+
+std::size_t writeResponseAt(std::string& out, std::size_t at, const Response& response,
+                            unsigned version, bool keep_alive) {
+  // At most one resize of `out` for the whole answer: its pieces are copied in place, not
+  // appended one by one.
   const std::string_view usual = usualHead(response, version);
   const std::string_view reason = usual.empty() ? reasonPhrase(response.status) : "";
   std::size_t room = kTailRoom + response.header_lines.size() + response.body.size();
@@ -49,8 +54,9 @@ void writeResponse(std::string& out, const Response& response, unsigned version,
   for (const auto& header : response.headers) {
     room += header.name.size() + header.value.size() + 4;
   }
-  const std::size_t at = out.size();
-  out.resize(at + room);
+  if (out.size() < at + room) {
+    out.resize(at + room);
+  }
   Cursor a(out.data() + at);
   if (!usual.empty()) {
     a.text(usual);
@@ -92,7 +98,7 @@ void writeResponse(std::string& out, const Response& response, unsigned version,
   } else {
     a.literal("\r\n");
   }
-  out.resize(static_cast<std::size_t>(a.at() - out.data()));
+  return static_cast<std::size_t>(a.at() - out.data());
 }
 
 }  // namespace sluice::http

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "sluice/http/message.hpp"
@@ -16,5 +17,12 @@ namespace sluice::http {
 /// unless the status has no body (1xx, 204, 304). CR and LF never reach the wire inside a
 /// header name or value (or the content type): they are dropped.
 void writeResponse(std::string& out, const Response& response, unsigned version, bool keep_alive);
+
+/// writeResponse() from `at` in `out`, whose bytes from `at` on are free to overwrite:
+/// `out` grows when it is too short for the answer, and is not trimmed after it. Returns
+/// where the answer ends. A buffer that keeps its size from write to write (the session's)
+/// is then not filled with zeros up to the room of each answer before it is written.
+std::size_t writeResponseAt(std::string& out, std::size_t at, const Response& response,
+                            unsigned version, bool keep_alive);
 
 }  // namespace sluice::http
